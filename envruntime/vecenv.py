@@ -1,0 +1,67 @@
+"""What every task variant (manager or direct) offers the collector.
+
+A ``VecEnv`` steps ``num_envs`` envs at once. Observations are dicts of float32 ``(N, dim)``
+arrays keyed by group (``actor``, ``critic``). ``step`` resets the rows that ended inside the
+same call (auto-reset) and returns the true pre-reset observation of those rows in
+``final_obs``, so an off-policy collector stores the right ``next_obs``.
+
+``timings`` holds the milliseconds of the last ``step`` under the DESIGN.md phase names that
+belong to the env: ``apply_action_ms``, ``physics_ms``, ``d2h_ms``, ``update_state_ms`` (and its
+``update_state.<manager>.<stage>_ms`` breakdown), ``reset_done_ms``. Every key appears on every
+step, with 0.0 where the phase did not run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from envruntime.backends.base import Backend
+
+ENV_PHASES: tuple[str, ...] = (
+    "apply_action_ms",
+    "physics_ms",
+    "d2h_ms",
+    "update_state_ms",
+    "reset_done_ms",
+)
+
+
+@dataclass
+class StepResult:
+    """The outcome of one vector step. Arrays are owned by the env and overwritten next step."""
+
+    obs: dict[str, np.ndarray]  # after auto-reset: what the policy sees next
+    reward: np.ndarray  # (N,) float32
+    terminated: np.ndarray  # (N,) bool: the episode ended in a terminal state
+    truncated: np.ndarray  # (N,) bool: time limit, not terminal
+    final_obs: dict[str, np.ndarray]  # (N, dim): pre-reset obs for done rows, equal to obs elsewhere
+
+
+@runtime_checkable
+class VecEnv(Protocol):
+    """A batched env. See the module docstring."""
+
+    task: str
+    variant: str  # "manager" | "direct"
+    num_envs: int
+    action_dim: int
+    obs_dims: dict[str, int]
+    backend: Backend
+    manager_names: tuple[str, ...]  # managers this env built, in construction order; () for direct
+    timings: dict[str, float]
+
+    def reset(self, seed: int) -> dict[str, np.ndarray]:
+        """Reset every env (seeding the env's random generator) and return the first observation."""
+        ...
+
+    def step(self, action: np.ndarray) -> StepResult:
+        """Apply ``action`` (N, action_dim) float32 in [-1, 1]-ish policy units and advance one
+        control step (``decimation`` physics substeps)."""
+        ...
+
+    def close(self) -> None:
+        """Release the backend."""
+        ...
