@@ -1,0 +1,79 @@
+"""Replay ring: preallocation, vectorised wrap-around, terminal next_obs kept for done rows."""
+
+import numpy as np
+import pytest
+
+from envruntime.replay import ReplayBuffer
+
+OBS_DIMS = {"actor": 3, "critic": 5}
+ACTION_DIM = 2
+
+
+def batch(n: int, value: float) -> dict[str, np.ndarray]:
+    return {g: np.full((n, d), value, dtype=np.float32) for g, d in OBS_DIMS.items()}
+
+
+def insert(replay: ReplayBuffer, n: int, value: float, done: np.ndarray | None = None) -> None:
+    done = np.zeros(n, dtype=bool) if done is None else done
+    replay.put_obs(batch(n, value))
+    replay.put_transition(np.full((n, ACTION_DIM), value, dtype=np.float32),
+                          np.full(n, value, dtype=np.float32), done, np.zeros(n, dtype=bool),
+                          batch(n, value + 0.5))
+
+
+def test_arrays_are_preallocated_float32() -> None:
+    replay = ReplayBuffer(10, OBS_DIMS, ACTION_DIM)
+    arrays = [*replay.obs.values(), *replay.next_obs.values(), replay.action, replay.reward,
+              replay.terminated, replay.truncated]
+    assert all(a.dtype == np.float32 and len(a) == 10 for a in arrays)
+    assert replay.obs["critic"].shape == (10, 5)
+    assert replay.nbytes == 10 * 4 * (2 * (3 + 5) + ACTION_DIM + 3)
+
+
+def test_wrap_around_splits_a_batch_across_the_end() -> None:
+    replay = ReplayBuffer(10, OBS_DIMS, ACTION_DIM)
+    for value in (1.0, 2.0):
+        insert(replay, 4, value)
+    assert (replay.cursor, replay.size) == (8, 8)
+    insert(replay, 4, 3.0)  # rows 8, 9 then 0, 1
+    assert (replay.cursor, replay.size) == (2, 10)
+    np.testing.assert_array_equal(replay.reward, [3, 3, 1, 1, 2, 2, 2, 2, 3, 3])
+    np.testing.assert_array_equal(replay.obs["actor"][:, 0], [3, 3, 1, 1, 2, 2, 2, 2, 3, 3])
+    np.testing.assert_array_equal(replay.next_obs["critic"][:, 4],
+                                  [3.5, 3.5, 1.5, 1.5, 2.5, 2.5, 2.5, 2.5, 3.5, 3.5])
+    np.testing.assert_array_equal(replay.action[:, 1], replay.reward)
+
+
+def test_terminal_next_obs_and_flags_stored_for_done_rows() -> None:
+    replay = ReplayBuffer(6, OBS_DIMS, ACTION_DIM)
+    obs = batch(3, 0.0)
+    reset_obs = batch(3, 9.0)  # what the env returns after auto-reset
+    final_obs = {g: a.copy() for g, a in reset_obs.items()}
+    final_obs["actor"][1] = -7.0  # the true terminal observation of the done row
+    terminated = np.array([False, True, False])
+    truncated = np.array([False, False, True])
+    replay.put_obs(obs)
+    replay.put_transition(np.zeros((3, ACTION_DIM), np.float32), np.ones(3, np.float32),
+                          terminated, truncated, final_obs)
+    replay.put_obs(reset_obs)
+    np.testing.assert_array_equal(replay.next_obs["actor"][:3, 0], [9.0, -7.0, 9.0])
+    np.testing.assert_array_equal(replay.terminated[:3], [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(replay.truncated[:3], [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(replay.obs["actor"][3:6, 0], [9.0, 9.0, 9.0])  # next staged
+
+
+def test_full_capacity_batches_overwrite_oldest_block() -> None:
+    num_envs, steps = 4, 3
+    replay = ReplayBuffer(steps * num_envs, OBS_DIMS, ACTION_DIM)
+    for value in range(5):
+        insert(replay, num_envs, float(value))
+    assert replay.size == steps * num_envs and replay.cursor == (5 * num_envs) % (steps * num_envs)
+    assert sorted(set(replay.reward.tolist())) == [2.0, 3.0, 4.0]
+
+
+def test_bad_sizes_are_rejected() -> None:
+    with pytest.raises(ValueError, match="capacity must be positive"):
+        ReplayBuffer(0, OBS_DIMS, ACTION_DIM)
+    replay = ReplayBuffer(3, OBS_DIMS, ACTION_DIM)
+    with pytest.raises(ValueError, match="exceeds replay capacity 3"):
+        replay.put_obs(batch(4, 1.0))
