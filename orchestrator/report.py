@@ -1,0 +1,277 @@
+"""The sweep report: per case and side, median [min, max] and CV of each metric, ratios to the
+baseline, gate verdicts, sides with SHAs and runtime audit, and the host record.
+
+Reads only the sweep's partition ``runs/sweep=<id>/`` and only the columns it needs. Written as
+Markdown and CSV under ``<results>/reports/<id>.{md,csv}``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from orchestrator import stats
+from orchestrator.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_RUN_FAILED
+from orchestrator.results import runs_dir
+from orchestrator.spec import REPORT_METRICS, GateSpec
+from orchestrator.sweep_record import read_record
+
+PASS, FAIL = "PASS", "FAIL"
+AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha")
+_STRING_COLUMNS: tuple[str, ...] = ("run_key", "side", "case", "sha", "status", "error", *AUDIT_COLUMNS)
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric of one side in one case."""
+
+    case: str
+    side: str
+    metric: str
+    summary: stats.Summary
+    ratio: float  # side median / baseline median (1.0 for the baseline itself)
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """One gate evaluated for one (case, side)."""
+
+    gate: int
+    metric: str
+    case: str
+    side: str
+    bound: str  # e.g. ">= 0.9x"
+    ratio: float
+    verdict: str  # PASS | FAIL
+    reason: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a report shows; ``exit_code`` is what ``shasweep run``/``report`` return."""
+
+    sweep_id: str
+    record: dict[str, Any]
+    baseline: str
+    cases: list[str]
+    sides: list[str]
+    metrics: list[str]
+    rows: list[MetricRow]
+    counts: dict[tuple[str, str], tuple[int, int]]  # (case, side) -> (ok, not ok)
+    gates: list[GateVerdict]
+    audit: dict[str, dict[str, str]]  # side -> audit column -> distinct values
+    failures: pd.DataFrame  # run_key, case, side, status, error of every run that is not ok
+    missing: int  # planned runs with no result
+
+    @property
+    def exit_code(self) -> int:
+        if self.missing or len(self.failures):
+            return EXIT_RUN_FAILED
+        return EXIT_GATE_FAILED if any(g.verdict == FAIL for g in self.gates) else EXIT_OK
+
+
+def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataFrame:
+    """The sweep's runs, only the columns a report needs (absent columns read as null)."""
+    schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
+                       + [(name, pa.float64()) for name in metrics])
+    path = runs_dir(results_root, sweep_id)
+    if not path.is_dir():
+        return schema.empty_table().to_pandas()
+    return ds.dataset(path, format="parquet", schema=schema).to_table().to_pandas()
+
+
+def build_report(record: dict[str, Any], runs: pd.DataFrame) -> Report:
+    """Aggregate ``runs`` (one row per run) of the sweep described by ``record``."""
+    spec = record["spec"]
+    baseline, cases, sides = spec["baseline"], list(spec["cases"]), list(spec["sides"])
+    gates = [GateSpec(**g) for g in spec.get("gates", [])]
+    metrics = report_metrics(gates)
+    ok = runs[runs["status"] == "ok"]
+    counts = {(c, s): (int(((ok["case"] == c) & (ok["side"] == s)).sum()),
+                       int(((runs["case"] == c) & (runs["side"] == s) & (runs["status"] != "ok")).sum()))
+              for c in cases for s in sides}
+    summaries = {(c, s, m): stats.summarize(ok.loc[(ok["case"] == c) & (ok["side"] == s), m])
+                 for c in cases for s in sides for m in metrics}
+    rows = [MetricRow(c, s, m, summaries[c, s, m],
+                      stats.ratio(summaries[c, s, m].median, summaries[c, baseline, m].median))
+            for c in cases for m in metrics for s in sides]
+    planned = int(record.get("planned_runs", len(cases) * len(sides) * int(spec.get("repeats", 1))))
+    return Report(
+        sweep_id=record["sweep_id"], record=record, baseline=baseline, cases=cases, sides=sides,
+        metrics=metrics, rows=rows, counts=counts,
+        gates=evaluate_gates(gates, cases, sides, baseline, summaries),
+        audit=_audit(runs, sides),
+        failures=runs.loc[runs["status"] != "ok", ["run_key", "case", "side", "status", "error"]],
+        missing=max(planned - len(runs), 0),
+    )
+
+
+def report_metrics(gates: list[GateSpec]) -> list[str]:
+    """The standard report metrics plus any other metric a gate uses."""
+    return list(REPORT_METRICS) + sorted({g.metric for g in gates} - set(REPORT_METRICS))
+
+
+def evaluate_gates(gates: list[GateSpec], cases: list[str], sides: list[str], baseline: str,
+                   summaries: dict[tuple[str, str, str], stats.Summary]) -> list[GateVerdict]:
+    """Every gate against every matching (case, non-baseline side)."""
+    verdicts = []
+    for index, gate in enumerate(gates):
+        for case in [gate.case] if gate.case else cases:
+            for side in [gate.side] if gate.side else [s for s in sides if s != baseline]:
+                verdicts.append(_verdict(index, gate, case, side, summaries[case, side, gate.metric],
+                                         summaries[case, baseline, gate.metric], baseline))
+    return verdicts
+
+
+def _verdict(index: int, gate: GateSpec, case: str, side: str, cand: stats.Summary, base: stats.Summary,
+             baseline: str) -> GateVerdict:
+    bounds = [f">= {gate.min_ratio:g}x"] if gate.min_ratio is not None else []
+    bounds += [f"<= {gate.max_ratio:g}x"] if gate.max_ratio is not None else []
+    value = stats.ratio(cand.median, base.median)
+    if cand.n == 0 or base.n == 0:
+        reason = f"no ok runs with {gate.metric} on side {side if cand.n == 0 else baseline!r}"
+    elif math.isnan(value):
+        reason = f"ratio undefined: baseline median of {gate.metric} is {base.median:g}"
+    elif gate.min_ratio is not None and value < gate.min_ratio:
+        reason = f"ratio {value:.3f} < {gate.min_ratio:g}"
+    elif gate.max_ratio is not None and value > gate.max_ratio:
+        reason = f"ratio {value:.3f} > {gate.max_ratio:g}"
+    else:
+        reason = ""
+    return GateVerdict(index, gate.metric, case, side, " and ".join(bounds), value,
+                       FAIL if reason else PASS, reason)
+
+
+def _audit(runs: pd.DataFrame, sides: list[str]) -> dict[str, dict[str, str]]:
+    audit = {}
+    for side in sides:
+        mine = runs[runs["side"] == side]
+        audit[side] = {col.removeprefix("audit_"): ", ".join(sorted(mine[col].dropna().unique())) or "-"
+                       for col in AUDIT_COLUMNS}
+    return audit
+
+
+def make_report(results_root: Path, sweep_id: str) -> Report:
+    """Read the record and runs of ``sweep_id`` and build its report."""
+    record = read_record(results_root, sweep_id)
+    gates = [GateSpec(**g) for g in record["spec"].get("gates", [])]
+    return build_report(record, load_runs(results_root, sweep_id, report_metrics(gates)))
+
+
+def to_frame(report: Report) -> pd.DataFrame:
+    """The metric table in long form (the CSV)."""
+    return pd.DataFrame([{
+        "sweep_id": report.sweep_id, "case": r.case, "side": r.side,
+        "sha": report.record.get("sides", {}).get(r.side, {}).get("sha"),
+        "baseline": r.side == report.baseline, "metric": r.metric,
+        "n_ok": report.counts[r.case, r.side][0], "n_failed": report.counts[r.case, r.side][1],
+        "median": r.summary.median, "min": r.summary.min, "max": r.summary.max, "cv": r.summary.cv,
+        "ratio": r.ratio,
+    } for r in report.rows])
+
+
+def to_markdown(report: Report) -> str:
+    """The human-readable report."""
+    sections = [_summary_md(report), _sides_md(report), *(_case_md(report, c) for c in report.cases),
+                _gates_md(report), _failures_md(report), _host_md(report)]
+    return "\n\n".join(s for s in sections if s) + "\n"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def _summary_md(report: Report) -> str:
+    rec, spec = report.record, report.record["spec"]
+    stopped = f" ({rec['stopped_reason']})" if rec.get("stopped_reason") else ""
+    n_ok = sum(ok for ok, _ in report.counts.values())
+    return "\n".join([
+        f"# shasweep report: {report.sweep_id}", "",
+        f"- created: {rec.get('created', '-')}; status: {rec.get('status', '-')}{stopped}",
+        f"- repo: {rec.get('repo', '-')}",
+        f"- order: {spec.get('order')} (seed {spec.get('order_seed')}), repeats: {spec.get('repeats')}, "
+        f"baseline: {report.baseline}",
+        f"- runs: {n_ok} ok, {len(report.failures)} not ok, {report.missing} not run",
+    ])
+
+
+def _sides_md(report: Report) -> str:
+    rows = []
+    for side in report.sides:
+        info, audit = report.record.get("sides", {}).get(side, {}), report.audit[side]
+        planned = [str(info.get(k, "-")) for k in ("ref", "sha", "variant")]
+        rows.append([side, *planned, audit["env_class"], audit["backend_class"], audit["git_sha"]])
+    header = ["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha"]
+    return "## Sides\n\n" + _table(header, rows)
+
+
+def _case_md(report: Report, case: str) -> str:
+    others = [s for s in report.sides if s != report.baseline]
+    ratios = [f"{s} / {report.baseline}" for s in others]
+    header = ["metric", f"{report.baseline} (baseline)", *others, *ratios]
+    rows = []
+    for metric in report.metrics:
+        cells = {r.side: r for r in report.rows if r.case == case and r.metric == metric}
+        rows.append([metric, *(_cell(cells[s].summary) for s in [report.baseline, *others]),
+                     *(_num(cells[s].ratio, 3) for s in others)])
+    counts = ", ".join(f"{s} {report.counts[case, s][0]}/{report.counts[case, s][1]}" for s in report.sides)
+    return f"## {case}\n\nruns ok/not ok: {counts}\n\n" + _table(header, rows)
+
+
+def _gates_md(report: Report) -> str:
+    if not report.gates:
+        return ""
+    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _num(g.ratio, 3), f"**{g.verdict}**", g.reason]
+            for g in report.gates]
+    return "## Gates\n\n" + _table(["gate", "metric", "case", "side", "bound", "ratio", "verdict", "reason"],
+                                    rows)
+
+
+def _failures_md(report: Report) -> str:
+    if not len(report.failures):
+        return ""
+    rows = [[f.run_key, f.case, f.side, f.status, _one_line(f.error)] for f in report.failures.itertuples()]
+    return "## Runs not ok\n\n" + _table(["run_key", "case", "side", "status", "error"], rows)
+
+
+def _host_md(report: Report) -> str:
+    host = report.record.get("host") or {}
+    items = [f"- {k}: {v}" for k, v in sorted(host.items())] or ["- not recorded"]
+    return "## Host\n\n" + "\n".join(items)
+
+
+def write_report(report: Report, results_root: Path) -> tuple[Path, Path]:
+    """Write ``reports/<id>.md`` and ``reports/<id>.csv``; returns their paths."""
+    out = results_root / "reports"
+    out.mkdir(parents=True, exist_ok=True)
+    md, csv = out / f"{report.sweep_id}.md", out / f"{report.sweep_id}.csv"
+    md.write_text(to_markdown(report), encoding="utf-8")
+    to_frame(report).to_csv(csv, index=False)
+    return md, csv
+
+
+def _cell(s: stats.Summary) -> str:
+    if s.n == 0:
+        return "no ok runs"
+    return f"{_num(s.median)} [{_num(s.min)}, {_num(s.max)}] cv {_num(100 * s.cv, 2)}%"
+
+
+def _num(value: float, digits: int = 4) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 10 ** digits else f"{value:.{digits}g}"
+
+
+def _one_line(text: object) -> str:
+    if not isinstance(text, str):
+        return "-"
+    flat = " ".join(text.split()).replace("|", "\\|")
+    return flat if len(flat) <= 200 else flat[:197] + "..."
+
