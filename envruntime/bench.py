@@ -1,0 +1,222 @@
+"""Collector benchmark speaking run protocol v1 (DESIGN.md "Run protocol").
+
+    python -m envruntime.bench --algo sac --task go2_joystick_flat --sim mujoco --variant manager \\
+        --num-envs 8192 --warmup 10 --measure 100 --replay-capacity 64 --seed 0 --threads 2 \\
+        --stream PATH
+
+Records go to ``--stream`` (a file or FIFO), never stdout: a ``header`` (case, params, audit), one
+``step`` per vector step (``warmup`` flagged, every phase, ``resets``), then a ``summary``
+(throughput = num_envs * measured steps / measured wall seconds, phase means over measured
+steps, peak RSS). ``--threads 0`` (the default) means every CPU of the affinity mask; torch uses
+``ENVRUNTIME_TORCH_THREADS`` threads if set, else the ``--threads`` value; Numba uses the
+``--threads`` value (capped at ``NUMBA_NUM_THREADS``).
+
+Exit codes: 0 ok; 2 invalid arguments (unknown task/sim/algo/variant, a non-positive count) or a
+task/engine not installed, with an ``error`` record when the stream can be opened and the valid
+values on stderr; 1 a failure during the run, with an ``error`` record carrying the traceback tail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from time import perf_counter
+from typing import NoReturn
+
+import numba
+import torch
+
+from envruntime.actors import ALGOS
+from envruntime.audit import build_audit
+from envruntime.backends import SIMS, default_threads
+from envruntime.collector import make_collector
+from envruntime.protocol import StreamWriter
+from envruntime.tasks import TASKS, VARIANTS, make_env
+from envruntime.vecenv import VecEnv
+
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1
+EXIT_INVALID = 2
+TORCH_THREADS_ENV = "ENVRUNTIME_TORCH_THREADS"
+
+EnvFactory = Callable[[str, str, str, int, int], VecEnv]
+
+
+class InvalidArgument(ValueError):
+    """A bench argument is wrong; the message names it and the valid values."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that raises instead of exiting, so an error record can be written."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InvalidArgument(message)
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """One benchmark run: the case, its sizes and where the records go."""
+
+    algo: str
+    task: str
+    sim: str
+    variant: str
+    num_envs: int
+    warmup: int
+    measure: int
+    replay_capacity: int
+    seed: int
+    threads: int  # 0: every CPU of the affinity mask
+    stream: str
+
+    def validate(self) -> None:
+        """Raise InvalidArgument naming the first wrong field and its valid values."""
+        for name, valid in (("algo", tuple(ALGOS)), ("task", TASKS), ("sim", tuple(SIMS)),
+                            ("variant", VARIANTS)):
+            value = getattr(self, name)
+            if value not in valid:
+                raise InvalidArgument(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+        for name, minimum in (("num_envs", 1), ("measure", 1), ("replay_capacity", 1),
+                              ("warmup", 0), ("threads", 0)):
+            if (value := getattr(self, name)) < minimum:
+                flag = "--" + name.replace("_", "-")
+                raise InvalidArgument(f"{flag} must be >= {minimum}, got {value}")
+
+    def case(self) -> dict[str, str]:
+        return {"algo": self.algo, "task": self.task, "sim": self.sim, "variant": self.variant}
+
+    def params(self, threads: int) -> dict[str, int]:
+        """The header's params, with ``threads`` resolved to the count actually used."""
+        return {"num_envs": self.num_envs, "warmup": self.warmup, "measure": self.measure,
+                "replay_capacity": self.replay_capacity, "seed": self.seed, "threads": threads}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m envruntime.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--algo", default="sac", help=f"one of: {', '.join(ALGOS)}")
+    parser.add_argument("--task", required=True, help=f"one of: {', '.join(TASKS)}")
+    parser.add_argument("--sim", default="mujoco", help=f"one of: {', '.join(SIMS)}")
+    parser.add_argument("--variant", default="manager", help=f"one of: {', '.join(VARIANTS)}")
+    parser.add_argument("--num-envs", type=int, default=8192)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--measure", type=int, default=100)
+    parser.add_argument("--replay-capacity", type=int, default=64,
+                        help="vector steps held by the replay ring (rows = this * num_envs)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0, help="0: every CPU of the affinity mask")
+    parser.add_argument("--stream", required=True, help="file or FIFO receiving the NDJSON records")
+    return parser
+
+
+def parse_config(argv: Sequence[str]) -> BenchConfig:
+    """Parse and validate ``argv``; raises InvalidArgument."""
+    config = BenchConfig(**vars(build_parser().parse_args(argv)))
+    config.validate()
+    return config
+
+
+def configure_threads(threads: int) -> int:
+    """Resolve ``threads`` (0 = affinity mask) and apply it to torch and Numba; returns it."""
+    resolved = threads or default_threads()
+    torch_threads = os.environ.get(TORCH_THREADS_ENV, str(resolved))
+    if not torch_threads.isdigit() or int(torch_threads) <= 0:
+        raise InvalidArgument(f"{TORCH_THREADS_ENV} must be a positive integer, got {torch_threads!r}")
+    torch.set_num_threads(int(torch_threads))
+    numba.set_num_threads(min(resolved, numba.config.NUMBA_NUM_THREADS))
+    return resolved
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size in MiB (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def run(config: BenchConfig, env: VecEnv, threads: int, writer: StreamWriter) -> None:
+    """Write the header, run warm-up + measured collector steps, write the summary."""
+    collector = make_collector(env, config.algo, config.replay_capacity)
+    writer.header(config.case(), config.params(threads), build_audit(env))
+    collector.reset(config.seed)
+    sums: dict[str, float] = {}
+    start = perf_counter()
+    for index in range(config.warmup + config.measure):
+        warmup = index < config.warmup
+        if index == config.warmup:
+            start = perf_counter()
+        result = collector.step()
+        writer.step(index, warmup, result.phases, result.resets)
+        if not warmup:
+            for phase, ms in result.phases.items():
+                sums[phase] = sums.get(phase, 0.0) + ms
+    wall_s = perf_counter() - start
+    writer.summary(
+        throughput=config.num_envs * config.measure / wall_s,
+        measure_wall_s=wall_s,
+        phase_means_ms={phase: total / config.measure for phase, total in sums.items()},
+        peak_rss_mb=peak_rss_mb(),
+    )
+
+
+def execute(config: BenchConfig, env_factory: EnvFactory = make_env) -> int:
+    """Run ``config`` writing records to its stream; returns the exit code."""
+    try:
+        writer = StreamWriter(config.stream)
+    except OSError as exc:
+        print(f"envruntime.bench: cannot open --stream {config.stream!r}: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    with writer:
+        try:
+            threads = configure_threads(config.threads)
+            env = env_factory(config.task, config.sim, config.variant, config.num_envs, threads)
+        except (InvalidArgument, ImportError) as exc:
+            writer.error(exc, with_traceback=False)
+            print(f"envruntime.bench: {exc}", file=sys.stderr)
+            return EXIT_INVALID
+        except Exception as exc:
+            return _report_crash(writer, exc)
+        try:
+            run(config, env, threads, writer)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # also MotrixSim's PanicException, a BaseException
+            return _report_crash(writer, exc)
+        finally:
+            env.close()
+    return EXIT_OK
+
+
+def _report_crash(writer: StreamWriter, exc: BaseException) -> int:
+    writer.error(exc, with_traceback=True)
+    print(f"envruntime.bench: run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return EXIT_RUN_FAILED
+
+
+def _stream_from_argv(argv: Sequence[str]) -> str | None:
+    """The ``--stream`` value of an argv that failed to parse, if it names one."""
+    probe = argparse.ArgumentParser(add_help=False)
+    probe.add_argument("--stream")
+    known, _ = probe.parse_known_args(argv)
+    return known.stream
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        config = parse_config(argv)
+    except InvalidArgument as exc:
+        print(f"envruntime.bench: {exc}", file=sys.stderr)
+        if (stream := _stream_from_argv(argv)) is not None:
+            try:
+                with StreamWriter(stream) as writer:
+                    writer.error(exc, with_traceback=False)
+            except OSError:
+                pass  # the stream cannot be opened: stderr carries the error alone
+        return EXIT_INVALID
+    return execute(config)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

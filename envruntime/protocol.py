@@ -1,0 +1,58 @@
+"""Run protocol v1 (DESIGN.md "Run protocol"): NDJSON records written to the ``--stream`` path.
+
+Every record is one ``json.dumps`` + one write + one flush, so a reader on a FIFO sees each
+record as soon as it exists and a crash never loses the records already written.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TextIO
+
+PROTOCOL_VERSION = 1
+TRACEBACK_TAIL_LINES = 20
+
+
+class StreamWriter:
+    """Writes run-protocol records to a file or FIFO (never stdout)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._file: TextIO = open(path, "w", encoding="utf-8")  # closed by close()
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Write one record as a line and flush it."""
+        self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+
+    def header(self, case: dict[str, str], params: dict[str, int], audit: dict[str, Any]) -> None:
+        self.write({"kind": "header", "protocol": PROTOCOL_VERSION, "case": case, "params": params,
+                    "audit": audit})
+
+    def step(self, step: int, warmup: bool, phases: dict[str, float], resets: int) -> None:
+        self.write({"kind": "step", "step": step, "warmup": warmup, "phases": phases, "resets": resets})
+
+    def summary(self, throughput: float, measure_wall_s: float, phase_means_ms: dict[str, float],
+                **extra: Any) -> None:
+        self.write({"kind": "summary", "throughput": throughput, "measure_wall_s": measure_wall_s,
+                    "phase_means_ms": phase_means_ms, **extra})
+
+    def error(self, exc: BaseException, with_traceback: bool) -> None:
+        """Write an ``error`` record; ``with_traceback`` adds the last lines of the traceback."""
+        record: dict[str, Any] = {"kind": "error", "type": type(exc).__name__, "message": str(exc)}
+        if with_traceback:
+            lines = "".join(traceback.format_exception(exc)).splitlines()
+            record["traceback"] = "\n".join(lines[-TRACEBACK_TAIL_LINES:])
+        self.write(record)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
