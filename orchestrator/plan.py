@@ -16,14 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from orchestrator.errors import RefError
+from orchestrator.errors import InvalidInputError, RefError
 from orchestrator.refs import find_repo_root, repo_root, resolve_ref
 from orchestrator.runs import PlannedRun
 from orchestrator.spec import Order, RunSettings, SweepSpec, parse_case, side_settings
-from orchestrator.sweep_record import check_writable
 
 Cell = tuple[str, str, int]  # (case, side, repeat)
 
@@ -48,11 +48,27 @@ def resolve_sweep(spec: SweepSpec, cwd: Path) -> ResolvedSweep:
         repo = cwd_repo
     else:
         repo = repo_root((cwd / spec.repo).resolve())
-    results_root = ((cwd_repo or cwd) / spec.results).resolve()
-    check_writable(results_root)
     shas = {label: resolve_ref(repo, side.ref, f"sides.{label}.ref") for label, side in spec.sides.items()}
     settings = {label: side_settings(spec, label) for label in spec.sides}
+    results_root = results_root_for(spec.results, cwd)
+    check_writable(results_root)
     return ResolvedSweep(spec=spec, repo=repo, results_root=results_root, shas=shas, settings=settings)
+
+
+def results_root_for(results: str | Path, cwd: Path) -> Path:
+    """``results`` made absolute; a relative path counts from the git repo holding ``cwd`` (else ``cwd``)."""
+    return ((find_repo_root(cwd) or cwd) / results).resolve()
+
+
+def check_writable(results_root: Path, key: str = "results") -> None:
+    """Create ``results_root`` if needed and prove a file can be written there."""
+    try:
+        results_root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=results_root, prefix=".probe", suffix=".tmp"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise InvalidInputError(f"cannot write to {str(results_root)!r}: {reason}", key) from None
 
 
 def plan_cells(cases: list[str], sides: list[str], repeats: int, order: Order, seed: int) -> list[Cell]:

@@ -24,6 +24,7 @@ from orchestrator.sweep_record import read_record
 
 PASS, FAIL = "PASS", "FAIL"
 AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha")
+FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error")
 _STRING_COLUMNS: tuple[str, ...] = ("run_key", "side", "case", "sha", "status", "error", *AUDIT_COLUMNS)
 
 
@@ -66,7 +67,7 @@ class Report:
     counts: dict[tuple[str, str], tuple[int, int]]  # (case, side) -> (ok, not ok)
     gates: list[GateVerdict]
     audit: dict[str, dict[str, str]]  # side -> audit column -> distinct values
-    failures: pd.DataFrame  # run_key, case, side, status, error of every run that is not ok
+    failures: pd.DataFrame  # FAILURE_COLUMNS of every run that is not ok (with or without a results row)
     missing: int  # planned runs with no result
 
     @property
@@ -102,14 +103,22 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame) -> Report:
                       stats.ratio(summaries[c, s, m].median, summaries[c, baseline, m].median))
             for c in cases for m in metrics for s in sides]
     planned = int(record.get("planned_runs", len(cases) * len(sides) * int(spec.get("repeats", 1))))
+    unwritten = _unwritten_outcomes(record, runs)
+    not_ok = runs.loc[runs["status"] != "ok", list(FAILURE_COLUMNS)]
+    failures = pd.concat([not_ok, unwritten], ignore_index=True) if len(unwritten) else not_ok
     return Report(
         sweep_id=record["sweep_id"], record=record, baseline=baseline, cases=cases, sides=sides,
         metrics=metrics, rows=rows, counts=counts,
         gates=evaluate_gates(gates, cases, sides, baseline, summaries),
         audit=_audit(runs, sides),
-        failures=runs.loc[runs["status"] != "ok", ["run_key", "case", "side", "status", "error"]],
-        missing=max(planned - len(runs), 0),
+        failures=failures, missing=max(planned - len(runs) - len(unwritten), 0),
     )
+
+
+def _unwritten_outcomes(record: dict[str, Any], runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs dispatch reported as not ok that left no row in the results (e.g. never started)."""
+    outcomes = pd.DataFrame(record.get("outcomes") or [], columns=list(FAILURE_COLUMNS))
+    return outcomes[(outcomes["status"] != "ok") & ~outcomes["run_key"].isin(runs["run_key"])]
 
 
 def report_metrics(gates: list[GateSpec]) -> list[str]:

@@ -10,11 +10,19 @@ import json
 import os
 import re
 import tempfile
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import InvalidInputError, UnknownSweepError
+from orchestrator.spec import spec_to_dict
+
+if TYPE_CHECKING:
+    from orchestrator.dispatch import SweepOutcome
+    from orchestrator.plan import ResolvedSweep
+
+OUTCOME_KEYS: tuple[str, ...] = ("run_key", "order", "side", "case", "repeat", "status", "error")
 
 _ID_TIME = re.compile(r"-(\d{8}T\d{6})(?:-(\d+))?\Z")
 
@@ -94,12 +102,32 @@ def resolve_sweep_id(results_root: Path, sweep_id: str) -> str:
     return latest_sweep_id(results_root) if sweep_id == "latest" else sweep_id
 
 
-def check_writable(results_root: Path, key: str = "results") -> None:
-    """Create ``results_root`` if needed and prove a file can be written there."""
-    try:
-        results_root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=results_root, prefix=".probe", suffix=".tmp"):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or exc
-        raise InvalidInputError(f"cannot write to {str(results_root)!r}: {reason}", key) from None
+
+def new_record(resolved: ResolvedSweep, sweep_id: str, created: datetime, planned_runs: int
+               ) -> dict[str, Any]:
+    """The record of a sweep about to be dispatched: validated spec, resolved SHAs, status ``running``."""
+    sides = {label: {"ref": side.ref, "sha": resolved.shas[label], "variant": settings.variant,
+                     "params": asdict(settings.params), "env": settings.env}
+             for label, side in resolved.spec.sides.items()
+             for settings in [resolved.settings[label]]}
+    return {
+        "sweep_id": sweep_id, "created": created.astimezone(UTC).isoformat(timespec="seconds"),
+        "status": "running", "repo": str(resolved.repo), "results_root": str(resolved.results_root),
+        "planned_runs": planned_runs, "spec": spec_to_dict(resolved.spec), "sides": sides, "host": None,
+    }
+
+
+def finished(record: dict[str, Any], outcome: SweepOutcome) -> dict[str, Any]:
+    """``record`` updated with what dispatch reported: host, per-run status, whether it stopped early."""
+    return {
+        **record, "status": "stopped" if outcome.stopped_early else "finished",
+        "stopped_reason": outcome.stop_reason, "host": outcome.host, "dashboard_url": outcome.dashboard_url,
+        "wall_s": outcome.wall_s, "ended": datetime.now(UTC).isoformat(timespec="seconds"),
+        "outcomes": [{k: run.get(k) for k in OUTCOME_KEYS} for run in outcome.runs],
+    }
+
+
+def aborted(record: dict[str, Any], reason: str) -> dict[str, Any]:
+    """``record`` marked as aborted by an error in the client (nothing more is known)."""
+    return {**record, "status": "aborted", "stopped_reason": reason,
+            "ended": datetime.now(UTC).isoformat(timespec="seconds")}
