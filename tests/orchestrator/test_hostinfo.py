@@ -1,0 +1,34 @@
+"""The host record and CPU-list helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from orchestrator.hostinfo import HostRecord, collect_host, format_cpus, parse_cpus
+
+
+def test_record_has_every_field_with_its_type():
+    record = collect_host(env={"OMP_NUM_THREADS": "3"}, cpus={0})
+    assert set(record) == set(HostRecord.__dataclass_fields__)
+    assert record["cpu_logical"] == os.cpu_count() and record["ram_gib"] > 0
+    assert record["python"].count(".") == 2 and record["kernel"]
+    assert json.loads(record["threads"])["OMP_NUM_THREADS"] == "3"
+    assert json.loads(record["threads"])["MKL_NUM_THREADS"] is None
+    assert json.loads(record["versions"])["numpy"]  # from metadata
+    assert record["affinity"] == "0"
+
+
+def test_gpu_fields_from_nvidia_smi_or_all_null():
+    record = collect_host()
+    gpu = (record["gpu_name"], record["gpu_memory_mib"], record["gpu_driver"])
+    assert all(v is None for v in gpu) or all(v is not None for v in gpu)
+
+
+def test_cpu_lists_round_trip():
+    assert format_cpus({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8"
+    assert parse_cpus("0-2,5,7-8") == {0, 1, 2, 5, 7, 8}
+    with pytest.raises(ValueError, match="'x' is not N or N-M"):
+        parse_cpus("0,x")
