@@ -243,7 +243,7 @@ def _check_run_settings(settings: RunSettings, known: KnownNames, where: str | N
             _fail(f"params.{name}", f"must be >= 0, got {getattr(p, name)}", where)
     for name, value in settings.env.items():
         if not _ENV_NAME.match(name):
-            _fail(f"env.{name}", "is not a valid environment variable name", where)
+            _fail(f"env.{name}", f"{name!r} is not a valid environment variable name", where)
         if not isinstance(value, str):
             _fail(f"env.{name}", f"must be a string, got {value!r}", where)
 
