@@ -229,7 +229,7 @@ def _case_md(report: Report, case: str) -> str:
     for metric in report.metrics:
         cells = {r.side: r for r in report.rows if r.case == case and r.metric == metric}
         rows.append([metric, *(_cell(cells[s].summary) for s in [report.baseline, *others]),
-                     *(_num(cells[s].ratio, 3) for s in others)])
+                     *(_ratio(cells[s].ratio) for s in others)])
     counts = ", ".join(f"{s} {report.counts[case, s][0]}/{report.counts[case, s][1]}" for s in report.sides)
     return f"## {case}\n\nruns ok/not ok: {counts}\n\n" + _table(header, rows)
 
@@ -237,7 +237,7 @@ def _case_md(report: Report, case: str) -> str:
 def _gates_md(report: Report) -> str:
     if not report.gates:
         return ""
-    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _num(g.ratio, 3), f"**{g.verdict}**", g.reason]
+    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), f"**{g.verdict}**", g.reason]
             for g in report.gates]
     return "## Gates\n\n" + _table(["gate", "metric", "case", "side", "bound", "ratio", "verdict", "reason"],
                                     rows)
@@ -269,13 +269,19 @@ def write_report(report: Report, results_root: Path) -> tuple[Path, Path]:
 def _cell(s: stats.Summary) -> str:
     if s.n == 0:
         return "no ok runs"
-    return f"{_num(s.median)} [{_num(s.min)}, {_num(s.max)}] cv {_num(100 * s.cv, 2)}%"
+    cv = "-" if math.isnan(s.cv) else f"{100 * s.cv:.1f}%"
+    return f"{_num(s.median)} [{_num(s.min)}, {_num(s.max)}] cv {cv}"
 
 
-def _num(value: float, digits: int = 4) -> str:
-    if value is None or math.isnan(value):
+def _num(value: float) -> str:
+    """4 significant digits; large values (throughput) in full with thousands separators."""
+    if math.isnan(value):
         return "-"
-    return f"{value:,.0f}" if abs(value) >= 10 ** digits else f"{value:.{digits}g}"
+    return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.4g}"
+
+
+def _ratio(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.3f}"
 
 
 def _one_line(text: object) -> str:
