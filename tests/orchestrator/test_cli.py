@@ -1,0 +1,68 @@
+"""The shasweep CLI: help and usage errors, gc, and one end-to-end `shasweep run` of the fake bench."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+from fakebench.fakerepo import COMMAND, make_fake_repo
+
+from orchestrator.cli import COMMANDS, main
+from orchestrator.errors import EXIT_GATE_FAILED, EXIT_INVALID
+
+
+def test_help_lists_commands_and_exit_codes(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in COMMANDS)
+    assert "1  all runs ok, at least one gate failed" in out and "3  a run failed" in out
+
+
+@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["run"], ["report"], ["gc", "--max-age-s", "soon"]])
+def test_usage_errors_exit_2(argv, capsys):
+    assert main(argv) == EXIT_INVALID
+    assert "usage: shasweep" in capsys.readouterr().err
+
+
+def test_gc_on_an_empty_home(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path))
+    assert main(["gc"]) == 0
+    assert "0 worktree(s) removed" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_run_end_to_end_reports_the_difference_between_two_commits(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))  # inherited by the bench worker
+    repo = make_fake_repo(tmp_path)
+    monkeypatch.chdir(repo.path)
+    sweep = {
+        "name": "fake-ab", "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}}, "baseline": "old",
+        "cases": ["sac/fake/none"], "known": {"tasks": [], "sims": []}, "command": list(COMMAND),
+        "params": {"num_envs": 8, "warmup": 1, "measure": 6, "threads": 1}, "repeats": 2, "timeout_s": 60,
+        "gates": [{"metric": "physics_ms", "max_ratio": 0.6}, {"metric": "throughput", "max_ratio": 1.0}],
+    }
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+
+    assert main(["run", str(path), "--no-progress"]) == EXIT_GATE_FAILED  # the new commit is faster
+    out = capsys.readouterr().out
+    results = repo.path / "results"
+    (record_path,) = (results / "sweeps").glob("fake-ab-*.json")
+    record = json.loads(record_path.read_text())
+    sweep_id = record["sweep_id"]
+    assert record["status"] == "finished" and record["host"]["cpu_logical"] >= 1
+    assert {s: v["sha"] for s, v in record["sides"].items()} == {"old": repo.shas[0], "new": repo.shas[1]}
+    assert [o["status"] for o in record["outcomes"]] == ["ok"] * 4
+
+    csv = pd.read_csv(results / "reports" / f"{sweep_id}.csv").set_index(["side", "metric"])
+    assert csv.loc[("new", "physics_ms"), "ratio"] == pytest.approx(0.5), "fake bench: 2 ms vs 4 ms steps"
+    assert csv.loc[("new", "throughput"), "ratio"] > 1.3
+    assert csv.loc[("new", "throughput"), "sha"] == repo.shas[1]
+    assert (csv["n_ok"] == 2).all()
+    assert f"| old | HEAD~1 | {repo.shas[0]} |" in out and f"| new | HEAD | {repo.shas[1]} |" in out
+    assert "<= 0.6x | 0.500 | **PASS**" in out and "<= 1x" in out and "**FAIL**" in out
+
+    assert main(["report", "latest"]) == EXIT_GATE_FAILED
+    assert f"# shasweep report: {sweep_id}" in capsys.readouterr().out
