@@ -1,0 +1,105 @@
+"""The Dask cluster a sweep runs on: an embedded one-worker ``LocalCluster`` or a remote scheduler.
+
+Bench runs go only to workers holding ``BENCH_RESOURCE``; ``require_bench_worker`` fails with a
+clear message instead of letting a submitted run wait forever for one.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import dask
+from distributed import Client, LocalCluster
+
+from orchestrator.errors import ClusterError, InvalidInputError
+
+BENCH_RESOURCE = "GPU"
+DEFAULT_DASHBOARD_PORT = 8787
+LOCALHOST = "127.0.0.1"
+WORKER_WAIT_S = 10.0  # how long a sweep waits for a bench worker to join before failing
+CONNECT_TIMEOUT_S = 10.0
+_ADDRESS = re.compile(r"[a-z]+://[^\s:/]+:\d+\Z")
+
+
+@dataclass
+class ClusterConnection:
+    """A connected client, the embedded cluster if we started one, and where its dashboard is."""
+
+    client: Client
+    cluster: LocalCluster | None
+    dashboard_url: str | None
+
+
+def free_port(start: int, host: str = LOCALHOST, tries: int = 100) -> int:
+    """The first port from ``start`` on that ``host`` can bind."""
+    for port in range(start, start + tries):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise ClusterError(f"no free port for the dashboard in {start}..{start + tries - 1} on {host}")
+
+
+@contextmanager
+def connect(scheduler: str | None, *,
+            dashboard_port: int = DEFAULT_DASHBOARD_PORT) -> Iterator[ClusterConnection]:
+    """Connect to ``scheduler`` (``tcp://HOST:PORT``), or start the embedded bench cluster."""
+    if scheduler is None:
+        with _embedded_cluster(dashboard_port) as cluster, Client(cluster) as client:
+            yield ClusterConnection(client=client, cluster=cluster, dashboard_url=cluster.dashboard_link)
+        return
+    if not _ADDRESS.match(scheduler):
+        raise InvalidInputError(f"--scheduler {scheduler!r} is not an address like tcp://HOST:PORT")
+    try:
+        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError) as exc:
+        raise ClusterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+    with client:
+        yield ClusterConnection(client=client, cluster=None, dashboard_url=client.dashboard_link)
+
+
+@contextmanager
+def _embedded_cluster(dashboard_port: int) -> Iterator[LocalCluster]:
+    """One worker process, one thread, resource GPU=1, everything on 127.0.0.1.
+
+    A run that kills its worker is not retried (``allowed-failures`` 0): it is reported failed.
+    """
+    port = free_port(dashboard_port)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, resources={BENCH_RESOURCE: 1},
+            host=LOCALHOST, scheduler_port=0, dashboard_address=f"{LOCALHOST}:{port}",
+            silence_logs=logging.ERROR,
+        ) as cluster:
+            yield cluster
+
+
+def bench_workers(client: Client, resource: str = BENCH_RESOURCE) -> list[str]:
+    """Addresses of the workers that hold ``resource``."""
+    workers = client.scheduler_info(n_workers=-1).get("workers", {})
+    return sorted(addr for addr, info in workers.items() if info.get("resources", {}).get(resource, 0) >= 1)
+
+
+def require_bench_worker(client: Client, resource: str = BENCH_RESOURCE) -> list[str]:
+    """The bench workers, waiting up to ``WORKER_WAIT_S`` for one to join; ``ClusterError`` if none does."""
+    deadline = time.monotonic() + WORKER_WAIT_S
+    while True:
+        found = bench_workers(client, resource)
+        if found or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    if not found:
+        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+        seen = ", ".join(f"{addr} resources={info.get('resources', {})}" for addr, info in workers.items())
+        raise ClusterError(f"no worker of the scheduler at {client.scheduler.address} holds resource "
+                           f"{resource}=1 (workers: {seen or 'none'}); start one with "
+                           f"`dask worker ADDRESS --nthreads 1 --resources {resource}=1`")
+    return found

@@ -1,0 +1,151 @@
+"""Strictly serial dispatch of a planned sweep to the bench worker.
+
+Runs are submitted one at a time in plan order, each only after the previous one finished, to
+the worker holding the bench resource; on the worker an OS file lock also keeps bench runs of
+different sweeps (other clients) from overlapping on one host.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from distributed import Client, Event, Future, wait
+
+from orchestrator.bench_task import PROGRESS_TOPIC, cancel_event_name, execute_run
+from orchestrator.cluster import BENCH_RESOURCE, bench_workers, connect, require_bench_worker
+from orchestrator.errors import ClusterError, InvalidInputError
+from orchestrator.hostinfo import collect_host
+from orchestrator.progress import SweepProgress
+from orchestrator.runs import PlannedRun
+
+WORKER_CHECK_INTERVAL_S = 5.0
+CANCEL_GRACE_S = 30.0
+
+
+@dataclass
+class SweepOutcome:
+    """What ``run_sweep`` did: one outcome dict per planned run, in plan order."""
+
+    runs: list[dict]
+    host: dict
+    stopped_early: bool = False
+    stop_reason: str | None = None
+    dashboard_url: str | None = None
+    wall_s: float = 0.0
+    workers: list[str] = field(default_factory=list)
+
+    @property
+    def all_ok(self) -> bool:
+        return not self.stopped_early and all(run["status"] == "ok" for run in self.runs)
+
+
+def run_sweep(
+    runs: list[PlannedRun],
+    *,
+    scheduler: str | None,
+    continue_on_error: bool,
+    show_progress: bool = True,
+    lock_path: str | None = None,
+) -> SweepOutcome:
+    """Execute ``runs`` one at a time in list order on the bench worker of ``scheduler``.
+
+    ``scheduler=None`` starts an embedded cluster. A run that is not ``ok`` stops the sweep unless
+    ``continue_on_error``; Ctrl-C cancels the running bench and stops. Runs never started are
+    reported with status ``cancelled`` and an error saying why.
+    """
+    _check_plan(runs)
+    started = time.monotonic()
+    with connect(scheduler) as conn, SweepProgress(runs, enabled=show_progress) as progress:
+        client = conn.client
+        progress.say(f"dashboard: {conn.dashboard_url}")
+        workers = require_bench_worker(client)
+        cancel = Event(cancel_event_name(runs[0].sweep_id), client=client)
+        cancel.clear()
+        host = _submit(client, collect_host, key="shasweep-host").result()
+        client.subscribe_topic(PROGRESS_TOPIC, progress.handle_event)
+        outcomes: list[dict] = []
+        stop_reason: str | None = None
+        try:
+            for run in runs:
+                future = _submit(client, execute_run, run, lock_path=lock_path, key=f"shasweep-{run.run_key}")
+                try:
+                    outcome = _await_run(client, future, run)
+                except KeyboardInterrupt:
+                    cancel.set()
+                    outcome = _await_cancelled(future, run)
+                    stop_reason = "interrupted by the user (Ctrl-C)"
+                outcomes.append(outcome)
+                progress.run_finished(outcome)
+                if stop_reason is None and outcome["status"] != "ok" and not continue_on_error:
+                    stop_reason = (f"run #{run.order} ({run.side} {run.case} repeat {run.repeat}) "
+                                   f"{outcome['status']}: {outcome['error']}")
+                if stop_reason is not None:
+                    break
+        finally:
+            client.unsubscribe_topic(PROGRESS_TOPIC)
+        outcomes += [_not_run(run, stop_reason or "") for run in runs[len(outcomes):]]
+        return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
+                            stop_reason=stop_reason, dashboard_url=conn.dashboard_url,
+                            wall_s=time.monotonic() - started, workers=workers)
+
+
+def _check_plan(runs: list[PlannedRun]) -> None:
+    if not runs:
+        raise InvalidInputError("the sweep plan has no runs")
+    sweeps = {run.sweep_id for run in runs}
+    if len(sweeps) != 1:
+        raise InvalidInputError(f"runs of one sweep expected, got sweep ids {sorted(sweeps)}")
+    keys = [run.run_key for run in runs]
+    if len(set(keys)) != len(keys):
+        duplicated = sorted({key for key in keys if keys.count(key) > 1})
+        raise InvalidInputError(f"duplicate run_key in the plan: {', '.join(duplicated)}")
+
+
+def _submit(client: Client, func, *args, key: str, **kwargs) -> Future:
+    """Submit to a bench worker under a key no other client or sweep can share."""
+    return client.submit(func, *args, key=f"{key}-{uuid.uuid4().hex[:12]}", pure=False,
+                         resources={BENCH_RESOURCE: 1}, **kwargs)
+
+
+def _await_run(client: Client, future: Future, run: PlannedRun) -> dict:
+    """The run's outcome; a task error or a vanished bench worker becomes a ``failed`` outcome."""
+    while True:
+        try:
+            wait(future, timeout=WORKER_CHECK_INTERVAL_S)
+            break
+        except TimeoutError:
+            if not bench_workers(client):
+                future.cancel()
+                error = ClusterError(f"the bench worker left the cluster during run {run.run_key}")
+                return _failed(run, str(error))
+    if future.status == "finished":
+        return future.result()
+    if future.status == "error":
+        exc = future.exception()
+        return _failed(run, f"the bench task raised {type(exc).__name__}: {exc}")
+    return _failed(run, f"the bench task ended as {future.status!r}")
+
+
+def _await_cancelled(future: Future, run: PlannedRun) -> dict:
+    """After setting the cancel event: the run's own (cancelled) outcome, or a stand-in."""
+    try:
+        return future.result(timeout=CANCEL_GRACE_S)
+    except Exception as exc:  # noqa: BLE001 - any failure here still means the run was cancelled
+        future.cancel()
+        return {**_failed(run, f"cancelled; the bench task did not confirm: {exc}"), "status": "cancelled"}
+
+
+def _failed(run: PlannedRun, error: str) -> dict:
+    return {**_base_outcome(run), "status": "failed", "error": error}
+
+
+def _not_run(run: PlannedRun, reason: str) -> dict:
+    return {**_base_outcome(run), "status": "cancelled", "error": f"not run: the sweep stopped ({reason})"}
+
+
+def _base_outcome(run: PlannedRun) -> dict:
+    return {"run_key": run.run_key, "order": run.order, "side": run.side, "case": run.case, "sha": run.sha,
+            "repeat": run.repeat, "status": None, "error": None, "throughput": None, "wall_s": None,
+            "exit_code": None}
