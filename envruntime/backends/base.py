@@ -67,7 +67,7 @@ class ModelInfo:
         """Read the metadata of an already compiled model."""
         hinge_like = [
             j for j in range(model.njnt)
-            if model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+            if int(model.jnt_type[j]) in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
         ]
         joint_names = tuple(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in hinge_like)
         joint_index = {j: i for i, j in enumerate(hinge_like)}
