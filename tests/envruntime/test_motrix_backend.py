@@ -20,8 +20,8 @@ from envruntime.backends.motrix_panic import MotrixPanicError, describe_rows, pa
 
 DATA = Path(__file__).parent / "data"
 MINI_QUAD = DATA / "mini_quad.xml"
-GO2 = Path(__file__).parents[2] / "envruntime" / "assets" / "go2_scene.xml"
-MODELS = [MINI_QUAD, GO2]
+ASSETS = Path(__file__).parents[2] / "envruntime" / "assets"
+MODELS = [MINI_QUAD, ASSETS / "go2_scene.xml", ASSETS / "g1.xml"]
 N = 6
 
 
