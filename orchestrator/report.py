@@ -1,8 +1,9 @@
 """The sweep report: per case and side, median [min, max] and CV of each metric, ratios to the
 baseline, gate verdicts, sides with SHAs and runtime audit, and the host record.
 
-Reads only the sweep's partition ``runs/sweep=<id>/`` and only the columns it needs. Written as
-Markdown and CSV under ``<results>/reports/<id>.{md,csv}``.
+Reads only the sweep's partition ``runs/sweep=<id>/`` and only the columns it needs. Every ok run is
+audited first (``orchestrator.audit``): one that fails counts as not ok. Written as Markdown and CSV
+under ``<results>/reports/<id>.{md,csv}``; the section tables are public so other renderers reuse them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from orchestrator import stats
+from orchestrator.audit import AUDIT_FAILED, AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_RUN_FAILED
 from orchestrator.results import runs_dir
 from orchestrator.spec import REPORT_METRICS, GateSpec
@@ -25,7 +27,16 @@ from orchestrator.sweep_record import read_record
 PASS, FAIL = "PASS", "FAIL"
 AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha")
 FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error")
-_STRING_COLUMNS: tuple[str, ...] = ("run_key", "side", "case", "sha", "status", "error", *AUDIT_COLUMNS)
+_STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
+    ("run_key", "side", "case", "sha", "status", "error", *AUDIT_COLUMNS, *AUDIT_INPUT_COLUMNS)))
+
+
+@dataclass(frozen=True)
+class Table:
+    """A report section's table as display strings, for any renderer (Markdown, HTML)."""
+
+    header: list[str]
+    rows: list[list[str]]
 
 
 @dataclass(frozen=True)
@@ -79,7 +90,7 @@ class Report:
 
 def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataFrame:
     """The sweep's runs, only the columns a report needs (absent columns read as null)."""
-    schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
+    schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS] + [("steps", pa.int64())]
                        + [(name, pa.float64()) for name in metrics])
     path = runs_dir(results_root, sweep_id)
     if not path.is_dir():
@@ -88,7 +99,8 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
 
 
 def build_report(record: dict[str, Any], runs: pd.DataFrame) -> Report:
-    """Aggregate ``runs`` (one row per run) of the sweep described by ``record``."""
+    """Aggregate ``runs`` (one row per run) of the sweep described by ``record``, audited first."""
+    runs = apply_audit(runs, record)
     spec = record["spec"]
     baseline, cases, sides = spec["baseline"], list(spec["cases"]), list(spec["sides"])
     gates = [GateSpec(**g) for g in spec.get("gates", [])]
@@ -192,36 +204,54 @@ def to_markdown(report: Report) -> str:
     return "\n\n".join(s for s in sections if s) + "\n"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+def _table(table: Table) -> str:
+    """A Markdown table; ``|`` inside cells is escaped."""
+    lines = ["| " + " | ".join(table.header) + " |", "|" + "---|" * len(table.header)]
+    return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
+                              for row in table.rows])
 
 
 def _summary_md(report: Report) -> str:
     rec, spec = report.record, report.record["spec"]
     stopped = f" ({rec['stopped_reason']})" if rec.get("stopped_reason") else ""
     n_ok = sum(ok for ok, _ in report.counts.values())
+    n_audit = int((report.failures["status"] == AUDIT_FAILED).sum())
     return "\n".join([
         f"# shasweep report: {report.sweep_id}", "",
         f"- created: {rec.get('created', '-')}; status: {rec.get('status', '-')}{stopped}",
         f"- repo: {rec.get('repo', '-')}",
         f"- order: {spec.get('order')} (seed {spec.get('order_seed')}), repeats: {spec.get('repeats')}, "
         f"baseline: {report.baseline}",
-        f"- runs: {n_ok} ok, {len(report.failures)} not ok, {report.missing} not run",
+        f"- runs: {n_ok} ok, {len(report.failures)} not ok ({n_audit} failed their audit), "
+        f"{report.missing} not run",
     ])
 
 
 def _sides_md(report: Report) -> str:
+    return "## Sides\n\n" + _table(sides_table(report))
+
+
+def sides_table(report: Report) -> Table:
+    """Each side's planned ref, SHA and variant next to what the runs' audit recorded."""
     rows = []
     for side in report.sides:
         info, audit = report.record.get("sides", {}).get(side, {}), report.audit[side]
         planned = [str(info.get(k, "-")) for k in ("ref", "sha", "variant")]
         rows.append([side, *planned, audit["env_class"], audit["backend_class"], audit["git_sha"]])
-    header = ["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha"]
-    return "## Sides\n\n" + _table(header, rows)
+    return Table(["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha"], rows)
 
 
 def _case_md(report: Report, case: str) -> str:
+    return f"## {case}\n\nruns ok/not ok: {case_counts(report, case)}\n\n" + _table(case_table(report, case))
+
+
+def case_counts(report: Report, case: str) -> str:
+    """``side ok/not ok`` for every side of ``case``."""
+    return ", ".join(f"{s} {report.counts[case, s][0]}/{report.counts[case, s][1]}" for s in report.sides)
+
+
+def case_table(report: Report, case: str) -> Table:
+    """Per metric: each side's median [min, max] cv, then each side's ratio to the baseline."""
     others = [s for s in report.sides if s != report.baseline]
     ratios = [f"{s} / {report.baseline}" for s in others]
     header = ["metric", f"{report.baseline} (baseline)", *others, *ratios]
@@ -230,24 +260,34 @@ def _case_md(report: Report, case: str) -> str:
         cells = {r.side: r for r in report.rows if r.case == case and r.metric == metric}
         rows.append([metric, *(_cell(cells[s].summary) for s in [report.baseline, *others]),
                      *(_ratio(cells[s].ratio) for s in others)])
-    counts = ", ".join(f"{s} {report.counts[case, s][0]}/{report.counts[case, s][1]}" for s in report.sides)
-    return f"## {case}\n\nruns ok/not ok: {counts}\n\n" + _table(header, rows)
+    return Table(header, rows)
 
 
 def _gates_md(report: Report) -> str:
     if not report.gates:
         return ""
-    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), f"**{g.verdict}**", g.reason]
+    table = gates_table(report)
+    bold = [[*row[:6], f"**{row[6]}**", row[7]] for row in table.rows]
+    return "## Gates\n\n" + _table(Table(table.header, bold))
+
+
+def gates_table(report: Report) -> Table:
+    """One row per gate verdict."""
+    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), g.verdict, g.reason]
             for g in report.gates]
-    return "## Gates\n\n" + _table(["gate", "metric", "case", "side", "bound", "ratio", "verdict", "reason"],
-                                    rows)
+    return Table(["gate", "metric", "case", "side", "bound", "ratio", "verdict", "reason"], rows)
 
 
 def _failures_md(report: Report) -> str:
     if not len(report.failures):
         return ""
+    return "## Runs not ok\n\n" + _table(failures_table(report))
+
+
+def failures_table(report: Report) -> Table:
+    """Every run that is not ok (failed, timed out, cancelled, failed its audit) with its error."""
     rows = [[f.run_key, f.case, f.side, f.status, _one_line(f.error)] for f in report.failures.itertuples()]
-    return "## Runs not ok\n\n" + _table(["run_key", "case", "side", "status", "error"], rows)
+    return Table(["run_key", "case", "side", "status", "error"], rows)
 
 
 def _host_md(report: Report) -> str:
@@ -270,10 +310,10 @@ def _cell(s: stats.Summary) -> str:
     if s.n == 0:
         return "no ok runs"
     cv = "-" if math.isnan(s.cv) else f"{100 * s.cv:.1f}%"
-    return f"{_num(s.median)} [{_num(s.min)}, {_num(s.max)}] cv {cv}"
+    return f"{format_number(s.median)} [{format_number(s.min)}, {format_number(s.max)}] cv {cv}"
 
 
-def _num(value: float) -> str:
+def format_number(value: float) -> str:
     """4 significant digits; large values (throughput) in full with thousands separators."""
     if math.isnan(value):
         return "-"
@@ -287,6 +327,6 @@ def _ratio(value: float) -> str:
 def _one_line(text: object) -> str:
     if not isinstance(text, str):
         return "-"
-    flat = " ".join(text.split()).replace("|", "\\|")
+    flat = " ".join(text.split())
     return flat if len(flat) <= 200 else flat[:197] + "..."
 
