@@ -78,12 +78,21 @@ def _plan_reasons(run: Mapping[str, Any], planned: Mapping[str, Any]) -> list[st
             reasons.append(f"{key} {_text(run.get(key))!r} is not the sweep's {planned[key]!r}")
     params = _json_object(run.get("params"))
     for key in ("params", "env"):
-        if key in planned and _json_object(run.get(key)) != planned[key]:
-            reasons.append(f"{key} {_text(run.get(key))} differ from the sweep's {json.dumps(planned[key])}")
+        if key in planned:
+            reasons += _mapping_reasons(key, _json_object(run.get(key)), planned[key])
     steps, measure = _number(run.get("steps")), _number((params or {}).get("measure"))
     if steps is not None and measure is not None and steps != measure:
         reasons.append(f"measured {steps:g} steps, params.measure asked for {measure:g}")
     return reasons
+
+
+def _mapping_reasons(key: str, ran: dict | None, planned: Mapping[str, Any]) -> list[str]:
+    """One reason per entry of ``ran`` (a run's params or env) that differs from the sweep's."""
+    if ran is None:
+        return [f"{key} not recorded as a JSON object"]
+    names = sorted(set(ran) | set(planned))
+    return [f"{key}.{name} {ran.get(name, 'unset')!r} is not the sweep's {planned.get(name, 'unset')!r}"
+            for name in names if ran.get(name) != planned.get(name)]
 
 
 def _envruntime_reasons(run: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,83 @@
+"""Audit verdicts per run, and how the report counts a run that fails its audit."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from test_report import GO2, SHAS, write_go2_runs, write_run, write_sweep
+
+from orchestrator.audit import AUDIT_FAILED, ENVRUNTIME_MANAGERS, apply_audit, audit_run
+from orchestrator.errors import EXIT_RUN_FAILED
+from orchestrator.report import make_report, to_markdown
+
+PARAMS = {"num_envs": 64, "warmup": 2, "measure": 5}
+PLANNED = {"ref": "main", "sha": "a" * 40, "variant": "manager", "params": PARAMS, "env": {}}
+
+
+def envruntime_run(**changes) -> dict:
+    """A runs-table row of an envruntime MuJoCo manager run that passes every check."""
+    return {"sha": "a" * 40, "sim": "mujoco", "variant": "manager", "params": json.dumps(PARAMS),
+            "env": "{}", "steps": 5, "audit_git_sha": "a" * 40,
+            "audit_env_class": "envruntime.envs.manager_based.ManagerBasedEnv",
+            "audit_backend_class": "envruntime.backends.mujoco_backend.MujocoBackend",
+            "audit_managers": json.dumps(list(ENVRUNTIME_MANAGERS)), **changes}
+
+
+def test_a_faithful_run_passes():
+    assert audit_run(envruntime_run(), PLANNED) == []
+    direct = envruntime_run(variant="direct", audit_managers="[]")
+    assert audit_run(direct, {**PLANNED, "variant": "direct"}) == []
+
+
+@pytest.mark.parametrize("changes, planned, expected", [
+    ({"audit_git_sha": "c" * 40}, {}, f"loaded SHA {'c' * 40} is not the requested {'a' * 40}"),
+    ({"audit_git_sha": None}, {}, "audit records no git_sha"),
+    ({"sim": "motrix"}, {}, "sim 'motrix' ran on backend envruntime.backends.mujoco_backend.MujocoBackend"),
+    ({"sim": "bullet"}, {}, "sim 'bullet' has no envruntime backend"),
+    ({"audit_managers": '["action", "reward", "observation", "termination"]'}, {},
+     "manager variant built action, reward, observation, termination; missing event, command"),
+    ({"audit_managers": None}, {}, "built no managers"),
+    ({"variant": "direct", "audit_managers": "[]"}, PLANNED, "variant 'direct' is not the sweep's 'manager'"),
+    ({"params": json.dumps({**PARAMS, "num_envs": 8})}, PLANNED, "params.num_envs 8 is not the sweep's 64"),
+    ({"env": '{"OMP_NUM_THREADS": "8"}'}, PLANNED, "env.OMP_NUM_THREADS '8' is not the sweep's 'unset'"),
+    ({"steps": 3}, {}, "measured 3 steps, params.measure asked for 5"),
+])
+def test_each_check_names_what_is_wrong(changes, planned, expected):
+    reasons = audit_run(envruntime_run(**changes), planned)
+    assert len(reasons) == 1 and expected in reasons[0], reasons
+
+
+def test_other_benches_get_only_the_generic_checks():
+    fake = envruntime_run(audit_env_class="FakeEnv", sim="none", audit_backend_class=None,
+                          audit_managers='["action"]')
+    assert audit_run(fake, PLANNED) == []
+    assert audit_run({**fake, "audit_git_sha": "b" * 40}, PLANNED) != []
+
+
+def test_apply_audit_marks_only_ok_runs():
+    runs = pd.DataFrame([{**envruntime_run(), "side": "a", "status": "ok", "error": None},
+                         {**envruntime_run(sim="motrix"), "side": "a", "status": "ok", "error": None},
+                         {**envruntime_run(sim="motrix"), "side": "a", "status": "timeout", "error": "slow"}])
+    audited = apply_audit(runs, {"sides": {"a": PLANNED}})
+    assert audited["status"].tolist() == ["ok", AUDIT_FAILED, "timeout"]
+    assert audited["error"][1].startswith("audit: sim 'motrix'") and audited["error"][2] == "slow"
+    assert runs["status"].tolist() == ["ok", "ok", "timeout"], "the input frame is left as it was"
+
+
+def test_report_counts_an_audit_failure_as_a_failed_run(tmp_path):
+    sweep = "ab-20260101T000000"
+    write_sweep(tmp_path, sweep, [{"metric": "throughput", "min_ratio": 1.5}], [GO2])
+    write_go2_runs(tmp_path, sweep)
+    # a fourth candidate run that loaded the baseline's code: its huge throughput must not count
+    write_run(tmp_path, sweep, "c3", "cand", GO2, throughput=1e9, physics_ms=5.0, audit_git_sha=SHAS["base"])
+    report = make_report(tmp_path, sweep)
+    tp = {r.side: r.summary for r in report.rows if r.metric == "throughput"}
+    assert (tp["cand"].n, tp["cand"].max) == (3, 220.0)
+    assert report.counts[GO2, "cand"] == (3, 1)
+    assert report.failures.set_index("run_key").loc["c3", "status"] == AUDIT_FAILED
+    assert report.exit_code == EXIT_RUN_FAILED
+    md = to_markdown(report)
+    assert "(1 failed their audit)" in md
+    assert f"| c3 | {GO2} | cand | audit_failed | audit: loaded SHA {SHAS['base']}" in md
