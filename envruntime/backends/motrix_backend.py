@@ -102,6 +102,8 @@ class MotrixBackend:
         self._query = self.model.compile_query(self.layout.query_fields).allocate(self._data)
         self._ctrl = self.model.compile_write(
             {"ctrl": write.ActuatorCtrls(list(self.info.actuator_names))}).allocate(self._data)
+        self._ctrl_in = self._ctrl["ctrl"]  # (N, nu) view of the program's buffer
+        self._all_rows = describe_rows(np.arange(num_envs))
         self._params: dict[str, np.ndarray] = {}
         self._param_write: write.WriteProgram | None = None
         self._kick = None if self.layout.free_base_body is None else self.model.compile_write(
@@ -128,11 +130,9 @@ class MotrixBackend:
         if substeps < 1:
             raise ValueError(f"substeps must be >= 1, got {substeps}")
         start = time.perf_counter()
-        action = (f"stepping {describe_rows(np.arange(self.num_envs))} "
-                  f"(step {self._steps}, {substeps} substeps)")
-        with panics_as_errors(action):
+        with panics_as_errors(f"stepping {self._all_rows} (step {self._steps}, {substeps} substeps)"):
             self._push_params()
-            self._ctrl["ctrl"][...] = ctrl
+            self._ctrl_in[...] = ctrl
             self._ctrl.execute(self._data)
             self.model.step_n(self._data, substeps)
             self.model.forward_kinematic(self._data)

@@ -198,6 +198,13 @@ def test_model_param_overrides_take_effect_per_env() -> None:
     # MuJoCo with the same edited model sags the same (contact models differ by ~1 mm here)
     assert backend.qpos[0, 2] == pytest.approx(_mujoco_height_after(heavy, 25), abs=3e-3)
     assert backend.qpos[1, 2] > backend.qpos[0, 2] + 0.02
+    backend.model_param("geom_friction")[1, 0] = [0.3, 0.01, 0.001]  # row 1's floor
+    backend.model_param("body_ipos")[1, trunk] = [0.01, 0.0, -0.01]
+    backend.step(ctrl, substeps=1)
+    floor, trunk_link = backend.model.geoms[0], backend.model.links[0]
+    np.testing.assert_allclose(floor.get_friction_override(backend._data)[1], [0.3, 0.01, 0.001])
+    np.testing.assert_allclose(trunk_link.get_center_of_mass_override(backend._data)[1],
+                               [0.01, 0.0, -0.01])
     with pytest.raises(ValueError, match="supports geom_friction"):
         backend.model_param("dof_damping")
 
