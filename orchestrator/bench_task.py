@@ -50,6 +50,11 @@ def bench_cpus() -> set[int]:
     return parse_cpus(text) if text else os.sched_getaffinity(0)
 
 
+def bench_host_record() -> dict:
+    """The host record as the bench sees it (its CPUs); run first, it also warms this module up."""
+    return collect_host(cpus=bench_cpus())
+
+
 def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     """Run ``run`` to completion under the host lock; returns its outcome dict.
 

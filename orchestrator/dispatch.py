@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 
 from distributed import Client, Event, Future, wait
 
-from orchestrator.bench_task import PROGRESS_TOPIC, cancel_event_name, execute_run
+from orchestrator.bench_task import PROGRESS_TOPIC, bench_host_record, cancel_event_name, execute_run
 from orchestrator.cluster import BENCH_RESOURCE, bench_workers, connect, require_bench_worker
 from orchestrator.errors import ClusterError, InvalidInputError
-from orchestrator.hostinfo import collect_host
 from orchestrator.progress import SweepProgress
 from orchestrator.runs import PlannedRun
 
@@ -33,7 +32,8 @@ class SweepOutcome:
     stopped_early: bool = False
     stop_reason: str | None = None
     dashboard_url: str | None = None
-    wall_s: float = 0.0
+    wall_s: float = 0.0  # the whole call, cluster start included
+    dispatch_s: float = 0.0  # first submit to last outcome
     workers: list[str] = field(default_factory=list)
 
     @property
@@ -63,10 +63,11 @@ def run_sweep(
         workers = require_bench_worker(client)
         cancel = Event(cancel_event_name(runs[0].sweep_id), client=client)
         cancel.clear()
-        host = _submit(client, collect_host, key="shasweep-host").result()
+        host = _submit(client, bench_host_record, key="shasweep-host").result()
         client.subscribe_topic(PROGRESS_TOPIC, progress.handle_event)
         outcomes: list[dict] = []
         stop_reason: str | None = None
+        dispatch_started = time.monotonic()
         try:
             for run in runs:
                 future = _submit(client, execute_run, run, lock_path=lock_path, key=f"shasweep-{run.run_key}")
@@ -85,10 +86,11 @@ def run_sweep(
                     break
         finally:
             client.unsubscribe_topic(PROGRESS_TOPIC)
+        dispatch_s = time.monotonic() - dispatch_started
         outcomes += [_not_run(run, stop_reason or "") for run in runs[len(outcomes):]]
         return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
                             stop_reason=stop_reason, dashboard_url=conn.dashboard_url,
-                            wall_s=time.monotonic() - started, workers=workers)
+                            wall_s=time.monotonic() - started, dispatch_s=dispatch_s, workers=workers)
 
 
 def _check_plan(runs: list[PlannedRun]) -> None:

@@ -84,7 +84,7 @@ def test_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):
     run = planned(tmp_path, "r1")
     files = write_run(run, outcome(throughput=1.0))
 
-    def broken_write(table, path):
+    def broken_write(table, path, **options):
         with open(path, "wb") as f:
             f.write(b"PAR1 half a file")
         raise OSError("disk full")

@@ -1,0 +1,131 @@
+"""Orchestrator overhead, measured in one run on this machine.
+
+1. A sweep of RUNS runs of the fake bench (tests/orchestrator/fakebench), each working
+   BENCH_S seconds, on the embedded LocalCluster with warm worktrees:
+   (sweep wall - sum of bench walls) / sweep wall, and the median per-run dispatch overhead
+   (bench end of run i -> bench start of run i+1).
+2. Building the report (orchestrator.report.make_report) of a sweep whose results root holds
+   REPORT_RUNS one-row run files.
+
+Usage: python benchmarks/orchestrator_overhead.py [--runs 10] [--bench-s 5] [--report-runs 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "orchestrator"))
+from fakebench.fakerepo import make_fake_repo, make_run  # noqa: E402
+
+from orchestrator.dispatch import run_sweep  # noqa: E402
+from orchestrator.hostinfo import collect_host  # noqa: E402
+from orchestrator.report import make_report  # noqa: E402
+from orchestrator.results import RunResult, run_table, runs_dir, write_parquet_atomic  # noqa: E402
+from orchestrator.runs import PlannedRun  # noqa: E402
+from orchestrator.spec import GateSpec, SideSpec, SweepSpec, spec_to_dict  # noqa: E402
+from orchestrator.sweep_record import write_record  # noqa: E402
+from orchestrator.worktrees import WorktreePool  # noqa: E402
+
+STEP_MS = 100.0
+
+
+def dispatch_overhead(root: Path, runs: int, bench_s: float) -> None:
+    repo = make_fake_repo(root)
+    measure = max(1, round(bench_s * 1000 / STEP_MS))
+    params = {"num_envs": 8, "warmup": 0, "measure": measure, "threads": 1}
+    plan = [make_run(repo, repo.shas[i % 2], order=i, results_root=root / "results", params=params,
+                     extra_args=("--step-ms", str(STEP_MS)), sweep_id="overhead") for i in range(runs)]
+    pool = WorktreePool()
+    for sha in repo.shas:  # warm worktrees, as on a bench host that has run these SHAs before
+        with pool.checkout(repo.path, sha):
+            pass
+    outcome = run_sweep(plan, scheduler=None, continue_on_error=False, show_progress=False)
+    assert all(o["status"] == "ok" for o in outcome.runs), [o["error"] for o in outcome.runs]
+    bench = sum(o["wall_s"] for o in outcome.runs)
+    starts = [datetime.fromisoformat(o["started_at"]) for o in outcome.runs]
+    ends = [datetime.fromisoformat(o["ended_at"]) for o in outcome.runs]
+    gaps = [(start - end).total_seconds() for start, end in zip(starts[1:], ends[:-1], strict=True)]
+    print(f"sweep: {runs} runs x {bench_s:g} s of fake bench work on the embedded LocalCluster")
+    print(f"  sum of bench walls           {bench:8.2f} s")
+    print(f"  dispatch wall (1st submit -> last outcome) {outcome.dispatch_s:8.2f} s  "
+          f"overhead {(outcome.dispatch_s - bench) / outcome.dispatch_s:6.2%}  (target <= 5 %)")
+    print(f"  whole run_sweep call (cluster start incl.) {outcome.wall_s:8.2f} s  "
+          f"overhead {(outcome.wall_s - bench) / outcome.wall_s:6.2%}")
+    print(f"  per-run dispatch overhead: median {statistics.median(gaps) * 1000:.0f} ms, "
+          f"max {max(gaps) * 1000:.0f} ms  (target <= 500 ms)")
+
+
+def synthetic_results(root: Path, n_runs: int) -> str:
+    """One sweep of ``n_runs`` run files plus its record; returns the sweep id."""
+    sweep_id = "synthetic-20260101T000000"
+    cases = [f"sac/task{i}/mujoco" for i in range(10)]
+    spec = SweepSpec(name="synthetic", sides={"base": SideSpec(ref="a"), "cand": SideSpec(ref="b")},
+                     baseline="base", cases=cases, repeats=n_runs // (2 * len(cases)),
+                     gates=[GateSpec(metric="throughput", min_ratio=0.95)])
+    write_record(root, sweep_id, {"sweep_id": sweep_id, "planned_runs": n_runs, "spec": spec_to_dict(spec),
+                                  "sides": {"base": {"sha": "a" * 40}, "cand": {"sha": "b" * 40}}})
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    header = {"audit": {"git_sha": "a" * 40, "module_file": "/x/envruntime/__init__.py", "env_class": "E"}}
+    result = RunResult(status="ok", error=None, started_at=start, ended_at=start + timedelta(seconds=7),
+                       exit_code=0, log_dir="/logs", host=collect_host(), header=header,
+                       summary={"throughput": 1.0, "phase_means_ms": {"physics_ms": 1.0}})
+    out_dir = runs_dir(root, sweep_id)
+    out_dir.mkdir(parents=True)
+    template = PlannedRun(sweep_id=sweep_id, run_key="template", order=0, side="base", ref="a", sha="a" * 40,
+                          case=cases[0], algo="sac", task="task0", sim="mujoco", variant="manager", repeat=0,
+                          repo="/repo", argv_template=("{python}",), results_root=str(root))
+    base = run_table(template, result)
+    for i in range(n_runs):
+        side, case = ("cand" if i % 2 else "base"), cases[(i // 2) % len(cases)]
+        table = base
+        for name, value in (("run_key", f"run{i:05d}"), ("side", side), ("case", case),
+                            ("sha", ("b" if i % 2 else "a") * 40)):
+            table = table.set_column(table.schema.get_field_index(name), name, pa.array([value], pa.string()))
+        value = 1e5 * (1.05 if i % 2 else 1.0) * (1 + 0.01 * ((i * 7919) % 13 - 6))
+        table = table.set_column(table.schema.get_field_index("throughput"), "throughput",
+                                 pa.array([value], pa.float64()))
+        write_parquet_atomic(table, out_dir / f"run{i:05d}.parquet")
+    return sweep_id
+
+
+def report_time(root: Path, n_runs: int) -> None:
+    t0 = time.perf_counter()
+    sweep_id = synthetic_results(root, n_runs)
+    generated = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    report = make_report(root, sweep_id)
+    build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    everything = pd.read_parquet(root / "runs")
+    read_all = time.perf_counter() - t0
+    assert len(everything) == n_runs and report.missing == 0, (len(everything), report.missing)
+    print(f"report: results root with {n_runs} run files (generated in {generated:.1f} s)")
+    print(f"  make_report of the sweep      {build:6.2f} s  (target <= 5 s)")
+    print(f"  pd.read_parquet(results/runs) {read_all:6.2f} s  ({len(everything.columns)} columns)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--bench-s", type=float, default=5.0)
+    parser.add_argument("--report-runs", type=int, default=10_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="shasweep-overhead-") as tmp:
+        root = Path(tmp)
+        os.environ["SHASWEEP_HOME"] = str(root / "home")  # inherited by the embedded worker
+        dispatch_overhead(root, args.runs, args.bench_s)
+        report_time(root / "report-root", args.report_runs)
+
+
+if __name__ == "__main__":
+    main()
