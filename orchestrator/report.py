@@ -212,19 +212,24 @@ def _table(table: Table) -> str:
 
 
 def _summary_md(report: Report) -> str:
+    return "\n".join([f"# shasweep report: {report.sweep_id}", "",
+                      *(f"- {line}" for line in summary_lines(report))])
+
+
+def summary_lines(report: Report) -> list[str]:
+    """When and how the sweep ran, and how many of its runs were ok."""
     rec, spec = report.record, report.record["spec"]
     stopped = f" ({rec['stopped_reason']})" if rec.get("stopped_reason") else ""
     n_ok = sum(ok for ok, _ in report.counts.values())
     n_audit = int((report.failures["status"] == AUDIT_FAILED).sum())
-    return "\n".join([
-        f"# shasweep report: {report.sweep_id}", "",
-        f"- created: {rec.get('created', '-')}; status: {rec.get('status', '-')}{stopped}",
-        f"- repo: {rec.get('repo', '-')}",
-        f"- order: {spec.get('order')} (seed {spec.get('order_seed')}), repeats: {spec.get('repeats')}, "
+    return [
+        f"created: {rec.get('created', '-')}; status: {rec.get('status', '-')}{stopped}",
+        f"repo: {rec.get('repo', '-')}",
+        f"order: {spec.get('order')} (seed {spec.get('order_seed')}), repeats: {spec.get('repeats')}, "
         f"baseline: {report.baseline}",
-        f"- runs: {n_ok} ok, {len(report.failures)} not ok ({n_audit} failed their audit), "
+        f"runs: {n_ok} ok, {len(report.failures)} not ok ({n_audit} failed their audit), "
         f"{report.missing} not run",
-    ])
+    ]
 
 
 def _sides_md(report: Report) -> str:
@@ -291,9 +296,13 @@ def failures_table(report: Report) -> Table:
 
 
 def _host_md(report: Report) -> str:
+    return "## Host\n\n" + "\n".join(f"- {line}" for line in host_lines(report))
+
+
+def host_lines(report: Report) -> list[str]:
+    """The bench host's record, one ``key: value`` per line."""
     host = report.record.get("host") or {}
-    items = [f"- {k}: {v}" for k, v in sorted(host.items())] or ["- not recorded"]
-    return "## Host\n\n" + "\n".join(items)
+    return [f"{k}: {v}" for k, v in sorted(host.items())] or ["not recorded"]
 
 
 def write_report(report: Report, results_root: Path) -> tuple[Path, Path]:
