@@ -263,7 +263,7 @@ def case_table(report: Report, case: str) -> Table:
     rows = []
     for metric in report.metrics:
         cells = {r.side: r for r in report.rows if r.case == case and r.metric == metric}
-        rows.append([metric, *(_cell(cells[s].summary) for s in [report.baseline, *others]),
+        rows.append([metric, *(format_summary(cells[s].summary) for s in [report.baseline, *others]),
                      *(_ratio(cells[s].ratio) for s in others)])
     return Table(header, rows)
 
@@ -315,7 +315,8 @@ def write_report(report: Report, results_root: Path) -> tuple[Path, Path]:
     return md, csv
 
 
-def _cell(s: stats.Summary) -> str:
+def format_summary(s: stats.Summary) -> str:
+    """``median [min, max] cv N%``, or ``no ok runs``."""
     if s.n == 0:
         return "no ok runs"
     cv = "-" if math.isnan(s.cv) else f"{100 * s.cv:.1f}%"
