@@ -204,7 +204,7 @@ def to_markdown(report: Report) -> str:
     return "\n\n".join(s for s in sections if s) + "\n"
 
 
-def _table(table: Table) -> str:
+def markdown_table(table: Table) -> str:
     """A Markdown table; ``|`` inside cells is escaped."""
     lines = ["| " + " | ".join(table.header) + " |", "|" + "---|" * len(table.header)]
     return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
@@ -233,7 +233,7 @@ def summary_lines(report: Report) -> list[str]:
 
 
 def _sides_md(report: Report) -> str:
-    return "## Sides\n\n" + _table(sides_table(report))
+    return "## Sides\n\n" + markdown_table(sides_table(report))
 
 
 def sides_table(report: Report) -> Table:
@@ -247,7 +247,8 @@ def sides_table(report: Report) -> Table:
 
 
 def _case_md(report: Report, case: str) -> str:
-    return f"## {case}\n\nruns ok/not ok: {case_counts(report, case)}\n\n" + _table(case_table(report, case))
+    counts = f"runs ok/not ok: {case_counts(report, case)}"
+    return f"## {case}\n\n{counts}\n\n" + markdown_table(case_table(report, case))
 
 
 def case_counts(report: Report, case: str) -> str:
@@ -273,7 +274,7 @@ def _gates_md(report: Report) -> str:
         return ""
     table = gates_table(report)
     bold = [[*row[:6], f"**{row[6]}**", row[7]] for row in table.rows]
-    return "## Gates\n\n" + _table(Table(table.header, bold))
+    return "## Gates\n\n" + markdown_table(Table(table.header, bold))
 
 
 def gates_table(report: Report) -> Table:
@@ -286,7 +287,7 @@ def gates_table(report: Report) -> Table:
 def _failures_md(report: Report) -> str:
     if not len(report.failures):
         return ""
-    return "## Runs not ok\n\n" + _table(failures_table(report))
+    return "## Runs not ok\n\n" + markdown_table(failures_table(report))
 
 
 def failures_table(report: Report) -> Table:
