@@ -292,7 +292,7 @@ def _failures_md(report: Report) -> str:
 
 def failures_table(report: Report) -> Table:
     """Every run that is not ok (failed, timed out, cancelled, failed its audit) with its error."""
-    rows = [[f.run_key, f.case, f.side, f.status, _one_line(f.error)] for f in report.failures.itertuples()]
+    rows = [[f.run_key, f.case, f.side, f.status, one_line(f.error)] for f in report.failures.itertuples()]
     return Table(["run_key", "case", "side", "status", "error"], rows)
 
 
@@ -335,7 +335,8 @@ def _ratio(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.3f}"
 
 
-def _one_line(text: object) -> str:
+def one_line(text: object) -> str:
+    """``text`` on one line, at most 200 characters; ``-`` when there is none."""
     if not isinstance(text, str):
         return "-"
     flat = " ".join(text.split())
