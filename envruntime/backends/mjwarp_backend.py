@@ -98,11 +98,14 @@ class MjwarpBackend:
         wp, mjw = import_mjwarp()
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        path = Path(xml_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"MJCF not found: {path}")
         self._wp, self._mjw = wp, mjw
         wp.init()
         self._device = wp.get_device()
-        self._mjm = mujoco.MjModel.from_xml_path(str(xml_path))
-        self.info = ModelInfo.from_model(self._mjm, Path(xml_path))
+        self._mjm = mujoco.MjModel.from_xml_path(str(path))
+        self.info = ModelInfo.from_model(self._mjm, path)
         self.num_envs = num_envs
         self.dtype = np.dtype(np.float32)
         self.timings = {"physics_ms": 0.0, "d2h_ms": 0.0, "h2d_ms": 0.0}

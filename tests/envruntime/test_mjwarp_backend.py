@@ -177,6 +177,8 @@ def test_bad_input_names_the_problem(pair) -> None:
         warp_backend.model_param("not_a_field")
     with pytest.raises(NotImplementedError, match="'jnt_type'"):
         warp_backend.model_param("jnt_type")
+    with pytest.raises(FileNotFoundError, match="nope.xml"):
+        make_backend("mjwarp", "nope.xml", num_envs=1, threads=1)
 
 
 @needs_mjwarp
