@@ -6,14 +6,16 @@ A backend simulates ``num_envs`` copies of one MJCF model and exposes their stat
 Conventions every backend keeps at its boundary (whatever its engine uses inside):
 
 * quaternions are scalar-first ``(w, x, y, z)``, as in MuJoCo;
-* state arrays are ``float64`` (MuJoCo, MJWarp) or ``float32`` (MotrixSim): ``dtype`` says which,
+* state arrays are ``float64`` (MuJoCo) or ``float32`` (MotrixSim, MJWarp): ``dtype`` says which,
   and consumers must accept both;
 * ``qpos``/``qvel``/``sensordata`` are current after ``step`` and ``reset`` (sensors evaluated at
   the new state, velocity stage), so managers read them directly;
 * body poses, velocities and contacts come from the MJCF's sensors (``framepos``, ``framequat``,
   ``framelinvel``, ``frameangvel``, ``touch``/``contact``), read with ``sensor(name)``;
 * ``timings`` holds the milliseconds of the last ``step``: ``physics_ms`` (substeps, device
-  synchronise included) and ``d2h_ms`` (device-to-host refresh; 0.0 on CPU backends).
+  synchronise included), ``d2h_ms`` (device-to-host refresh; 0.0 on CPU backends) and, where a
+  backend uploads controls to a device, ``h2d_ms`` (that upload; the env counts it inside
+  ``apply_action_ms``).
 """
 
 from __future__ import annotations
