@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orchestrator import sweep_record
 from orchestrator.errors import ShasweepError
@@ -15,6 +16,11 @@ from orchestrator.plan import ResolvedSweep, build_plan, resolve_sweep, results_
 from orchestrator.report import make_report, to_markdown, write_report
 from orchestrator.runs import PlannedRun
 from orchestrator.spec import load_spec
+
+if TYPE_CHECKING:
+    from orchestrator.reports.page import Page
+
+FORMATS: tuple[str, ...] = ("md", "html")
 
 EPILOG = """exit codes:
   0  all runs ok and every gate passed
@@ -46,10 +52,39 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
-def _report_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("sweep_id", metavar="SWEEP_ID|latest")
+def _results_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default="results", metavar="DIR",
                         help="results root (default: 'results' in the git repo of the current directory)")
+
+
+def _format_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="md",
+                        help="md: print Markdown (default); html: also write a self-contained HTML page")
+    parser.add_argument("--out", type=Path, metavar="PATH",
+                        help="write the output of --format here (default for html: under <results>/reports)")
+
+
+def _report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sweep_id", metavar="SWEEP_ID|latest")
+    _results_argument(parser)
+    parser.add_argument("--format", choices=FORMATS, default="md",
+                        help="md: Markdown and CSV (default); html: also <results>/reports/<id>.html")
+
+
+def _compare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sweep_a", metavar="SWEEP_A", help="the earlier sweep id (or latest)")
+    parser.add_argument("sweep_b", metavar="SWEEP_B", help="the later sweep id (or latest)")
+    _results_argument(parser)
+    _format_arguments(parser)
+
+
+def _history_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--case", required=True, metavar="ALGO/TASK/SIM")
+    parser.add_argument("--side", help="only runs of this side label")
+    parser.add_argument("--sha", metavar="PREFIX", help="only runs of SHAs starting with PREFIX")
+    parser.add_argument("--metric", default="throughput", help="throughput (default) or a *_ms phase")
+    _results_argument(parser)
+    _format_arguments(parser)
 
 
 def _gc_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,13 +119,37 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   sweep_record.aborted(record, f"{type(exc).__name__}: {exc}"))
         raise
     sweep_record.write_record(resolved.results_root, sweep_id, sweep_record.finished(record, outcome))
-    return _print_report(resolved.results_root, sweep_id)
+    return _print_report(resolved.results_root, sweep_id, html=True)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Print (and write) the report of a stored sweep."""
     root = results_root_for(args.results, Path.cwd())
-    return _print_report(root, sweep_record.resolve_sweep_id(root, args.sweep_id))
+    return _print_report(root, sweep_record.resolve_sweep_id(root, args.sweep_id), html=args.format == "html")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Print the medians of two sweeps side by side with the change in percent."""
+    from orchestrator import compare
+
+    root = results_root_for(args.results, Path.cwd())
+    before, after = (sweep_record.resolve_sweep_id(root, s) for s in (args.sweep_a, args.sweep_b))
+    comparison = compare.make_comparison(root, before, after)
+    default_html = root / "reports" / f"compare-{before}-vs-{after}.html"
+    _emit(args, compare.to_markdown(comparison), lambda: compare.comparison_page(comparison), default_html)
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """Print every recorded run of one case over time."""
+    from orchestrator import history
+
+    root = results_root_for(args.results, Path.cwd())
+    query = history.HistoryQuery(case=args.case, side=args.side, sha=args.sha, metric=args.metric)
+    runs = history.load_history(root, query)
+    default_html = root / "reports" / f"history-{args.case.replace('/', '_')}.html"
+    _emit(args, history.to_markdown(runs, query), lambda: history.history_page(runs, query), default_html)
+    return 0
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
@@ -110,6 +169,9 @@ COMMANDS: dict[str, Command] = {
     "plan": Command("validate a sweep and print its plan, running nothing", _sweep_arguments, cmd_plan),
     "report": Command("print and write the report of a stored sweep", _report_arguments, cmd_report),
     "gc": Command("remove unused bench worktrees", _gc_arguments, cmd_gc),
+    "compare": Command("compare the medians of two sweeps (A earlier, B later)", _compare_arguments,
+                       cmd_compare),
+    "history": Command("every recorded run of one case over time", _history_arguments, cmd_history),
 }
 
 
@@ -160,12 +222,27 @@ def _resolve(args: argparse.Namespace) -> ResolvedSweep:
     return resolve_sweep(load_spec(args.sweep, args.overrides), Path.cwd())
 
 
-def _print_report(results_root: Path, sweep_id: str) -> int:
+def _print_report(results_root: Path, sweep_id: str, html: bool = False) -> int:
     report = make_report(results_root, sweep_id)
     md, csv = write_report(report, results_root)
     print(to_markdown(report))
     print(f"report written to {md} and {csv}")
+    if html:
+        from orchestrator.reports.sweep import write_sweep_html  # imports Bokeh: only when asked
+
+        print(f"HTML report written to {write_sweep_html(results_root, report)}")
     return report.exit_code
+
+
+def _emit(args: argparse.Namespace, markdown: str, page: Callable[[], Page], default_html: Path) -> None:
+    """Print ``markdown``; write the page (``--format html``) or the Markdown (``--out``) to a file."""
+    print(markdown)
+    if args.format == "html":
+        print(f"HTML written to {page().write(args.out or default_html)}")
+    elif args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(markdown, encoding="utf-8")
+        print(f"Markdown written to {args.out}")
 
 
 if __name__ == "__main__":
