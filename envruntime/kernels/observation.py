@@ -1,0 +1,80 @@
+"""Observation kernels over a row subset: output row ``i`` belongs to env ``rows[i]``."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from envruntime.kernels.scalar import observe, projected_gravity
+
+
+@njit(cache=True)
+def gather_columns(
+    src: np.ndarray, rows: np.ndarray, cols: np.ndarray, offset: np.ndarray, out: np.ndarray
+) -> None:
+    """``out[i, k] = src[rows[i], cols[k]] - offset[k]``."""
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for k in range(cols.shape[0]):
+            out[i, k] = src[r, cols[k]] - offset[k]
+
+
+@njit(cache=True)
+def projected_gravity_rows(src: np.ndarray, rows: np.ndarray, quat_col: int, out: np.ndarray) -> None:
+    """Gravity in the body frame of the quaternion at ``src[:, quat_col:quat_col + 4]``."""
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        gx, gy, gz = projected_gravity(
+            src[r, quat_col], src[r, quat_col + 1], src[r, quat_col + 2], src[r, quat_col + 3]
+        )
+        out[i, 0] = gx
+        out[i, 1] = gy
+        out[i, 2] = gz
+
+
+@njit(cache=True)
+def threshold_flags(
+    src: np.ndarray, rows: np.ndarray, cols: np.ndarray, threshold: float, out: np.ndarray
+) -> None:
+    """``out[i, k] = 1.0 if src[rows[i], cols[k]] > threshold else 0.0`` (e.g. foot contacts)."""
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for k in range(cols.shape[0]):
+            out[i, k] = 1.0 if src[r, cols[k]] > threshold else 0.0
+
+
+@njit(cache=True)
+def postprocess_rows(
+    raw: np.ndarray,
+    rows: np.ndarray,
+    uniforms: np.ndarray,
+    noise_amp: np.ndarray,
+    clip_lo: np.ndarray,
+    clip_hi: np.ndarray,
+    scale: np.ndarray,
+    fresh: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """Noise, clip and scale ``raw`` (len(rows), dim) into the history rows of ``out``.
+
+    ``out`` is (N, history * dim), oldest frame first. A row with ``fresh[r]`` (just reset) gets
+    the new frame in every slot and is no longer fresh; others shift one frame and append it.
+    ``uniforms`` holds one [0, 1) draw per entry, used only where ``noise_amp`` is non-zero.
+    """
+    dim = raw.shape[1]
+    history = out.shape[1] // dim
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        if not fresh[r]:
+            for c in range(dim * (history - 1)):
+                out[r, c] = out[r, c + dim]
+        last = dim * (history - 1)
+        for c in range(dim):
+            out[r, last + c] = observe(
+                raw[i, c], noise_amp[c], uniforms[i, c], clip_lo[c], clip_hi[c], scale[c]
+            )
+        if fresh[r]:
+            for h in range(history - 1):
+                for c in range(dim):
+                    out[r, h * dim + c] = out[r, last + c]
+            fresh[r] = False
