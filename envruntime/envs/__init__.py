@@ -1,0 +1,1 @@
+"""Env base classes shared by the tasks."""
