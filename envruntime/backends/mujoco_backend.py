@@ -80,7 +80,8 @@ class MujocoBackend:
         if qpos.shape != (len(ids), self.info.nq) or qvel.shape != (len(ids), self.info.nv):
             raise ValueError(
                 f"reset of {len(ids)} rows needs qpos {(len(ids), self.info.nq)} and qvel "
-                f"{(len(ids), self.info.nv)}, got {qpos.shape} and {qvel.shape}")
+                f"{(len(ids), self.info.nv)}, got {qpos.shape} and {qvel.shape}"
+            )
         if len(ids) == 0:
             return
         self._batch.reset(ids, stage=_NONE)

@@ -33,6 +33,10 @@ def test_protocol_and_shapes(backend: MujocoBackend) -> None:
     info = backend.info
     assert isinstance(backend, Backend)
     assert (info.nq, info.nv, info.nu) == (19, 18, 12)
+    assert info.joint_names[:3] == ("FL_hip_joint", "FL_thigh_joint", "FL_calf_joint")
+    np.testing.assert_array_equal(info.actuator_joint, np.arange(12))
+    np.testing.assert_allclose(info.torque_limit[:3], [23.7, 23.7, 45.43])
+    assert abs(info.total_mass - 15.0) < 0.5
     assert backend.qpos.shape == (N, 19) and backend.qvel.shape == (N, 18)
     assert backend.sensordata.shape == (N, info.nsensordata)
     assert backend.sensor("orientation").shape == (N, 4)
