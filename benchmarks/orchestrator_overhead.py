@@ -4,10 +4,11 @@
    BENCH_S seconds, on the embedded LocalCluster with warm worktrees:
    (sweep wall - sum of bench walls) / sweep wall, and the median per-run dispatch overhead
    (bench end of run i -> bench start of run i+1).
-2. Building the report (orchestrator.report.make_report) of a sweep whose results root holds
-   REPORT_RUNS one-row run files.
+2. Building the report (orchestrator.report.make_report) of one sweep in a results root holding
+   REPORT_RUNS one-row run files spread over REPORT_SWEEPS sweeps, and reading the whole root.
 
 Usage: python benchmarks/orchestrator_overhead.py [--runs 10] [--bench-s 5] [--report-runs 10000]
+       [--report-sweeps 100]
 """
 
 from __future__ import annotations
@@ -65,53 +66,64 @@ def dispatch_overhead(root: Path, runs: int, bench_s: float) -> None:
           f"max {max(gaps) * 1000:.0f} ms  (target <= 500 ms)")
 
 
-def synthetic_results(root: Path, n_runs: int) -> str:
-    """One sweep of ``n_runs`` run files plus its record; returns the sweep id."""
-    sweep_id = "synthetic-20260101T000000"
-    cases = [f"sac/task{i}/mujoco" for i in range(10)]
-    spec = SweepSpec(name="synthetic", sides={"base": SideSpec(ref="a"), "cand": SideSpec(ref="b")},
-                     baseline="base", cases=cases, repeats=n_runs // (2 * len(cases)),
-                     gates=[GateSpec(metric="throughput", min_ratio=0.95)])
-    write_record(root, sweep_id, {"sweep_id": sweep_id, "planned_runs": n_runs, "spec": spec_to_dict(spec),
-                                  "sides": {"base": {"sha": "a" * 40}, "cand": {"sha": "b" * 40}}})
+def synthetic_results(root: Path, n_runs: int, n_sweeps: int) -> list[str]:
+    """``n_runs`` one-row run files spread over ``n_sweeps`` sweeps with their records; the sweep ids."""
+    per_sweep = n_runs // n_sweeps
+    cases = [f"sac/task{i}/mujoco" for i in range(5)]
     start = datetime(2026, 1, 1, tzinfo=UTC)
     header = {"audit": {"git_sha": "a" * 40, "module_file": "/x/envruntime/__init__.py", "env_class": "E"}}
     result = RunResult(status="ok", error=None, started_at=start, ended_at=start + timedelta(seconds=7),
                        exit_code=0, log_dir="/logs", host=collect_host(), header=header,
                        summary={"throughput": 1.0, "phase_means_ms": {"physics_ms": 1.0}})
-    out_dir = runs_dir(root, sweep_id)
-    out_dir.mkdir(parents=True)
-    template = PlannedRun(sweep_id=sweep_id, run_key="template", order=0, side="base", ref="a", sha="a" * 40,
-                          case=cases[0], algo="sac", task="task0", sim="mujoco", variant="manager", repeat=0,
-                          repo="/repo", argv_template=("{python}",), results_root=str(root))
+    template = PlannedRun(sweep_id="template", run_key="template", order=0, side="base", ref="a",
+                          sha="a" * 40, case=cases[0], algo="sac", task="task0", sim="mujoco",
+                          variant="manager", repeat=0, repo="/repo", argv_template=("{python}",),
+                          results_root=str(root))
     base = run_table(template, result)
-    for i in range(n_runs):
-        side, case = ("cand" if i % 2 else "base"), cases[(i // 2) % len(cases)]
-        table = base
-        for name, value in (("run_key", f"run{i:05d}"), ("side", side), ("case", case),
-                            ("sha", ("b" if i % 2 else "a") * 40)):
-            table = table.set_column(table.schema.get_field_index(name), name, pa.array([value], pa.string()))
-        value = 1e5 * (1.05 if i % 2 else 1.0) * (1 + 0.01 * ((i * 7919) % 13 - 6))
-        table = table.set_column(table.schema.get_field_index("throughput"), "throughput",
-                                 pa.array([value], pa.float64()))
-        write_parquet_atomic(table, out_dir / f"run{i:05d}.parquet")
-    return sweep_id
+    sweep_ids = []
+    for n in range(n_sweeps):
+        sweep_id = f"synthetic-20260101T{n // 3600:02d}{n // 60 % 60:02d}{n % 60:02d}"
+        spec = SweepSpec(name="synthetic", sides={"base": SideSpec(ref="a"), "cand": SideSpec(ref="b")},
+                         baseline="base", cases=cases, repeats=per_sweep // (2 * len(cases)),
+                         gates=[GateSpec(metric="throughput", min_ratio=0.95)])
+        record = {"sweep_id": sweep_id, "planned_runs": per_sweep, "spec": spec_to_dict(spec),
+                  "sides": {"base": {"sha": "a" * 40}, "cand": {"sha": "b" * 40}}}
+        write_record(root, sweep_id, record)
+        for i in range(per_sweep):
+            side, case = ("cand" if i % 2 else "base"), cases[(i // 2) % len(cases)]
+            throughput = 1e5 * (1.05 if i % 2 else 1.0) * (1 + 0.01 * ((i * 7919) % 13 - 6))
+            values = {"sweep_id": sweep_id, "run_key": f"run{i:05d}", "side": side, "case": case,
+                      "sha": ("b" if i % 2 else "a") * 40, "throughput": throughput}
+            table = base
+            for name, value in values.items():
+                field = table.schema.field(name)
+                column = pa.array([value], field.type)
+                table = table.set_column(table.schema.get_field_index(name), field, column)
+            write_parquet_atomic(table, runs_dir(root, sweep_id) / f"run{i:05d}.parquet")
+        sweep_ids.append(sweep_id)
+    return sweep_ids
 
 
-def report_time(root: Path, n_runs: int) -> None:
+def report_time(root: Path, n_runs: int, n_sweeps: int) -> None:
     t0 = time.perf_counter()
-    sweep_id = synthetic_results(root, n_runs)
+    sweep_id = synthetic_results(root, n_runs, n_sweeps)[-1]
     generated = time.perf_counter() - t0
     t0 = time.perf_counter()
     report = make_report(root, sweep_id)
     build = time.perf_counter() - t0
     t0 = time.perf_counter()
+    one = pd.read_parquet(runs_dir(root, sweep_id)).groupby(["case", "side"])["throughput"].median()
+    read_one = time.perf_counter() - t0
+    t0 = time.perf_counter()
     everything = pd.read_parquet(root / "runs")
     read_all = time.perf_counter() - t0
-    assert len(everything) == n_runs and report.missing == 0, (len(everything), report.missing)
-    print(f"report: results root with {n_runs} run files (generated in {generated:.1f} s)")
-    print(f"  make_report of the sweep      {build:6.2f} s  (target <= 5 s)")
-    print(f"  pd.read_parquet(results/runs) {read_all:6.2f} s  ({len(everything.columns)} columns)")
+    assert len(everything) == n_runs // n_sweeps * n_sweeps and report.missing == 0 and len(one) == 10
+    print(f"report: results root with {len(everything)} run files in {n_sweeps} sweeps "
+          f"(generated in {generated:.1f} s)")
+    print(f"  make_report of one sweep ({n_runs // n_sweeps} runs)      {build:6.2f} s  (target <= 5 s)")
+    print(f"  pd.read_parquet(one sweep) + groupby median  {read_one:6.2f} s")
+    print(f"  pd.read_parquet(results/runs), every sweep  {read_all:6.2f} s  "
+          f"({len(everything.columns)} columns)")
 
 
 def main() -> None:
@@ -119,12 +131,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--bench-s", type=float, default=5.0)
     parser.add_argument("--report-runs", type=int, default=10_000)
+    parser.add_argument("--report-sweeps", type=int, default=100)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="shasweep-overhead-") as tmp:
         root = Path(tmp)
         os.environ["SHASWEEP_HOME"] = str(root / "home")  # inherited by the embedded worker
         dispatch_overhead(root, args.runs, args.bench_s)
-        report_time(root / "report-root", args.report_runs)
+        report_time(root / "report-root", args.report_runs, args.report_sweeps)
 
 
 if __name__ == "__main__":
