@@ -1,0 +1,107 @@
+"""The HTML sweep report: self-contained page, the plots per case, highlighted verdicts and audit failures."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_report import G1, GO2, SHAS, write_go2_runs, write_run, write_sweep
+
+from orchestrator.cli import main
+from orchestrator.errors import EXIT_RUN_FAILED
+from orchestrator.reports.plots import UPDATE_STATE_REST, breakdown_phases, phase_medians
+from orchestrator.reports.sweep import load_steps, timeline_phase
+
+SWEEP = "ab-20260101T000000"
+GATES = [{"metric": "throughput", "min_ratio": 1.5, "max_ratio": None, "case": None, "side": None},
+         {"metric": "physics_ms", "max_ratio": 0.4, "min_ratio": None, "case": None, "side": None}]
+FIGURES_PER_CASE = 3  # throughput per run, phase breakdown, per-step timeline
+
+
+def write_steps(root, sweep_id: str, key: str, phase_ms: dict[str, float], warmup: int = 2,
+                measure: int = 6) -> None:
+    """A steps file in the documented long format; warm-up steps take three times as long."""
+    rows = [{"sweep_id": sweep_id, "run_key": key, "step": step, "warmup": step < warmup, "phase": phase,
+             "ms": ms * (3.0 if step < warmup else 1.0)}
+            for step in range(warmup + measure) for phase, ms in phase_ms.items()]
+    path = root / "steps" / f"sweep={sweep_id}" / f"{key}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+def make_results(root) -> None:
+    """Go2: 3 + 3 ok runs and a candidate run that loaded the wrong SHA; G1: baseline runs only."""
+    write_sweep(root, SWEEP, GATES, [GO2, G1])
+    write_go2_runs(root, SWEEP)
+    write_run(root, SWEEP, "c3", "cand", GO2, throughput=150.0, physics_ms=5.0, audit_git_sha=SHAS["base"])
+    for i in range(3):
+        write_run(root, SWEEP, f"g1b{i}", "base", G1, throughput=50.0 + i, physics_ms=3.0)
+    for key in ("b0", "b1", "b2", "c0", "c1", "c2", "c3", "g1b0", "g1b1", "g1b2"):
+        env_step_ms = 12.0 if key.startswith("b") else 7.0
+        write_steps(root, SWEEP, key, {"env_step_ms": env_step_ms, "physics_ms": 5.0})
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> str:
+    root = tmp_path_factory.mktemp("results")
+    make_results(root)
+    assert main(["report", SWEEP, "--results", str(root), "--format", "html"]) == EXIT_RUN_FAILED
+    return (root / "reports" / f"{SWEEP}.html").read_text(encoding="utf-8")
+
+
+class _LinkedUrls(HTMLParser):
+    """Every src/href attribute of the page's elements (script text is not parsed as tags)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.urls += [value or "" for name, value in attrs if name in ("src", "href")]
+
+
+def test_the_page_is_self_contained(page):
+    parser = _LinkedUrls()
+    parser.feed(page)
+    assert parser.urls == [], "no element loads anything: BokehJS, CSS and data are inline"
+    assert "Bokeh.embed.embed_items" in page and len(page) > 500_000, "BokehJS is inlined"
+
+
+def test_every_case_has_its_three_plots(page):
+    assert page.count("data-root-id=") == 2 * FIGURES_PER_CASE
+    for title in ("throughput per run", "phase breakdown", "env_step_ms per step (warm-up shaded)"):
+        assert page.count(f"{GO2}: {title}") == 1 and page.count(f"{G1}: {title}") == 1
+
+
+def test_verdicts_and_audit_failures_are_highlighted(page):
+    assert '<td class="pass">PASS</td>' in page and '<td class="fail">FAIL</td>' in page
+    assert '<td class="fail">audit_failed</td>' in page
+    assert f"audit: loaded SHA {SHAS['base']} is not the requested {SHAS['cand']}" in page
+    assert "no ok runs" in page, "G1's candidate side ran nothing"
+
+
+def test_breakdown_splits_update_state_into_its_subphases():
+    runs = pd.DataFrame({
+        "side": ["a", "a", "b"], "status": ["ok", "ok", "failed"],
+        "physics_ms": [10.0, 12.0, 1.0], "update_state_ms": [4.0, 6.0, 1.0], "d2h_ms": [0.0, 0.0, 0.0],
+        "update_state.command.compute_ms": [1.0, 1.0, 1.0], "update_state.reward.compute_ms": [2.0, 3.0, 1.0],
+    })
+    assert breakdown_phases(runs) == ["physics_ms", "update_state.command.compute_ms",
+                                      "update_state.reward.compute_ms", UPDATE_STATE_REST, "reset_done_ms",
+                                      "d2h_ms", "apply_action_ms", "policy_ms", "replay_ms"]
+    medians = phase_medians(runs, ["a", "b"])
+    assert list(medians.columns) == ["physics_ms", "update_state.command.compute_ms",
+                                     "update_state.reward.compute_ms", UPDATE_STATE_REST], "0 phases dropped"
+    assert medians.loc["a"].tolist() == [11.0, 1.0, 2.5, 1.5]
+    assert medians.loc["b"].tolist() == [0.0] * 4, "side b has no ok run"
+
+
+def test_timeline_uses_the_broadest_phase_the_steps_report(tmp_path):
+    write_steps(tmp_path, SWEEP, "r", {"physics_ms": 1.0, "env_step_ms": 2.0, "policy_ms": 3.0})
+    steps = load_steps(tmp_path, SWEEP)
+    assert set(steps["phase"]) == {"physics_ms", "env_step_ms"}, "only timeline candidates are read"
+    assert timeline_phase(steps) == "env_step_ms"
+    assert timeline_phase(load_steps(tmp_path, "other-20260101T000000")) is None
