@@ -61,7 +61,7 @@ def write_record(results_root: Path, sweep_id: str, record: dict[str, Any]) -> P
     fd, tmp = tempfile.mkstemp(prefix=f".{sweep_id}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(record, out, indent=2, sort_keys=True, default=str)
+            json.dump(record, out, indent=2, default=str)  # key order kept: sides in declaration order
             out.write("\n")
         os.replace(tmp, path)
     except BaseException:

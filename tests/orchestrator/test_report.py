@@ -12,7 +12,7 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED
 from orchestrator.report import FAIL, PASS, make_report, to_markdown
-from orchestrator.sweep_record import latest_sweep_id, write_record
+from orchestrator.sweep_record import latest_sweep_id, read_record, write_record
 
 GO2, G1 = "sac/go2_joystick_flat/mujoco", "sac/g1_walk_flat/mujoco"
 SHAS = {"base": "a" * 40, "cand": "b" * 40}
@@ -149,3 +149,13 @@ def test_cli_report_of_an_unknown_sweep_is_invalid_input(tmp_path, capsys):
     assert "no sweep 'nope-20260101T000000'" in capsys.readouterr().err
     assert main(["report", "latest", "--results", str(tmp_path)]) == EXIT_INVALID
     assert "no sweeps recorded" in capsys.readouterr().err
+
+
+def test_sides_keep_their_declaration_order_through_the_record(tmp_path):
+    sweep = "ab-20260101T000000"
+    write_sweep(tmp_path, sweep, [], [GO2])
+    record = read_record(tmp_path, sweep)
+    record["spec"]["sides"] = {"cand": {"ref": "feature"}, "base": {"ref": "main"}}  # not alphabetical
+    write_record(tmp_path, sweep, record)
+    write_go2_runs(tmp_path, sweep)
+    assert make_report(tmp_path, sweep).sides == ["cand", "base"]
