@@ -111,3 +111,18 @@ def test_manager_and_direct_agree_bit_for_bit() -> None:
     print(f"parity: {terminated} terminated, {truncated} truncated")
     assert terminated >= 10 and truncated >= 10
     np.testing.assert_array_equal(envs[0].backend.qpos, envs[1].backend.qpos)
+
+
+def test_variants_agree_on_a_float32_backend() -> None:
+    """MotrixSim keeps float32 state: both variants accept it and still agree exactly."""
+    envs = [make_env("go2_joystick_flat", "motrix", v, num_envs=4, threads=1) for v in ("manager", "direct")]
+    assert envs[0].backend.dtype == np.float32
+    first = [e.reset(seed=2) for e in envs]
+    np.testing.assert_array_equal(first[0]["actor"], first[1]["actor"])
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        action = (0.5 * rng.standard_normal((4, 12))).astype(np.float32)
+        m, d = (e.step(action) for e in envs)
+        np.testing.assert_array_equal(m.reward, d.reward)
+        np.testing.assert_array_equal(m.obs["critic"], d.obs["critic"])
+    assert np.isfinite(m.obs["actor"]).all() and np.all(envs[0].backend.qpos[:, 2] > 0.1)
