@@ -1,0 +1,62 @@
+"""Bench process launching: no orphans when the launching process dies, group kill, stderr tail."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+
+from orchestrator.proc import file_tail, kill_group, launch
+
+LAUNCHER = """
+import sys, time
+from pathlib import Path
+from orchestrator.proc import launch
+d = Path(sys.argv[1])
+child = launch([sys.executable, "-c", "import time; time.sleep(120)"], cwd=d, env={}, stdout_path=d / "out",
+               stderr_path=d / "err")
+print(child.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def gone(pid: int, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_bench_dies_with_the_process_that_launched_it(tmp_path):
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)], stdout=subprocess.PIPE,
+                                text=True)
+    bench_pid = int(launcher.stdout.readline())
+    assert psutil.Process(bench_pid).status() != psutil.STATUS_ZOMBIE
+    assert os.getsid(bench_pid) == bench_pid, "the bench runs in its own session"
+    launcher.send_signal(signal.SIGKILL)  # a worker killed hard: no cleanup code runs
+    launcher.wait()
+    assert gone(bench_pid), "the bench outlived the process that launched it"
+
+
+def test_kill_group_and_stderr_tail(tmp_path):
+    script = "import sys, time; sys.stderr.write('x' * 5000 + 'END'); sys.stderr.flush(); time.sleep(120)"
+    proc = launch([sys.executable, "-c", script], cwd=tmp_path, env={}, stdout_path=tmp_path / "out",
+                  stderr_path=tmp_path / "err", cpus={0})
+    deadline = time.monotonic() + 10
+    while not file_tail(tmp_path / "err").endswith("END") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert psutil.Process(proc.pid).cpu_affinity() == [0]
+    kill_group(proc)
+    assert proc.returncode == -signal.SIGKILL
+    tail = file_tail(tmp_path / "err", max_bytes=100)
+    assert len(tail) == 100 and tail.endswith("END")
+    assert file_tail(tmp_path / "missing") == ""
