@@ -1,0 +1,75 @@
+"""shasweep history: every recorded run of one case over time, from the Parquet results alone."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+import pytest
+from test_results import outcome, planned
+
+from orchestrator.audit import AUDIT_FAILED
+from orchestrator.cli import main
+from orchestrator.errors import EXIT_INVALID, EXIT_OK
+from orchestrator.history import HistoryQuery, load_history
+from orchestrator.results import write_run
+
+CASE = "sac/g1_walk_flat/mujoco"  # the case of test_results.planned
+SHA_B = "b" * 40
+
+
+@pytest.fixture
+def root(tmp_path):
+    """Day 0..3: base and cand runs in two sweeps (written out of order); one cand run loaded base's code."""
+    for day, sweep, side, throughput in [(2, "s2", "base", 110.0), (0, "s1", "base", 100.0),
+                                         (1, "s1", "cand", 150.0), (3, "s2", "cand", 160.0)]:
+        run = dataclasses.replace(planned(tmp_path, f"{sweep}-{side}", sweep), side=side,
+                                  sha=SHA_B if side == "cand" else "a" * 40)
+        result = outcome(throughput=throughput)
+        loaded = SHA_B if day == 1 else result.header["audit"]["git_sha"]  # day 3 loaded the wrong SHA
+        write_run(run, dataclasses.replace(
+            result, started_at=result.started_at + timedelta(days=day),
+            header={"audit": {**result.header["audit"], "git_sha": loaded}}))
+    other = dataclasses.replace(planned(tmp_path, "go2", "s1"), case="sac/go2_joystick_flat/mujoco")
+    write_run(other, outcome())
+    return tmp_path / "results"
+
+
+def test_runs_of_the_case_oldest_first_and_audited(root):
+    history = load_history(root, HistoryQuery(case=CASE))
+    assert history["throughput"].tolist() == [100.0, 150.0, 110.0, 160.0]
+    assert history["status"].tolist() == ["ok", "ok", "ok", AUDIT_FAILED]
+    assert "loaded SHA" in history["error"].iloc[3]
+
+
+def test_side_and_sha_filters(root):
+    assert load_history(root, HistoryQuery(case=CASE, side="base"))["throughput"].tolist() == [100.0, 110.0]
+    assert load_history(root, HistoryQuery(case=CASE, sha="bbbb"))["side"].unique().tolist() == ["cand"]
+
+
+def test_cli_markdown_and_html(root, capsys):
+    out = root / "h.html"
+    argv = ["history", "--case", CASE, "--side", "cand", "--results", str(root)]
+    assert main([*argv, "--format", "html", "--out", str(out)]) == EXIT_OK
+    printed = capsys.readouterr().out
+    assert "2 runs of sac/g1_walk_flat/mujoco, side cand (1 ok) in 2 sweeps" in printed
+    assert "| 2026-01-02 00:00:00 | s1 | cand | bbbbbbbbbbbb | manager | ok | 150 |" in printed
+    page = out.read_text(encoding="utf-8")
+    assert page.count("data-root-id=") == 1 and '<td class="fail">audit_failed</td>' in page
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--case", "sac/nope/mujoco"], "--case: no runs of case 'sac/nope/mujoco'; recorded cases: sac/g1"),
+    (["--case", CASE, "--side", "x"], "--side: no runs of side 'x' in case sac/g1_walk_flat/mujoco; sides"),
+    (["--case", CASE, "--sha", "cccc"], "--sha: no runs of sac/g1_walk_flat/mujoco, sha cccc*"),
+    (["--case", CASE, "--sha", "HEAD"], "--sha: 'HEAD' is not a SHA prefix"),
+    (["--case", CASE, "--metric", "warp_ms"], "--metric: unknown metric 'warp_ms'; recorded: "),
+])
+def test_what_matches_nothing_is_invalid_input(root, capsys, extra, message):
+    assert main(["history", *extra, "--results", str(root)]) == EXIT_INVALID
+    assert message in capsys.readouterr().err
+
+
+def test_an_empty_results_root_is_invalid_input(tmp_path, capsys):
+    assert main(["history", "--case", CASE, "--results", str(tmp_path)]) == EXIT_INVALID
+    assert "no runs recorded under" in capsys.readouterr().err
