@@ -17,6 +17,7 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
+from envruntime.backends import default_threads
 from envruntime.backends.base import ModelInfo
 
 _VEL = mujoco.mjtStage.mjSTAGE_VEL
@@ -30,13 +31,15 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 
 class MujocoBackend:
-    """``num_envs`` copies of the MJCF at ``xml_path`` stepped on ``threads`` threads."""
+    """``num_envs`` copies of the MJCF at ``xml_path`` stepped on ``threads`` threads (default:
+    the CPUs in this process's affinity mask)."""
 
     name = "mujoco"
 
-    def __init__(self, xml_path: str | Path, num_envs: int, threads: int) -> None:
+    def __init__(self, xml_path: str | Path, num_envs: int, threads: int | None = None) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        threads = default_threads() if threads is None else threads
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         path = Path(xml_path)

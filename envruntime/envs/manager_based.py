@@ -14,6 +14,8 @@ Step order (one control step, ``decimation`` physics substeps):
 7. interval events (pushes);
 8. observation of every env.
 
+``reset(seed)`` resets every row as in 5 (without ``final_obs``), then runs 6 and 8.
+
 ``update_state_ms`` covers 3-4 and 6-8, broken down in ``update_state.<manager>.<stage>_ms``.
 Managers are constructed in ``manager_names`` order; their terms are resolved afterwards in
 dependency order (action, command, event, observation, reward, termination), because

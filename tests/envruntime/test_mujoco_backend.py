@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import mujoco
@@ -48,6 +49,7 @@ def test_protocol_and_shapes(backend: MujocoBackend) -> None:
 def test_make_backend_builds_mujoco() -> None:
     b = make_backend("mujoco", XML_PATH, num_envs=2, threads=1)
     assert isinstance(b, MujocoBackend) and b.threads == 1
+    assert MujocoBackend(XML_PATH, num_envs=1).threads == len(os.sched_getaffinity(0))
     with pytest.raises(ValueError, match="unknown sim 'bogus'"):
         make_backend("bogus", XML_PATH, num_envs=2)
 
