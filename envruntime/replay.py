@@ -1,10 +1,11 @@
 """A preallocated float32 replay ring buffer filled by vectorised slice copies.
 
-A transition is written in two halves because the env overwrites its observation arrays on
-every step: ``put_obs`` copies the observation the policy acts on (before ``env.step``), and
-``put_transition`` copies action, reward, flags and ``next_obs`` (the true terminal observation
-for done rows) into the same rows, then advances the cursor. A batch that crosses the end of the
-ring is split into two slice copies (wrap-around); no per-row Python loops.
+A transition arrives in two halves because the env overwrites its observation arrays on
+every step: ``put_obs`` copies the observation the policy acts on into a staging buffer (before
+``env.step``; staging keeps the oldest complete rows intact until they are really replaced), and
+``put_transition`` writes it with action, reward, flags and ``next_obs`` (the true terminal
+observation for done rows) into the ring, then advances the cursor. A batch that crosses the end
+of the ring is split into two slice copies (wrap-around); no per-row Python loops.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class ReplayBuffer:
         self.reward = _filled((capacity,))
         self.terminated = _filled((capacity,))
         self.truncated = _filled((capacity,))
+        self._staged: dict[str, np.ndarray] = {}
         self.cursor = 0  # first row the next transition goes to
         self.size = 0  # rows holding a complete transition
 
@@ -58,16 +60,23 @@ class ReplayBuffer:
             dst[ring_rows] = src[batch_rows]
 
     def put_obs(self, obs: dict[str, np.ndarray]) -> None:
-        """Copy the observation of the next transition (before the env overwrites it)."""
-        spans = self._spans(len(next(iter(obs.values()))))
-        for group, array in self.obs.items():
-            self._copy(array, obs[group], spans)
+        """Stage a copy of the next transition's observation (before the env overwrites it)."""
+        n = len(next(iter(obs.values())))
+        for group, ring in self.obs.items():
+            staged = self._staged.get(group)
+            if staged is None or len(staged) != n:
+                staged = self._staged[group] = np.empty((n, ring.shape[1]), dtype=np.float32)
+            np.copyto(staged, obs[group])
 
     def put_transition(self, action: np.ndarray, reward: np.ndarray, terminated: np.ndarray,
                        truncated: np.ndarray, next_obs: dict[str, np.ndarray]) -> None:
-        """Complete the rows started by ``put_obs`` and advance the cursor."""
+        """Write the staged observation and this step's results to the ring; advance the cursor."""
         n = len(action)
+        if not self._staged or len(next(iter(self._staged.values()))) != n:
+            raise RuntimeError(f"put_transition of {n} rows needs a put_obs of {n} rows first")
         spans = self._spans(n)
+        for group, array in self.obs.items():
+            self._copy(array, self._staged[group], spans)
         self._copy(self.action, action, spans)
         self._copy(self.reward, reward, spans)
         self._copy(self.terminated, terminated, spans)

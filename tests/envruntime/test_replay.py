@@ -55,11 +55,21 @@ def test_terminal_next_obs_and_flags_stored_for_done_rows() -> None:
     replay.put_obs(obs)
     replay.put_transition(np.zeros((3, ACTION_DIM), np.float32), np.ones(3, np.float32),
                           terminated, truncated, final_obs)
-    replay.put_obs(reset_obs)
     np.testing.assert_array_equal(replay.next_obs["actor"][:3, 0], [9.0, -7.0, 9.0])
     np.testing.assert_array_equal(replay.terminated[:3], [0.0, 1.0, 0.0])
     np.testing.assert_array_equal(replay.truncated[:3], [0.0, 0.0, 1.0])
-    np.testing.assert_array_equal(replay.obs["actor"][3:6, 0], [9.0, 9.0, 9.0])  # next staged
+    replay.put_obs(reset_obs)  # the next transition starts from the post-reset observation
+    replay.put_transition(np.zeros((3, ACTION_DIM), np.float32), np.ones(3, np.float32),
+                          terminated, truncated, final_obs)
+    np.testing.assert_array_equal(replay.obs["actor"][3:6, 0], [9.0, 9.0, 9.0])
+
+
+def test_staging_the_next_obs_keeps_the_oldest_complete_rows_intact() -> None:
+    replay = ReplayBuffer(8, OBS_DIMS, ACTION_DIM)
+    for value in (1.0, 2.0):
+        insert(replay, 4, value)
+    replay.put_obs(batch(4, 3.0))  # the env's next observation, before its step
+    np.testing.assert_array_equal(replay.obs["actor"][:, 0], [1, 1, 1, 1, 2, 2, 2, 2])
 
 
 def test_full_capacity_batches_overwrite_oldest_block() -> None:
@@ -76,4 +86,7 @@ def test_bad_sizes_are_rejected() -> None:
         ReplayBuffer(0, OBS_DIMS, ACTION_DIM)
     replay = ReplayBuffer(3, OBS_DIMS, ACTION_DIM)
     with pytest.raises(ValueError, match="exceeds replay capacity 3"):
-        replay.put_obs(batch(4, 1.0))
+        insert(replay, 4, 1.0)
+    with pytest.raises(RuntimeError, match="needs a put_obs of 2 rows first"):
+        replay.put_transition(np.zeros((2, ACTION_DIM), np.float32), np.zeros(2, np.float32),
+                              np.zeros(2, bool), np.zeros(2, bool), batch(2, 0.0))
