@@ -18,7 +18,7 @@ from orchestrator.report import Table
 
 # Cell text -> CSS class, so verdicts and statuses stand out wherever a table shows them.
 HIGHLIGHTS: dict[str, str] = {
-    "PASS": "pass", "FAIL": "fail", "ok": "pass", "failed": "fail", "timeout": "fail",
+    "PASS": "pass", "FAIL": "fail", "INCONCLUSIVE": "warn", "ok": "pass", "failed": "fail", "timeout": "fail",
     "cancelled": "fail", "audit_failed": "fail",
 }
 BOKEH_JS = Resources(mode="inline", components=["bokeh"])
@@ -30,6 +30,7 @@ th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-al
 th { background: #f2f2f2; }
 td.pass { background: #d7f5d7; color: #145214; font-weight: bold; }
 td.fail { background: #fbd5d5; color: #8a1010; font-weight: bold; }
+td.warn { background: #fdf0c4; color: #6b5200; font-weight: bold; }
 .plots { display: flex; flex-wrap: wrap; gap: 12px; }
 .note { color: #555; }
 """
