@@ -65,3 +65,13 @@ class VecEnv(Protocol):
     def close(self) -> None:
         """Release the backend."""
         ...
+
+
+def record_backend_phases(timings: dict[str, float], backend: Backend, apply_action_ms: float) -> None:
+    """Fill the backend's phases into an env's ``timings``: ``apply_action_ms`` (the env's own
+    action work plus any control upload the backend timed as ``h2d_ms``), ``physics_ms``, ``d2h_ms``.
+    Every task variant calls this so no phase is dropped or counted twice."""
+    bt = backend.timings
+    timings["apply_action_ms"] = apply_action_ms + bt.get("h2d_ms", 0.0)
+    timings["physics_ms"] = bt["physics_ms"]
+    timings["d2h_ms"] = bt["d2h_ms"]

@@ -49,7 +49,7 @@ from envruntime.managers.terms import (
     RewardTermCfg,
     TerminationTermCfg,
 )
-from envruntime.vecenv import StepResult
+from envruntime.vecenv import StepResult, record_backend_phases
 
 UPDATE_STATE_STAGES: tuple[str, ...] = (
     "update_state.termination.compute_ms",
@@ -181,9 +181,7 @@ class ManagerBasedEnv:
             self.final_obs[g][done_rows] = self._final_rows[g][: done_rows.shape[0]]
         t9 = time.perf_counter()
 
-        t["apply_action_ms"] = _ms(t0, t1)
-        t["physics_ms"] = self.backend.timings["physics_ms"]
-        t["d2h_ms"] = self.backend.timings["d2h_ms"]
+        record_backend_phases(t, self.backend, _ms(t0, t1))
         t["update_state.termination.compute_ms"] = _ms(t2, t3)
         t["update_state.reward.compute_ms"] = _ms(t3, t4)
         t["update_state.command.compute_ms"] = _ms(t5, t6)

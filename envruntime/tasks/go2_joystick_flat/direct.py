@@ -39,7 +39,7 @@ from envruntime.kernels.reward import (
 from envruntime.kernels.scalar import clamp, observe, projected_gravity
 from envruntime.kernels.termination import tilt_exceeds_row
 from envruntime.tasks.go2_joystick_flat.config import FOOT_POS, FOOT_TOUCH, FOOT_VEL, Go2JoystickCfg
-from envruntime.vecenv import ENV_PHASES, StepResult
+from envruntime.vecenv import ENV_PHASES, StepResult, record_backend_phases
 
 ACTOR_DIM = 48  # lin vel 3, ang vel 3, gravity 3, joint pos 12, joint vel 12, last action 12, command 3
 CRITIC_DIM = 56  # actor terms without noise, foot heights 4, foot contacts 4
@@ -452,9 +452,7 @@ class Go2JoystickDirectEnv:
             np.copyto(self.final_obs[g], o)
             self.final_obs[g][done_rows] = self._final_rows[g][:k]
         t6 = time.perf_counter()
-        t["apply_action_ms"] = (t1 - t0) * 1e3
-        t["physics_ms"] = b.timings["physics_ms"]
-        t["d2h_ms"] = b.timings["d2h_ms"]
+        record_backend_phases(t, b, (t1 - t0) * 1e3)
         t["update_state_ms"] = ((t3 - t2) + (t5 - t4)) * 1e3
         t["reset_done_ms"] = ((t4 - t3) + (t6 - t5)) * 1e3
         return StepResult(
