@@ -7,6 +7,10 @@ Exit codes (documented in README and ``shasweep --help``):
 * 2 ``EXIT_INVALID``: invalid input (sweep YAML, overrides, refs, repo, results root, sweep id),
   reported before anything is dispatched
 * 3 ``EXIT_RUN_FAILED``: a run failed, timed out or was cancelled, or the cluster could not run it
+* 4 ``EXIT_GATE_INCONCLUSIVE``: all runs ran, no gate failed, at least one gate is inconclusive (its
+  confidence interval straddles the bound: more repeats are needed to decide)
+
+Precedence when several apply: 3, then 1, then 4.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_INVALID = 2
 EXIT_RUN_FAILED = 3
+EXIT_GATE_INCONCLUSIVE = 4
 
 
 class ShasweepError(Exception):

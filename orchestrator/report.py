@@ -1,5 +1,7 @@
 """The sweep report: per case and side, median [min, max] and CV of each metric, ratios to the
-baseline, gate verdicts, sides with SHAs and runtime audit, and the host record.
+baseline with their bootstrap interval and Mann-Whitney p-value, gate verdicts (``verdicts``), drift
+against earlier sweeps of the same SHA and host (``drift``), sides with SHAs and runtime audit, and
+the host record.
 
 Reads only the sweep's partition ``runs/sweep=<id>/`` and only the columns it needs. Every ok run is
 audited first (``orchestrator.audit``): one that fails counts as not ok. Written as Markdown and CSV
@@ -9,7 +11,7 @@ under ``<results>/reports/<id>.{md,csv}``; the section tables are public so othe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +19,28 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from orchestrator import stats
+from orchestrator import drift, stats
 from orchestrator.audit import AUDIT_FAILED, AUDIT_INPUT_COLUMNS, apply_audit
-from orchestrator.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_RUN_FAILED
+from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
 from orchestrator.results import runs_dir
 from orchestrator.spec import REPORT_METRICS, GateSpec
 from orchestrator.sweep_record import read_record
+from orchestrator.verdicts import (
+    FAIL,
+    INCONCLUSIVE,
+    Comparer,
+    GateVerdict,
+    evaluate_gates,
+    format_interval,
+    format_n,
+    format_p,
+)
 
-PASS, FAIL = "PASS", "FAIL"
 AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha")
 FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error")
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
-    ("run_key", "side", "case", "sha", "status", "error", *AUDIT_COLUMNS, *AUDIT_INPUT_COLUMNS)))
+    ("run_key", "sweep_id", "side", "case", "sha", "status", "error", *AUDIT_COLUMNS, *AUDIT_INPUT_COLUMNS,
+     *drift.IDENTITY_COLUMNS)))
 
 
 @dataclass(frozen=True)
@@ -48,20 +60,7 @@ class MetricRow:
     metric: str
     summary: stats.Summary
     ratio: float  # side median / baseline median (1.0 for the baseline itself)
-
-
-@dataclass(frozen=True)
-class GateVerdict:
-    """One gate evaluated for one (case, side)."""
-
-    gate: int
-    metric: str
-    case: str
-    side: str
-    bound: str  # e.g. ">= 0.9x"
-    ratio: float
-    verdict: str  # PASS | FAIL
-    reason: str
+    comparison: stats.Comparison | None = None  # against the baseline at 95% (None for the baseline)
 
 
 @dataclass(frozen=True)
@@ -80,17 +79,24 @@ class Report:
     audit: dict[str, dict[str, str]]  # side -> audit column -> distinct values
     failures: pd.DataFrame  # FAILURE_COLUMNS of every run that is not ok (with or without a results row)
     missing: int  # planned runs with no result
+    drift: list[drift.Drift] = field(default_factory=list)  # against earlier sweeps of the same identity
 
     @property
     def exit_code(self) -> int:
+        """3 (a run not ok) over 1 (a gate failed) over 4 (a gate inconclusive) over 0."""
         if self.missing or len(self.failures):
             return EXIT_RUN_FAILED
-        return EXIT_GATE_FAILED if any(g.verdict == FAIL for g in self.gates) else EXIT_OK
+        verdicts = {g.verdict for g in self.gates}
+        if FAIL in verdicts:
+            return EXIT_GATE_FAILED
+        return EXIT_GATE_INCONCLUSIVE if INCONCLUSIVE in verdicts else EXIT_OK
 
 
 def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataFrame:
     """The sweep's runs, only the columns a report needs (absent columns read as null)."""
-    schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS] + [("steps", pa.int64())]
+    schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
+                       + [("steps", pa.int64()), ("repeat", pa.int64()),
+                          ("started_at", pa.timestamp("us", tz="UTC"))]
                        + [(name, pa.float64()) for name in metrics])
     path = runs_dir(results_root, sweep_id)
     if not path.is_dir():
@@ -98,8 +104,9 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
     return ds.dataset(path, format="parquet", schema=schema).to_table().to_pandas()
 
 
-def build_report(record: dict[str, Any], runs: pd.DataFrame) -> Report:
-    """Aggregate ``runs`` (one row per run) of the sweep described by ``record``, audited first."""
+def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFrame | None = None) -> Report:
+    """Aggregate ``runs`` (one row per run) of the sweep described by ``record``, audited first;
+    ``history`` (``drift.load_history``) holds earlier sweeps' runs to check drift against."""
     runs = apply_audit(runs, record)
     spec = record["spec"]
     baseline, cases, sides = spec["baseline"], list(spec["cases"]), list(spec["sides"])
@@ -111,9 +118,14 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame) -> Report:
               for c in cases for s in sides}
     summaries = {(c, s, m): stats.summarize(ok.loc[(ok["case"] == c) & (ok["side"] == s), m])
                  for c in cases for s in sides for m in metrics}
+    comparer = Comparer(ok, baseline, str(spec.get("order")),
+                        resamples=int(spec.get("bootstrap_resamples", stats.DEFAULT_RESAMPLES)),
+                        seed=int(spec.get("bootstrap_seed", stats.DEFAULT_SEED)))
     rows = [MetricRow(c, s, m, summaries[c, s, m],
-                      stats.ratio(summaries[c, s, m].median, summaries[c, baseline, m].median))
+                      stats.ratio(summaries[c, s, m].median, summaries[c, baseline, m].median),
+                      None if s == baseline else comparer.compare(c, s, m))
             for c in cases for m in metrics for s in sides]
+    threshold = float(spec.get("drift_threshold", drift.DEFAULT_THRESHOLD))
     planned = int(record.get("planned_runs", len(cases) * len(sides) * int(spec.get("repeats", 1))))
     unwritten = _unwritten_outcomes(record, runs)
     not_ok = runs.loc[runs["status"] != "ok", list(FAILURE_COLUMNS)]
@@ -121,9 +133,10 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame) -> Report:
     return Report(
         sweep_id=record["sweep_id"], record=record, baseline=baseline, cases=cases, sides=sides,
         metrics=metrics, rows=rows, counts=counts,
-        gates=evaluate_gates(gates, cases, sides, baseline, summaries),
+        gates=evaluate_gates(gates, cases, sides, comparer),
         audit=_audit(runs, sides),
         failures=failures, missing=max(planned - len(runs) - len(unwritten), 0),
+        drift=[] if history is None else drift.find_drift(ok, history, metrics, threshold),
     )
 
 
@@ -138,37 +151,6 @@ def report_metrics(gates: list[GateSpec]) -> list[str]:
     return list(REPORT_METRICS) + sorted({g.metric for g in gates} - set(REPORT_METRICS))
 
 
-def evaluate_gates(gates: list[GateSpec], cases: list[str], sides: list[str], baseline: str,
-                   summaries: dict[tuple[str, str, str], stats.Summary]) -> list[GateVerdict]:
-    """Every gate against every matching (case, non-baseline side)."""
-    verdicts = []
-    for index, gate in enumerate(gates):
-        for case in [gate.case] if gate.case else cases:
-            for side in [gate.side] if gate.side else [s for s in sides if s != baseline]:
-                verdicts.append(_verdict(index, gate, case, side, summaries[case, side, gate.metric],
-                                         summaries[case, baseline, gate.metric], baseline))
-    return verdicts
-
-
-def _verdict(index: int, gate: GateSpec, case: str, side: str, cand: stats.Summary, base: stats.Summary,
-             baseline: str) -> GateVerdict:
-    bounds = [f">= {gate.min_ratio:g}x"] if gate.min_ratio is not None else []
-    bounds += [f"<= {gate.max_ratio:g}x"] if gate.max_ratio is not None else []
-    value = stats.ratio(cand.median, base.median)
-    if cand.n == 0 or base.n == 0:
-        reason = f"no ok runs with {gate.metric} on side {side if cand.n == 0 else baseline!r}"
-    elif math.isnan(value):
-        reason = f"ratio undefined: baseline median of {gate.metric} is {base.median:g}"
-    elif gate.min_ratio is not None and value < gate.min_ratio:
-        reason = f"ratio {value:.3f} < {gate.min_ratio:g}"
-    elif gate.max_ratio is not None and value > gate.max_ratio:
-        reason = f"ratio {value:.3f} > {gate.max_ratio:g}"
-    else:
-        reason = ""
-    return GateVerdict(index, gate.metric, case, side, " and ".join(bounds), value,
-                       FAIL if reason else PASS, reason)
-
-
 def _audit(runs: pd.DataFrame, sides: list[str]) -> dict[str, dict[str, str]]:
     audit = {}
     for side in sides:
@@ -181,26 +163,43 @@ def _audit(runs: pd.DataFrame, sides: list[str]) -> dict[str, dict[str, str]]:
 def make_report(results_root: Path, sweep_id: str) -> Report:
     """Read the record and runs of ``sweep_id`` and build its report."""
     record = read_record(results_root, sweep_id)
-    gates = [GateSpec(**g) for g in record["spec"].get("gates", [])]
-    return build_report(record, load_runs(results_root, sweep_id, report_metrics(gates)))
+    metrics = report_metrics([GateSpec(**g) for g in record["spec"].get("gates", [])])
+    return build_report(record, load_runs(results_root, sweep_id, metrics),
+                        drift.load_history(results_root, sweep_id, metrics))
 
 
 def to_frame(report: Report) -> pd.DataFrame:
-    """The metric table in long form (the CSV)."""
+    """The metric table in long form (the CSV), with each side's interval, p-value and drift."""
+    drifts = {(d.case, d.side, d.metric): d for d in report.drift}
     return pd.DataFrame([{
         "sweep_id": report.sweep_id, "case": r.case, "side": r.side,
         "sha": report.record.get("sides", {}).get(r.side, {}).get("sha"),
         "baseline": r.side == report.baseline, "metric": r.metric,
         "n_ok": report.counts[r.case, r.side][0], "n_failed": report.counts[r.case, r.side][1],
         "median": r.summary.median, "min": r.summary.min, "max": r.summary.max, "cv": r.summary.cv,
-        "ratio": r.ratio,
+        "ratio": r.ratio, **_comparison_columns(r.comparison),
+        **_drift_columns(drifts.get((r.case, r.side, r.metric))),
     } for r in report.rows])
+
+
+def _comparison_columns(comparison: stats.Comparison | None) -> dict[str, float | bool | None]:
+    if comparison is None:
+        return {"ratio_ci_low": math.nan, "ratio_ci_high": math.nan, "p_value": math.nan, "paired": None}
+    return {"ratio_ci_low": comparison.low, "ratio_ci_high": comparison.high, "p_value": comparison.p_value,
+            "paired": comparison.paired}
+
+
+def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | str | None]:
+    if found is None:
+        return {"history_sweeps": 0, "history_median": math.nan, "drift": math.nan, "drifted": False}
+    return {"history_sweeps": found.sweeps, "history_median": found.reference, "drift": found.change,
+            "drifted": found.flagged}
 
 
 def to_markdown(report: Report) -> str:
     """The human-readable report."""
     sections = [_summary_md(report), _sides_md(report), *(_case_md(report, c) for c in report.cases),
-                _gates_md(report), _failures_md(report), _host_md(report)]
+                _gates_md(report), _drift_md(report), _failures_md(report), _host_md(report)]
     return "\n\n".join(s for s in sections if s) + "\n"
 
 
@@ -257,31 +256,68 @@ def case_counts(report: Report, case: str) -> str:
 
 
 def case_table(report: Report, case: str) -> Table:
-    """Per metric: each side's median [min, max] cv, then each side's ratio to the baseline."""
+    """Per metric: each side's median [min, max] cv, then each side's ratio to the baseline, then
+    that ratio's bootstrap interval and Mann-Whitney p-value."""
     others = [s for s in report.sides if s != report.baseline]
     ratios = [f"{s} / {report.baseline}" for s in others]
-    header = ["metric", f"{report.baseline} (baseline)", *others, *ratios]
+    intervals = [f"{s} / {report.baseline} CI, p" for s in others]
+    header = ["metric", f"{report.baseline} (baseline)", *others, *ratios, *intervals]
     rows = []
     for metric in report.metrics:
         cells = {r.side: r for r in report.rows if r.case == case and r.metric == metric}
         rows.append([metric, *(format_summary(cells[s].summary) for s in [report.baseline, *others]),
-                     *(_ratio(cells[s].ratio) for s in others)])
+                     *(_ratio(cells[s].ratio) for s in others),
+                     *(_interval_and_p(cells[s].comparison) for s in others)])
     return Table(header, rows)
+
+
+def _interval_and_p(comparison: stats.Comparison | None) -> str:
+    """``95% CI [0.941, 0.962], p 0.008``."""
+    return "-" if comparison is None else f"{format_interval(comparison)}, p {format_p(comparison)}"
 
 
 def _gates_md(report: Report) -> str:
     if not report.gates:
         return ""
     table = gates_table(report)
-    bold = [[*row[:6], f"**{row[6]}**", row[7]] for row in table.rows]
-    return "## Gates\n\n" + markdown_table(Table(table.header, bold))
+    verdict = table.header.index("verdict")
+    bold = [[*row[:verdict], f"**{row[verdict]}**", *row[verdict + 1:]] for row in table.rows]
+    return "## Gates\n\n" + GATES_NOTE + "\n\n" + markdown_table(Table(table.header, bold))
+
+
+GATES_NOTE = ("A verdict reads the bootstrap interval of the ratio of medians: PASS when it lies entirely "
+              "within the bound, FAIL when entirely outside, INCONCLUSIVE when it straddles the bound "
+              "(more repeats needed). p is the two-sided Mann-Whitney U p-value; runs are paired by "
+              "round when every round ran both sides.")
 
 
 def gates_table(report: Report) -> Table:
-    """One row per gate verdict."""
-    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), g.verdict, g.reason]
+    """One row per gate verdict: the ratio, the verdict, its interval, p-value and n, and why."""
+    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), g.verdict,
+             format_interval(g.comparison), format_p(g.comparison), format_n(g.comparison), g.reason]
             for g in report.gates]
-    return Table(["gate", "metric", "case", "side", "bound", "ratio", "verdict", "reason"], rows)
+    return Table(["gate", "metric", "case", "side", "bound", "ratio", "verdict", "interval", "p", "n",
+                  "reason"], rows)
+
+
+def _drift_md(report: Report) -> str:
+    if not report.drift:
+        return ""
+    threshold = report.drift[0].threshold
+    note = (f"Each side's median against the median of earlier sweeps' medians of the same SHA, case, "
+            f"variant, params, env and host; DRIFT when it moved more than {100 * threshold:g}%.")
+    return "## Drift\n\n" + note + "\n\n" + markdown_table(drift_table(report))
+
+
+def drift_table(report: Report) -> Table:
+    """Throughput, gate metrics and every flagged metric of each side that has history."""
+    shown = {"throughput"} | {g.metric for g in report.gates}
+    rows = [[d.case, d.side, d.metric, format_number(d.current), format_number(d.reference),
+             f"{d.latest_sweep}: {format_number(d.latest)}", str(d.sweeps), _change(d.change),
+             "DRIFT" if d.flagged else "ok"]
+            for d in report.drift if d.flagged or d.metric in shown]
+    return Table(["case", "side", "metric", "this sweep", "history", "latest earlier sweep", "sweeps",
+                  "change", "drift"], rows)
 
 
 def _failures_md(report: Report) -> str:
@@ -333,6 +369,10 @@ def format_number(value: float) -> str:
 
 def _ratio(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.3f}"
+
+
+def _change(value: float) -> str:
+    return "-" if math.isnan(value) else f"{100 * value:+.1f}%"
 
 
 def one_line(text: object) -> str:

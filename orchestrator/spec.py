@@ -77,6 +77,7 @@ class GateSpec:
     max_ratio: float | None = None
     case: str | None = None  # only this case (default: every case)
     side: str | None = None  # only this side (default: every non-baseline side)
+    confidence: float = 0.95  # of the bootstrap interval the verdict is read from
 
 
 @dataclass
@@ -108,6 +109,9 @@ class SweepSpec:
     gates: list[GateSpec] = field(default_factory=list)
     timeout_s: float = 600.0
     continue_on_error: bool = False
+    bootstrap_resamples: int = 9999  # resamples of every bootstrap interval in the report
+    bootstrap_seed: int = 0  # the same seed gives the same intervals
+    drift_threshold: float = 0.03  # flag a side whose median moved more than this against its history
     command: list[str] = field(default_factory=lambda: list(DEFAULT_COMMAND))
     results: str = "results"  # relative: to the git repository the command runs in
     known: KnownNames = field(default_factory=KnownNames)
@@ -214,6 +218,11 @@ def validate(spec: SweepSpec) -> None:
         raise SpecError("cases must not repeat (use repeats for more runs)", "cases")
     _check_positive(spec.repeats, "repeats")
     _check_positive(spec.timeout_s, "timeout_s")
+    if spec.bootstrap_resamples < 100:
+        raise SpecError(f"must be >= 100, got {spec.bootstrap_resamples}", "bootstrap_resamples")
+    if spec.bootstrap_seed < 0:
+        raise SpecError(f"must be >= 0, got {spec.bootstrap_seed}", "bootstrap_seed")
+    _check_positive(spec.drift_threshold, "drift_threshold")
     _check_run_settings(RunSettings(spec.variant, spec.params, spec.env), spec.known, None)
     if not spec.command:
         raise SpecError("must be a non-empty argv list", "command")
@@ -263,6 +272,9 @@ def _check_gate(gate: GateSpec, spec: SweepSpec, key: str) -> None:
         value = getattr(gate, bound)
         if value is not None and value <= 0:
             raise SpecError(f"must be > 0, got {value}", f"{key}.{bound}")
+    if not 0 < gate.confidence < 1:
+        raise SpecError(f"must lie strictly between 0 and 1 (e.g. 0.95), got {gate.confidence}",
+                        f"{key}.confidence")
     if gate.case is not None and gate.case not in spec.cases:
         raise SpecError(f"{gate.case!r} is not one of the sweep's cases", f"{key}.case")
     if gate.side is not None and gate.side not in spec.sides:

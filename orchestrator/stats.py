@@ -1,7 +1,9 @@
 """Small pure statistics over per-run values (one value per run, e.g. each run's mean physics_ms).
 
-NaN inputs are dropped; an empty input gives NaN summaries. Room is left for interval estimates
-(bootstrap CIs of ratios) and rank tests (Mann-Whitney) next to these.
+NaN inputs are dropped; an empty input gives NaN summaries. ``compare`` estimates how a candidate
+side relates to the baseline: the ratio of medians, a seeded percentile-bootstrap confidence interval
+of that ratio (rounds resampled jointly when the runs are paired), and a two-sided Mann-Whitney U
+p-value.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats as sps
 
 
 def clean(values: Iterable[float | None]) -> np.ndarray:
@@ -64,3 +67,83 @@ class Summary:
 def summarize(values: Iterable[float | None]) -> Summary:
     arr = clean(values)
     return Summary(n=int(arr.size), median=median(arr), min=minimum(arr), max=maximum(arr), cv=cv(arr))
+
+
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_RESAMPLES = 9999
+DEFAULT_SEED = 0
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Candidate against baseline: ratio of medians, its bootstrap interval, Mann-Whitney p-value.
+
+    ``low``/``high`` are NaN when no interval exists (fewer than 2 values on a side, or a baseline
+    value of 0, which a resample could turn into a median of 0); ``paired``: rounds were resampled
+    jointly.
+    """
+
+    ratio: float
+    low: float
+    high: float
+    confidence: float
+    p_value: float
+    n_candidate: int
+    n_baseline: int
+    paired: bool
+
+    @property
+    def has_interval(self) -> bool:
+        return not (math.isnan(self.low) or math.isnan(self.high))
+
+
+def ratio_of_medians(candidate: np.ndarray, baseline: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``median(candidate) / median(baseline)`` along ``axis`` (vectorised for the bootstrap)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.median(candidate, axis=axis) / np.median(baseline, axis=axis)
+
+
+def bootstrap_ratio_interval(candidate: np.ndarray, baseline: np.ndarray, *, paired: bool,
+                             confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
+                             seed: int = DEFAULT_SEED) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the ratio of medians; ``(nan, nan)`` when there is none.
+
+    ``paired``: ``candidate[i]`` and ``baseline[i]`` come from the same round and are resampled
+    together, so what disturbed a whole round cancels in the ratio; otherwise each side is
+    resampled on its own.
+    """
+    too_few = min(candidate.size, baseline.size) < 2 or (paired and candidate.size != baseline.size)
+    if too_few or not baseline.all():  # a resample of a baseline holding a 0 could have median 0
+        return math.nan, math.nan
+    result = sps.bootstrap((candidate, baseline), ratio_of_medians, paired=paired, vectorized=True,
+                           n_resamples=resamples, confidence_level=confidence, method="percentile",
+                           rng=np.random.default_rng(seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def mann_whitney_p(candidate: np.ndarray, baseline: np.ndarray) -> float:
+    """Two-sided Mann-Whitney U p-value (exact for small samples without ties); NaN when a side is empty."""
+    if not (candidate.size and baseline.size):
+        return math.nan
+    return float(sps.mannwhitneyu(candidate, baseline, alternative="two-sided").pvalue)
+
+
+def compare(candidate: Iterable[float | None], baseline: Iterable[float | None], *, paired: bool = False,
+            confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
+            seed: int = DEFAULT_SEED) -> Comparison:
+    """Candidate against baseline. ``paired``: equal-length sequences aligned by round; a round with
+    a missing value on either side is dropped from both."""
+    if paired:
+        cand = np.asarray([np.nan if v is None else v for v in candidate], dtype=float)
+        base = np.asarray([np.nan if v is None else v for v in baseline], dtype=float)
+        if cand.shape != base.shape:
+            raise ValueError(f"paired samples differ in length: {cand.size} vs {base.size}")
+        both = np.isfinite(cand) & np.isfinite(base)
+        cand, base = cand[both], base[both]
+    else:
+        cand, base = clean(candidate), clean(baseline)
+    low, high = bootstrap_ratio_interval(cand, base, paired=paired, confidence=confidence,
+                                         resamples=resamples, seed=seed)
+    return Comparison(ratio=ratio(median(cand), median(base)), low=low, high=high, confidence=confidence,
+                      p_value=mann_whitney_p(cand, base), n_candidate=int(cand.size),
+                      n_baseline=int(base.size), paired=paired)
