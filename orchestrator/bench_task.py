@@ -11,6 +11,7 @@ Worker-side configuration (environment of the worker process):
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -94,7 +95,7 @@ def render_argv(template: tuple[str, ...] | list[str], values: dict[str, object]
         return [arg.format_map(values) for arg in template]
     except KeyError as exc:
         raise InvalidInputError(f"bench command uses unknown placeholder {{{exc.args[0]}}}; "
-                         f"known: {', '.join(sorted(values))}") from None
+                                f"known: {', '.join(sorted(values))}") from None
 
 
 def bench_env(run: PlannedRun, tree: Path, threads: int) -> dict[str, str]:
@@ -122,9 +123,23 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     proc = launch(argv, cwd=tree, env=env, stdout_path=log_dir / "stdout.log",
                   stderr_path=log_dir / "stderr.log", cpus=cpus)
     publish(_event(run, "started", total=_total_steps(run.params)))
-    state = StreamState()
     stop = _StopWatch(proc, deadline=time.monotonic() + run.timeout_s, cancelled=cancelled)
-    protocol_error: str | None = None
+    try:
+        state, protocol_error = _follow_stream(run, stream_path, stop, publish)
+    finally:
+        still_running = proc.poll() is None
+        kill_group(proc)
+    ended_at = datetime.now(UTC)
+    status, error = _verdict(state, proc.returncode, still_running, stop, protocol_error, log_dir, run)
+    return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
+                     exit_code=proc.returncode, log_dir=str(log_dir), host=host,
+                     header=state.header, summary=state.summary, steps=state.steps)
+
+
+def _follow_stream(run: PlannedRun, stream_path: Path, stop: _StopWatch,
+                   publish: Publisher) -> tuple[StreamState, str | None]:
+    """Read the stream until ``stop`` says so; (records read, protocol error or None)."""
+    state = StreamState()
     last_publish = 0.0
     try:
         for line in follow_lines(stream_path, stop.should_stop):
@@ -138,21 +153,14 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
                 publish(_event(run, "step", step=step.step, warmup=step.warmup, done=len(state.steps),
                                total=_total_steps(run.params), phases=step.phases))
     except ProtocolError as exc:
-        protocol_error = str(exc)
-    finally:
-        still_running = proc.poll() is None
-        kill_group(proc)
-    ended_at = datetime.now(UTC)
-    status, error = _verdict(state, proc.returncode, still_running, stop, protocol_error, log_dir, run)
-    return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
-                     exit_code=proc.returncode, log_dir=str(log_dir), host=host,
-                     header=state.header, summary=state.summary, steps=state.steps)
+        return state, str(exc)
+    return state, None
 
 
 class _StopWatch:
     """Decides when to stop following the stream: the bench exited, timed out, or was cancelled."""
 
-    def __init__(self, proc, deadline: float, cancelled: Callable[[], bool]) -> None:
+    def __init__(self, proc: subprocess.Popen, deadline: float, cancelled: Callable[[], bool]) -> None:
         self.proc, self.deadline, self.cancelled = proc, deadline, cancelled
         self.timed_out = self.was_cancelled = False
         self._next_cancel_check = 0.0
