@@ -32,3 +32,23 @@ def test_cpu_lists_round_trip():
     assert parse_cpus("0-2,5,7-8") == {0, 1, 2, 5, 7, 8}
     with pytest.raises(ValueError, match="'x' is not N or N-M"):
         parse_cpus("0,x")
+
+
+def test_gpu_fields_parsed_from_nvidia_smi(tmp_path, monkeypatch):
+    fake = tmp_path / "nvidia-smi"
+    line = "echo 'NVIDIA H200, 143771, 570.86.15'\n"
+    fake.write_text("#!/bin/sh\n" + line * 2)  # two GPUs: the first is recorded
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    record = collect_host()
+    assert (record["gpu_name"], record["gpu_memory_mib"], record["gpu_driver"]) == (
+        "NVIDIA H200", 143771, "570.86.15")
+
+
+def test_failing_nvidia_smi_gives_null_gpu(tmp_path, monkeypatch):
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    record = collect_host()
+    assert (record["gpu_name"], record["gpu_memory_mib"], record["gpu_driver"]) == (None, None, None)
