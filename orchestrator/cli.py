@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator import sweep_record
-from orchestrator.errors import ShasweepError
+from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError, ShasweepError
 from orchestrator.plan import ResolvedSweep, build_plan, resolve_sweep, results_root_for
 from orchestrator.report import make_report, to_markdown, write_report
 from orchestrator.runs import PlannedRun
 from orchestrator.spec import load_spec
 
 if TYPE_CHECKING:
+    from orchestrator.dispatch import SweepOutcome
     from orchestrator.reports.page import Page
 
 FORMATS: tuple[str, ...] = ("md", "html")
@@ -46,7 +47,15 @@ def _sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_arguments(parser: argparse.ArgumentParser) -> None:
-    _sweep_arguments(parser)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("sweep", nargs="?", type=Path, help="sweep YAML file")
+    source.add_argument("--resume", metavar="SWEEP_ID|latest",
+                        help="run again the runs of a recorded sweep that are not ok (same SHAs, run keys)")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                        help="dotlist overrides, e.g. params.num_envs=64 repeats=1 sides.b.ref=main")
+    parser.add_argument("--results", metavar="DIR",
+                        help="with --resume: the results root holding the sweep (default: 'results' in the "
+                             "git repo of the current directory); a new sweep's is its results key")
     parser.add_argument("--scheduler", metavar="ADDR",
                         help="tcp://HOST:PORT of a Dask scheduler (default: an embedded LocalCluster)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -102,24 +111,70 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Validate, record, dispatch, then report; the exit code follows the report."""
-    from orchestrator.dispatch import run_sweep  # imports Dask: only when actually running
-
+    if args.resume is not None:
+        return _resume(args)
+    if args.results is not None:
+        raise InvalidInputError("--results goes with --resume; a new sweep writes to its results key "
+                                "(override it with results=DIR)")
     resolved = _resolve(args)
+    root = resolved.results_root
     created = datetime.now(UTC)
-    sweep_id = sweep_record.reserve_sweep_id(resolved.results_root, resolved.spec.name, created)
+    sweep_id = sweep_record.reserve_sweep_id(root, resolved.spec.name, created)
     runs = build_plan(resolved, sweep_id)
     record = sweep_record.new_record(resolved, sweep_id, created, len(runs))
-    sweep_record.write_record(resolved.results_root, sweep_id, record)
-    print(f"sweep {sweep_id}: {len(runs)} runs, results under {resolved.results_root}", flush=True)
+    sweep_record.write_record(root, sweep_id, record)
+    print(f"sweep {sweep_id}: {len(runs)} runs, results under {root}", flush=True)
+    try:
+        with sweep_record.sweep_lock(root, sweep_id):
+            _dispatch(args, resolved, record, runs)
+    except InvalidInputError:  # found before anything was dispatched: leave nothing behind
+        sweep_record.discard(root, sweep_id)
+        raise
+    return _report_run(root, sweep_id)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    """``run --resume``: dispatch again the recorded sweep's runs that are not ok, then report it whole."""
+    from orchestrator import resume
+
+    root = results_root_for(args.results or "results", Path.cwd())
+    sweep_id = sweep_record.resolve_sweep_id(root, args.resume)
+    with sweep_record.sweep_lock(root, sweep_id):
+        plan = resume.plan_resume(root, sweep_id)
+        todo = plan.todo
+        print(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
+              f"results under {root}", flush=True)
+        if todo:
+            record = sweep_record.resumed(plan.record, root, datetime.now(UTC))
+            _dispatch(args, plan.resolved, record, todo, plan.merge)
+    return _report_run(root, sweep_id)
+
+
+def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, runs: list[PlannedRun],
+              complete: Callable[[SweepOutcome], SweepOutcome] | None = None) -> None:
+    """Dispatch ``runs`` and store what happened (``complete`` adds runs not dispatched) in the record."""
+    from orchestrator.dispatch import run_sweep  # imports Dask: only when actually running
+
+    root, sweep_id = resolved.results_root, record["sweep_id"]
     try:
         outcome = run_sweep(runs, scheduler=args.scheduler, continue_on_error=resolved.spec.continue_on_error,
                             show_progress=not args.no_progress)
-    except BaseException as exc:
-        sweep_record.write_record(resolved.results_root, sweep_id,
-                                  sweep_record.aborted(record, f"{type(exc).__name__}: {exc}"))
+    except InvalidInputError:  # found before dispatching: the caller decides what the record keeps
         raise
-    sweep_record.write_record(resolved.results_root, sweep_id, sweep_record.finished(record, outcome))
-    return _print_report(resolved.results_root, sweep_id, html=True)
+    except BaseException as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+        sweep_record.write_record(root, sweep_id, sweep_record.aborted(record, reason))
+        raise
+    done = complete(outcome) if complete else outcome
+    sweep_record.write_record(root, sweep_id, sweep_record.finished(record, done))
+
+
+def _report_run(root: Path, sweep_id: str) -> int:
+    """The report at the end of ``run``, with how to resume when a run is not ok."""
+    code = _print_report(root, sweep_id, html=True)
+    if code == EXIT_RUN_FAILED:
+        print(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")
+    return code
 
 
 def cmd_report(args: argparse.Namespace) -> int:

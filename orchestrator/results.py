@@ -177,6 +177,18 @@ def read_runs(results_root: str | Path, sweep_id: str | None = None) -> pd.DataF
     return factory.finish(factory.inspect(fragments=None)).to_table().to_pandas()
 
 
+def run_statuses(results_root: str | Path, sweep_id: str) -> dict[str, str | None]:
+    """``run_key -> status`` of every run file of one sweep; ``None`` for a file that cannot be read
+    (a re-run replaces it). Temporary (dot-prefixed) files of interrupted writes are not runs."""
+    statuses: dict[str, str | None] = {}
+    for path in sorted(runs_dir(results_root, sweep_id).glob("[!.]*.parquet")):
+        try:
+            statuses[path.stem] = pq.read_table(path, columns=["status"]).column("status")[0].as_py()
+        except (pa.ArrowException, OSError, IndexError, KeyError):
+            statuses[path.stem] = None
+    return statuses
+
+
 def _host_types() -> dict[str, pa.DataType]:
     """Arrow type of every host field, from ``HostRecord``'s annotations (None-able kept nullable)."""
     hints = typing.get_type_hints(HostRecord)

@@ -141,7 +141,12 @@ class Case:
 
 def load_spec(path: str | Path, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
     """Load the sweep YAML at ``path``, apply ``dotlist`` overrides, and validate the result."""
-    raw = _read_yaml(Path(path))
+    return spec_from_config(_read_yaml(Path(path)), dotlist)
+
+
+def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
+    """Merge ``raw`` (a loaded YAML, or ``OmegaConf.create(spec_to_dict(...))``) and ``dotlist`` over
+    the typed defaults and validate the result."""
     gates = raw.get("gates")
     if isinstance(gates, ListConfig):  # omegaconf drops the list index from errors inside list items
         for i, gate in enumerate(gates):

@@ -1,7 +1,9 @@
 """The sweep record ``<results>/sweeps/<sweep_id>.json``: the validated spec, resolved SHAs, host, status.
 
 Sweep ids are ``<name>-<UTC yyyymmddTHHMMSS>``, with ``-2``, ``-3``... appended when that id is
-taken; an id is reserved by creating its record exclusively, so two clients never share one.
+taken; an id is reserved by creating its record exclusively, so two clients never share one. A
+client dispatching a sweep holds its lock (``sweeps/.<id>.lock``), so a ``--resume`` of a sweep that
+is still running fails instead of running it twice; the OS releases the lock if the client dies.
 """
 
 from __future__ import annotations
@@ -10,10 +12,14 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from filelock import FileLock, Timeout
 
 from orchestrator.errors import InvalidInputError, UnknownSweepError
 from orchestrator.spec import spec_to_dict
@@ -52,6 +58,31 @@ def reserve_sweep_id(results_root: Path, name: str, now: datetime) -> str:
         except FileExistsError:
             continue
     raise InvalidInputError(f"no free sweep id for {base!r} under {sweeps_dir(results_root)}")
+
+
+def lock_path(results_root: Path, sweep_id: str) -> Path:
+    return sweeps_dir(results_root) / f".{sweep_id}.lock"
+
+
+@contextmanager
+def sweep_lock(results_root: Path, sweep_id: str) -> Iterator[None]:
+    """Hold the sweep's lock while dispatching it; ``InvalidInputError`` if another process holds it."""
+    lock = FileLock(lock_path(results_root, sweep_id), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise InvalidInputError(f"sweep {sweep_id!r} is being run by another shasweep process "
+                                f"(it holds {lock.lock_file})") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def discard(results_root: Path, sweep_id: str) -> None:
+    """Remove the record and lock of a sweep that was reserved but never dispatched."""
+    record_path(results_root, sweep_id).unlink(missing_ok=True)
+    lock_path(results_root, sweep_id).unlink(missing_ok=True)
 
 
 def write_record(results_root: Path, sweep_id: str, record: dict[str, Any]) -> Path:
@@ -125,6 +156,12 @@ def finished(record: dict[str, Any], outcome: SweepOutcome) -> dict[str, Any]:
         "wall_s": outcome.wall_s, "ended": datetime.now(UTC).isoformat(timespec="seconds"),
         "outcomes": [{k: run.get(k) for k in OUTCOME_KEYS} for run in outcome.runs],
     }
+
+
+def resumed(record: dict[str, Any], results_root: Path, now: datetime) -> dict[str, Any]:
+    """``record`` of a sweep dispatched again by ``--resume`` at ``now``, writing to ``results_root``."""
+    return {**record, "status": "running", "results_root": str(results_root),
+            "resumed": [*record.get("resumed", []), now.astimezone(UTC).isoformat(timespec="seconds")]}
 
 
 def aborted(record: dict[str, Any], reason: str) -> dict[str, Any]:
