@@ -28,10 +28,14 @@ Rewards (each ``weight * raw * 0.02``; mjlab's G1 flat values):
                            pitch/roll/yaw 0.15/0.15/0.1, elbow 0.15, wrists 0.3)
   body_ang_vel      -0.05  wx^2 + wy^2 of the torso (world frame)
   angular_momentum  -0.02  |L|^2, a proxy for the whole-body angular momentum about the CoM
-                           (the model has no subtreeangmom sensor; MotrixSim could not read
-                           one): the model's mass lumped onto the 14 tracked bodies (each body
-                           to its nearest tracked ancestor) as point masses at their origins,
-                           L = sum m (p - c) x (v - v_c) from their framepos/framelinvel sensors
+                           (mjlab reads a subtreeangmom sensor, which the model lacks): the
+                           model's mass lumped onto the 14 tracked bodies (each body to its
+                           nearest tracked ancestor) as point masses at their origins,
+                           L = sum m (p - c) x (v - v_c) from their framepos/framelinvel
+                           sensors. Link spin is left out, so it reads lower than MuJoCo's
+                           subtreeangmom (~30 % of |L|^2 on random joint velocities), but it is
+                           the same on every engine (MotrixSim's subtreeangmom was not: 13.5
+                           vs MuJoCo's 7.1 on one state just reset)
   self_collisions   -1.0   number of self-contact pads (hands vs torso/pelvis, shins vs each
                            other) pressed with more than 10 N (a shin-shin hit counts twice)
   action_rate       -0.1   sum (a - a_prev)^2
