@@ -1,0 +1,97 @@
+"""Drift of a side against earlier sweeps of the same SHA, case, params and host (hand-made results)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import yaml
+from test_report import GO2, write_run, write_sweep
+
+from orchestrator.errors import SpecError
+from orchestrator.report import make_report, to_frame, to_markdown
+from orchestrator.spec import load_spec
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+CURRENT = "ab-20260103T000000"
+
+
+def write_runs(root, sweep_id: str, day: int, base: list[float], cand: list[float], host: str = "bench1",
+               params: str = "{}") -> None:
+    """One sweep's runs, started on ``day``; the same SHAs (test_report.SHAS) in every sweep."""
+    for side, values in (("base", base), ("cand", cand)):
+        for i, value in enumerate(values):
+            write_run(root, sweep_id, f"{sweep_id}-{side}{i}", side, GO2, throughput=value, physics_ms=10.0,
+                      repeat=i, host_hostname=host, params=params,
+                      started_at=T0 + timedelta(days=day, minutes=i))
+
+
+def drift_of(report, side: str, metric: str = "throughput"):
+    (found,) = [d for d in report.drift if d.side == side and d.metric == metric]
+    return found
+
+
+@pytest.fixture
+def root(tmp_path):
+    """Two earlier sweeps (base ~100, cand ~200) and the current one, whose base dropped 10 %."""
+    write_runs(tmp_path, "ab-20260101T000000", 1, [100.0, 101.0, 99.0], [200.0, 199.0, 201.0])
+    write_runs(tmp_path, "ab-20260102T000000", 2, [102.0, 103.0, 101.0], [202.0, 201.0, 203.0])
+    write_sweep(tmp_path, CURRENT, [], [GO2])
+    write_runs(tmp_path, CURRENT, 3, [91.0, 92.0, 90.0], [201.0, 200.0, 202.0])
+    return tmp_path
+
+
+def test_a_side_that_moved_past_the_threshold_is_flagged(root):
+    report = make_report(root, CURRENT)
+    base, cand = drift_of(report, "base"), drift_of(report, "cand")
+    assert (base.current, base.sweeps, base.latest) == (91.0, 2, 102.0)
+    assert base.latest_sweep == "ab-20260102T000000"
+    assert base.reference == pytest.approx(101.0), "median of the earlier sweeps' medians (100, 102)"
+    assert base.change == pytest.approx(91 / 101 - 1) and base.flagged
+    assert cand.reference == pytest.approx(201.0) and cand.change == pytest.approx(0.0) and not cand.flagged
+    assert not drift_of(report, "base", "physics_ms").flagged
+    md = to_markdown(report)
+    assert "## Drift" in md and "DRIFT when it moved more than 3%" in md
+    assert "| base | throughput | 91 | 101 | ab-20260102T000000: 102 | 2 | -9.9% | DRIFT |" in md
+    assert "| cand | throughput | 201 | 201 | ab-20260102T000000: 202 | 2 | +0.0% | ok |" in md
+
+
+def test_threshold_comes_from_the_sweep_and_drift_reaches_the_csv(root):
+    path = root / "sweeps" / f"{CURRENT}.json"
+    record = json.loads(path.read_text())
+    record["spec"]["drift_threshold"] = 0.15
+    path.write_text(json.dumps(record))
+    report = make_report(root, CURRENT)
+    assert not drift_of(report, "base").flagged, "-9.9% is within 15%"
+    frame = to_frame(report).set_index(["side", "metric"])
+    assert frame.loc[("base", "throughput"), "history_sweeps"] == 2
+    assert frame.loc[("base", "throughput"), "history_median"] == pytest.approx(101.0)
+    assert not frame.loc[("base", "throughput"), "drifted"]
+
+
+def test_history_must_match_host_and_params_and_be_earlier(tmp_path):
+    write_runs(tmp_path, "ab-20260101T000000", 1, [100.0, 100.0], [200.0, 200.0], host="other-host")
+    write_runs(tmp_path, "ab-20260102T000000", 2, [100.0, 100.0], [200.0, 200.0], params='{"num_envs": 8}')
+    write_runs(tmp_path, "ab-20260109T000000", 9, [100.0, 100.0], [200.0, 200.0])  # a later sweep
+    write_sweep(tmp_path, CURRENT, [], [GO2])
+    write_runs(tmp_path, CURRENT, 3, [50.0, 50.0], [100.0, 100.0])
+    report = make_report(tmp_path, CURRENT)
+    assert report.drift == [] and "## Drift" not in to_markdown(report)
+
+
+def test_failed_runs_of_earlier_sweeps_are_no_history(tmp_path):
+    write_run(tmp_path, "ab-20260101T000000", "old", "base", GO2, status="failed", throughput=1.0,
+              host_hostname="bench1", started_at=T0)
+    write_sweep(tmp_path, CURRENT, [], [GO2])
+    write_runs(tmp_path, CURRENT, 3, [100.0], [200.0])
+    assert make_report(tmp_path, CURRENT).drift == []
+
+
+def test_drift_threshold_must_be_positive(tmp_path):
+    sweep = {"name": "x", "sides": {"a": {"ref": "HEAD"}}, "baseline": "a", "cases": [GO2]}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    assert load_spec(path).drift_threshold == 0.03
+    with pytest.raises(SpecError, match="drift_threshold: must be > 0, got 0"):
+        load_spec(path, ["drift_threshold=0"])
