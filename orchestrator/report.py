@@ -111,7 +111,7 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
     spec = record["spec"]
     baseline, cases, sides = spec["baseline"], list(spec["cases"]), list(spec["sides"])
     gates = [GateSpec(**g) for g in spec.get("gates", [])]
-    metrics = report_metrics(gates)
+    metrics = report_metrics(spec, gates)
     ok = runs[runs["status"] == "ok"]
     counts = {(c, s): (int(((ok["case"] == c) & (ok["side"] == s)).sum()),
                        int(((runs["case"] == c) & (runs["side"] == s) & (runs["status"] != "ok")).sum()))
@@ -146,9 +146,11 @@ def _unwritten_outcomes(record: dict[str, Any], runs: pd.DataFrame) -> pd.DataFr
     return outcomes[(outcomes["status"] != "ok") & ~outcomes["run_key"].isin(runs["run_key"])]
 
 
-def report_metrics(gates: list[GateSpec]) -> list[str]:
-    """The standard report metrics plus any other metric a gate uses."""
-    return list(REPORT_METRICS) + sorted({g.metric for g in gates} - set(REPORT_METRICS))
+def report_metrics(spec: dict[str, Any], gates: list[GateSpec]) -> list[str]:
+    """The sweep's ``metrics`` (``REPORT_METRICS`` for records without them) plus any other metric a gate
+    uses."""
+    listed = list(spec.get("metrics") or REPORT_METRICS)
+    return listed + sorted({g.metric for g in gates} - set(listed))
 
 
 def _audit(runs: pd.DataFrame, sides: list[str]) -> dict[str, dict[str, str]]:
@@ -163,7 +165,8 @@ def _audit(runs: pd.DataFrame, sides: list[str]) -> dict[str, dict[str, str]]:
 def make_report(results_root: Path, sweep_id: str) -> Report:
     """Read the record and runs of ``sweep_id`` and build its report."""
     record = read_record(results_root, sweep_id)
-    metrics = report_metrics([GateSpec(**g) for g in record["spec"].get("gates", [])])
+    spec = record["spec"]
+    metrics = report_metrics(spec, [GateSpec(**g) for g in spec.get("gates", [])])
     return build_report(record, load_runs(results_root, sweep_id, metrics),
                         drift.load_history(results_root, sweep_id, metrics))
 
@@ -265,7 +268,8 @@ def case_table(report: Report, case: str) -> Table:
     rows = []
     for metric in report.metrics:
         cells = {r.side: r for r in report.rows if r.case == case and r.metric == metric}
-        rows.append([metric, *(format_summary(cells[s].summary) for s in [report.baseline, *others]),
+        rows.append([metric, *(format_summary(cells[s].summary, report.counts[case, s][0])
+                               for s in [report.baseline, *others]),
                      *(_ratio(cells[s].ratio) for s in others),
                      *(_interval_and_p(cells[s].comparison) for s in others)])
     return Table(header, rows)
@@ -352,10 +356,11 @@ def write_report(report: Report, results_root: Path) -> tuple[Path, Path]:
     return md, csv
 
 
-def format_summary(s: stats.Summary) -> str:
-    """``median [min, max] cv N%``, or ``no ok runs``."""
+def format_summary(s: stats.Summary, ok_runs: int | None = None) -> str:
+    """``median [min, max] cv N%``; ``not reported`` when ``ok_runs`` ok runs lack the metric (e.g. a
+    phase their SHA does not time), else ``no ok runs``."""
     if s.n == 0:
-        return "no ok runs"
+        return "not reported" if ok_runs else "no ok runs"
     cv = "-" if math.isnan(s.cv) else f"{100 * s.cv:.1f}%"
     return f"{format_number(s.median)} [{format_number(s.min)}, {format_number(s.max)}] cv {cv}"
 

@@ -32,7 +32,8 @@ DEFAULT_COMMAND: tuple[str, ...] = (
     "--stream", "{stream}",
 )
 
-# Metrics a report tabulates for every case and side; gates may use any numeric run column.
+# Metrics a report tabulates for every case and side by default (the sweep's ``metrics`` key);
+# gates may use any numeric run column.
 REPORT_METRICS: tuple[str, ...] = ("throughput", "physics_ms", "update_state_ms", "reset_done_ms", "d2h_ms")
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -107,6 +108,7 @@ class SweepSpec:
     order: Order = Order.interleaved
     order_seed: int = 0
     gates: list[GateSpec] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=lambda: list(REPORT_METRICS))  # report table rows, in order
     timeout_s: float = 600.0
     continue_on_error: bool = False
     bootstrap_resamples: int = 9999  # resamples of every bootstrap interval in the report
@@ -235,6 +237,7 @@ def validate(spec: SweepSpec) -> None:
         placeholders_in(arg, f"command[{i}]")
     for i, gate in enumerate(spec.gates):
         _check_gate(gate, spec, f"gates[{i}]")
+    _check_metrics(spec.metrics)
     for label in spec.sides:
         side_settings(spec, label)
 
@@ -267,10 +270,22 @@ def _fail(key: str, message: str, where: str | None) -> None:
     raise SpecError(f"{key}: {message}", where) if where else SpecError(message, key)
 
 
+def _check_metric(metric: str, key: str) -> None:
+    if not _METRIC.match(metric):
+        raise SpecError(f"metric {metric!r} must be 'throughput' or a phase name ending in '_ms'", key)
+
+
+def _check_metrics(metrics: list[str]) -> None:
+    if not metrics:
+        raise SpecError("at least one metric is required, e.g. [throughput, physics_ms]", "metrics")
+    for i, metric in enumerate(metrics):
+        _check_metric(metric, f"metrics[{i}]")
+    if len(set(metrics)) != len(metrics):
+        raise SpecError("metrics must not repeat", "metrics")
+
+
 def _check_gate(gate: GateSpec, spec: SweepSpec, key: str) -> None:
-    if not _METRIC.match(gate.metric):
-        raise SpecError(f"metric {gate.metric!r} must be 'throughput' or a phase name ending in '_ms'",
-                        f"{key}.metric")
+    _check_metric(gate.metric, f"{key}.metric")
     if gate.min_ratio is None and gate.max_ratio is None:
         raise SpecError("needs min_ratio (higher is better) or max_ratio (lower is better)", key)
     for bound in ("min_ratio", "max_ratio"):
