@@ -13,18 +13,24 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-import dask
-from distributed import Client, LocalCluster
+from typing import TYPE_CHECKING
 
 from orchestrator.errors import ClusterError, InvalidInputError
+
+if TYPE_CHECKING:  # Dask is imported only when connecting, so the CLI starts fast
+    from distributed import Client, LocalCluster
 
 BENCH_RESOURCE = "GPU"
 DEFAULT_DASHBOARD_PORT = 8787
 LOCALHOST = "127.0.0.1"
+DASHBOARD_PRELOAD = "orchestrator.dashboard"  # the /shasweep page and its scheduler plugin
 WORKER_WAIT_S = 10.0  # how long a sweep waits for a bench worker to join before failing
 CONNECT_TIMEOUT_S = 10.0
 _ADDRESS = re.compile(r"[a-z]+://[^\s:/]+:\d+\Z")
+# A run that kills its worker is not retried: it is reported failed.
+BENCH_SCHEDULER_CONFIG: dict[str, object] = {"distributed.scheduler.allowed-failures": 0}
+# No statistical profiler sampling the bench worker's threads while it measures.
+BENCH_WORKER_CONFIG: dict[str, object] = {"distributed.worker.profile.enabled": False}
 
 
 @dataclass
@@ -52,12 +58,13 @@ def free_port(start: int, host: str = LOCALHOST, tries: int = 100) -> int:
 def connect(scheduler: str | None, *,
             dashboard_port: int = DEFAULT_DASHBOARD_PORT) -> Iterator[ClusterConnection]:
     """Connect to ``scheduler`` (``tcp://HOST:PORT``), or start the embedded bench cluster."""
+    from distributed import Client
+
     if scheduler is None:
         with _embedded_cluster(dashboard_port) as cluster, Client(cluster) as client:
             yield ClusterConnection(client=client, cluster=cluster, dashboard_url=cluster.dashboard_link)
         return
-    if not _ADDRESS.match(scheduler):
-        raise InvalidInputError(f"--scheduler {scheduler!r} is not an address like tcp://HOST:PORT")
+    check_scheduler_address(scheduler, "--scheduler")
     try:
         client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
     except (OSError, TimeoutError) as exc:
@@ -66,18 +73,27 @@ def connect(scheduler: str | None, *,
         yield ClusterConnection(client=client, cluster=None, dashboard_url=client.dashboard_link)
 
 
+def check_scheduler_address(address: str, option: str) -> str:
+    """``address`` if it looks like ``tcp://HOST:PORT``; else ``InvalidInputError`` naming ``option``."""
+    if not _ADDRESS.match(address):
+        raise InvalidInputError(f"{option} {address!r} is not an address like tcp://HOST:PORT")
+    return address
+
+
 @contextmanager
 def _embedded_cluster(dashboard_port: int) -> Iterator[LocalCluster]:
-    """One worker process, one thread, resource GPU=1, everything on 127.0.0.1.
-
-    A run that kills its worker is not retried (``allowed-failures`` 0): it is reported failed.
+    """One worker process, one thread, resource GPU=1, everything on 127.0.0.1, the shasweep board
+    on the dashboard, the settings of ``shasweep scheduler`` and ``shasweep worker``.
     """
+    import dask
+    from distributed import LocalCluster
+
     port = free_port(dashboard_port)
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+    with dask.config.set({**BENCH_SCHEDULER_CONFIG, **BENCH_WORKER_CONFIG}):
         with LocalCluster(
             n_workers=1, threads_per_worker=1, processes=True, resources={BENCH_RESOURCE: 1},
             host=LOCALHOST, scheduler_port=0, dashboard_address=f"{LOCALHOST}:{port}",
-            silence_logs=logging.ERROR,
+            scheduler_kwargs={"preload": [DASHBOARD_PRELOAD]}, silence_logs=logging.ERROR,
         ) as cluster:
             yield cluster
 

@@ -9,18 +9,24 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from distributed import Client, Event, Future, wait
 
 from orchestrator.bench_task import PROGRESS_TOPIC, bench_host_record, cancel_event_name, execute_run
 from orchestrator.cluster import BENCH_RESOURCE, bench_workers, connect, require_bench_worker
+from orchestrator.dashboard import page_url
+from orchestrator.dashboard.plugin import board_installed
 from orchestrator.errors import ClusterError, InvalidInputError
 from orchestrator.progress import SweepProgress
 from orchestrator.runs import PlannedRun
 
 WORKER_CHECK_INTERVAL_S = 5.0
 CANCEL_GRACE_S = 30.0
+CANCELLED_REASON = "cancelled with `shasweep cancel`"
+
+OnConnect = Callable[[str, str | None], None]  # (scheduler address, dashboard URL)
 
 
 @dataclass
@@ -48,28 +54,39 @@ def run_sweep(
     continue_on_error: bool,
     show_progress: bool = True,
     lock_path: str | None = None,
+    on_connect: OnConnect | None = None,
 ) -> SweepOutcome:
     """Execute ``runs`` one at a time in list order on the bench worker of ``scheduler``.
 
     ``scheduler=None`` starts an embedded cluster. A run that is not ``ok`` stops the sweep unless
-    ``continue_on_error``; Ctrl-C cancels the running bench and stops. Runs never started are
-    reported with status ``cancelled`` and an error saying why.
+    ``continue_on_error``; Ctrl-C or ``shasweep cancel`` (the sweep's cancel event) cancels the
+    running bench and stops. Runs never started are reported with status ``cancelled`` and an error
+    saying why. ``on_connect`` learns the scheduler's address and the dashboard URL (the live
+    ``/shasweep`` board when the scheduler has it) before the first run; the plan and the end of
+    the sweep are published on ``PROGRESS_TOPIC`` for that board.
     """
     _check_plan(runs)
     started = time.monotonic()
     with connect(scheduler) as conn, SweepProgress(runs, enabled=show_progress) as progress:
         client = conn.client
-        progress.say(f"dashboard: {conn.dashboard_url}")
+        dashboard_url = _board_url(client, conn.dashboard_url)
+        progress.say(f"dashboard: {dashboard_url}")
+        if on_connect is not None:
+            on_connect(client.scheduler.address, dashboard_url)
         workers = require_bench_worker(client)
         cancel = Event(cancel_event_name(runs[0].sweep_id), client=client)
         cancel.clear()
         host = _submit(client, bench_host_record, key="shasweep-host").result()
         client.subscribe_topic(PROGRESS_TOPIC, progress.handle_event)
+        client.log_event(PROGRESS_TOPIC, _planned_message(runs))
         outcomes: list[dict] = []
         stop_reason: str | None = None
         dispatch_started = time.monotonic()
         try:
             for run in runs:
+                if cancel.is_set():
+                    stop_reason = CANCELLED_REASON
+                    break
                 future = _submit(client, execute_run, run, lock_path=lock_path, key=f"shasweep-{run.run_key}")
                 try:
                     outcome = _await_run(client, future, run)
@@ -79,6 +96,8 @@ def run_sweep(
                     stop_reason = "interrupted by the user (Ctrl-C)"
                 outcomes.append(outcome)
                 progress.run_finished(outcome)
+                if stop_reason is None and cancel.is_set():
+                    stop_reason = CANCELLED_REASON
                 if stop_reason is None and outcome["status"] != "ok" and not continue_on_error:
                     stop_reason = (f"run #{run.order} ({run.side} {run.case} repeat {run.repeat}) "
                                    f"{outcome['status']}: {outcome['error']}")
@@ -88,8 +107,9 @@ def run_sweep(
             client.unsubscribe_topic(PROGRESS_TOPIC)
         dispatch_s = time.monotonic() - dispatch_started
         outcomes += [_not_run(run, stop_reason or "") for run in runs[len(outcomes):]]
+        client.log_event(PROGRESS_TOPIC, _ended_message(runs[0].sweep_id, outcomes, stop_reason))
         return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
-                            stop_reason=stop_reason, dashboard_url=conn.dashboard_url,
+                            stop_reason=stop_reason, dashboard_url=dashboard_url,
                             wall_s=time.monotonic() - started, dispatch_s=dispatch_s, workers=workers)
 
 
@@ -103,6 +123,29 @@ def _check_plan(runs: list[PlannedRun]) -> None:
     if len(set(keys)) != len(keys):
         duplicated = sorted({key for key in keys if keys.count(key) > 1})
         raise InvalidInputError(f"duplicate run_key in the plan: {', '.join(duplicated)}")
+
+
+def _board_url(client: Client, dashboard_link: str | None) -> str | None:
+    """The live ``/shasweep`` board's URL if the scheduler has the board, else Dask's dashboard link."""
+    try:
+        installed = client.run_on_scheduler(board_installed)
+    except Exception:  # noqa: BLE001 - a scheduler without shasweep installed cannot even load the check
+        installed = False
+    return page_url(dashboard_link) if installed else dashboard_link
+
+
+def _planned_message(runs: list[PlannedRun]) -> dict:
+    """The plan, for the board's queue."""
+    return {"sweep_id": runs[0].sweep_id, "event": "planned",
+            "runs": [{"run_key": r.run_key, "order": r.order, "side": r.side, "case": r.case,
+                      "repeat": r.repeat} for r in runs]}
+
+
+def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None) -> dict:
+    """Every run's final status (also of runs never started) and why the sweep stopped, if it did."""
+    return {"sweep_id": sweep_id, "event": "ended", "stop_reason": stop_reason,
+            "outcomes": [{k: o.get(k) for k in ("run_key", "order", "side", "case", "status", "error",
+                                                 "throughput")} for o in outcomes]}
 
 
 def _submit(client: Client, func, *args, key: str, **kwargs) -> Future:

@@ -1,0 +1,144 @@
+"""What the live ``/shasweep`` page and ``shasweep status`` show, built from progress messages.
+
+``SweepBoard`` is fed the messages published on ``bench_task.PROGRESS_TOPIC`` (by the bench
+worker: waiting, started, step, finished; by the dispatcher: planned, ended) and the bench
+workers' host records. It keeps the last ``MAX_SWEEPS`` sweeps and, per sweep, the per-step phase
+timings of the run that is running (or ran last). ``snapshot`` returns plain dicts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict, deque
+from dataclasses import asdict, dataclass, field
+
+MAX_SWEEPS = 20
+MAX_STEPS = 5000  # phase samples kept for the current run's chart
+CHART_PHASES: tuple[str, ...] = ("physics_ms", "update_state_ms", "reset_done_ms", "d2h_ms")
+FINAL_STATUSES: tuple[str, ...] = ("ok", "failed", "timeout", "cancelled")
+LIVE_STATUSES: tuple[str, ...] = ("waiting", "running")
+
+
+@dataclass
+class RunView:
+    """One run as the board shows it; ``status`` is queued, waiting, running or a final status."""
+
+    run_key: str
+    order: int
+    side: str
+    case: str
+    repeat: int | None = None
+    status: str = "queued"
+    throughput: float | None = None
+    error: str | None = None
+    done: int = 0  # steps read so far
+    total: int | None = None  # warm-up + measured steps
+
+
+@dataclass
+class SweepView:
+    """One sweep: its runs by key, the state of the sweep, and the current run's phase samples."""
+
+    sweep_id: str
+    state: str = "running"  # running | finished | stopped
+    stop_reason: str | None = None
+    runs: dict[str, RunView] = field(default_factory=dict)
+    current: str | None = None  # run_key whose phases are charted
+    steps: deque = field(default_factory=lambda: deque(maxlen=MAX_STEPS))  # (step, warmup, phases)
+    updated: float = field(default_factory=time.time)
+    version: int = 0  # bumped on every change, so a page redraws only when needed
+
+
+class SweepBoard:
+    """Progress of the recent sweeps, fed message by message (not thread-safe: one event loop)."""
+
+    def __init__(self) -> None:
+        self.sweeps: OrderedDict[str, SweepView] = OrderedDict()
+        self.hosts: dict[str, dict] = {}  # bench worker address -> host record
+
+    def record_host(self, msg: dict) -> None:
+        """Keep the host record a bench worker published when it started."""
+        if isinstance(msg, dict) and isinstance(msg.get("host"), dict):
+            self.hosts[str(msg.get("worker"))] = msg["host"]
+
+    def feed(self, msg: dict) -> None:
+        """Apply one progress message; messages without a sweep id or event are ignored."""
+        if not isinstance(msg, dict) or not msg.get("sweep_id") or not msg.get("event"):
+            return
+        sweep = self._sweep(str(msg["sweep_id"]))
+        event = msg["event"]
+        if event == "planned":
+            for run in msg.get("runs", []):
+                sweep.runs.setdefault(run["run_key"], _run_view(run))
+        elif event == "ended":
+            self._ended(sweep, msg)
+        elif msg.get("run_key"):
+            self._run_event(sweep, event, msg)
+        sweep.updated = time.time()
+        sweep.version += 1
+
+    def sweep_ids(self) -> list[str]:
+        """Known sweeps, most recently updated first."""
+        return [s.sweep_id for s in sorted(self.sweeps.values(), key=lambda s: s.updated, reverse=True)]
+
+    def snapshot(self, sweep_id: str | None = None) -> dict | None:
+        """Plain-dict state of ``sweep_id`` (default: the most recently updated sweep); None if unknown."""
+        if sweep_id is None:
+            ids = self.sweep_ids()
+            sweep_id = ids[0] if ids else None
+        sweep = self.sweeps.get(sweep_id) if sweep_id else None
+        if sweep is None:
+            return None
+        runs = sorted(sweep.runs.values(), key=lambda r: r.order)
+        counts = {status: 0 for status in ("queued", *LIVE_STATUSES, *FINAL_STATUSES)}
+        for run in runs:
+            counts[run.status] = counts.get(run.status, 0) + 1
+        steps = list(sweep.steps)
+        phases = {"step": [s for s, _, _ in steps], "warmup": [w for _, w, _ in steps]}
+        phases.update({name: [float(p.get(name, 0.0)) for _, _, p in steps] for name in CHART_PHASES})
+        return {"sweep_id": sweep.sweep_id, "state": sweep.state, "stop_reason": sweep.stop_reason,
+                "runs": [asdict(run) for run in runs], "counts": counts, "current": sweep.current,
+                "phases": phases, "updated": sweep.updated, "version": sweep.version}
+
+    def _sweep(self, sweep_id: str) -> SweepView:
+        sweep = self.sweeps.get(sweep_id)
+        if sweep is None:
+            sweep = self.sweeps[sweep_id] = SweepView(sweep_id)
+            while len(self.sweeps) > MAX_SWEEPS:
+                self.sweeps.popitem(last=False)
+        return sweep
+
+    def _run_event(self, sweep: SweepView, event: str, msg: dict) -> None:
+        run = sweep.runs.setdefault(msg["run_key"], _run_view(msg))
+        if run.status in FINAL_STATUSES:  # a late message of a run that already ended
+            return
+        if event == "waiting":
+            run.status = "waiting"
+        elif event == "started":
+            run.status, run.total = "running", msg.get("total")
+            if sweep.current != run.run_key:
+                sweep.current = run.run_key
+                sweep.steps.clear()
+        elif event == "step":
+            run.status, run.done, run.total = "running", int(msg.get("done", run.done)), msg.get("total")
+            if sweep.current == run.run_key:
+                sweep.steps.append((int(msg.get("step", run.done)), bool(msg.get("warmup")),
+                                    dict(msg.get("phases") or {})))
+        elif event == "finished":
+            run.status = msg.get("status") or "failed"
+            run.error, run.throughput = msg.get("error"), msg.get("throughput")
+
+    def _ended(self, sweep: SweepView, msg: dict) -> None:
+        """The dispatcher's last word: final statuses (also of runs never started), why it stopped."""
+        for outcome in msg.get("outcomes", []):
+            run = sweep.runs.setdefault(outcome["run_key"], _run_view(outcome))
+            run.status = outcome.get("status") or run.status
+            run.error = outcome.get("error", run.error)
+            run.throughput = outcome.get("throughput", run.throughput)
+        sweep.stop_reason = msg.get("stop_reason")
+        sweep.state = "stopped" if sweep.stop_reason else "finished"
+
+
+def _run_view(msg: dict) -> RunView:
+    return RunView(run_key=msg["run_key"], order=int(msg.get("order", -1)), side=str(msg.get("side")),
+                   case=str(msg.get("case")), repeat=msg.get("repeat"))

@@ -1,0 +1,162 @@
+"""The ``/shasweep`` Bokeh page of the Dask dashboard: the sweep's queue, live phases, throughput.
+
+Served by the scheduler's dashboard; it reads the ``BoardPlugin`` state of that scheduler every
+``REFRESH_MS`` and redraws only when the shown sweep changed.
+"""
+
+from __future__ import annotations
+
+import html
+import statistics
+
+from bokeh.document import Document
+from bokeh.layouts import column, row
+from bokeh.models import ColumnDataSource, DataTable, Div, Select, StringFormatter, TableColumn
+from bokeh.palettes import Category10_10
+from bokeh.plotting import figure
+from distributed import Scheduler
+
+from orchestrator.dashboard.board import CHART_PHASES, SweepBoard
+from orchestrator.dashboard.plugin import board_of
+
+REFRESH_MS = 500
+LATEST = "(latest)"
+STATUS_COLORS = {"queued": "#777777", "waiting": "#c77c00", "running": "#1f6fd1", "ok": "#1a8a3a",
+                 "failed": "#c0392b", "timeout": "#c0392b", "cancelled": "#8e44ad"}
+TABLE_FIELDS: tuple[str, ...] = ("order", "side", "case", "repeat", "status", "progress", "throughput",
+                                 "error", "status_color")
+
+
+class BoardPage:
+    """The widgets of one browser session and how they are refreshed from the board."""
+
+    def __init__(self, board: SweepBoard) -> None:
+        self.board = board
+        self.shown: tuple[str | None, int] = (None, -1)  # (sweep id, version) currently drawn
+        self.select = Select(title="sweep", value=LATEST, options=[LATEST], width=420)
+        self.summary = Div(text="no sweep yet", width=900)
+        self.hosts = Div(text="", width=900)
+        self.runs = ColumnDataSource({name: [] for name in TABLE_FIELDS})
+        self.phases = ColumnDataSource({"step": [], **{name: [] for name in CHART_PHASES}})
+        self.throughput = ColumnDataSource({"order": [], "throughput": [], "side": [], "color": []})
+        self.root = column(row(self.select), self.summary, self._table(), row(self._phase_chart(),
+                           self._throughput_chart()), self.hosts, sizing_mode="stretch_width")
+
+    def update(self) -> None:
+        """Refresh the sweep list and, if the shown sweep changed, every widget."""
+        ids = self.board.sweep_ids()
+        self.select.options = [LATEST, *ids]
+        wanted = None if self.select.value == LATEST else self.select.value
+        snap = self.board.snapshot(wanted)
+        key = (snap["sweep_id"], snap["version"]) if snap else (None, -1)
+        if key == self.shown:
+            return
+        self.shown = key
+        self.hosts.text = _hosts_html(self.board.hosts)
+        if snap is None:
+            self.summary.text = "no sweep yet: start one with <code>shasweep run SWEEP.yaml</code>"
+            return
+        self.summary.text = _summary_html(snap)
+        runs = snap["runs"]
+        self.runs.data = {
+            "order": [r["order"] for r in runs], "side": [r["side"] for r in runs],
+            "case": [r["case"] for r in runs], "repeat": [r["repeat"] for r in runs],
+            "status": [r["status"] for r in runs], "progress": [_progress(r) for r in runs],
+            "throughput": [_number(r["throughput"]) for r in runs],
+            "error": [(r["error"] or "").splitlines()[0] if r["error"] else "" for r in runs],
+            "status_color": [STATUS_COLORS.get(r["status"], "#000000") for r in runs],
+        }
+        self.phases.data = {name: snap["phases"][name] for name in ("step", *CHART_PHASES)}
+        done = [r for r in runs if r["status"] == "ok" and r["throughput"] is not None]
+        sides = list(dict.fromkeys(r["side"] for r in runs))
+        self.throughput.data = {
+            "order": [r["order"] for r in done], "throughput": [r["throughput"] for r in done],
+            "side": [r["side"] for r in done],
+            "color": [Category10_10[sides.index(r["side"]) % 10] for r in done],
+        }
+
+    def _table(self) -> DataTable:
+        status = StringFormatter(text_color="status_color", font_style="bold")
+        columns = [TableColumn(field="order", title="#", width=40), TableColumn(field="side", title="side"),
+                   TableColumn(field="case", title="case", width=220),
+                   TableColumn(field="repeat", title="repeat", width=60),
+                   TableColumn(field="status", title="status", formatter=status),
+                   TableColumn(field="progress", title="steps"),
+                   TableColumn(field="throughput", title="throughput (env steps/s)"),
+                   TableColumn(field="error", title="error", width=400)]
+        return DataTable(source=self.runs, columns=columns, height=260, index_position=None,
+                         sizing_mode="stretch_width")
+
+    def _phase_chart(self) -> figure:
+        fig = figure(title="current run: phase timings per vector step", x_axis_label="step",
+                     y_axis_label="ms", height=320, width=560, tools="pan,wheel_zoom,box_zoom,reset")
+        for name, color in zip(CHART_PHASES, Category10_10, strict=False):
+            fig.line("step", name, source=self.phases, color=color, legend_label=name, line_width=2)
+        fig.legend.location = "top_left"
+        return fig
+
+    def _throughput_chart(self) -> figure:
+        fig = figure(title="finished runs: throughput per side", x_axis_label="run #",
+                     y_axis_label="env steps/s", height=320, width=560, tools="pan,wheel_zoom,box_zoom,reset")
+        fig.scatter("order", "throughput", source=self.throughput, color="color", size=10,
+                    legend_field="side")
+        fig.legend.location = "bottom_right"
+        return fig
+
+
+def sweep_doc(scheduler: Scheduler, extra: dict, doc: Document) -> None:
+    """The ``/shasweep`` application (the signature ``distributed.dashboard`` expects)."""
+    from distributed.dashboard.components.scheduler import BOKEH_THEME, env
+
+    doc.title = "Dask: shasweep"
+    board = board_of(scheduler)
+    if board is None:
+        doc.add_root(Div(text="the shasweep board plugin is not installed on this scheduler "
+                              "(start it with <code>--preload orchestrator.dashboard</code>)"))
+    else:
+        page = BoardPage(board)
+        page.update()
+        doc.add_root(page.root)
+        doc.add_periodic_callback(page.update, REFRESH_MS)
+    doc.template = env.get_template("simple.html")
+    doc.template_variables.update(extra)
+    doc.theme = BOKEH_THEME
+
+
+def _summary_html(snap: dict) -> str:
+    counts = snap["counts"]
+    total = len(snap["runs"])
+    finished = sum(counts[s] for s in ("ok", "failed", "timeout", "cancelled"))
+    parts = [f"<b>{html.escape(snap['sweep_id'])}</b>: {snap['state']}, {finished}/{total} runs done"]
+    parts += [f"{n} {status}" for status, n in counts.items() if n and status != "ok"]
+    current = next((r for r in snap["runs"] if r["run_key"] == snap["current"]), None)
+    if current is not None and current["status"] in ("waiting", "running"):
+        parts.append(f"running #{current['order']} {html.escape(current['side'])} "
+                     f"{html.escape(current['case'])} {_progress(current)}")
+    lines = [", ".join(parts)]
+    by_side: dict[str, list[float]] = {}
+    for run in snap["runs"]:
+        if run["status"] == "ok" and run["throughput"] is not None:
+            by_side.setdefault(run["side"], []).append(run["throughput"])
+    lines += [f"{html.escape(side)}: median throughput {statistics.median(values):,.1f} (n={len(values)})"
+              for side, values in by_side.items()]
+    if snap["stop_reason"]:
+        lines.append(f"stopped: {html.escape(snap['stop_reason'])}")
+    return "<br>".join(lines)
+
+
+def _hosts_html(hosts: dict[str, dict]) -> str:
+    return "<br>".join(
+        f"bench worker {html.escape(addr)}: {html.escape(str(h.get('hostname')))}, "
+        f"{html.escape(str(h.get('cpu_model')))}, CPUs {html.escape(str(h.get('affinity')))}, "
+        f"GPU {html.escape(str(h.get('gpu_name')))}" for addr, h in hosts.items())
+
+
+def _progress(run: dict) -> str:
+    if run["total"]:
+        return f"{run['done']}/{run['total']}"
+    return str(run["done"]) if run["done"] else ""
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:,.1f}"
