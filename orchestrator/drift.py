@@ -3,14 +3,18 @@
 A side of the current sweep is compared with the ok (audited) runs of *earlier* sweeps (first run
 started before this sweep's first run) that share its identity: SHA, case, variant, params, env and
 host (hostname and CPU model). The side labels may differ between sweeps; runs with an unknown
-identity field are never matched. The reference is the median of the earlier sweeps' per-sweep
-medians (robust to one odd sweep); the latest earlier sweep's median is shown next to it. A side
-drifted when ``|current median / reference - 1| > threshold``. Drift is reported, never a verdict:
-it does not change the exit code.
+identity field are never matched. Only the partitions of recorded sweeps that ran one of this
+sweep's SHAs are read (their sweep records say which), so a report stays fast on a large root.
+
+The reference is the median of the earlier sweeps' per-sweep medians (robust to one odd sweep); the
+latest earlier sweep's median is shown next to it. A side drifted when
+``|current median / reference - 1| > threshold``. Drift is reported, never a verdict: it does not
+change the exit code.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +24,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from orchestrator.audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.results import runs_dir
+from orchestrator.sweep_record import sweeps_dir
 
 IDENTITY_COLUMNS: tuple[str, ...] = ("sha", "case", "variant", "params", "env", "host_hostname",
                                      "host_cpu_model")
@@ -52,18 +58,33 @@ class Drift:
         return abs(self.change) > self.threshold  # NaN compares False
 
 
-def load_history(results_root: Path, exclude_sweep: str, metrics: list[str]) -> pd.DataFrame:
-    """The audited ok runs of every sweep but ``exclude_sweep``: identity, start time and ``metrics``."""
+def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.DataFrame:
+    """The audited ok runs of the other recorded sweeps that ran a SHA of ``record``'s sweep:
+    identity, start time and ``metrics``."""
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
                        + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64())]
                        + [(name, pa.float64()) for name in metrics])
-    path = Path(results_root) / "runs"
-    if not path.is_dir():
+    shas = {side.get("sha") for side in (record.get("sides") or {}).values()} - {None}
+    files = [str(path) for sweep in sweeps_with_shas(results_root, shas) if sweep != record["sweep_id"]
+             for path in sorted(runs_dir(results_root, sweep).glob("[!.]*.parquet"))]
+    if not files:
         return schema.empty_table().to_pandas()
-    table = ds.dataset(path, format="parquet", schema=schema).to_table(
-        filter=(ds.field("sweep_id") != exclude_sweep) & (ds.field("status") == "ok"))
+    table = ds.dataset(files, format="parquet", schema=schema).to_table(filter=ds.field("status") == "ok")
     runs = apply_audit(table.to_pandas())
     return runs[runs["status"] == "ok"]
+
+
+def sweeps_with_shas(results_root: Path, shas: set[str]) -> list[str]:
+    """Ids of the recorded sweeps whose record names a side at one of ``shas``."""
+    found = []
+    for path in sorted(sweeps_dir(Path(results_root)).glob("*.json")):
+        try:
+            sides = json.loads(path.read_text(encoding="utf-8")).get("sides") or {}
+        except (OSError, ValueError, AttributeError):  # reserved (empty), unreadable or not an object
+            continue
+        if any(isinstance(side, dict) and side.get("sha") in shas for side in sides.values()):
+            found.append(path.stem)
+    return found
 
 
 def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],

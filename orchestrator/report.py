@@ -168,7 +168,7 @@ def make_report(results_root: Path, sweep_id: str) -> Report:
     spec = record["spec"]
     metrics = report_metrics(spec, [GateSpec(**g) for g in spec.get("gates", [])])
     return build_report(record, load_runs(results_root, sweep_id, metrics),
-                        drift.load_history(results_root, sweep_id, metrics))
+                        drift.load_history(results_root, record, metrics))
 
 
 def to_frame(report: Report) -> pd.DataFrame:

@@ -19,7 +19,8 @@ CURRENT = "ab-20260103T000000"
 
 def write_runs(root, sweep_id: str, day: int, base: list[float], cand: list[float], host: str = "bench1",
                params: str = "{}") -> None:
-    """One sweep's runs, started on ``day``; the same SHAs (test_report.SHAS) in every sweep."""
+    """One recorded sweep's runs, started on ``day``; the same SHAs (test_report.SHAS) in every sweep."""
+    write_sweep(root, sweep_id, [], [GO2])
     for side, values in (("base", base), ("cand", cand)):
         for i, value in enumerate(values):
             write_run(root, sweep_id, f"{sweep_id}-{side}{i}", side, GO2, throughput=value, physics_ms=10.0,
@@ -37,7 +38,6 @@ def root(tmp_path):
     """Two earlier sweeps (base ~100, cand ~200) and the current one, whose base dropped 10 %."""
     write_runs(tmp_path, "ab-20260101T000000", 1, [100.0, 101.0, 99.0], [200.0, 199.0, 201.0])
     write_runs(tmp_path, "ab-20260102T000000", 2, [102.0, 103.0, 101.0], [202.0, 201.0, 203.0])
-    write_sweep(tmp_path, CURRENT, [], [GO2])
     write_runs(tmp_path, CURRENT, 3, [91.0, 92.0, 90.0], [201.0, 200.0, 202.0])
     return tmp_path
 
@@ -74,16 +74,17 @@ def test_history_must_match_host_and_params_and_be_earlier(tmp_path):
     write_runs(tmp_path, "ab-20260101T000000", 1, [100.0, 100.0], [200.0, 200.0], host="other-host")
     write_runs(tmp_path, "ab-20260102T000000", 2, [100.0, 100.0], [200.0, 200.0], params='{"num_envs": 8}')
     write_runs(tmp_path, "ab-20260109T000000", 9, [100.0, 100.0], [200.0, 200.0])  # a later sweep
-    write_sweep(tmp_path, CURRENT, [], [GO2])
     write_runs(tmp_path, CURRENT, 3, [50.0, 50.0], [100.0, 100.0])
     report = make_report(tmp_path, CURRENT)
     assert report.drift == [] and "## Drift" not in to_markdown(report)
 
 
-def test_failed_runs_of_earlier_sweeps_are_no_history(tmp_path):
+def test_unrecorded_sweeps_and_failed_runs_are_no_history(tmp_path):
+    write_run(tmp_path, "norecord-20260101T000000", "x", "base", GO2, throughput=1.0, host_hostname="bench1",
+              started_at=T0)
+    write_sweep(tmp_path, "ab-20260101T000000", [], [GO2])
     write_run(tmp_path, "ab-20260101T000000", "old", "base", GO2, status="failed", throughput=1.0,
               host_hostname="bench1", started_at=T0)
-    write_sweep(tmp_path, CURRENT, [], [GO2])
     write_runs(tmp_path, CURRENT, 3, [100.0], [200.0])
     assert make_report(tmp_path, CURRENT).drift == []
 
