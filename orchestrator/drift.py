@@ -3,8 +3,9 @@
 A side of the current sweep is compared with the ok (audited) runs of *earlier* sweeps (first run
 started before this sweep's first run) that share its identity: SHA, case, variant, params, env and
 host (hostname and CPU model). The side labels may differ between sweeps; runs with an unknown
-identity field are never matched. Only the partitions of recorded sweeps that ran one of this
-sweep's SHAs are read (their sweep records say which), so a report stays fast on a large root.
+identity field are never matched. Only the partitions of the latest ``HISTORY_SWEEPS`` recorded
+sweeps (by creation, none newer than this one) that ran one of this sweep's SHAs are read (their
+sweep records say which), so a report stays fast on a large root.
 
 The reference is the median of the earlier sweeps' per-sweep medians (robust to one odd sweep); the
 latest earlier sweep's median is shown next to it. A side drifted when
@@ -30,6 +31,7 @@ from orchestrator.sweep_record import sweeps_dir
 IDENTITY_COLUMNS: tuple[str, ...] = ("sha", "case", "variant", "params", "env", "host_hostname",
                                      "host_cpu_model")
 DEFAULT_THRESHOLD = 0.03
+HISTORY_SWEEPS = 10  # the most recent earlier sweeps a side is compared with
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
     ("sweep_id", "side", "status", "error", *IDENTITY_COLUMNS, *AUDIT_INPUT_COLUMNS)))
 
@@ -59,13 +61,15 @@ class Drift:
 
 
 def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.DataFrame:
-    """The audited ok runs of the other recorded sweeps that ran a SHA of ``record``'s sweep:
-    identity, start time and ``metrics``."""
+    """The audited ok runs of the latest ``HISTORY_SWEEPS`` other recorded sweeps that ran a SHA of
+    ``record``'s sweep and were created no later: identity, start time and ``metrics``."""
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
                        + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64())]
                        + [(name, pa.float64()) for name in metrics])
     shas = {side.get("sha") for side in (record.get("sides") or {}).values()} - {None}
-    files = [str(path) for sweep in sweeps_with_shas(results_root, shas) if sweep != record["sweep_id"]
+    earlier = [sweep for created, sweep in sweeps_with_shas(results_root, shas)
+               if sweep != record["sweep_id"] and created <= str(record.get("created", ""))]
+    files = [str(path) for sweep in earlier[-HISTORY_SWEEPS:]
              for path in sorted(runs_dir(results_root, sweep).glob("[!.]*.parquet"))]
     if not files:
         return schema.empty_table().to_pandas()
@@ -74,17 +78,18 @@ def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.Dat
     return runs[runs["status"] == "ok"]
 
 
-def sweeps_with_shas(results_root: Path, shas: set[str]) -> list[str]:
-    """Ids of the recorded sweeps whose record names a side at one of ``shas``."""
+def sweeps_with_shas(results_root: Path, shas: set[str]) -> list[tuple[str, str]]:
+    """``(created, sweep id)`` of every recorded sweep with a side at one of ``shas``, oldest first."""
     found = []
-    for path in sorted(sweeps_dir(Path(results_root)).glob("*.json")):
+    for path in sweeps_dir(Path(results_root)).glob("*.json"):
         try:
-            sides = json.loads(path.read_text(encoding="utf-8")).get("sides") or {}
+            record = json.loads(path.read_text(encoding="utf-8"))
+            sides = record.get("sides") or {}
         except (OSError, ValueError, AttributeError):  # reserved (empty), unreadable or not an object
             continue
         if any(isinstance(side, dict) and side.get("sha") in shas for side in sides.values()):
-            found.append(path.stem)
-    return found
+            found.append((str(record.get("created", "")), path.stem))
+    return sorted(found)
 
 
 def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from test_report import GO2, write_run, write_sweep
 
+from orchestrator import drift
 from orchestrator.errors import SpecError
 from orchestrator.report import make_report, to_frame, to_markdown
 from orchestrator.spec import load_spec
@@ -96,3 +97,9 @@ def test_drift_threshold_must_be_positive(tmp_path):
     assert load_spec(path).drift_threshold == 0.03
     with pytest.raises(SpecError, match="drift_threshold: must be > 0, got 0"):
         load_spec(path, ["drift_threshold=0"])
+
+
+def test_only_the_latest_earlier_sweeps_are_read(root, monkeypatch):
+    monkeypatch.setattr(drift, "HISTORY_SWEEPS", 1)
+    base = drift_of(make_report(root, CURRENT), "base")
+    assert (base.sweeps, base.reference, base.latest_sweep) == (1, 102.0, "ab-20260102T000000")
