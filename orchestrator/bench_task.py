@@ -11,6 +11,7 @@ Worker-side configuration (environment of the worker process):
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -187,15 +188,24 @@ def _verdict(state: StreamState, exit_code: int, killed: bool, stop: _StopWatch,
         return "timeout", f"no exit after timeout_s={run.timeout_s:g}; killed its process group"
     if killed and stop.was_cancelled:
         return "cancelled", "sweep cancelled while the bench was running; killed its process group"
+    stderr = f"stderr tail:\n{file_tail(log_dir / 'stderr.log')}"
+    if exit_code < 0:
+        return "failed", f"bench was killed by signal {-exit_code} ({_signal_name(-exit_code)}); {stderr}"
     if exit_code != 0:
-        reason = state.error_message() or f"stderr tail:\n{file_tail(log_dir / 'stderr.log')}"
-        return "failed", f"bench exited with code {exit_code}: {reason}"
+        return "failed", f"bench exited with code {exit_code}: {state.error_message() or stderr}"
     if state.error is not None:
         return "failed", f"bench reported an error: {state.error_message()}"
     if state.header is None or state.summary is None:
         missing = "header" if state.header is None else "summary"
         return "failed", f"bench exited 0 without a {missing} record (stream: {log_dir / 'stream.jsonl'})"
     return "ok", None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
 
 
 def _check_sha(header: dict | None, sha: str) -> None:

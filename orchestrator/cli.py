@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from orchestrator import sweep_record
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError, ShasweepError
 from orchestrator.plan import ResolvedSweep, build_plan, resolve_sweep, results_root_for
@@ -139,8 +141,9 @@ def _resume(args: argparse.Namespace) -> int:
 
     root = results_root_for(args.results or "results", Path.cwd())
     sweep_id = sweep_record.resolve_sweep_id(root, args.resume)
+    plan = resume.plan_resume(root, sweep_id)  # checks everything, writes nothing
     with sweep_record.sweep_lock(root, sweep_id):
-        plan = resume.plan_resume(root, sweep_id)
+        plan = plan.refreshed()  # what is ok now that no other client runs the sweep
         todo = plan.todo
         print(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
               f"results under {root}", flush=True)
@@ -278,7 +281,10 @@ def _resolve(args: argparse.Namespace) -> ResolvedSweep:
 
 
 def _print_report(results_root: Path, sweep_id: str, html: bool = False) -> int:
-    report = make_report(results_root, sweep_id)
+    try:
+        report = make_report(results_root, sweep_id)
+    except pa.ArrowException as exc:  # a damaged file in the results root; pyarrow names it
+        raise InvalidInputError(f"cannot read the results of sweep {sweep_id!r}: {exc}") from None
     md, csv = write_report(report, results_root)
     print(to_markdown(report))
     print(f"report written to {md} and {csv}")

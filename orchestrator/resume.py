@@ -40,6 +40,11 @@ class ResumePlan:
         """The runs to dispatch again, in plan order: every run not recorded ``ok``."""
         return [run for run in self.runs if self.statuses.get(run.run_key) != "ok"]
 
+    def refreshed(self) -> ResumePlan:
+        """The same plan with its record and the statuses of its results as they are now."""
+        root, sweep_id = self.resolved.results_root, self.record["sweep_id"]
+        return replace(self, record=read_record(root, sweep_id), statuses=run_statuses(root, sweep_id))
+
     def merge(self, outcome: SweepOutcome) -> SweepOutcome:
         """``outcome`` of the re-dispatched runs completed with the runs already ok, in plan order."""
         again = {run["run_key"]: run for run in outcome.runs}
