@@ -163,19 +163,25 @@ def resume_and_check(repo: FakeRepo, scheduler: str, monkeypatch, first_run: pd.
     assert [o["status"] for o in record["outcomes"]] == ["ok", "ok"]
 
 
-def test_worker_killed_mid_run_then_resume(tmp_path, home, monkeypatch, bench_cluster):
+def test_worker_killed_mid_run_then_resume(tmp_path, home, monkeypatch, capsys, bench_cluster):
     repo = make_fake_repo(tmp_path)
-    client = start_sweep(repo, tmp_path)
-    pid = wait_for(lambda: bench_pid(home, 2), "the second run's bench")
-    psutil.Process(pid).parent().send_signal(signal.SIGKILL)  # the Dask worker running the bench task
-    assert client.wait(timeout=WAIT_S) == EXIT_RUN_FAILED
-    assert wait_for(lambda: is_gone(pid), "the bench to die with its worker")
-    output = (tmp_path / "client.out").read_text()
+    monkeypatch.chdir(repo.path)
+    pids: list[int] = []
+
+    def kill_the_worker() -> None:  # the Dask worker process running the second run's bench task
+        pids.append(wait_for(lambda: bench_pid(home, 2), "the second run's bench"))
+        psutil.Process(pids[0]).parent().send_signal(signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_the_worker)
+    killer.start()
+    assert main(["run", str(write_sweep(repo)), "--no-progress"]) == EXIT_RUN_FAILED
+    killer.join()
+    assert wait_for(lambda: is_gone(pids[0]), "the bench to die with its worker")
     (record_path,) = (repo.path / "results" / "sweeps").glob("drill-*.json")
     record = json.loads(record_path.read_text())
     assert record["status"] == "stopped" and "KilledWorker" in record["stopped_reason"]
     assert [o["status"] for o in record["outcomes"]] == ["ok", "failed"]
-    assert f"shasweep run --resume {record['sweep_id']}" in output
+    assert f"shasweep run --resume {record['sweep_id']}" in capsys.readouterr().out
     first_run = pd.read_parquet(repo.path / "results" / "runs")  # no half-written file in the way
     assert first_run["status"].tolist() == ["ok"]
 
