@@ -6,6 +6,10 @@ Worker-side configuration (environment of the worker process):
 * ``SHASWEEP_HOME``: worktrees, logs and the default host lock (default ``~/.cache/shasweep``)
 * ``SHASWEEP_LOCK``: the host lock file (default ``$SHASWEEP_HOME/bench.lock``)
 * ``SHASWEEP_BENCH_CPUS``: CPUs the bench is pinned to, e.g. ``0-7`` (default: the worker's affinity)
+
+A worker that dies mid-run takes its bench with it (parent-death signal), but not processes the bench
+started; so the holder of the host lock notes its bench's process group next to the lock, and the
+next holder first kills whatever is left of that group.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psutil
 from distributed import Event, get_worker
 from filelock import FileLock
 
@@ -33,6 +38,7 @@ from orchestrator.worktrees import WorktreeError, WorktreePool, shasweep_home
 PROGRESS_TOPIC = "shasweep-progress"
 STEP_PUBLISH_INTERVAL_S = 0.1
 CANCEL_POLL_INTERVAL_S = 0.5
+RUN_KEY_VAR = "SHASWEEP_RUN_KEY"  # in the bench's environment, inherited by every process it starts
 
 Publisher = Callable[[dict], None]
 
@@ -71,9 +77,11 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     lock.parent.mkdir(parents=True, exist_ok=True)
     publish(_event(run, "waiting"))
     with FileLock(lock):
+        marker = lock.with_name(f"{lock.name}.bench")
+        kill_leftover_bench(marker)
         try:
             with WorktreePool().checkout(run.repo, run.sha) as tree:
-                result = _run_bench(run, tree, log_dir, publish, cancelled)
+                result = _run_bench(run, tree, log_dir, publish, cancelled, marker)
         except (WorktreeError, InvalidInputError) as exc:
             now = datetime.now(UTC)
             result = RunResult(status="failed", error=str(exc), started_at=now, ended_at=now,
@@ -105,11 +113,28 @@ def bench_env(run: PlannedRun, tree: Path, threads: int) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH", "")) if p)
     env.update({name: str(threads) for name in THREAD_VARS})
     env.update({str(k): str(v) for k, v in run.env.items()})
+    env[RUN_KEY_VAR] = run.run_key
     return env
 
 
+def kill_leftover_bench(marker: Path) -> None:
+    """SIGKILL what is left of the bench noted in ``marker`` (``PGID RUN_KEY``): the processes of that
+    group that carry its run key, so a reused group id never hits a stranger. Then forget it."""
+    try:
+        pgid, run_key = marker.read_text().split()
+    except (FileNotFoundError, ValueError):
+        return
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) == int(pgid) and process.environ().get(RUN_KEY_VAR) == run_key:
+                process.kill()
+        except (psutil.Error, OSError):
+            continue
+    marker.unlink(missing_ok=True)
+
+
 def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
-               cancelled: Callable[[], bool]) -> RunResult:
+               cancelled: Callable[[], bool], marker: Path) -> RunResult:
     cpus = bench_cpus()
     threads = int(run.params.get("threads", 0)) or len(cpus)
     stream_path = log_dir / "stream.jsonl"
@@ -123,6 +148,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     started_at = datetime.now(UTC)
     proc = launch(argv, cwd=tree, env=env, stdout_path=log_dir / "stdout.log",
                   stderr_path=log_dir / "stderr.log", cpus=cpus)
+    marker.write_text(f"{proc.pid} {run.run_key}\n")  # the bench leads its own process group
     publish(_event(run, "started", total=_total_steps(run.params)))
     stop = _StopWatch(proc, deadline=time.monotonic() + run.timeout_s, cancelled=cancelled)
     try:
@@ -130,6 +156,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     finally:
         still_running = proc.poll() is None
         kill_group(proc)
+        marker.unlink(missing_ok=True)
     ended_at = datetime.now(UTC)
     status, error = _verdict(state, proc.returncode, still_running, stop, protocol_error, log_dir, run)
     return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,

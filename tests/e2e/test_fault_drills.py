@@ -130,6 +130,27 @@ def test_run_past_its_timeout_loses_its_process_group(tmp_path, bench_cluster):
     assert pd.read_parquet(tmp_path / "results" / "runs")["status"].tolist() == ["timeout"]
 
 
+def test_children_of_a_bench_whose_worker_died_are_killed_by_the_next_run(tmp_path, bench_cluster):
+    scheduler, _ = bench_cluster
+    repo = make_fake_repo(tmp_path)
+    plan = [hang_run(repo, tmp_path, "orphans"),
+            make_run(repo, repo.shas[1], order=1, results_root=tmp_path / "results", sweep_id="orphans")]
+    child_file = tmp_path / "orphans.child"
+    children: list[int] = []
+
+    def kill_the_worker() -> None:
+        children.append(int(wait_for(lambda: child_file.exists() and child_file.read_text(), "the child")))
+        bench = psutil.Process(psutil.Process(children[0]).ppid())
+        bench.parent().send_signal(signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_the_worker)
+    killer.start()
+    outcome = run_sweep(plan, scheduler=scheduler, continue_on_error=True, show_progress=False)
+    killer.join()
+    assert [run["status"] for run in outcome.runs] == ["failed", "ok"]
+    assert is_gone(children[0]), "the next run killed what was left of the bench"
+
+
 def write_sweep(repo: FakeRepo, **overrides) -> Path:
     """Two runs (one per commit) of about half a second each."""
     sweep = {"name": "drill", "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}}, "baseline": "old",
