@@ -164,8 +164,8 @@ def execute(config: BenchConfig, env_factory: EnvFactory = make_env) -> int:
     """Run ``config`` writing records to its stream; returns the exit code."""
     try:
         writer = StreamWriter(config.stream)
-    except OSError as exc:
-        print(f"envruntime.bench: cannot open --stream {config.stream!r}: {exc}", file=sys.stderr)
+    except (OSError, ValueError) as exc:
+        print(f"envruntime.bench: cannot use --stream {config.stream!r}: {exc}", file=sys.stderr)
         return EXIT_INVALID
     with writer:
         try:
@@ -212,8 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 with StreamWriter(stream) as writer:
                     writer.error(exc, with_traceback=False)
-            except OSError:
-                pass  # the stream cannot be opened: stderr carries the error alone
+            except (OSError, ValueError):
+                pass  # the stream cannot be used: stderr carries the error alone
         return EXIT_INVALID
     return execute(config)
 

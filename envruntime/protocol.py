@@ -7,6 +7,8 @@ record as soon as it exists and a crash never loses the records already written.
 from __future__ import annotations
 
 import json
+import os
+import sys
 import traceback
 from pathlib import Path
 from types import TracebackType
@@ -16,11 +18,22 @@ PROTOCOL_VERSION = 1
 TRACEBACK_TAIL_LINES = 20
 
 
+def _is_stdout(fd: int) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.fstat(sys.__stdout__.fileno()))
+    except (OSError, AttributeError, ValueError):  # stdout closed or absent
+        return False
+
+
 class StreamWriter:
     """Writes run-protocol records to a file or FIFO (never stdout)."""
 
     def __init__(self, path: str | Path) -> None:
+        """Open ``path`` for writing; ValueError if it is this process's stdout."""
         self._file: TextIO = open(path, "w", encoding="utf-8")  # closed by close()
+        if _is_stdout(self._file.fileno()):
+            self._file.close()
+            raise ValueError(f"--stream {str(path)!r} is stdout; records never go to stdout")
 
     def write(self, record: dict[str, Any]) -> None:
         """Write one record as a line and flush it."""

@@ -135,6 +135,14 @@ def test_invalid_arguments_exit_2_with_an_error_record(
     assert record["kind"] == "error" and expected in record["message"]
 
 
+def test_stream_to_stdout_is_refused_with_exit_2(tmp_path: Path) -> None:
+    proc = run_cli(bench_argv(Path("/dev/stdout"), task="go3_moonwalk"))
+    assert proc.returncode == 2 and proc.stdout == ""
+    proc = run_cli(bench_argv(Path("/dev/stdout")))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "records never go to stdout" in proc.stderr
+
+
 def test_bad_torch_threads_env_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(bench.TORCH_THREADS_ENV, "lots")
     stream = tmp_path / "run.ndjson"
