@@ -7,10 +7,8 @@ import numpy as np
 from numba import njit
 
 from envruntime.kernels.motion_math import quat_mul
-from envruntime.kernels.reset import quat_from_euler
+from envruntime.kernels.reset import ROOT_DRAWS, quat_from_euler
 from envruntime.kernels.scalar import clamp, rotate_inverse, uniform
-
-ROOT_DRAWS = 12  # columns of ``u`` for the root: x, y, z, roll, pitch, yaw, vx, vy, vz, wx, wy, wz
 
 
 @njit(cache=True)

@@ -7,19 +7,10 @@ import math
 import numpy as np
 from numba import njit
 
+from envruntime.kernels.motion_math import quat_mul
 from envruntime.kernels.scalar import clamp, uniform
 
-
-@njit(cache=True)
-def _quat_mul(
-    aw: float, ax: float, ay: float, az: float, bw: float, bx: float, by: float, bz: float
-) -> tuple[float, float, float, float]:
-    return (
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    )
+ROOT_DRAWS = 12  # columns of ``u`` for the root: x, y, z, roll, pitch, yaw, vx, vy, vz, wx, wy, wz
 
 
 @njit(cache=True)
@@ -59,7 +50,7 @@ def sample_root_state(
             uniform(pose_lo[4], pose_hi[4], u[i, 4]),
             uniform(pose_lo[5], pose_hi[5], u[i, 5]),
         )
-        w, x, y, z = _quat_mul(dw, dx, dy, dz, qpos[i, 3], qpos[i, 4], qpos[i, 5], qpos[i, 6])
+        w, x, y, z = quat_mul(dw, dx, dy, dz, qpos[i, 3], qpos[i, 4], qpos[i, 5], qpos[i, 6])
         qpos[i, 3] = w
         qpos[i, 4] = x
         qpos[i, 5] = y

@@ -39,7 +39,8 @@ from envruntime.kernels.motion_command import (
     sample_start_frames,
     sampling_cdf,
 )
-from envruntime.kernels.motion_reset import ROOT_DRAWS, stage_reference_state
+from envruntime.kernels.motion_reset import stage_reference_state
+from envruntime.kernels.reset import ROOT_DRAWS
 from envruntime.motion.clip import MotionClip, load_clip
 
 POSE_KEYS = ("x", "y", "z", "roll", "pitch", "yaw")

@@ -53,9 +53,9 @@ def test_the_robot_stands_and_the_critic_reads_the_state(variant: str) -> None:
     assert np.all((b.qpos[:, 2] > 0.7) & (b.qpos[:, 2] < 0.85))
     critic = result.obs["critic"]
     np.testing.assert_allclose(critic[:, 9:38], b.qpos[:, 7:] - env.default_qpos[7:], atol=1e-6)
-    sole_z = np.stack([b.sensor(s)[:, 2] for s in c.FOOT_POS], axis=1)
+    sole_z = np.stack([b.sensor(s)[:, 2] for s in c.FEET.pos], axis=1)
     np.testing.assert_allclose(critic[:, 99:101], sole_z, atol=1e-6)
-    touch = np.concatenate([b.sensor(s) for s in c.FOOT_TOUCH], axis=1)
+    touch = np.concatenate([b.sensor(s) for s in c.FEET.touch], axis=1)
     assert np.all(touch > 1.0), "both soles carry the standing robot"
     np.testing.assert_array_equal(critic[:, 101:103], 0.0)  # air time
     np.testing.assert_array_equal(critic[:, 103:105], 1.0)  # contact

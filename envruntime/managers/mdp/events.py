@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from envruntime.kernels.reset import sample_joint_offsets, sample_root_state
+from envruntime.kernels.reset import ROOT_DRAWS, sample_joint_offsets, sample_root_state
 from envruntime.managers.mdp.lookup import joint_ids
 
 _POSE_KEYS = ("x", "y", "z", "roll", "pitch", "yaw")
@@ -27,7 +27,7 @@ class _RootReset:
     pose_hi: np.ndarray
     vel_lo: np.ndarray  # (6,) root qvel
     vel_hi: np.ndarray
-    draws: int = 12
+    draws: int = ROOT_DRAWS
 
     def __call__(self, u: np.ndarray, rows: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
         sample_root_state(u, self.pose_lo, self.pose_hi, self.vel_lo, self.vel_hi, qpos, qvel)

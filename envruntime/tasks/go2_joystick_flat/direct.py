@@ -1,9 +1,10 @@
-"""The direct variant: go2_joystick_flat hand-fused into three Numba kernels.
+"""The direct variant: go2_joystick_flat hand-fused into two Numba kernels around the action kernel.
 
 Same semantics, parameters (``Go2JoystickCfg``), step order and random-number order as the
-manager variant (see ``envruntime.envs.manager_based``), with the per-step work fused:
+manager variant (see ``envruntime.envs.manager_based``); the plumbing (step skeleton, resets,
+pushes, command timers) is ``envruntime.envs.direct_velocity.VelocityDirectEnv``'s, the per-step
+math is fused here:
 
-* ``_apply_action``: action history shift + joint targets, one pass;
 * ``_post_physics``: counters, terminations and the weighted reward sum, one pass over envs;
 * ``_observe``: heading/standing command update + actor and critic observations, one pass.
 
@@ -17,15 +18,12 @@ push changes only velocities, so the yaw it reads, and the command, are the same
 
 from __future__ import annotations
 
-import math
-import time
-
 import numpy as np
 from numba import njit
 
 from envruntime.backends.base import Backend
-from envruntime.kernels.command import RESAMPLE_DRAWS, resample_velocity_command, update_velocity_command_row
-from envruntime.kernels.reset import sample_joint_offsets, sample_root_state
+from envruntime.envs.direct_velocity import VelocityDirectEnv
+from envruntime.kernels.command import update_velocity_command_row
 from envruntime.kernels.reward import (
     action_rate_row,
     ang_vel_z_tracking_row,
@@ -36,34 +34,12 @@ from envruntime.kernels.reward import (
     posture_row,
     upright_row,
 )
-from envruntime.kernels.scalar import clamp, observe, projected_gravity
+from envruntime.kernels.scalar import observe, projected_gravity
 from envruntime.kernels.termination import tilt_exceeds_row
-from envruntime.tasks.go2_joystick_flat.config import FOOT_POS, FOOT_TOUCH, FOOT_VEL, Go2JoystickCfg
-from envruntime.vecenv import ENV_PHASES, StepResult, record_backend_phases
+from envruntime.tasks.go2_joystick_flat.config import BASE, FEET, Go2JoystickCfg
 
 ACTOR_DIM = 48  # lin vel 3, ang vel 3, gravity 3, joint pos 12, joint vel 12, last action 12, command 3
 CRITIC_DIM = 56  # actor terms without noise, foot heights 4, foot contacts 4
-
-
-@njit(cache=True)
-def _apply_action(
-    action_in: np.ndarray,
-    action: np.ndarray,
-    prev_action: np.ndarray,
-    clip: float,
-    scale: float,
-    offset: np.ndarray,
-    ctrl_lo: np.ndarray,
-    ctrl_hi: np.ndarray,
-    ctrl: np.ndarray,
-) -> None:
-    """Shift the action history, store the new action and compute the joint targets."""
-    for r in range(action.shape[0]):
-        for k in range(action.shape[1]):
-            prev_action[r, k] = action[r, k]
-            action[r, k] = action_in[r, k]
-            a = clamp(np.float64(action[r, k]), -clip, clip)
-            ctrl[r, k] = clamp(a * scale + offset[k], ctrl_lo[k], ctrl_hi[k])
 
 
 @njit(cache=True)
@@ -184,73 +160,27 @@ def _observe(
             critic[i, ACTOR_DIM + 4 + f] = observe(flag, 0.0, 0.0, -np.inf, np.inf, 1.0)
 
 
-class Go2JoystickDirectEnv:
-    """go2_joystick_flat without managers: preallocated arrays and the three fused kernels."""
+class Go2JoystickDirectEnv(VelocityDirectEnv):
+    """go2_joystick_flat without managers: the shared plumbing and the two fused kernels."""
 
     task = "go2_joystick_flat"
-    variant = "direct"
-    manager_names: tuple[str, ...] = ()
+    cfg: Go2JoystickCfg
 
     def __init__(self, cfg: Go2JoystickCfg, backend: Backend, num_envs: int) -> None:
-        if num_envs != backend.num_envs:
-            raise ValueError(f"num_envs {num_envs} does not match the backend's {backend.num_envs}")
-        info = backend.info
-        if "home" not in info.keyframes:
-            raise ValueError(f"model {info.xml_path.name} has no keyframe 'home'")
-        n, nj = num_envs, len(info.joint_names)
-        self.cfg, self.backend, self.num_envs = cfg, backend, n
-        self.step_dt = info.timestep * cfg.decimation
-        self.max_episode_length = max(1, round(cfg.episode_length_s / self.step_dt))
-        self.default_qpos, self.default_qvel = (a.astype(np.float64) for a in info.keyframes["home"])
-        self.qadr, self.dadr = info.joint_qpos_adr.copy(), info.joint_dof_adr.copy()
-        self.joint_default = self.default_qpos[self.qadr]
-        self.joint_lo, self.joint_hi = info.joint_range[:, 0].copy(), info.joint_range[:, 1].copy()
-        mid, half = (
-            info.joint_range.mean(axis=1),
-            0.5 * cfg.joint_soft_ratio * (self.joint_hi - self.joint_lo),
-        )
-        self.soft_lo, self.soft_hi = mid - half, mid + half
-        self.ctrl_offset = self.default_qpos[info.joint_qpos_adr[info.actuator_joint]]
-        self.ctrl_lo, self.ctrl_hi = info.ctrl_range[:, 0].copy(), info.ctrl_range[:, 1].copy()
-
-        def col(name: str, offset: int = 0) -> int:
-            return info.sensor_slice(name).start + offset
-
-        self.cols = np.array([col("local_linvel"), col("gyro"), col("orientation")], dtype=np.int64)
-        self.feet = np.array(
-            [[col(s, 2) for s in FOOT_POS], [col(s) for s in FOOT_VEL], [col(s) for s in FOOT_TOUCH]],
-            dtype=np.int64,
+        super().__init__(cfg, backend, num_envs, "home")
+        nj = len(self.qadr)
+        self.cols = self.sensor_cols([BASE.linvel, BASE.gyro, BASE.quat])
+        self.feet = np.stack(
+            [self.sensor_cols(FEET.pos, 2), self.sensor_cols(FEET.vel), self.sensor_cols(FEET.touch)]
         )
         self.shape = np.array(
-            [
-                cfg.tracking_std,
-                cfg.upright_std,
-                cfg.posture_std,
-                cfg.foot_radius,
-                cfg.swing_height,
-                cfg.contact_threshold,
-            ]
-        )
-        self.weights = np.array(
-            [
-                w * self.step_dt
-                for w in (
-                    cfg.w_track_lin_vel,
-                    cfg.w_track_ang_vel,
-                    cfg.w_upright,
-                    cfg.w_posture,
-                    cfg.w_action_rate,
-                    cfg.w_joint_limits,
-                    cfg.w_foot_clearance,
-                    cfg.w_foot_slip,
-                )
-            ]
-        )
-        self.cos_tilt = math.cos(math.radians(cfg.max_tilt_deg))
-        self.cmd_ranges = np.array(
-            [cfg.lin_vel_x, cfg.lin_vel_y, cfg.ang_vel_z, cfg.heading, cfg.command_resampling_s],
-            dtype=np.float64,
-        )
+            [cfg.tracking_std, cfg.upright_std, cfg.posture_std, cfg.foot_radius, cfg.swing_height,
+             cfg.contact_threshold]
+        )  # fmt: skip
+        self.weights = self.step_weights(
+            [cfg.w_track_lin_vel, cfg.w_track_ang_vel, cfg.w_upright, cfg.w_posture, cfg.w_action_rate,
+             cfg.w_joint_limits, cfg.w_foot_clearance, cfg.w_foot_slip]
+        )  # fmt: skip
         self.cmd_params = np.array(
             [
                 cfg.heading_stiffness,
@@ -260,209 +190,31 @@ class Go2JoystickDirectEnv:
                 cfg.contact_threshold,
             ]
         )
-        self.noise_amp = np.repeat(
-            [
-                cfg.noise_lin_vel,
-                cfg.noise_ang_vel,
-                cfg.noise_gravity,
-                cfg.noise_joint_pos,
-                cfg.noise_joint_vel,
-                0.0,
-                0.0,
-            ],
-            [3, 3, 3, nj, nj, info.nu, 3],
-        )
-        self.noisy = bool(np.any(self.noise_amp))
         self.scale = np.repeat(
-            [1.0, 1.0, 1.0, 1.0, cfg.joint_vel_scale, 1.0, 1.0], [3, 3, 3, nj, nj, info.nu, 3]
+            [1.0, 1.0, 1.0, 1.0, cfg.joint_vel_scale, 1.0, 1.0], [3, 3, 3, nj, nj, self.action_dim, 3]
         )
-        xy, v = cfg.reset_xy, cfg.reset_root_vel
-        self.pose_lo = np.array([-xy, -xy, 0.0, 0.0, 0.0, -cfg.reset_yaw])
-        self.pose_hi = -self.pose_lo
-        self.vel_lo, self.vel_hi = np.full(6, -v), np.full(6, v)
+        self._init_observations(self.proprioceptive_noise(), CRITIC_DIM)
 
-        self.action_dim = info.nu
-        self.obs_dims = {"actor": ACTOR_DIM, "critic": CRITIC_DIM}
-        self.rng = np.random.default_rng(0)
-        self.rows = np.arange(n, dtype=np.int64)
-        self.action = np.zeros((n, info.nu), dtype=np.float32)
-        self.prev_action = np.zeros_like(self.action)
-        self.ctrl = np.zeros((n, info.nu), dtype=backend.dtype)
-        self.episode_length = np.zeros(n, dtype=np.int64)
-        self.terminated, self.truncated, self.done = (np.zeros(n, dtype=np.bool_) for _ in range(3))
-        self.reward = np.zeros(n, dtype=np.float32)
-        self.command, self.heading, self.cmd_time_left = np.zeros((n, 3)), np.zeros(n), np.zeros(n)
-        self.is_heading, self.is_standing = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_)
-        self.push_time_left = np.zeros(n)
-        self.uniforms = np.zeros((n, ACTOR_DIM))
-        self.obs = {
-            "actor": np.zeros((n, ACTOR_DIM), dtype=np.float32),
-            "critic": np.zeros((n, CRITIC_DIM), dtype=np.float32),
-        }
-        self.final_obs = {g: np.zeros_like(o) for g, o in self.obs.items()}
-        self._final_rows = {g: np.zeros_like(o) for g, o in self.obs.items()}
-        self._qpos, self._qvel = np.zeros((n, info.nq)), np.zeros((n, info.nv))
-        self.timings: dict[str, float] = dict.fromkeys(ENV_PHASES, 0.0)
+    def _post_physics(self) -> None:
+        b = self.backend
+        _post_physics(
+            b.sensordata, b.qpos, self.cols, self.feet, self.qadr, self.joint_default, self.soft_lo,
+            self.soft_hi, self.action, self.prev_action, self.command, self.shape, self.weights,
+            self.max_episode_length, self.cos_tilt, self.episode_length, self.terminated, self.truncated,
+            self.done, self.reward,
+        )  # fmt: skip
 
-    def _observe(self, rows: np.ndarray, update_command: bool, actor: np.ndarray, critic: np.ndarray) -> None:
-        uniforms = self.uniforms[: rows.shape[0]]
-        if self.noisy:
-            self.rng.random(out=uniforms)
+    def _observe_rows(
+        self,
+        rows: np.ndarray,
+        update_command: bool,
+        uniforms: np.ndarray,
+        actor: np.ndarray,
+        critic: np.ndarray,
+    ) -> None:
         b = self.backend
         _observe(
-            rows,
-            update_command,
-            b.sensordata,
-            b.qpos,
-            b.qvel,
-            self.cols,
-            self.feet,
-            self.qadr,
-            self.dadr,
-            self.joint_default,
-            self.action,
-            self.command,
-            self.heading,
-            self.is_heading,
-            self.is_standing,
-            self.cmd_params,
-            uniforms,
-            self.noise_amp,
-            self.scale,
-            actor,
-            critic,
-        )
-
-    def _resample_commands(self, rows: np.ndarray) -> None:
-        u = self.rng.random((rows.shape[0], RESAMPLE_DRAWS))
-        resample_velocity_command(
-            u,
-            rows,
-            self.cmd_ranges,
-            self.cfg.rel_heading_envs,
-            self.cfg.rel_standing_envs,
-            self.command,
-            self.heading,
-            self.is_heading,
-            self.is_standing,
-            self.cmd_time_left,
-        )
-
-    def _draw_push_timers(self, rows: np.ndarray) -> None:
-        lo, hi = self.cfg.push_interval_s
-        self.push_time_left[rows] = lo + (hi - lo) * self.rng.random(rows.shape[0])
-
-    def _reset_rows(self, rows: np.ndarray) -> None:
-        k = rows.shape[0]
-        qpos, qvel = self._qpos[:k], self._qvel[:k]
-        qpos[...] = self.default_qpos
-        qvel[...] = self.default_qvel
-        sample_root_state(
-            self.rng.random((k, 12)), self.pose_lo, self.pose_hi, self.vel_lo, self.vel_hi, qpos, qvel
-        )
-        off = self.cfg.reset_joint_offset
-        sample_joint_offsets(
-            self.rng.random((k, len(self.qadr))), self.qadr, -off, off, self.joint_lo, self.joint_hi, qpos
-        )
-        self.backend.reset(rows, qpos, qvel)
-        self._draw_push_timers(rows)
-        self.action[rows] = 0.0
-        self.prev_action[rows] = 0.0
-        self._resample_commands(rows)
-        self.episode_length[rows] = 0
-
-    def _update_commands_and_push(self) -> None:
-        self.cmd_time_left -= self.step_dt
-        expired = np.flatnonzero(self.cmd_time_left <= 0.0)
-        if expired.shape[0]:
-            self._resample_commands(expired)
-        self.push_time_left -= self.step_dt
-        pushed = np.flatnonzero(self.push_time_left <= 0.0)
-        if pushed.shape[0]:
-            lo, hi = -self.cfg.push_vel, self.cfg.push_vel
-            self.backend.apply_body_velocity_kick(
-                pushed, lo + (hi - lo) * self.rng.random((pushed.shape[0], 2))
-            )
-            self._draw_push_timers(pushed)
-
-    def reset(self, seed: int) -> dict[str, np.ndarray]:
-        """Seed the generator, reset every env and return the first observation."""
-        self.rng = np.random.default_rng(seed)
-        self._reset_rows(self.rows)
-        self.cmd_time_left -= self.step_dt
-        expired = np.flatnonzero(self.cmd_time_left <= 0.0)
-        if expired.shape[0]:
-            self._resample_commands(expired)
-        self._observe(self.rows, True, self.obs["actor"], self.obs["critic"])
-        return self.obs
-
-    def step(self, action: np.ndarray) -> StepResult:
-        """Advance one control step (the manager variant's order, fused)."""
-        if action.shape != self.action.shape:
-            raise ValueError(f"action must have shape {self.action.shape}, got {action.shape}")
-        b, t = self.backend, self.timings
-        t0 = time.perf_counter()
-        _apply_action(
-            action,
-            self.action,
-            self.prev_action,
-            self.cfg.action_clip,
-            self.cfg.action_scale,
-            self.ctrl_offset,
-            self.ctrl_lo,
-            self.ctrl_hi,
-            self.ctrl,
-        )
-        t1 = time.perf_counter()
-        b.step(self.ctrl, self.cfg.decimation)
-        t2 = time.perf_counter()
-        _post_physics(
-            b.sensordata,
-            b.qpos,
-            self.cols,
-            self.feet,
-            self.qadr,
-            self.joint_default,
-            self.soft_lo,
-            self.soft_hi,
-            self.action,
-            self.prev_action,
-            self.command,
-            self.shape,
-            self.weights,
-            self.max_episode_length,
-            self.cos_tilt,
-            self.episode_length,
-            self.terminated,
-            self.truncated,
-            self.done,
-            self.reward,
-        )
-        t3 = time.perf_counter()
-        done_rows = np.flatnonzero(self.done)
-        k = done_rows.shape[0]
-        if k:
-            self._observe(done_rows, False, self._final_rows["actor"][:k], self._final_rows["critic"][:k])
-            self._reset_rows(done_rows)
-        t4 = time.perf_counter()
-        self._update_commands_and_push()
-        self._observe(self.rows, True, self.obs["actor"], self.obs["critic"])
-        t5 = time.perf_counter()
-        for g, o in self.obs.items():
-            np.copyto(self.final_obs[g], o)
-            self.final_obs[g][done_rows] = self._final_rows[g][:k]
-        t6 = time.perf_counter()
-        record_backend_phases(t, b, (t1 - t0) * 1e3)
-        t["update_state_ms"] = ((t3 - t2) + (t5 - t4)) * 1e3
-        t["reset_done_ms"] = ((t4 - t3) + (t6 - t5)) * 1e3
-        return StepResult(
-            obs=self.obs,
-            reward=self.reward,
-            terminated=self.terminated,
-            truncated=self.truncated,
-            final_obs=self.final_obs,
-        )
-
-    def close(self) -> None:
-        """Release the backend."""
-        self.backend.close()
+            rows, update_command, b.sensordata, b.qpos, b.qvel, self.cols, self.feet, self.qadr, self.dadr,
+            self.joint_default, self.action, self.command, self.heading, self.is_heading, self.is_standing,
+            self.cmd_params, uniforms, self.noise_amp, self.scale, actor, critic,
+        )  # fmt: skip
