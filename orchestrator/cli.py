@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from orchestrator import sweep_record
+from orchestrator import entrypoints, status, sweep_record
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError, ShasweepError
 from orchestrator.plan import ResolvedSweep, build_plan, resolve_sweep, results_root_for
 from orchestrator.report import make_report, to_markdown, write_report
@@ -159,9 +159,15 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, r
     from orchestrator.dispatch import run_sweep  # imports Dask: only when actually running
 
     root, sweep_id = resolved.results_root, record["sweep_id"]
+
+    def connected(scheduler: str, dashboard_url: str | None) -> None:
+        """Record where the sweep runs, so `shasweep status` and `shasweep cancel` find its scheduler."""
+        record.update(scheduler=scheduler, dashboard_url=dashboard_url)
+        sweep_record.write_record(root, sweep_id, record)
+
     try:
         outcome = run_sweep(runs, scheduler=args.scheduler, continue_on_error=resolved.spec.continue_on_error,
-                            show_progress=not args.no_progress)
+                            show_progress=not args.no_progress, on_connect=connected)
     except InvalidInputError:  # found before dispatching: the caller decides what the record keeps
         raise
     except BaseException as exc:
@@ -230,6 +236,14 @@ COMMANDS: dict[str, Command] = {
     "compare": Command("compare the medians of two sweeps (A earlier, B later)", _compare_arguments,
                        cmd_compare),
     "history": Command("every recorded run of one case over time", _history_arguments, cmd_history),
+    "status": Command("runs done/running/queued and the current step of a sweep", status.add_status_arguments,
+                      status.cmd_status),
+    "cancel": Command("cancel a running sweep: kill its running bench, start no queued run",
+                      status.add_cancel_arguments, status.cmd_cancel),
+    "scheduler": Command("run the Dask scheduler with the live /shasweep board",
+                         entrypoints.add_scheduler_arguments, entrypoints.cmd_scheduler),
+    "worker": Command("run the pinned bench worker (1 thread, resource GPU=1)",
+                      entrypoints.add_worker_arguments, entrypoints.cmd_worker),
 }
 
 

@@ -127,6 +127,8 @@ class SweepBoard:
         elif event == "finished":
             run.status = msg.get("status") or "failed"
             run.error, run.throughput = msg.get("error"), msg.get("throughput")
+            if run.status == "ok" and run.total:  # ok means every step ran; step messages are sampled
+                run.done = run.total
 
     def _ended(self, sweep: SweepView, msg: dict) -> None:
         """The dispatcher's last word: final statuses (also of runs never started), why it stopped."""

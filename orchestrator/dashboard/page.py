@@ -89,10 +89,10 @@ class BoardPage:
 
     def _phase_chart(self) -> figure:
         fig = figure(title="current run: phase timings per vector step", x_axis_label="step",
-                     y_axis_label="ms", height=320, width=560, tools="pan,wheel_zoom,box_zoom,reset")
+                     y_axis_label="ms", height=320, width=700, tools="pan,wheel_zoom,box_zoom,reset")
         for name, color in zip(CHART_PHASES, Category10_10, strict=False):
             fig.line("step", name, source=self.phases, color=color, legend_label=name, line_width=2)
-        fig.legend.location = "top_left"
+        fig.add_layout(fig.legend[0], "right")
         return fig
 
     def _throughput_chart(self) -> figure:

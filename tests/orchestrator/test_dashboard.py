@@ -1,0 +1,121 @@
+"""The live board: the state built from progress messages, and a real sweep feeding /shasweep over HTTP."""
+
+from __future__ import annotations
+
+import logging
+import urllib.request
+
+import pytest
+from bokeh.client import pull_session
+from bokeh.models import ColumnDataSource, Div
+from distributed import Client, LocalCluster
+from fakebench.fakerepo import make_fake_repo, make_run
+
+from orchestrator.cluster import DASHBOARD_PRELOAD
+from orchestrator.dashboard import page_url
+from orchestrator.dashboard.board import MAX_SWEEPS, SweepBoard
+from orchestrator.dashboard.plugin import board_snapshot
+from orchestrator.dispatch import run_sweep
+
+RUNS = [{"run_key": f"k{i}", "order": i, "side": "ab"[i % 2], "case": "sac/fake/none", "repeat": i // 2}
+        for i in range(3)]
+
+
+def board_cluster() -> LocalCluster:
+    """A scheduler with the board preloaded and one in-process bench worker (threads)."""
+    return LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
+                        host="127.0.0.1", dashboard_address="127.0.0.1:0", resources={"GPU": 1},
+                        scheduler_kwargs={"preload": [DASHBOARD_PRELOAD]}, silence_logs=logging.ERROR)
+
+
+def msg(event: str, run: dict, **fields) -> dict:
+    return {"sweep_id": "s1", "event": event, **run, **fields}
+
+
+def test_board_follows_a_sweep_from_plan_to_end():
+    board = SweepBoard()
+    board.feed({"sweep_id": "s1", "event": "planned", "runs": RUNS})
+    assert [r["status"] for r in board.snapshot("s1")["runs"]] == ["queued"] * 3
+    board.feed(msg("waiting", RUNS[0]))
+    board.feed(msg("started", RUNS[0], total=3))
+    for step in range(3):
+        board.feed(msg("step", RUNS[0], step=step, warmup=step == 0, done=step + 1, total=3,
+                       phases={"physics_ms": 1.0 + step, "update_state_ms": 0.5, "later_ms": 9.0}))
+    running = board.snapshot("s1")
+    assert running["current"] == "k0" and running["runs"][0] | {"done": 3, "total": 3} == running["runs"][0]
+    assert running["counts"]["running"] == 1 and running["counts"]["queued"] == 2
+    assert running["phases"]["physics_ms"] == [1.0, 2.0, 3.0]
+    assert running["phases"]["reset_done_ms"] == [0.0] * 3, "a phase the bench does not report is 0.0"
+    assert running["phases"]["warmup"] == [True, False, False]
+
+    board.feed(msg("finished", RUNS[0], status="ok", throughput=1000.0))
+    board.feed(msg("step", RUNS[0], step=9, done=9, total=3, phases={}))  # late: ignored
+    board.feed(msg("started", RUNS[1], total=3))
+    assert board.snapshot("s1")["phases"]["step"] == [], "a new run starts a new chart"
+    board.feed(msg("finished", RUNS[1], status="cancelled", error="sweep cancelled"))
+    outcomes = [{"run_key": "k0", "status": "ok", "throughput": 1000.0},
+                {"run_key": "k1", "status": "cancelled", "error": "sweep cancelled"},
+                {"run_key": "k2", "status": "cancelled", "error": "not run: the sweep stopped"}]
+    board.feed({"sweep_id": "s1", "event": "ended", "stop_reason": "cancelled", "outcomes": outcomes})
+    ended = board.snapshot()
+    assert ended["state"] == "stopped" and ended["stop_reason"] == "cancelled"
+    assert [r["status"] for r in ended["runs"]] == ["ok", "cancelled", "cancelled"]
+    assert ended["runs"][0]["throughput"] == 1000.0 and ended["runs"][0]["done"] == 3
+
+
+def test_board_ignores_foreign_messages_and_keeps_recent_sweeps():
+    board = SweepBoard()
+    for junk in (None, "text", {"event": "step"}, {"sweep_id": "s"}, [1, 2]):
+        board.feed(junk)
+    assert board.snapshot() is None and board.sweep_ids() == []
+    board.feed(msg("started", RUNS[2], total=None))  # no plan seen: the run appears on its own
+    assert board.snapshot("s1")["runs"][0]["status"] == "running"
+    for i in range(MAX_SWEEPS + 3):
+        board.feed({"sweep_id": f"x{i}", "event": "planned", "runs": RUNS[:1]})
+    assert len(board.sweep_ids()) == MAX_SWEEPS and board.sweep_ids()[0] == f"x{MAX_SWEEPS + 2}"
+    assert board.snapshot("s1") is None, "the oldest sweeps are dropped"
+    board.record_host({"worker": "tcp://w:1", "host": {"hostname": "h"}})
+    board.record_host({"worker": "tcp://w:2", "host": "not a record"})
+    assert board.hosts == {"tcp://w:1": {"hostname": "h"}}
+
+
+def test_page_url():
+    assert page_url("http://127.0.0.1:8787/status") == "http://127.0.0.1:8787/shasweep"
+    assert page_url("http://h:1/prefix/status") == "http://h:1/prefix/shasweep"
+    assert page_url(None) is None
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
+    return make_fake_repo(tmp_path)
+
+
+def test_a_sweep_feeds_the_board_and_the_page_serves_it(tmp_path, repo):
+    params = {"num_envs": 8, "warmup": 1, "measure": 12, "threads": 1}
+    runs = [make_run(repo, sha, order=i, results_root=tmp_path / "results", params=params,
+                     extra_args=("--step-ms", "20")) for i, sha in enumerate(repo.shas)]
+    connected: list[tuple[str, str | None]] = []
+    with board_cluster() as cluster, Client(cluster) as client:
+        outcome = run_sweep(runs, scheduler=cluster.scheduler_address, continue_on_error=False,
+                            show_progress=False, on_connect=lambda *args: connected.append(args))
+        view = client.run_on_scheduler(board_snapshot, sweep_id="test-sweep")
+        with urllib.request.urlopen(outcome.dashboard_url, timeout=30) as response:
+            status, page = response.status, response.read().decode()
+        with pull_session(url=outcome.dashboard_url) as session:  # the document a browser gets
+            doc = session.document
+            texts = [div.text for div in doc.select({"type": Div})]
+            tables = [src.data for src in doc.select({"type": ColumnDataSource}) if "status" in src.data]
+    assert connected == [(cluster.scheduler_address, outcome.dashboard_url)]
+    assert outcome.dashboard_url == page_url(cluster.dashboard_link)
+    sweep = view["sweep"]
+    assert sweep["state"] == "finished" and sweep["stop_reason"] is None
+    assert [(r["order"], r["side"], r["status"]) for r in sweep["runs"]] == [(0, "base", "ok"),
+                                                                            (1, "cand", "ok")]
+    assert [r["throughput"] for r in sweep["runs"]] == [o["throughput"] for o in outcome.runs]
+    assert sweep["current"] == runs[1].run_key and sweep["runs"][1]["done"] == 13
+    assert sweep["phases"]["physics_ms"] and all(ms > 0 for ms in sweep["phases"]["physics_ms"])
+    assert status == 200 and "Bokeh" in page
+    assert any("<b>test-sweep</b>: finished, 2/2 runs done" in text for text in texts)
+    assert any("base: median throughput" in text for text in texts)
+    assert [t["status"] for t in tables] == [["ok", "ok"]] and tables[0]["side"] == ["base", "cand"]
