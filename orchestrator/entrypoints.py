@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -219,7 +220,7 @@ async def serve_worker(config: WorkerConfig) -> None:
     await _serve(worker, started)
 
 
-async def _serve(server: Server, on_started) -> None:
+async def _serve(server: Server, on_started: Callable[[Server], None]) -> None:
     """Start ``server``, call ``on_started``, and run until a signal or the server closes itself."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
