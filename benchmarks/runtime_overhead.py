@@ -52,6 +52,7 @@ class OverheadConfig:
     threads: int
     rss_num_envs: int  # 0 skips the RSS run
     torch_threads: int  # 0: the bench's default (its --threads value)
+    algo: str = "sac"  # the collectors' actor
 
 
 def task_decimation(task: str, sim: str, threads: int) -> int:
@@ -108,10 +109,10 @@ class CollectorRun:
 
 
 def run_collector(cfg: OverheadConfig, variant: str, num_envs: int, measure: int) -> CollectorRun:
-    """Run the bench CLI as a subprocess (SAC actor) and read its stream."""
+    """Run the bench CLI as a subprocess (``cfg.algo``'s actor) and read its stream."""
     with tempfile.TemporaryDirectory() as tmp:
         stream = Path(tmp) / "run.ndjson"
-        argv = [sys.executable, "-m", "envruntime.bench", "--algo", "sac", "--task", cfg.task,
+        argv = [sys.executable, "-m", "envruntime.bench", "--algo", cfg.algo, "--task", cfg.task,
                 "--sim", cfg.sim, "--variant", variant, "--num-envs", str(num_envs),
                 "--warmup", str(cfg.warmup), "--measure", str(measure), "--threads", str(cfg.threads),
                 "--stream", str(stream)]
