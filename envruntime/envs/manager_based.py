@@ -14,9 +14,13 @@ Step order (one control step, ``decimation`` physics substeps):
 7. interval events (pushes);
 8. observation of every env.
 
-``reset(seed)`` resets every row as in 5 (without ``final_obs``), then runs 6 and 8.
+``reset(seed)`` restarts the termination and command managers (no episode counted as ended,
+command terms forget what they kept across episodes), resets every row as in 5 (without
+``final_obs``), then runs 6 and 8.
 
-``update_state_ms`` covers 3-4 and 6-8, broken down in ``update_state.<manager>.<stage>_ms``.
+``update_state_ms`` covers 3-4 and 6-8: the sum of its breakdown ``update_state.<manager>.<stage>_ms``,
+which has one entry per command stage (``compute``, and ``post_compute`` where a command term
+has that stage; see ``envruntime.managers.command``).
 Managers are constructed in ``manager_names`` order; their terms are resolved afterwards in
 dependency order (action, command, event, observation, reward, termination), because
 observation and reward terms read the action and command buffers.
@@ -51,7 +55,7 @@ from envruntime.managers.terms import (
 )
 from envruntime.vecenv import StepResult, record_backend_phases
 
-UPDATE_STATE_STAGES: tuple[str, ...] = (
+UPDATE_STATE_STAGES: tuple[str, ...] = (  # plus ``update_state.command.post_compute_ms`` where used
     "update_state.termination.compute_ms",
     "update_state.reward.compute_ms",
     "update_state.command.compute_ms",
@@ -72,6 +76,8 @@ class ManagerBasedEnvCfg:
     terminations: dict[str, TerminationTermCfg]
     events: dict[str, EventTermCfg]
     commands: dict[str, CommandTermCfg]
+    # False when a command writes the full state of reset rows (the event manager then writes none)
+    events_write_reset_state: bool = True
 
 
 def _ms(start: float, end: float) -> float:
@@ -108,7 +114,7 @@ class ManagerBasedEnv:
         self.observation_manager = ObservationManager(cfg.observations, self)
         self.reward_manager = RewardManager(cfg.rewards, self)
         self.termination_manager = TerminationManager(cfg.terminations, self)
-        self.event_manager = EventManager(cfg.events, self)
+        self.event_manager = EventManager(cfg.events, self, cfg.events_write_reset_state)
         self.command_manager = CommandManager(cfg.commands, self)
         for manager in (
             self.action_manager,
@@ -124,15 +130,10 @@ class ManagerBasedEnv:
         self.obs_dims = dict(self.observation_manager.dims)
         self.final_obs = {g: np.zeros_like(o) for g, o in self.observation_manager.obs.items()}
         self._final_rows = {g: np.zeros_like(o) for g, o in self.observation_manager.obs.items()}
-        phases = (
-            "apply_action_ms",
-            "physics_ms",
-            "d2h_ms",
-            "update_state_ms",
-            *UPDATE_STATE_STAGES,
-            "reset_done_ms",
-        )
-        self.timings: dict[str, float] = dict.fromkeys(phases, 0.0)
+        self._command_stages = {s: f"update_state.command.{s}_ms" for s in self.command_manager.stages}
+        self._stage_keys = tuple(dict.fromkeys((*UPDATE_STATE_STAGES, *self._command_stages.values())))
+        phases = ("apply_action_ms", "physics_ms", "d2h_ms", "update_state_ms", *self._stage_keys)
+        self.timings: dict[str, float] = dict.fromkeys((*phases, "reset_done_ms"), 0.0)
 
     def _reset_rows(self, rows: np.ndarray) -> None:
         self.event_manager.reset(rows)
@@ -142,8 +143,11 @@ class ManagerBasedEnv:
         self.episode_length[rows] = 0
 
     def reset(self, seed: int) -> dict[str, np.ndarray]:
-        """Seed the generator, reset every env and return the first observation."""
+        """Seed the generator, restart the managers, reset every env and return the first
+        observation."""
         self.rng = np.random.default_rng(seed)
+        self.termination_manager.restart()
+        self.command_manager.restart()
         self._reset_rows(self._all_rows)
         self.command_manager.compute()
         self.observation_manager.compute(self._all_rows)
@@ -184,10 +188,11 @@ class ManagerBasedEnv:
         record_backend_phases(t, self.backend, _ms(t0, t1))
         t["update_state.termination.compute_ms"] = _ms(t2, t3)
         t["update_state.reward.compute_ms"] = _ms(t3, t4)
-        t["update_state.command.compute_ms"] = _ms(t5, t6)
+        for stage, key in self._command_stages.items():
+            t[key] = self.command_manager.stage_ms[stage]
         t["update_state.event.interval_ms"] = _ms(t6, t7)
         t["update_state.observation.compute_ms"] = _ms(t7, t8)
-        t["update_state_ms"] = _ms(t2, t4) + _ms(t5, t8)
+        t["update_state_ms"] = sum(t[key] for key in self._stage_keys)
         t["reset_done_ms"] = _ms(t4, t5) + _ms(t8, t9)
         tm = self.termination_manager
         return StepResult(

@@ -1,6 +1,10 @@
 """Event manager: reset events (new state of the rows being reset, one backend reset call) and
 interval events (per-env countdown timers, e.g. pushes).
 
+With ``write_reset_state=False`` the manager writes no state on reset (no default pose, no backend
+reset): a later reset stage writes the full state of the rows itself (e.g. a motion command
+starting them on a reference clip), so they are not written twice; reset terms are then refused.
+
 Random numbers are drawn in a fixed order: on reset, each reset term's (k, draws) block in term
 order, then one (k,) timer block per interval term; on each step, per interval term in order,
 the (k, draws) block of the rows whose timer ran out, then their (k,) new timers.
@@ -16,14 +20,20 @@ from envruntime.managers.terms import EventTermCfg, build
 
 
 class EventManager:
-    def __init__(self, terms: dict[str, EventTermCfg], env: Any) -> None:
+    def __init__(self, terms: dict[str, EventTermCfg], env: Any, write_reset_state: bool = True) -> None:
         for name, cfg in terms.items():
             if cfg.mode not in ("reset", "interval"):
                 raise ValueError(f"event term {name!r}: mode must be 'reset' or 'interval', got {cfg.mode!r}")
+            if cfg.mode == "reset" and not write_reset_state:
+                raise ValueError(
+                    f"event term {name!r}: reset events need the event manager to write the reset state "
+                    "(write_reset_state is off)"
+                )
             if cfg.mode == "interval" and (cfg.interval_range_s is None or cfg.interval_range_s[0] <= 0):
                 raise ValueError(f"event term {name!r}: interval events need interval_range_s with lo > 0")
         self._cfgs = terms
         self._env = env
+        self.write_reset_state = write_reset_state
         self._reset_terms: list[Any] = []
         self._interval_terms: list[tuple[Any, tuple[float, float], np.ndarray]] = []
         info = env.backend.info
@@ -43,15 +53,16 @@ class EventManager:
 
     def reset(self, rows: np.ndarray) -> None:
         """Stage the default state for ``rows``, apply the reset terms, write it to the backend in
-        one call, and redraw the interval timers of ``rows``."""
+        one call (unless ``write_reset_state`` is off), and redraw the interval timers of ``rows``."""
         env = self._env
         k = rows.shape[0]
-        qpos, qvel = self._qpos[:k], self._qvel[:k]
-        qpos[...] = env.default_qpos
-        qvel[...] = env.default_qvel
-        for term in self._reset_terms:
-            term(env.rng.random((k, term.draws)), rows, qpos, qvel)
-        env.backend.reset(rows, qpos, qvel)
+        if self.write_reset_state:
+            qpos, qvel = self._qpos[:k], self._qvel[:k]
+            qpos[...] = env.default_qpos
+            qvel[...] = env.default_qvel
+            for term in self._reset_terms:
+                term(env.rng.random((k, term.draws)), rows, qpos, qvel)
+            env.backend.reset(rows, qpos, qvel)
         for _, (lo, hi), time_left in self._interval_terms:
             time_left[rows] = lo + (hi - lo) * env.rng.random(k)
 

@@ -9,9 +9,13 @@ positions then velocities of that frame) and the reference bodies re-anchored on
 * ``reset(rows)``: records the rows whose episode ended in a terminal state (a failure) in the
   time bin they reached, draws their start frames (failure-weighted bins mixed with a uniform
   share), and writes the reference state there, with noise, to the backend.
-* ``compute``: stage ``compute`` moves every env one frame on (one frame per control step; the
-  clip loops) and updates the failure statistics; stage ``post_compute`` re-anchors the
-  reference bodies. ``post_compute_ms`` holds the time of the last post-compute.
+* ``compute``: moves every env one frame on (one frame per control step; the clip loops) and
+  updates the failure statistics; ``post_compute`` (the command manager's second stage, timed on
+  its own) re-anchors the reference bodies.
+* ``restart``: forgets the failure statistics (a new seeded run).
+
+The command writes the full state of reset rows, so its task's event manager writes none
+(``ManagerBasedEnvCfg.events_write_reset_state=False``).
 
 Random numbers: ``reset`` draws one (k, 2 + 12 + J) block: bin and within-bin draws, 12 root
 draws, one per joint. ``compute`` draws none.
@@ -23,7 +27,6 @@ every clip joint.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -271,7 +274,6 @@ class MotionCommand:
         self._qpos = np.zeros((n, info.nq))
         self._qvel = np.zeros((n, info.nv))
         self._failed = env.termination_manager.terminated
-        self.post_compute_ms = 0.0
 
     def reset(self, rows: np.ndarray, rng: np.random.Generator) -> None:
         """Count failures, draw start frames and write the reference state of ``rows``."""
@@ -285,16 +287,18 @@ class MotionCommand:
         self._env.backend.reset(rows, qpos, qvel)
 
     def compute(self, dt: float, rng: np.random.Generator) -> None:
-        """Stage compute (next frame, failure statistics), then stage post-compute (re-anchoring)."""
+        """Next frame of every env, then fold this step's failures into the statistics."""
         ref = self.reference
         advance_motion(self.time_step, ref.joint_pos, ref.joint_vel, self.command)
         self.sampler.decay()
-        start = time.perf_counter()
+
+    def post_compute(self) -> None:
+        """Re-anchor the reference bodies of the current frame on the robot."""
+        ref = self.reference
         relative_body_poses(
             self.time_step, ref.body_pos, ref.body_quat, ref.anchor, self._env.backend.sensordata,
             ref.anchor_pos_col, ref.anchor_quat_col, self.body_pos_rel, self.body_quat_rel,
         )  # fmt: skip
-        self.post_compute_ms = (time.perf_counter() - start) * 1e3
 
     def restart(self) -> None:
         """Forget the failure statistics (a new seeded run)."""

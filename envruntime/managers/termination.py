@@ -34,3 +34,8 @@ class TerminationManager:
         combine(self.flags.T, self.is_time_out, self.terminated, self.truncated)
         np.logical_or(self.terminated, self.truncated, out=self.done)
         return self.done
+
+    def restart(self) -> None:
+        """Clear the flags: a new seeded run starts with no episode ended."""
+        for flags in (self.flags, self.terminated, self.truncated, self.done):
+            flags[...] = False

@@ -44,7 +44,11 @@ class EventTerm(Protocol):
 
 
 class CommandTerm(Protocol):
-    """A command the policy tracks: (N, dim) values, resampled per row."""
+    """A command the policy tracks: (N, dim) values, resampled per row.
+
+    Optional methods the command manager calls where a term has them: ``post_compute()``, a
+    second stage after every term's ``compute`` (timed on its own), and ``restart()``, which
+    forgets state kept across episodes when a new seeded run starts."""
 
     command: np.ndarray
 

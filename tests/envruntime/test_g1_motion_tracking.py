@@ -86,6 +86,24 @@ def test_reset_puts_the_robot_on_the_reference(variant: str) -> None:
     env.close()
 
 
+@pytest.mark.parametrize("variant", ["manager", "direct"])
+def test_reset_rows_are_written_to_the_backend_once(variant: str) -> None:
+    """The motion command writes the full state of reset rows, so no default-pose write precedes it."""
+    n = 4
+    env = _env(variant, n, G1MotionTrackingCfg(episode_length_s=0.04))  # 2-step episodes
+    calls: list[list[int]] = []
+    write = env.backend.reset
+    env.backend.reset = lambda rows, qpos, qvel: (calls.append(rows.tolist()), write(rows, qpos, qvel))
+    env.reset(seed=0)
+    assert calls == [list(range(n))]
+    zero = np.zeros((n, 29), dtype=np.float32)
+    env.step(zero)
+    assert len(calls) == 1
+    result = env.step(zero)  # every env times out and is reset
+    assert result.truncated.all() and calls[1:] == [list(range(n))]
+    env.close()
+
+
 def test_failures_feed_the_adaptive_sampler_and_reset_seed_starts_clean() -> None:
     n = 16
     env = _env("manager", n, G1MotionTrackingCfg())

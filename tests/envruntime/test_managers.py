@@ -161,6 +161,26 @@ def test_event_reset_rows_and_interval_push() -> None:
         _env(events={"r": EventTermCfg(events.reset_root_uniform, "reset", {"pose_range": {"q": (0, 1)}})})
 
 
+def test_event_manager_can_leave_the_reset_state_to_a_later_stage() -> None:
+    """With events_write_reset_state off, reset writes no state (a command would) but still
+    redraws the interval timers; reset events are refused, naming the term."""
+    push = manager_cfg(Go2JoystickCfg()).events["push"]
+    e = _env(events={"push": push}, events_write_reset_state=False)
+    e.reset(seed=0)
+    e.step(np.zeros((N, 12), dtype=np.float32))
+    qpos, qvel = e.backend.qpos.copy(), e.backend.qvel.copy()
+    timers = e.event_manager._interval_terms[0][2]
+    before = timers.copy()
+    e.event_manager.reset(np.array([1, 4]))
+    np.testing.assert_array_equal(e.backend.qpos, qpos)
+    np.testing.assert_array_equal(e.backend.qvel, qvel)
+    changed = np.flatnonzero(timers != before)
+    np.testing.assert_array_equal(changed, [1, 4])
+    e.close()
+    with pytest.raises(ValueError, match="event term 'reset_base': reset events need the event manager"):
+        _env(events_write_reset_state=False)
+
+
 def test_command_resampling_and_standing() -> None:
     task = Go2JoystickCfg(command_resampling_s=(0.05, 0.05), rel_heading_envs=0.0, rel_standing_envs=0.0)
     e = _env(task)

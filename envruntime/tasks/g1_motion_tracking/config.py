@@ -7,12 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envruntime.envs.manager_based import ManagerBasedEnvCfg
-from envruntime.managers.mdp import actions, events, observations, rewards, terminations
+from envruntime.envs.task_config import TaskCfg, joint_position_actions, push_events, time_out_termination
+from envruntime.managers.mdp import observations, rewards
 from envruntime.managers.motion_command import MotionCommand
 from envruntime.managers.terms import (
-    ActionTermCfg,
     CommandTermCfg,
-    EventTermCfg,
     ObsGroupCfg,
     ObsTermCfg,
     RewardTermCfg,
@@ -26,13 +25,12 @@ LIN_VEL_SENSOR = imu_sensor("pelvis", "linvel")
 GYRO_SENSOR = imu_sensor("pelvis", "gyro")
 
 
-@dataclass
-class G1MotionTrackingCfg:
-    """Every number of the task; see the package docstring for what each term computes."""
+@dataclass(kw_only=True)
+class G1MotionTrackingCfg(TaskCfg):
+    """Every number of the task; see the package docstring for what each term computes (the
+    shared ones and their defaults are in ``TaskCfg``)."""
 
-    decimation: int = 4
     episode_length_s: float = 10.0
-    action_scale: float = 0.25
     action_clip: float = math.inf
     clip_path: Path = G1_MOTION_NPZ
     anchor_body: str = ANCHOR_BODY
@@ -63,9 +61,6 @@ class G1MotionTrackingCfg:
     alpha: float = 0.001
     kernel_size: int = 1
     kernel_lambda: float = 0.8
-    # pushes
-    push_interval_s: tuple[float, float] = (1.0, 3.0)
-    push_vel: float = 0.5
     # observation noise (uniform amplitude)
     noise_anchor_pos: float = 0.25
     noise_anchor_ori: float = 0.05
@@ -88,7 +83,6 @@ class G1MotionTrackingCfg:
     std_body_ori: float = 0.4
     std_body_lin_vel: float = 1.0
     std_body_ang_vel: float = 3.14
-    joint_soft_ratio: float = 0.9
     # terminations
     max_anchor_height_error: float = 0.25
     max_anchor_gravity_error: float = 0.8
@@ -141,17 +135,12 @@ def _rewards(cfg: G1MotionTrackingCfg) -> dict[str, RewardTermCfg]:
 def manager_cfg(cfg: G1MotionTrackingCfg) -> ManagerBasedEnvCfg:
     """The manager-based description of the task."""
     cmd = {"command": COMMAND}
-    w = cfg.push_vel
     return ManagerBasedEnvCfg(
         task="g1_motion_tracking",
         decimation=cfg.decimation,
         episode_length_s=cfg.episode_length_s,
         keyframe=HOME_KEYFRAME,
-        actions={
-            "joint_pos": ActionTermCfg(
-                actions.joint_position, {"scale": cfg.action_scale, "clip": cfg.action_clip}
-            )
-        },
+        actions=joint_position_actions(cfg),
         observations={
             "actor": ObsGroupCfg({**_shared_head(cfg), **_shared_tail(cfg)}),
             "critic": ObsGroupCfg(
@@ -166,7 +155,7 @@ def manager_cfg(cfg: G1MotionTrackingCfg) -> ManagerBasedEnvCfg:
         },
         rewards=_rewards(cfg),
         terminations={
-            "time_out": TerminationTermCfg(terminations.time_out, time_out=True),
+            **time_out_termination(),
             "anchor_pos": TerminationTermCfg(
                 mdp.anchor_height_error, {"threshold": cfg.max_anchor_height_error, **cmd}
             ),
@@ -178,14 +167,8 @@ def manager_cfg(cfg: G1MotionTrackingCfg) -> ManagerBasedEnvCfg:
                 {"threshold": cfg.max_end_effector_height_error, "bodies": cfg.end_effectors, **cmd},
             ),
         },
-        events={
-            "push": EventTermCfg(
-                events.push_by_velocity,
-                "interval",
-                {"velocity_range": {"vx": (-w, w), "vy": (-w, w)}},
-                interval_range_s=cfg.push_interval_s,
-            ),
-        },
+        events=push_events(cfg),
+        events_write_reset_state=False,  # the motion command writes the reset rows' state
         commands={
             COMMAND: CommandTermCfg(
                 MotionCommand,
