@@ -185,6 +185,10 @@ def summarize(outcomes: list[Outcome], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def _loads(loads: tuple[float, float, float]) -> str:
+    return "/".join(f"{v:.1f}" for v in loads)
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--k", type=int, default=10, help="sweeps per condition (default 10)")
@@ -227,7 +231,8 @@ def main() -> int:
                               f"ratio {outcome.ratio:.4f} CI [{outcome.low:.4f}, {outcome.high:.4f}] "
                               f"p {outcome.p_value:.3g}", flush=True)
         print(f"\n{args.k * len(sweeps)} sweeps in {time.perf_counter() - started:.0f} s; load average "
-              f"(1, 5, 15 min) before {load_before}, after {os.getloadavg()}; results under {root}")
+              f"(1, 5, 15 min) before {_loads(load_before)}, after {_loads(os.getloadavg())}"
+              + (f"; kept under {root}" if args.keep else ""))
         print(summarize(outcomes, args))
     return 0
 
