@@ -92,10 +92,11 @@ def breakdown_plot(runs: pd.DataFrame, sides: list[str], title: str) -> figure:
     fig.vbar_stack(phases, x="side", width=0.6, source=source, legend_label=phases,
                    color=[palette[i % len(palette)] for i in range(len(phases))])
     fig.add_tools(HoverTool(tooltips=[("side", "@side"), ("phase", "$name"), ("ms", "@$name{0.000}")]))
-    fig.legend.location = "top_left"
-    fig.legend.label_text_font_size = "8pt"
-    fig.add_layout(fig.legend[0], "right")
-    fig.width = WIDTH + 220
+    if phases:  # no ok run of this case (e.g. a cancelled sweep): an empty chart, no legend
+        fig.legend.location = "top_left"
+        fig.legend.label_text_font_size = "8pt"
+        fig.add_layout(fig.legend[0], "right")
+        fig.width = WIDTH + 220
     return fig
 
 

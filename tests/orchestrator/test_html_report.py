@@ -105,3 +105,13 @@ def test_timeline_uses_the_broadest_phase_the_steps_report(tmp_path):
     assert set(steps["phase"]) == {"physics_ms", "env_step_ms"}, "only timeline candidates are read"
     assert timeline_phase(steps) == "env_step_ms"
     assert timeline_phase(load_steps(tmp_path, "other-20260101T000000")) is None
+
+
+def test_breakdown_of_a_case_without_ok_runs_is_an_empty_chart():
+    """A cancelled or all-failed case still renders (no legend to place), instead of crashing the report."""
+    from orchestrator.reports.plots import breakdown_plot
+
+    runs = pd.DataFrame({"side": ["a", "b"], "status": ["cancelled", "failed"],
+                         "physics_ms": [None, None], "update_state_ms": [None, None]})
+    fig = breakdown_plot(runs, ["a", "b"], "no ok run")
+    assert not fig.legend
