@@ -30,6 +30,7 @@ EPILOG = """exit codes:
   1  all runs ok, at least one gate failed
   2  invalid input (sweep YAML, overrides, refs, repo, results root, sweep id), nothing dispatched
   3  a run failed, timed out or was cancelled, or the cluster could not run it
+  4  all runs ok, no gate failed, at least one gate inconclusive (interval straddles its bound)
 """
 
 
