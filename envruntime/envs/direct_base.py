@@ -108,13 +108,9 @@ class DirectEnv:
         raise NotImplementedError
 
     def _observe_rows(
-        self,
-        rows: np.ndarray,
-        update_command: bool,
-        uniforms: np.ndarray,
-        actor: np.ndarray,
+        self, rows: np.ndarray, update_command: bool, uniforms: np.ndarray, actor: np.ndarray,
         critic: np.ndarray,
-    ) -> None:
+    ) -> None:  # fmt: skip
         """Fill ``actor``/``critic`` row ``i`` for env ``rows[i]`` (``uniforms`` row ``i`` its
         noise draws), first updating the command where ``update_command``."""
         raise NotImplementedError

@@ -80,37 +80,33 @@ def body_vel_error_row(
 
 
 @njit(cache=True)
-def anchor_pos_tracking(
-    sd: np.ndarray, pos_col: int, time_step: np.ndarray, body_pos: np.ndarray, anchor: int, std: float,
-    out: np.ndarray,
+def anchor_tracking(
+    sd: np.ndarray, col: int, time_step: np.ndarray, ref: np.ndarray, anchor: int, orientation: bool,
+    std: float, out: np.ndarray,
 ) -> None:  # fmt: skip
+    """Exp kernel of the anchor's position error (``col`` its position column, ``ref`` the clip's
+    body positions) or, with ``orientation``, of its orientation error (quat column, quats)."""
     for r in range(out.shape[0]):
-        out[r] = exp_kernel(anchor_pos_error_row(sd, pos_col, time_step, body_pos, anchor, r), std)
+        if orientation:
+            error = anchor_ori_error_row(sd, col, time_step, ref, anchor, r)
+        else:
+            error = anchor_pos_error_row(sd, col, time_step, ref, anchor, r)
+        out[r] = exp_kernel(error, std)
 
 
 @njit(cache=True)
-def anchor_ori_tracking(
-    sd: np.ndarray, quat_col: int, time_step: np.ndarray, body_quat: np.ndarray, anchor: int, std: float,
-    out: np.ndarray,
-) -> None:  # fmt: skip
-    for r in range(out.shape[0]):
-        out[r] = exp_kernel(anchor_ori_error_row(sd, quat_col, time_step, body_quat, anchor, r), std)
-
-
-@njit(cache=True)
-def body_pos_tracking(
-    sd: np.ndarray, pos_cols: np.ndarray, pos_rel: np.ndarray, std: float, out: np.ndarray
+def body_pose_tracking(
+    sd: np.ndarray, cols: np.ndarray, rel: np.ndarray, orientation: bool, std: float, out: np.ndarray
 ) -> None:
+    """Exp kernel of the bodies' position error to the re-anchored reference (``cols`` their
+    position columns, ``rel`` ``body_pos_rel``) or, with ``orientation``, their orientation error
+    (quat columns, ``body_quat_rel``)."""
     for r in range(out.shape[0]):
-        out[r] = exp_kernel(body_pos_error_row(sd, pos_cols, pos_rel, r), std)
-
-
-@njit(cache=True)
-def body_ori_tracking(
-    sd: np.ndarray, quat_cols: np.ndarray, quat_rel: np.ndarray, std: float, out: np.ndarray
-) -> None:
-    for r in range(out.shape[0]):
-        out[r] = exp_kernel(body_ori_error_row(sd, quat_cols, quat_rel, r), std)
+        if orientation:
+            error = body_ori_error_row(sd, cols, rel, r)
+        else:
+            error = body_pos_error_row(sd, cols, rel, r)
+        out[r] = exp_kernel(error, std)
 
 
 @njit(cache=True)

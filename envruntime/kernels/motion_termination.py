@@ -49,21 +49,18 @@ def body_height_error_row(
 
 
 @njit(cache=True)
-def anchor_height_exceeds(
-    sd: np.ndarray, pos_col: int, time_step: np.ndarray, body_pos: np.ndarray, anchor: int,
+def anchor_error_exceeds(
+    sd: np.ndarray, col: int, time_step: np.ndarray, ref: np.ndarray, anchor: int, gravity: bool,
     threshold: float, out: np.ndarray,
 ) -> None:  # fmt: skip
+    """The anchor's height error (``col`` its position column, ``ref`` the clip's body positions)
+    or, with ``gravity``, its gravity error (quat column, quats) exceeds ``threshold``."""
     for r in range(out.shape[0]):
-        out[r] = anchor_height_error_row(sd, pos_col, time_step, body_pos, anchor, r) > threshold
-
-
-@njit(cache=True)
-def anchor_gravity_exceeds(
-    sd: np.ndarray, quat_col: int, time_step: np.ndarray, body_quat: np.ndarray, anchor: int,
-    threshold: float, out: np.ndarray,
-) -> None:  # fmt: skip
-    for r in range(out.shape[0]):
-        out[r] = anchor_gravity_error_row(sd, quat_col, time_step, body_quat, anchor, r) > threshold
+        if gravity:
+            error = anchor_gravity_error_row(sd, col, time_step, ref, anchor, r)
+        else:
+            error = anchor_height_error_row(sd, col, time_step, ref, anchor, r)
+        out[r] = error > threshold
 
 
 @njit(cache=True)

@@ -78,3 +78,30 @@ def postprocess_rows(
                 for c in range(dim):
                     out[r, h * dim + c] = out[r, last + c]
             fresh[r] = False
+
+
+@njit(cache=True)
+def proprioceptive_row(
+    sd: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, base_cols: np.ndarray, qadr: np.ndarray,
+    dadr: np.ndarray, default: np.ndarray, action: np.ndarray, command: np.ndarray, r: int, raw: np.ndarray,
+) -> None:  # fmt: skip
+    """The raw policy columns of a velocity task for env ``r`` into ``raw``: base linear velocity 3
+    and gyro 3 (``base_cols[0]``, ``[1]``), projected gravity 3 (quat at ``base_cols[2]``), joint
+    positions minus ``default``, joint velocities, last action, command 3 (the direct variants' form
+    of ``envruntime.envs.task_config.proprioceptive_terms``)."""
+    vel, gyro, quat = base_cols[0], base_cols[1], base_cols[2]
+    nj, na = qadr.shape[0], action.shape[1]
+    for a in range(3):
+        raw[a] = sd[r, vel + a]
+        raw[3 + a] = sd[r, gyro + a]
+    gx, gy, gz = projected_gravity(sd[r, quat], sd[r, quat + 1], sd[r, quat + 2], sd[r, quat + 3])
+    raw[6] = gx
+    raw[7] = gy
+    raw[8] = gz
+    for j in range(nj):
+        raw[9 + j] = qpos[r, qadr[j]] - default[j]
+        raw[9 + nj + j] = qvel[r, dadr[j]]
+    for k in range(na):
+        raw[9 + 2 * nj + k] = action[r, k]
+    for a in range(3):
+        raw[9 + 2 * nj + na + a] = command[r, a]

@@ -243,10 +243,10 @@ def test_reward_kernels(scene: dict, rng: np.random.Generator) -> None:
     apos, aquat = int(s["pos_cols"][ANCHOR]), int(s["quat_cols"][ANCHOR])
     pos_rel, quat_rel = rng.standard_normal((N, B, 3)), _unit_quats(rng, N, B)
     out = {name: np.zeros(N) for name in ("ap", "ao", "bp", "bo", "lv", "av")}
-    mrew.anchor_pos_tracking(s["sd"], apos, s["time_step"], s["body_pos"], ANCHOR, 0.3, out["ap"])
-    mrew.anchor_ori_tracking(s["sd"], aquat, s["time_step"], s["body_quat"], ANCHOR, 0.4, out["ao"])
-    mrew.body_pos_tracking(s["sd"], s["pos_cols"], pos_rel, 0.3, out["bp"])
-    mrew.body_ori_tracking(s["sd"], s["quat_cols"], quat_rel, 0.4, out["bo"])
+    mrew.anchor_tracking(s["sd"], apos, s["time_step"], s["body_pos"], ANCHOR, False, 0.3, out["ap"])
+    mrew.anchor_tracking(s["sd"], aquat, s["time_step"], s["body_quat"], ANCHOR, True, 0.4, out["ao"])
+    mrew.body_pose_tracking(s["sd"], s["pos_cols"], pos_rel, False, 0.3, out["bp"])
+    mrew.body_pose_tracking(s["sd"], s["quat_cols"], quat_rel, True, 0.4, out["bo"])
     mrew.body_vel_tracking(s["sd"], s["lin_cols"], s["time_step"], s["body_lin_vel"], 1.0, out["lv"])
     mrew.body_vel_tracking(s["sd"], s["ang_cols"], s["time_step"], s["body_ang_vel"], 3.14, out["av"])
     for r in range(N):
@@ -275,8 +275,8 @@ def test_termination_kernels(scene: dict, rng: np.random.Generator) -> None:
     pos_rel = rng.standard_normal((N, B, 3))
     ids = np.array([0, 3])
     height, gravity, bodies = (np.zeros(N, dtype=np.bool_) for _ in range(3))
-    mterm.anchor_height_exceeds(s["sd"], apos, s["time_step"], s["body_pos"], ANCHOR, 0.5, height)
-    mterm.anchor_gravity_exceeds(s["sd"], aquat, s["time_step"], s["body_quat"], ANCHOR, 0.8, gravity)
+    mterm.anchor_error_exceeds(s["sd"], apos, s["time_step"], s["body_pos"], ANCHOR, False, 0.5, height)
+    mterm.anchor_error_exceeds(s["sd"], aquat, s["time_step"], s["body_quat"], ANCHOR, True, 0.8, gravity)
     mterm.body_height_exceeds(s["sd"], s["pos_cols"], ids, pos_rel, 0.6, bodies)
     g = np.array([0.0, 0.0, -1.0])
     errors = {"h": [], "g": [], "b": []}

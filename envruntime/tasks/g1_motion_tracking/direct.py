@@ -247,13 +247,9 @@ class G1MotionTrackingDirectEnv(DirectEnv):
         )  # fmt: skip
 
     def _observe_rows(
-        self,
-        rows: np.ndarray,
-        update_command: bool,
-        uniforms: np.ndarray,
-        actor: np.ndarray,
+        self, rows: np.ndarray, update_command: bool, uniforms: np.ndarray, actor: np.ndarray,
         critic: np.ndarray,
-    ) -> None:
+    ) -> None:  # fmt: skip
         b, ref = self.backend, self.ref
         _observe(
             rows, update_command, b.sensordata, b.qpos, b.qvel, self.time_step, ref.joint_pos, ref.joint_vel,

@@ -79,36 +79,37 @@ def body_ori_b(env: Any, command: str) -> _ObsTerm:
 # rewards
 
 
-def ref_anchor_pos_tracking(env: Any, std: float, command: str) -> RewardFn:
-    """Exp kernel of the world-frame anchor position error."""
+def _anchor_tracking(env: Any, std: float, command: str, orientation: bool) -> RewardFn:
     m = _motion(env, command)
     ref = m.reference
-    return lambda out: rew.anchor_pos_tracking(
-        env.backend.sensordata, ref.anchor_pos_col, m.time_step, ref.body_pos, ref.anchor, std, out
+    col, clip = (ref.anchor_quat_col, ref.body_quat) if orientation else (ref.anchor_pos_col, ref.body_pos)
+    return lambda out: rew.anchor_tracking(
+        env.backend.sensordata, col, m.time_step, clip, ref.anchor, orientation, std, out
     )
+
+
+def ref_anchor_pos_tracking(env: Any, std: float, command: str) -> RewardFn:
+    """Exp kernel of the world-frame anchor position error."""
+    return _anchor_tracking(env, std, command, orientation=False)
 
 
 def ref_anchor_ori_tracking(env: Any, std: float, command: str) -> RewardFn:
     """Exp kernel of the anchor orientation error angle."""
-    m = _motion(env, command)
-    ref = m.reference
-    return lambda out: rew.anchor_ori_tracking(
-        env.backend.sensordata, ref.anchor_quat_col, m.time_step, ref.body_quat, ref.anchor, std, out
-    )
+    return _anchor_tracking(env, std, command, orientation=True)
 
 
 def body_pos_tracking(env: Any, std: float, command: str) -> RewardFn:
     """Exp kernel of the mean squared position error to the re-anchored reference bodies."""
     m = _motion(env, command)
     cols = m.reference.pos_cols
-    return lambda out: rew.body_pos_tracking(env.backend.sensordata, cols, m.body_pos_rel, std, out)
+    return lambda out: rew.body_pose_tracking(env.backend.sensordata, cols, m.body_pos_rel, False, std, out)
 
 
 def body_ori_tracking(env: Any, std: float, command: str) -> RewardFn:
     """Exp kernel of the mean squared orientation error to the re-anchored reference bodies."""
     m = _motion(env, command)
     cols = m.reference.quat_cols
-    return lambda out: rew.body_ori_tracking(env.backend.sensordata, cols, m.body_quat_rel, std, out)
+    return lambda out: rew.body_pose_tracking(env.backend.sensordata, cols, m.body_quat_rel, True, std, out)
 
 
 def body_lin_vel_tracking(env: Any, std: float, command: str) -> RewardFn:
@@ -132,23 +133,24 @@ def body_ang_vel_tracking(env: Any, std: float, command: str) -> RewardFn:
 # terminations
 
 
-def anchor_height_error(env: Any, threshold: float, command: str) -> TerminationFn:
-    """The anchor's height differs from the reference's by more than ``threshold`` metres."""
+def _anchor_error(env: Any, threshold: float, command: str, gravity: bool) -> TerminationFn:
     m = _motion(env, command)
     ref = m.reference
-    return lambda out: term.anchor_height_exceeds(
-        env.backend.sensordata, ref.anchor_pos_col, m.time_step, ref.body_pos, ref.anchor, threshold, out
+    col, clip = (ref.anchor_quat_col, ref.body_quat) if gravity else (ref.anchor_pos_col, ref.body_pos)
+    return lambda out: term.anchor_error_exceeds(
+        env.backend.sensordata, col, m.time_step, clip, ref.anchor, gravity, threshold, out
     )
+
+
+def anchor_height_error(env: Any, threshold: float, command: str) -> TerminationFn:
+    """The anchor's height differs from the reference's by more than ``threshold`` metres."""
+    return _anchor_error(env, threshold, command, gravity=False)
 
 
 def anchor_gravity_error(env: Any, threshold: float, command: str) -> TerminationFn:
     """The z components of gravity in the robot's and the reference's anchor frames differ by
     more than ``threshold``."""
-    m = _motion(env, command)
-    ref = m.reference
-    return lambda out: term.anchor_gravity_exceeds(
-        env.backend.sensordata, ref.anchor_quat_col, m.time_step, ref.body_quat, ref.anchor, threshold, out
-    )
+    return _anchor_error(env, threshold, command, gravity=True)
 
 
 def body_height_error(env: Any, threshold: float, bodies: tuple[str, ...], command: str) -> TerminationFn:

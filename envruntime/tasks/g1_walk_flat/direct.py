@@ -30,6 +30,7 @@ from envruntime.kernels.humanoid import (
     squared_sum_row,
     update_air_time_row,
 )
+from envruntime.kernels.observation import proprioceptive_row
 from envruntime.kernels.reward import (
     action_rate_row,
     ang_vel_z_tracking_row,
@@ -39,7 +40,7 @@ from envruntime.kernels.reward import (
     lin_vel_xy_tracking_row,
     upright_row,
 )
-from envruntime.kernels.scalar import observe, projected_gravity
+from envruntime.kernels.scalar import observe
 from envruntime.kernels.termination import tilt_exceeds_row
 from envruntime.managers.mdp.humanoid import joint_stds, lumped_masses
 from envruntime.motion.g1_names import HOME_KEYFRAME
@@ -137,7 +138,7 @@ def _observe(
     critic: np.ndarray,
 ) -> None:
     """Optionally the command update, then foot air time and actor and critic rows for ``rows``."""
-    vel, gyro, base_quat = cols[0], cols[1], cols[2]
+    base_quat = cols[2]
     z_cols, touch_cols = feet[0], feet[2]
     stiffness, ang_lo, ang_hi, contact, dt = (
         cmd_params[0],
@@ -147,8 +148,6 @@ def _observe(
         cmd_params[4],
     )
     inf = np.inf
-    nj = qadr.shape[0]
-    na = action.shape[1]
     nf = z_cols.shape[0]
     raw = np.empty(POLICY_DIM)
     for i in range(rows.shape[0]):
@@ -157,22 +156,7 @@ def _observe(
             update_velocity_command_row(
                 sd, base_quat, stiffness, ang_lo, ang_hi, command, heading, is_heading, is_standing, r
             )
-        for a in range(3):
-            raw[a] = sd[r, vel + a]
-            raw[3 + a] = sd[r, gyro + a]
-        gx, gy, gz = projected_gravity(
-            sd[r, base_quat], sd[r, base_quat + 1], sd[r, base_quat + 2], sd[r, base_quat + 3]
-        )
-        raw[6] = gx
-        raw[7] = gy
-        raw[8] = gz
-        for j in range(nj):
-            raw[9 + j] = qpos[r, qadr[j]] - default[j]
-            raw[9 + nj + j] = qvel[r, dadr[j]]
-        for k in range(na):
-            raw[9 + 2 * nj + k] = action[r, k]
-        for a in range(3):
-            raw[9 + 2 * nj + na + a] = command[r, a]
+        proprioceptive_row(sd, qpos, qvel, cols, qadr, dadr, default, action, command, r, raw)
         for col in range(POLICY_DIM):
             actor[i, col] = observe(raw[col], noise_amp[col], uniforms[i, col], -inf, inf, 1.0)
             critic[i, col] = observe(raw[col], 0.0, 0.0, -inf, inf, 1.0)
@@ -234,13 +218,9 @@ class G1WalkDirectEnv(VelocityDirectEnv):
         )  # fmt: skip
 
     def _observe_rows(
-        self,
-        rows: np.ndarray,
-        update_command: bool,
-        uniforms: np.ndarray,
-        actor: np.ndarray,
+        self, rows: np.ndarray, update_command: bool, uniforms: np.ndarray, actor: np.ndarray,
         critic: np.ndarray,
-    ) -> None:
+    ) -> None:  # fmt: skip
         b = self.backend
         _observe(
             rows, update_command, b.sensordata, b.qpos, b.qvel, self.cols, self.feet, self.qadr, self.dadr,

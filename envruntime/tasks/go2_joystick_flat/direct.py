@@ -24,6 +24,7 @@ from numba import njit
 from envruntime.backends.base import Backend
 from envruntime.envs.direct_velocity import VelocityDirectEnv
 from envruntime.kernels.command import update_velocity_command_row
+from envruntime.kernels.observation import proprioceptive_row
 from envruntime.kernels.reward import (
     action_rate_row,
     ang_vel_z_tracking_row,
@@ -34,7 +35,7 @@ from envruntime.kernels.reward import (
     posture_row,
     upright_row,
 )
-from envruntime.kernels.scalar import observe, projected_gravity
+from envruntime.kernels.scalar import observe
 from envruntime.kernels.termination import tilt_exceeds_row
 from envruntime.tasks.go2_joystick_flat.config import BASE, FEET, Go2JoystickCfg
 
@@ -119,7 +120,7 @@ def _observe(
     critic: np.ndarray,
 ) -> None:
     """Optionally the command update, then actor and critic rows for ``rows``, one pass."""
-    vel, gyro, quat = cols[0], cols[1], cols[2]
+    quat = cols[2]
     z_cols, touch_cols = feet[0], feet[2]
     stiffness, ang_lo, ang_hi, radius, contact = (
         cmd_params[0],
@@ -128,8 +129,6 @@ def _observe(
         cmd_params[3],
         cmd_params[4],
     )
-    nj = qadr.shape[0]
-    na = action.shape[1]
     raw = np.empty(ACTOR_DIM)
     for i in range(rows.shape[0]):
         r = rows[i]
@@ -137,20 +136,7 @@ def _observe(
             update_velocity_command_row(
                 sd, quat, stiffness, ang_lo, ang_hi, command, heading, is_heading, is_standing, r
             )
-        for a in range(3):
-            raw[a] = sd[r, vel + a]
-            raw[3 + a] = sd[r, gyro + a]
-        gx, gy, gz = projected_gravity(sd[r, quat], sd[r, quat + 1], sd[r, quat + 2], sd[r, quat + 3])
-        raw[6] = gx
-        raw[7] = gy
-        raw[8] = gz
-        for j in range(nj):
-            raw[9 + j] = qpos[r, qadr[j]] - default[j]
-            raw[9 + nj + j] = qvel[r, dadr[j]]
-        for k in range(na):
-            raw[9 + 2 * nj + k] = action[r, k]
-        for a in range(3):
-            raw[9 + 2 * nj + na + a] = command[r, a]
+        proprioceptive_row(sd, qpos, qvel, cols, qadr, dadr, default, action, command, r, raw)
         for c in range(ACTOR_DIM):
             actor[i, c] = observe(raw[c], noise_amp[c], uniforms[i, c], -np.inf, np.inf, scale[c])
             critic[i, c] = observe(raw[c], 0.0, 0.0, -np.inf, np.inf, scale[c])
@@ -205,13 +191,9 @@ class Go2JoystickDirectEnv(VelocityDirectEnv):
         )  # fmt: skip
 
     def _observe_rows(
-        self,
-        rows: np.ndarray,
-        update_command: bool,
-        uniforms: np.ndarray,
-        actor: np.ndarray,
+        self, rows: np.ndarray, update_command: bool, uniforms: np.ndarray, actor: np.ndarray,
         critic: np.ndarray,
-    ) -> None:
+    ) -> None:  # fmt: skip
         b = self.backend
         _observe(
             rows, update_command, b.sensordata, b.qpos, b.qvel, self.cols, self.feet, self.qadr, self.dadr,
