@@ -18,8 +18,8 @@ from orchestrator.report import Table
 
 # Cell text -> CSS class, so verdicts and statuses stand out wherever a table shows them.
 HIGHLIGHTS: dict[str, str] = {
-    "PASS": "pass", "FAIL": "fail", "INCONCLUSIVE": "warn", "ok": "pass", "failed": "fail", "timeout": "fail",
-    "cancelled": "fail", "audit_failed": "fail",
+    "PASS": "pass", "FAIL": "fail", "INCONCLUSIVE": "warn", "DRIFT": "warn",
+    "ok": "pass", "failed": "fail", "timeout": "fail", "cancelled": "fail", "audit_failed": "fail",
 }
 BOKEH_JS = Resources(mode="inline", components=["bokeh"])
 STYLE = """

@@ -16,6 +16,7 @@ from orchestrator.report import (
     Table,
     case_counts,
     case_table,
+    drift_table,
     failures_table,
     gates_table,
     host_lines,
@@ -75,6 +76,9 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
             figures.append(timeline_plot(case_steps, mine, report.sides, phase,
                                          f"{case}: {phase} per step (warm-up shaded)"))
         page.figures(figures)
+    if report.drift:
+        page.heading("Drift against earlier sweeps of the same SHAs")
+        page.table(drift_table(report))
     if len(report.failures):
         page.heading("Runs not ok")
         page.table(failures_table(report))

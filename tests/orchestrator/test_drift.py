@@ -103,3 +103,11 @@ def test_only_the_latest_earlier_sweeps_are_read(root, monkeypatch):
     monkeypatch.setattr(drift, "HISTORY_SWEEPS", 1)
     base = drift_of(make_report(root, CURRENT), "base")
     assert (base.sweeps, base.reference, base.latest_sweep) == (1, 102.0, "ab-20260102T000000")
+
+
+def test_the_html_report_shows_the_drift_highlighted(root):
+    from orchestrator.reports.sweep import write_sweep_html
+
+    page = write_sweep_html(root, make_report(root, CURRENT)).read_text(encoding="utf-8")
+    assert "Drift against earlier sweeps of the same SHAs" in page
+    assert '<td class="warn">DRIFT</td>' in page
