@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 
 def clean(values: Iterable[float | None]) -> np.ndarray:
@@ -115,6 +114,8 @@ def bootstrap_ratio_interval(candidate: np.ndarray, baseline: np.ndarray, *, pai
     too_few = min(candidate.size, baseline.size) < 2 or (paired and candidate.size != baseline.size)
     if too_few or not baseline.all():  # a resample of a baseline holding a 0 could have median 0
         return math.nan, math.nan
+    from scipy import stats as sps  # imported here: it costs seconds, and most CLI calls never need it
+
     result = sps.bootstrap((candidate, baseline), ratio_of_medians, paired=paired, vectorized=True,
                            n_resamples=resamples, confidence_level=confidence, method="percentile",
                            rng=np.random.default_rng(seed))
@@ -125,6 +126,8 @@ def mann_whitney_p(candidate: np.ndarray, baseline: np.ndarray) -> float:
     """Two-sided Mann-Whitney U p-value (exact for small samples without ties); NaN when a side is empty."""
     if not (candidate.size and baseline.size):
         return math.nan
+    from scipy import stats as sps
+
     return float(sps.mannwhitneyu(candidate, baseline, alternative="two-sided").pvalue)
 
 
