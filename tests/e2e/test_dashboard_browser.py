@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import itertools
 import json
 import logging
@@ -31,8 +32,9 @@ RENDER_TIMEOUT_S = 60.0
 RENDERED = "window.Bokeh !== undefined && Bokeh.index !== undefined && Object.keys(Bokeh.index).length > 0"
 
 
-def screenshot(url: str, profile: Path) -> bytes:
-    """Headless, offline Chromium loads ``url``; once Bokeh rendered the page, a PNG of the window.
+def screenshot(url: str, profile: Path, painted) -> bytes:
+    """Headless, offline Chromium loads ``url``; once Bokeh rendered the page, a PNG of the window
+    for which ``painted(png)`` holds (retried: canvases paint late on a loaded machine).
 
     The page draws only after its websocket delivered the document, later than the load event a
     plain ``--screenshot`` waits for, so Chromium is driven over the DevTools protocol instead.
@@ -42,13 +44,14 @@ def screenshot(url: str, profile: Path) -> bytes:
             "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "about:blank"]
     browser = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        return asyncio.run(asyncio.wait_for(_capture(url, profile / "DevToolsActivePort"), RENDER_TIMEOUT_S))
+        capture = _capture(url, profile / "DevToolsActivePort", painted)
+        return asyncio.run(asyncio.wait_for(capture, RENDER_TIMEOUT_S))
     finally:
         browser.kill()
         browser.wait()
 
 
-async def _capture(url: str, port_file: Path) -> bytes:
+async def _capture(url: str, port_file: Path, painted) -> bytes:
     while not (port_file.is_file() and port_file.read_text().strip()):
         await asyncio.sleep(0.1)
     port = port_file.read_text().split()[0]
@@ -70,10 +73,12 @@ async def _capture(url: str, port_file: Path) -> bytes:
     await call("Page.navigate", url=url)
     while not (await call("Runtime.evaluate", expression=RENDERED, returnByValue=True))["result"]["value"]:
         await asyncio.sleep(0.2)
-    await asyncio.sleep(1.0)  # let the canvases paint
-    png = (await call("Page.captureScreenshot", format="png"))["data"]
-    devtools.close()
-    return base64.b64decode(png)
+    while True:  # bounded by RENDER_TIMEOUT_S
+        await asyncio.sleep(0.5)  # let the canvases paint
+        png = base64.b64decode((await call("Page.captureScreenshot", format="png"))["data"])
+        if painted(png):
+            devtools.close()
+            return png
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install chromium)")
@@ -92,13 +97,19 @@ def test_the_board_renders_in_a_browser(tmp_path, monkeypatch):
         outcome = run_sweep(runs, scheduler=cluster.scheduler_address, continue_on_error=False,
                             show_progress=False)
         png = tmp_path / "board.png"
-        png.write_bytes(screenshot(outcome.dashboard_url, tmp_path / "chromium-profile"))
+        png.write_bytes(screenshot(outcome.dashboard_url, tmp_path / "chromium-profile", side_markers_drawn))
     if os.environ.get(SCREENSHOT_ENV):
         shutil.copy(png, os.environ[SCREENSHOT_ENV])
     image = Image.open(png).convert("RGB")
     assert image.width == 1400
     colors = image.resize((140, 100)).getcolors(maxcolors=140 * 100)
     assert colors is not None and len(colors) > 20, "the page drew tables and charts, not a blank window"
-    # each side's throughput marker (Category10 blue, orange) was drawn in the throughput chart
+
+
+def side_markers_drawn(png: bytes) -> bool:
+    """Each side's throughput marker (Category10 blue, orange) was drawn in the throughput chart."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
     pixels = {color for _, color in image.getcolors(maxcolors=image.width * image.height)}
-    assert (31, 119, 180) in pixels and (255, 127, 14) in pixels
+    return (31, 119, 180) in pixels and (255, 127, 14) in pixels
