@@ -16,14 +16,9 @@ def joint_position_target(a: float, clip: float, scale: float, offset: float, lo
 
 @njit(cache=True)
 def joint_position_targets(
-    action: np.ndarray,
-    clip: float,
-    scale: float,
-    offset: np.ndarray,
-    ctrl_lo: np.ndarray,
-    ctrl_hi: np.ndarray,
-    ctrl: np.ndarray,
-) -> None:
+    action: np.ndarray, clip: float, scale: float, offset: np.ndarray, ctrl_lo: np.ndarray,
+    ctrl_hi: np.ndarray, ctrl: np.ndarray,
+) -> None:  # fmt: skip
     """``ctrl = joint_position_target(a)`` per actuator."""
     for r in range(action.shape[0]):
         for k in range(action.shape[1]):
@@ -32,16 +27,9 @@ def joint_position_targets(
 
 @njit(cache=True)
 def record_action_and_targets(
-    action_in: np.ndarray,
-    action: np.ndarray,
-    prev_action: np.ndarray,
-    clip: float,
-    scale: float,
-    offset: np.ndarray,
-    ctrl_lo: np.ndarray,
-    ctrl_hi: np.ndarray,
-    ctrl: np.ndarray,
-) -> None:
+    action_in: np.ndarray, action: np.ndarray, prev_action: np.ndarray, clip: float, scale: float,
+    offset: np.ndarray, ctrl_lo: np.ndarray, ctrl_hi: np.ndarray, ctrl: np.ndarray,
+) -> None:  # fmt: skip
     """Shift the action history (``prev_action := action``, ``action := action_in``) and compute
     the joint targets of the new action, one pass (the direct variants' action step)."""
     for r in range(action.shape[0]):
