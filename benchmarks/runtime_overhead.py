@@ -34,7 +34,7 @@ from time import perf_counter
 import numpy as np
 
 from envruntime.backends import default_threads, make_backend
-from envruntime.bench import TORCH_THREADS_ENV
+from envruntime.bench import DEFAULT_TORCH_THREADS, TORCH_THREADS_ENV
 from envruntime.tasks import make_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -53,7 +53,7 @@ class OverheadConfig:
     steps: int
     threads: int
     rss_num_envs: int  # 0 skips the RSS run
-    torch_threads: int  # 0: the bench's default (its --threads value)
+    torch_threads: int  # 0: the bench's default (DEFAULT_TORCH_THREADS)
     algo: str = "sac"  # the collectors' actor
     seed: int = 0
 
@@ -173,7 +173,7 @@ def report(cfg: OverheadConfig) -> None:
             for variant in ("direct", "manager")}
     rates = {variant: run.rate(cfg.num_envs) for variant, run in runs.items()}
     print(f"{cfg.task} on {cfg.sim}, N={cfg.num_envs}, {cfg.threads} threads "
-          f"(torch {cfg.torch_threads or cfg.threads}), decimation {decimation}, "
+          f"(torch {cfg.torch_threads or DEFAULT_TORCH_THREADS}), decimation {decimation}, "
           f"{cfg.steps} measured steps after {cfg.warmup} warm-up")
     print("  env-steps/s                  wall-clock   from median step")
     print(f"  raw physics limit          {physics.wall:12.0f} {physics.median:12.0f}")

@@ -7,9 +7,12 @@
 Records go to ``--stream`` (a file or FIFO), never stdout: a ``header`` (case, params, audit), one
 ``step`` per vector step (``warmup`` flagged, every phase, ``resets``), then a ``summary``
 (throughput = num_envs * measured steps / measured wall seconds, phase means over measured
-steps, peak RSS). ``--threads 0`` (the default) means every CPU of the affinity mask; torch uses
-``ENVRUNTIME_TORCH_THREADS`` threads if set, else the ``--threads`` value; Numba uses the
-``--threads`` value (capped at ``NUMBA_NUM_THREADS``).
+steps, peak RSS). ``--threads 0`` (the default) means every CPU of the affinity mask for the
+physics backend and Numba (capped at ``NUMBA_NUM_THREADS``). The actor's torch uses
+``ENVRUNTIME_TORCH_THREADS`` threads, default 1: the actor runs between physics steps on the same
+cores, and torch's OpenMP workers spin-wait after each forward while the physics pool needs those
+cores (measured on a 2-core host at N=4096: 2 torch threads made ``policy_ms`` 3-8x and
+``physics_ms`` up to 2x that of 1 thread). Raise it on hosts with cores to spare.
 
 Exit codes: 0 ok; 2 invalid arguments (unknown task/sim/algo/variant, a non-positive count) or a
 task/engine not installed, with an ``error`` record when the stream can be opened and the valid
@@ -42,6 +45,7 @@ EXIT_OK = 0
 EXIT_RUN_FAILED = 1
 EXIT_INVALID = 2
 TORCH_THREADS_ENV = "ENVRUNTIME_TORCH_THREADS"
+DEFAULT_TORCH_THREADS = 1  # see the module docstring
 
 EnvFactory = Callable[[str, str, str, int, int], VecEnv]
 
@@ -122,7 +126,7 @@ def parse_config(argv: Sequence[str]) -> BenchConfig:
 def configure_threads(threads: int) -> int:
     """Resolve ``threads`` (0 = affinity mask) and apply it to torch and Numba; returns it."""
     resolved = threads or default_threads()
-    torch_threads = os.environ.get(TORCH_THREADS_ENV, str(resolved))
+    torch_threads = os.environ.get(TORCH_THREADS_ENV, str(DEFAULT_TORCH_THREADS))
     if not torch_threads.isdigit() or int(torch_threads) <= 0:
         raise InvalidArgument(f"{TORCH_THREADS_ENV} must be a positive integer, got {torch_threads!r}")
     torch.set_num_threads(int(torch_threads))

@@ -28,7 +28,7 @@ from distributed import Event, get_worker
 from filelock import FileLock
 
 from orchestrator.errors import InvalidInputError, ProtocolError
-from orchestrator.hostinfo import THREAD_VARS, collect_host, parse_cpus
+from orchestrator.hostinfo import PINNED_THREAD_VARS, collect_host, parse_cpus
 from orchestrator.proc import file_tail, kill_group, launch
 from orchestrator.results import RunResult, write_run
 from orchestrator.runs import PlannedRun
@@ -111,7 +111,7 @@ def bench_env(run: PlannedRun, tree: Path, threads: int) -> dict[str, str]:
     """The bench's environment: ours, the worktree first on PYTHONPATH, thread variables, the sweep's env."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH", "")) if p)
-    env.update({name: str(threads) for name in THREAD_VARS})
+    env.update({name: str(threads) for name in PINNED_THREAD_VARS})
     env.update({str(k): str(v) for k, v in run.env.items()})
     env[RUN_KEY_VAR] = run.run_key
     return env

@@ -17,10 +17,13 @@ from pathlib import Path
 
 import psutil
 
-THREAD_VARS: tuple[str, ...] = (
+# Set to the run's thread count for every bench (the Dask nanny would leave them at 1).
+PINNED_THREAD_VARS: tuple[str, ...] = (
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
-    "ENVRUNTIME_TORCH_THREADS",
 )
+# Recorded with every run; the bench's own knobs (its documented defaults apply unless the sweep's
+# ``env`` sets them) come after the pinned ones.
+THREAD_VARS: tuple[str, ...] = (*PINNED_THREAD_VARS, "ENVRUNTIME_TORCH_THREADS")
 VERSIONED_PACKAGES: tuple[str, ...] = ("numpy", "torch", "mujoco", "motrixsim", "mujoco-warp", "numba")
 
 
