@@ -1,6 +1,6 @@
 """Manager-based against hand-fused envs in the 7 cases of ``sweeps/mba_vs_direct_7case.yaml``.
 
-    python benchmarks/seven_case_overhead.py [--num-envs 4096] [--warmup 1] [--steps 3] [--threads 0]
+    python benchmarks/seven_case_overhead.py [--num-envs 4096] [--warmup 3] [--steps 5] [--threads 0]
         [--cases flashsac/go2_joystick_flat/mujoco,sac/g1_walk_flat/motrix]
 
 For every case (default: the sweep's seven, read from the YAML) measures in one process run, with
@@ -16,7 +16,7 @@ and, because physics time swings with the load between the two collector subproc
 variants step bitwise-identical physics), manager/direct with the direct run's ``physics_ms``
 substituted into the manager's step, and the direct collector's physics share of its step. Also
 the load average before and after: other processes share the machine, so read the ratios
-measured within this run, not the absolute rates.
+measured within this run, not the absolute rates. About 5 minutes on 2 cores with the defaults.
 """
 
 from __future__ import annotations
@@ -134,8 +134,8 @@ def print_table(results: list[CaseResult]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--num-envs", type=int, default=4096)
-    parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--steps", type=int, default=3, help="measured steps per collector and physics limit")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=5, help="measured steps per collector and physics limit")
     parser.add_argument("--threads", type=int, default=0, help="0: every CPU of the affinity mask")
     parser.add_argument("--cases", type=lambda text: text.split(","), default=sweep_cases(),
                         help="comma-separated algo/task/sim cases (default: the 7-case sweep's)")
