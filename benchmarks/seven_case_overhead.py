@@ -13,8 +13,8 @@ the case's actor). Prints per case, from median step times:
 * direct collector / raw physics limit (target >= 0.85);
 
 and, because physics time swings with the load between the two collector subprocesses (both
-variants step bitwise-identical physics), manager/direct with the direct run's ``physics_ms``
-substituted into the manager's step, and the direct collector's physics share of its step. Also
+variants step bitwise-identical physics), manager/direct at equal physics cost
+(``runtime_overhead.equal_physics_ratio``), and the direct collector's physics share of its step. Also
 the load average before and after: other processes share the machine, so read the ratios
 measured within this run, not the absolute rates. About 5 minutes on 2 cores with the defaults.
 """
@@ -33,6 +33,7 @@ from runtime_overhead import (
     UPDATE_STATE_SHARE_TARGET,
     OverheadConfig,
     Rate,
+    equal_physics_ratio,
     physics_limit,
     run_collector,
     task_decimation,
@@ -75,9 +76,7 @@ class CaseResult:
 
     @property
     def manager_over_direct_same_physics(self) -> float:
-        """manager/direct with the direct run's physics time in the manager's step too."""
-        d, m = self.direct_ms, self.manager_ms
-        return d["collector_step_ms"] / (m["collector_step_ms"] - m["physics_ms"] + d["physics_ms"])
+        return equal_physics_ratio(self.direct_ms, self.manager_ms)
 
     @property
     def update_state_share(self) -> float:
@@ -125,7 +124,7 @@ def print_table(results: list[CaseResult]) -> None:
               f"{r.direct_over_physics:8.3f} {100 * r.direct_physics_share:6.1f}%  {misses}")
     print(f"targets: mgr/dir >= {MANAGER_OVER_DIRECT_TARGET}, upd/phys <= {UPDATE_STATE_SHARE_TARGET}, "
           f"dir/phys >= {DIRECT_OVER_PHYSICS_TARGET}; rates in env-steps/s from median step times; "
-          "same-ph: mgr/dir with the direct run's physics_ms; dir-ph%: physics share of the direct step")
+          "same-ph: mgr/dir at equal physics cost; dir-ph%: physics share of the direct step")
     ratios = [r.manager_over_direct for r in results]
     print(f"manager/direct over the cases: {min(ratios):.3f} - {max(ratios):.3f}; "
           f"{sum(not r.misses() for r in results)} of {len(results)} cases meet every target")
