@@ -27,9 +27,14 @@ from orchestrator.stream import StepRecord
 
 # Always present (null when a run did not report them), so every file has the same core schema and
 # ``pd.read_parquet("results/runs")`` -- which takes the schema of the first file -- sees them all.
+# The ``update_state.<manager>.<stage>_ms`` breakdown a manager-based env reports is standard too:
+# a direct env has none (null), and a directory read must not drop it when a direct run comes first.
 STANDARD_PHASES: tuple[str, ...] = (
     "collector_step_ms", "policy_ms", "env_step_ms", "apply_action_ms", "physics_ms", "d2h_ms",
     "update_state_ms", "reset_done_ms", "replay_ms",
+    "update_state.termination.compute_ms", "update_state.reward.compute_ms",
+    "update_state.command.compute_ms", "update_state.command.post_compute_ms",
+    "update_state.event.interval_ms", "update_state.observation.compute_ms",
 )
 STANDARD_AUDIT: tuple[str, ...] = (
     "module_file", "git_sha", "env_class", "backend_class", "managers", "versions", "threads",

@@ -65,6 +65,9 @@ def test_pandas_reads_the_runs_root_across_sweeps_and_statuses(tmp_path):
     assert df["throughput"].dtype == "float64"
     assert df.set_index("run_key").sort_index()["error"].isna().tolist() == [True, False, True]
     assert sorted(df["sweep"].astype(str).unique()) == ["s1", "s2"]
+    # the manager breakdown survives a directory read whose first file lacks it
+    assert df.set_index("run_key")["update_state.command.compute_ms"].fillna(-1).to_dict() == {
+        "r1": -1, "r2": -1, "r3": 0.5}
     union = read_runs(tmp_path / "results")
     assert union.set_index("run_key")["update_state.command.compute_ms"].fillna(-1).to_dict() == {
         "r1": -1, "r2": -1, "r3": 0.5}
