@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -263,8 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``shasweep`` console script; returns the exit code."""
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        _take_late_overrides(parser, args, extra)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0)
     try:
@@ -272,6 +275,20 @@ def main(argv: list[str] | None = None) -> int:
     except ShasweepError as exc:
         print(f"shasweep: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # e.g. `shasweep plan x.yaml | head`: the reader left, nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _take_late_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """KEY=VALUE overrides written after an option (``run x.yaml --no-progress a=b``) join the others;
+    anything else argparse did not recognise is a usage error (exit 2)."""
+    if not extra:
+        return
+    unknown = [arg for arg in extra if arg.startswith("-") or "=" not in arg]
+    if unknown or not hasattr(args, "overrides"):
+        parser.error(f"unrecognized arguments: {' '.join(unknown or extra)}")
+    args.overrides = [*args.overrides, *extra]
 
 
 def format_plan(resolved: ResolvedSweep, runs: list[PlannedRun]) -> str:

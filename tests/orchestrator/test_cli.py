@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -24,6 +25,15 @@ def test_help_lists_commands_and_exit_codes(capsys):
 def test_usage_errors_exit_2(argv, capsys):
     assert main(argv) == EXIT_INVALID
     assert "usage: shasweep" in capsys.readouterr().err
+
+
+def test_overrides_may_follow_options(capsys):
+    """`run x.yaml --no-progress repeats=-1`: the late override is read (and rejected before dispatch)."""
+    smoke = str(Path(__file__).resolve().parents[2] / "sweeps" / "smoke.yaml")
+    assert main(["run", smoke, "--no-progress", "repeats=-1"]) == EXIT_INVALID
+    assert "repeats" in capsys.readouterr().err
+    assert main(["run", smoke, "--no-progress", "--frobnicate"]) == EXIT_INVALID
+    assert "unrecognized arguments: --frobnicate" in capsys.readouterr().err
 
 
 def test_gc_on_an_empty_home(tmp_path, monkeypatch, capsys):
