@@ -36,7 +36,7 @@ from orchestrator.verdicts import (
     format_p,
 )
 
-AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha")
+AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha", "audit_threads")
 FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error")
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
     ("run_key", "sweep_id", "side", "case", "sha", "status", "error", *AUDIT_COLUMNS, *AUDIT_INPUT_COLUMNS,
@@ -244,8 +244,10 @@ def sides_table(report: Report) -> Table:
     for side in report.sides:
         info, audit = report.record.get("sides", {}).get(side, {}), report.audit[side]
         planned = [str(info.get(k, "-")) for k in ("ref", "sha", "variant")]
-        rows.append([side, *planned, audit["env_class"], audit["backend_class"], audit["git_sha"]])
-    return Table(["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha"], rows)
+        rows.append([side, *planned, audit["env_class"], audit["backend_class"], audit["git_sha"],
+                     audit["threads"]])
+    return Table(["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha",
+                  "bench threads"], rows)
 
 
 def _case_md(report: Report, case: str) -> str:
@@ -343,7 +345,9 @@ def _host_md(report: Report) -> str:
 def host_lines(report: Report) -> list[str]:
     """The bench host's record, one ``key: value`` per line."""
     host = report.record.get("host") or {}
-    return [f"{k}: {v}" for k, v in sorted(host.items())] or ["not recorded"]
+    # The record's thread variables are the bench worker's own (a Dask nanny sets them to 1); each
+    # bench's real settings are in its audit, shown per side under "bench threads".
+    return [f"{k}: {v}" for k, v in sorted(host.items()) if k != "threads"] or ["not recorded"]
 
 
 def write_report(report: Report, results_root: Path) -> tuple[Path, Path]:

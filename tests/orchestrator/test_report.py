@@ -166,3 +166,18 @@ def test_sides_keep_their_declaration_order_through_the_record(tmp_path):
     write_record(tmp_path, sweep, record)
     write_go2_runs(tmp_path, sweep)
     assert make_report(tmp_path, sweep).sides == ["cand", "base"]
+
+
+def test_sides_show_the_bench_threads_and_the_host_omits_the_workers_own(tmp_path):
+    """Thread variables in the sweep record are the Dask worker's (the nanny's 1s), not what the
+    bench ran with: the report shows each side's audited bench threads instead."""
+    sweep = "ab-20260101T000000"
+    write_sweep(tmp_path, sweep, [], [GO2])
+    record = read_record(tmp_path, sweep)
+    record["host"]["threads"] = '{"OMP_NUM_THREADS": "1"}'
+    write_record(tmp_path, sweep, record)
+    threads = '{"torch": 1, "OMP_NUM_THREADS": "2"}'
+    write_run(tmp_path, sweep, "b0", "base", GO2, throughput=1.0, audit_threads=threads)
+    md = to_markdown(make_report(tmp_path, sweep))
+    assert "| bench threads |" in md and threads in md
+    assert '"OMP_NUM_THREADS": "1"' not in md
