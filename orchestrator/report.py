@@ -10,6 +10,7 @@ under ``<results>/reports/<id>.{md,csv}``; the section tables are public so othe
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,9 +158,27 @@ def _audit(runs: pd.DataFrame, sides: list[str]) -> dict[str, dict[str, str]]:
     audit = {}
     for side in sides:
         mine = runs[runs["side"] == side]
-        audit[side] = {col.removeprefix("audit_"): ", ".join(sorted(mine[col].dropna().unique())) or "-"
-                       for col in AUDIT_COLUMNS}
+        audit[side] = {col.removeprefix("audit_"): _distinct(mine[col]) for col in AUDIT_COLUMNS}
     return audit
+
+
+def _distinct(values: pd.Series) -> str:
+    return ", ".join(sorted({_compact(v) for v in values.dropna()})) or "-"
+
+
+def _compact(value: str) -> str:
+    """A JSON object audit value as ``key=value`` pairs (``OMP_NUM_THREADS`` as ``OMP``); text as is."""
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return value
+    if not isinstance(parsed, dict):
+        return value
+    return " ".join(f"{k.removesuffix('_NUM_THREADS')}={_plain(v)}" for k, v in parsed.items())
+
+
+def _plain(value: object) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def make_report(results_root: Path, sweep_id: str) -> Report:

@@ -106,7 +106,9 @@ def timeline_plot(steps: pd.DataFrame, runs: pd.DataFrame, sides: list[str], pha
 
     ``steps`` is the long steps table of one case's runs restricted to ``phase``.
     """
-    fig = _figure(title, y_label=phase.removesuffix("_ms") + " (ms)", x_label="vector step")
+    # log scale: the first warm-up steps (JIT compiles) can be 100x a measured step
+    fig = _figure(title, y_label=phase.removesuffix("_ms") + " (ms, log scale)", x_label="vector step",
+                  y_axis_type="log")
     warmup = steps.loc[steps["warmup"], "step"]
     if len(warmup):
         fig.add_layout(BoxAnnotation(left=-0.5, right=float(warmup.max()) + 0.5, fill_color="#999",
@@ -145,7 +147,8 @@ def _figure(title: str, *, y_label: str, x_label: str = "", **kwargs: object) ->
     fig = figure(title=title, width=WIDTH, height=HEIGHT, tools="pan,box_zoom,wheel_zoom,reset,save",
                  **kwargs)
     fig.yaxis.axis_label, fig.xaxis.axis_label = y_label, x_label
-    fig.y_range.start = 0
+    if kwargs.get("y_axis_type") != "log":
+        fig.y_range.start = 0
     return fig
 
 
