@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from parity import step_both_and_compare
 
 from envruntime.backends import make_backend
 from envruntime.motion import load_g1_motion
@@ -142,31 +143,10 @@ def test_manager_and_direct_agree_bit_for_bit() -> None:
     n = 16
     cfg = G1MotionTrackingCfg(episode_length_s=1.0, push_interval_s=(0.2, 0.6), push_vel=1.0)
     envs = [_env(v, n, cfg) for v in ("manager", "direct")]
-    first = [e.reset(seed=11) for e in envs]
-    for group in ("actor", "critic"):
-        np.testing.assert_array_equal(first[0][group], first[1][group])
-    rng = np.random.default_rng(3)
     amplitude = np.where(np.arange(n) < n // 2, 3.0, 0.1)[:, None]
-    terminated = truncated = 0
-    for step in range(300):
-        action = (amplitude * rng.standard_normal((n, 29))).astype(np.float32)
-        m, d = (e.step(action) for e in envs)
-        for name in ("reward", "terminated", "truncated"):
-            np.testing.assert_array_equal(
-                getattr(m, name), getattr(d, name), err_msg=f"{name} at step {step}"
-            )
-        for group in ("actor", "critic"):
-            np.testing.assert_array_equal(m.obs[group], d.obs[group], err_msg=f"obs {group} at step {step}")
-            np.testing.assert_array_equal(
-                m.final_obs[group], d.final_obs[group], err_msg=f"final {group} {step}"
-            )
-        kept = ~(m.terminated | m.truncated)
-        np.testing.assert_array_equal(m.final_obs["critic"][kept], m.obs["critic"][kept])
-        terminated += int(m.terminated.sum())
-        truncated += int(m.truncated.sum())
+    terminated, truncated, _ = step_both_and_compare(envs, amplitude, 300)
     print(f"parity: {terminated} terminated, {truncated} truncated")
     assert terminated >= 10 and truncated >= 10
-    np.testing.assert_array_equal(envs[0].backend.qpos, envs[1].backend.qpos)
     np.testing.assert_array_equal(envs[0].command_manager.term("motion").sampler.failure_rate,
                                   envs[1].sampler.failure_rate)  # fmt: skip
 
@@ -174,13 +154,5 @@ def test_manager_and_direct_agree_bit_for_bit() -> None:
 def test_variants_agree_on_the_float32_motrix_backend() -> None:
     envs = [make_env("g1_motion_tracking", "motrix", v, num_envs=4, threads=1) for v in ("manager", "direct")]
     assert envs[0].backend.dtype == np.float32
-    first = [e.reset(seed=2) for e in envs]
-    np.testing.assert_array_equal(first[0]["critic"], first[1]["critic"])
-    rng = np.random.default_rng(0)
-    for _ in range(20):
-        action = (0.3 * rng.standard_normal((4, 29))).astype(np.float32)
-        m, d = (e.step(action) for e in envs)
-        np.testing.assert_array_equal(m.reward, d.reward)
-        np.testing.assert_array_equal(m.obs["actor"], d.obs["actor"])
-        np.testing.assert_array_equal(m.obs["critic"], d.obs["critic"])
+    *_, m = step_both_and_compare(envs, 0.3, 20, seed=2, action_seed=0)
     assert np.isfinite(m.obs["critic"]).all() and np.all(envs[0].backend.qpos[:, 2] > 0.3)

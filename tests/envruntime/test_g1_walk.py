@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from parity import step_both_and_compare
 
 from envruntime.backends.mujoco_backend import MujocoBackend
 from envruntime.tasks import make_env
@@ -91,27 +92,10 @@ def test_manager_and_direct_agree_bit_for_bit() -> None:
     and sum the rewards in the same order, so equality is exact, not approximate."""
     cfg = G1WalkCfg(episode_length_s=1.0, push_interval_s=(0.2, 0.6), push_vel=1.0)
     envs = [_env(v, cfg) for v in ("manager", "direct")]
-    first = [e.reset(seed=11) for e in envs]
-    for group in ("actor", "critic"):
-        np.testing.assert_array_equal(first[0][group], first[1][group])
-    rng = np.random.default_rng(3)
     amplitude = np.where(np.arange(N) < N // 2, 2.0, 0.2)[:, None]
-    terminated = truncated = 0
-    for step in range(300):
-        action = (amplitude * rng.standard_normal((N, NU))).astype(np.float32)
-        m, d = (e.step(action) for e in envs)
-        for name in ("reward", "terminated", "truncated"):
-            np.testing.assert_array_equal(getattr(m, name), getattr(d, name), err_msg=f"{name} {step}")
-        for group in ("actor", "critic"):
-            np.testing.assert_array_equal(m.obs[group], d.obs[group], err_msg=f"obs {group} {step}")
-            np.testing.assert_array_equal(
-                m.final_obs[group], d.final_obs[group], err_msg=f"final {group} {step}"
-            )
-        terminated += int(m.terminated.sum())
-        truncated += int(m.truncated.sum())
+    terminated, truncated, _ = step_both_and_compare(envs, amplitude, 300)
     print(f"parity: {terminated} terminated, {truncated} truncated")
     assert terminated >= 10 and truncated >= 10
-    np.testing.assert_array_equal(envs[0].backend.qpos, envs[1].backend.qpos)
     rewards = envs[0].reward_manager.raw  # the last step's raw terms, one row per term
     names = envs[0].reward_manager.term_names
     for term in ("angular_momentum", "body_ang_vel", "foot_clearance"):
@@ -124,15 +108,7 @@ def test_variants_agree_on_the_float32_motrix_backend() -> None:
     """MotrixSim keeps float32 state: both variants build on it, step, and still agree exactly."""
     envs = [make_env("g1_walk_flat", "motrix", v, num_envs=4, threads=1) for v in ("manager", "direct")]
     assert envs[0].backend.dtype == np.float32
-    first = [e.reset(seed=2) for e in envs]
-    np.testing.assert_array_equal(first[0]["critic"], first[1]["critic"])
-    rng = np.random.default_rng(0)
-    for _ in range(10):
-        action = (0.5 * rng.standard_normal((4, NU))).astype(np.float32)
-        m, d = (e.step(action) for e in envs)
-        np.testing.assert_array_equal(m.reward, d.reward)
-        np.testing.assert_array_equal(m.obs["actor"], d.obs["actor"])
-        np.testing.assert_array_equal(m.obs["critic"], d.obs["critic"])
+    *_, m = step_both_and_compare(envs, 0.5, 10, seed=2, action_seed=0)
     assert np.isfinite(m.obs["critic"]).all() and np.all(envs[0].backend.qpos[:, 2] > 0.5)
     for e in envs:
         e.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from parity import step_both_and_compare
 
 from envruntime.backends.mujoco_backend import MujocoBackend
 from envruntime.tasks import make_env
@@ -87,42 +88,15 @@ def test_manager_and_direct_agree_bit_for_bit() -> None:
     Both variants evaluate the same row formulas (envruntime.kernels) in the same order with
     the same random numbers, so equality is exact, not approximate."""
     cfg = Go2JoystickCfg(episode_length_s=1.0, max_tilt_deg=30.0, push_interval_s=(0.2, 0.6), push_vel=1.0)
-    envs = _pair(cfg)
-    first = [e.reset(seed=11) for e in envs]
-    for group in ("actor", "critic"):
-        np.testing.assert_array_equal(first[0][group], first[1][group])
-    rng = np.random.default_rng(3)
     amplitude = np.where(np.arange(N) < N // 2, 3.0, 0.2)[:, None]
-    terminated = truncated = 0
-    for step in range(300):
-        action = (amplitude * rng.standard_normal((N, 12))).astype(np.float32)
-        m, d = (e.step(action) for e in envs)
-        for name in ("reward", "terminated", "truncated"):
-            np.testing.assert_array_equal(
-                getattr(m, name), getattr(d, name), err_msg=f"{name} at step {step}"
-            )
-        for group in ("actor", "critic"):
-            np.testing.assert_array_equal(m.obs[group], d.obs[group], err_msg=f"obs {group} at step {step}")
-            np.testing.assert_array_equal(
-                m.final_obs[group], d.final_obs[group], err_msg=f"final {group} {step}"
-            )
-        terminated += int(m.terminated.sum())
-        truncated += int(m.truncated.sum())
+    terminated, truncated, _ = step_both_and_compare(_pair(cfg), amplitude, 300)
     print(f"parity: {terminated} terminated, {truncated} truncated")
     assert terminated >= 10 and truncated >= 10
-    np.testing.assert_array_equal(envs[0].backend.qpos, envs[1].backend.qpos)
 
 
 def test_variants_agree_on_a_float32_backend() -> None:
     """MotrixSim keeps float32 state: both variants accept it and still agree exactly."""
     envs = [make_env("go2_joystick_flat", "motrix", v, num_envs=4, threads=1) for v in ("manager", "direct")]
     assert envs[0].backend.dtype == np.float32
-    first = [e.reset(seed=2) for e in envs]
-    np.testing.assert_array_equal(first[0]["actor"], first[1]["actor"])
-    rng = np.random.default_rng(0)
-    for _ in range(30):
-        action = (0.5 * rng.standard_normal((4, 12))).astype(np.float32)
-        m, d = (e.step(action) for e in envs)
-        np.testing.assert_array_equal(m.reward, d.reward)
-        np.testing.assert_array_equal(m.obs["critic"], d.obs["critic"])
+    *_, m = step_both_and_compare(envs, 0.5, 30, seed=2, action_seed=0)
     assert np.isfinite(m.obs["actor"]).all() and np.all(envs[0].backend.qpos[:, 2] > 0.1)
