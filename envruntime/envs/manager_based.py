@@ -145,6 +145,7 @@ class ManagerBasedEnv:
     def reset(self, seed: int) -> dict[str, np.ndarray]:
         """Seed the generator, restart the managers, reset every env and return the first
         observation."""
+        self.observation_manager.compile_one_row_path(self._all_rows[:1])
         self.rng = np.random.default_rng(seed)
         self.termination_manager.restart()
         self.command_manager.restart()
