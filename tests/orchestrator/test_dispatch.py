@@ -73,7 +73,7 @@ def test_cancel_event_stops_the_running_bench(tmp_path, repo):
                    extra_args=("--mode", "hang", "--child-pid-file", str(tmp_path / "pid")))
     with threaded_cluster(GPU=1) as remote, Client(remote) as client:
         future = client.submit(execute_run, run, pure=False, resources={"GPU": 1})
-        while not (tmp_path / "pid").exists():
+        while not (tmp_path / "pid").exists() and not future.done():  # a bench that died early: see outcome
             time.sleep(0.05)
         Event(cancel_event_name(run.sweep_id), client=client).set()
         outcome = future.result(timeout=30)
