@@ -27,8 +27,9 @@ from envruntime.backends.motrix_backend import MotrixBackend
 from envruntime.backends.mujoco_backend import MujocoBackend
 
 ROOT = Path(__file__).parents[2]
-SCENES = [p for p in (ROOT / "envruntime/assets/go2_scene.xml", ROOT / "envruntime/assets/g1.xml",
-                      Path(__file__).parent / "data/mini_quad.xml") if p.is_file()]
+# committed scenes: a missing one must fail its case, not silently drop it from the comparison
+SCENES = [ROOT / "envruntime/assets/go2_scene.xml", ROOT / "envruntime/assets/g1.xml",
+          Path(__file__).parent / "data/mini_quad.xml"]
 N = 2
 SUBSTEPS = 4
 
