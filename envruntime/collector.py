@@ -45,6 +45,7 @@ class Collector:
         self.actor = actor
         self.replay = replay
         self._obs: dict[str, np.ndarray] = {}
+        self._done = np.zeros(env.num_envs, dtype=np.bool_)  # terminated | truncated, reused every step
 
     def reset(self, seed: int) -> None:
         """Reset every env and stage the first observation in the replay."""
@@ -74,7 +75,7 @@ class Collector:
         phases["policy_ms"] = (t_policy - t_start) / _NS_PER_MS
         phases["env_step_ms"] = (t_env - t_policy) / _NS_PER_MS
         phases["replay_ms"] = (t_end - t_env) / _NS_PER_MS
-        resets = int(np.count_nonzero(result.terminated | result.truncated))
+        resets = int(np.count_nonzero(np.logical_or(result.terminated, result.truncated, out=self._done)))
         return CollectorStep(phases=phases, resets=resets)
 
 

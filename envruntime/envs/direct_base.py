@@ -202,7 +202,8 @@ class DirectEnv:
         t5 = time.perf_counter()
         for g, o in self.obs.items():
             np.copyto(self.final_obs[g], o)
-            self.final_obs[g][done_rows] = self._final_rows[g][:k]
+            if k:
+                self.final_obs[g][done_rows] = self._final_rows[g][:k]
         t6 = time.perf_counter()
         record_backend_phases(t, b, _ms(t0, t1))
         t["update_state_ms"] = _ms(t2, t3) + _ms(t4, t5)

@@ -168,11 +168,12 @@ class ManagerBasedEnv:
         reward = self.reward_manager.compute()
         t4 = time.perf_counter()
         done_rows = np.flatnonzero(done)
+        k = done_rows.shape[0]
         obs = self.observation_manager.obs
-        if done_rows.shape[0]:
+        if k:
             self.observation_manager.compute(done_rows)
             for g, o in obs.items():
-                np.take(o, done_rows, axis=0, out=self._final_rows[g][: done_rows.shape[0]])
+                np.take(o, done_rows, axis=0, out=self._final_rows[g][:k])
             self._reset_rows(done_rows)
         t5 = time.perf_counter()
         self.command_manager.compute()
@@ -183,7 +184,8 @@ class ManagerBasedEnv:
         t8 = time.perf_counter()
         for g, o in obs.items():
             np.copyto(self.final_obs[g], o)
-            self.final_obs[g][done_rows] = self._final_rows[g][: done_rows.shape[0]]
+            if k:
+                self.final_obs[g][done_rows] = self._final_rows[g][:k]
         t9 = time.perf_counter()
 
         record_backend_phases(t, self.backend, _ms(t0, t1))
