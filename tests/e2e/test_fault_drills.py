@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import dask
@@ -23,33 +22,15 @@ from distributed import LocalCluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from fakebench.fakerepo import COMMAND, FakeRepo, make_fake_repo, make_run  # noqa: E402
+from fakebench.waits import is_gone, wait_for  # noqa: E402
 
 from orchestrator.cli import main  # noqa: E402
 from orchestrator.cluster import BENCH_RESOURCE  # noqa: E402
 from orchestrator.dispatch import run_sweep  # noqa: E402
 from orchestrator.errors import EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED  # noqa: E402
 
-WAIT_S = 60.0
 # ``-X importtime`` makes the fake bench write to stderr, so its tail has something to show.
 STDERR_COMMAND = ("{python}", "-X", "importtime", *COMMAND[1:])
-
-
-def wait_for(predicate, what: str, timeout_s: float = WAIT_S):
-    """Poll ``predicate`` until it returns something truthy; fail naming ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
-
-
-def is_gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def bench_pid(home: Path, run_number: int) -> int | None:

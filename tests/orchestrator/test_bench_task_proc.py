@@ -9,6 +9,7 @@ import sys
 import time
 
 import psutil
+from fakebench.waits import is_gone, wait_for
 
 from orchestrator.proc import file_tail, kill_group, launch
 
@@ -24,18 +25,6 @@ time.sleep(120)
 """
 
 
-def gone(pid: int, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_bench_dies_with_the_process_that_launched_it(tmp_path):
     launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)], stdout=subprocess.PIPE,
                                 text=True)
@@ -44,7 +33,7 @@ def test_bench_dies_with_the_process_that_launched_it(tmp_path):
     assert os.getsid(bench_pid) == bench_pid, "the bench runs in its own session"
     launcher.send_signal(signal.SIGKILL)  # a worker killed hard: no cleanup code runs
     launcher.wait()
-    assert gone(bench_pid), "the bench outlived the process that launched it"
+    wait_for(lambda: is_gone(bench_pid), "the bench to die with the process that launched it")
 
 
 def test_kill_group_and_stderr_tail(tmp_path):

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from fakebench.fakerepo import COMMAND, make_fake_repo, make_run
+from fakebench.waits import WAIT_S, wait_for
 from test_dashboard import board_cluster
 
 from orchestrator import sweep_record
@@ -24,8 +25,6 @@ from orchestrator.cli import main
 from orchestrator.dispatch import CANCELLED_REASON, run_sweep
 from orchestrator.errors import EXIT_INVALID, EXIT_RUN_FAILED
 from orchestrator.results import read_runs, runs_dir
-
-WAIT_S = 60.0
 
 
 @pytest.fixture
@@ -35,11 +34,7 @@ def repo(tmp_path, monkeypatch):
 
 
 def wait_for_file(path: Path) -> str:
-    deadline = time.monotonic() + WAIT_S
-    while not (path.is_file() and path.read_text().strip()):
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
-    return path.read_text().strip()
+    return wait_for(lambda: path.is_file() and path.read_text().strip(), f"{path} to appear")
 
 
 def live_members(pgid: int) -> list[int]:
