@@ -67,6 +67,11 @@ class VecEnv(Protocol):
         ...
 
 
+def elapsed_ms(start: float, end: float) -> float:
+    """Milliseconds between two ``time.perf_counter()`` readings."""
+    return (end - start) * 1e3
+
+
 def record_backend_phases(timings: dict[str, float], backend: Backend, apply_action_ms: float) -> None:
     """Fill the backend's phases into an env's ``timings``: ``apply_action_ms`` (the env's own
     action work plus any control upload the backend timed as ``h2d_ms``), ``physics_ms``, ``d2h_ms``.

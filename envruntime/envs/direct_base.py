@@ -33,11 +33,7 @@ import numpy as np
 from envruntime.backends.base import Backend
 from envruntime.envs.task_config import TaskCfg
 from envruntime.kernels.action import record_action_and_targets
-from envruntime.vecenv import ENV_PHASES, StepResult, record_backend_phases
-
-
-def _ms(start: float, end: float) -> float:
-    return (end - start) * 1e3
+from envruntime.vecenv import ENV_PHASES, StepResult, elapsed_ms, record_backend_phases
 
 
 class DirectEnv:
@@ -205,9 +201,9 @@ class DirectEnv:
             if k:
                 self.final_obs[g][done_rows] = self._final_rows[g][:k]
         t6 = time.perf_counter()
-        record_backend_phases(t, b, _ms(t0, t1))
-        t["update_state_ms"] = _ms(t2, t3) + _ms(t4, t5)
-        t["reset_done_ms"] = _ms(t3, t4) + _ms(t5, t6)
+        record_backend_phases(t, b, elapsed_ms(t0, t1))
+        t["update_state_ms"] = elapsed_ms(t2, t3) + elapsed_ms(t4, t5)
+        t["reset_done_ms"] = elapsed_ms(t3, t4) + elapsed_ms(t5, t6)
         return StepResult(
             obs=self.obs, reward=self.reward, terminated=self.terminated, truncated=self.truncated,
             final_obs=self.final_obs,

@@ -53,7 +53,7 @@ from envruntime.managers.terms import (
     RewardTermCfg,
     TerminationTermCfg,
 )
-from envruntime.vecenv import StepResult, record_backend_phases
+from envruntime.vecenv import StepResult, elapsed_ms, record_backend_phases
 
 UPDATE_STATE_STAGES: tuple[str, ...] = (  # plus ``update_state.command.post_compute_ms`` where used
     "update_state.termination.compute_ms",
@@ -78,10 +78,6 @@ class ManagerBasedEnvCfg:
     commands: dict[str, CommandTermCfg]
     # False when a command writes the full state of reset rows (the event manager then writes none)
     events_write_reset_state: bool = True
-
-
-def _ms(start: float, end: float) -> float:
-    return (end - start) * 1e3
 
 
 class ManagerBasedEnv:
@@ -188,15 +184,15 @@ class ManagerBasedEnv:
                 self.final_obs[g][done_rows] = self._final_rows[g][:k]
         t9 = time.perf_counter()
 
-        record_backend_phases(t, self.backend, _ms(t0, t1))
-        t["update_state.termination.compute_ms"] = _ms(t2, t3)
-        t["update_state.reward.compute_ms"] = _ms(t3, t4)
+        record_backend_phases(t, self.backend, elapsed_ms(t0, t1))
+        t["update_state.termination.compute_ms"] = elapsed_ms(t2, t3)
+        t["update_state.reward.compute_ms"] = elapsed_ms(t3, t4)
         for stage, key in self._command_stages.items():
             t[key] = self.command_manager.stage_ms[stage]
-        t["update_state.event.interval_ms"] = _ms(t6, t7)
-        t["update_state.observation.compute_ms"] = _ms(t7, t8)
+        t["update_state.event.interval_ms"] = elapsed_ms(t6, t7)
+        t["update_state.observation.compute_ms"] = elapsed_ms(t7, t8)
         t["update_state_ms"] = sum(t[key] for key in self._stage_keys)
-        t["reset_done_ms"] = _ms(t4, t5) + _ms(t8, t9)
+        t["reset_done_ms"] = elapsed_ms(t4, t5) + elapsed_ms(t8, t9)
         tm = self.termination_manager
         return StepResult(
             obs=obs, reward=reward, terminated=tm.terminated, truncated=tm.truncated, final_obs=self.final_obs
