@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from quats import rotation_matrix, unit_quats
 
 from envruntime.kernels import command as cmd
 from envruntime.kernels import observation as obs
@@ -20,30 +21,16 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(7)
 
 
-def _unit_quats(rng: np.random.Generator, n: int) -> np.ndarray:
-    q = rng.standard_normal((n, 4))
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
-
-
-def _rotation_matrix(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])  # fmt: skip
-
-
 def _gravity(q: np.ndarray) -> np.ndarray:
-    return _rotation_matrix(q).T @ np.array([0.0, 0.0, -1.0])
+    return rotation_matrix(q).T @ np.array([0.0, 0.0, -1.0])
 
 
 def test_scalar_quaternion_helpers(rng: np.random.Generator) -> None:
-    for q in _unit_quats(rng, 20):
+    for q in unit_quats(rng, 20):
         v = rng.standard_normal(3)
-        np.testing.assert_allclose(scalar.rotate_inverse(*q, *v), _rotation_matrix(q).T @ v, atol=1e-12)
+        np.testing.assert_allclose(scalar.rotate_inverse(*q, *v), rotation_matrix(q).T @ v, atol=1e-12)
         np.testing.assert_allclose(scalar.projected_gravity(*q), _gravity(q), atol=1e-12)
-        rot = _rotation_matrix(q)
+        rot = rotation_matrix(q)
         assert scalar.yaw_of(*q) == pytest.approx(np.arctan2(rot[1, 0], rot[0, 0]), abs=1e-12)
 
 
@@ -72,7 +59,7 @@ def test_gather_and_flags(rng: np.random.Generator) -> None:
 
 def test_projected_gravity_rows(rng: np.random.Generator) -> None:
     src = np.zeros((N, 7))
-    src[:, 3:7] = _unit_quats(rng, N)
+    src[:, 3:7] = unit_quats(rng, N)
     rows = np.arange(N)[::-1].copy()
     out = np.zeros((N, 3))
     obs.projected_gravity_rows(src, rows, 3, out)
@@ -105,7 +92,7 @@ def test_postprocess_rows_noise_clip_scale_and_history(rng: np.random.Generator)
 
 def _sensor_block(rng: np.random.Generator) -> np.ndarray:
     sd = rng.standard_normal((N, 30))
-    sd[:, 10:14] = _unit_quats(rng, N)
+    sd[:, 10:14] = unit_quats(rng, N)
     return sd
 
 
@@ -177,7 +164,7 @@ def test_quat_from_euler_matches_rotation_product() -> None:
     rz = np.array([[c(yaw), -s(yaw), 0], [s(yaw), c(yaw), 0], [0, 0, 1]])
     ry = np.array([[c(pitch), 0, s(pitch)], [0, 1, 0], [-s(pitch), 0, c(pitch)]])
     rx = np.array([[1, 0, 0], [0, c(roll), -s(roll)], [0, s(roll), c(roll)]])
-    np.testing.assert_allclose(_rotation_matrix(q), rz @ ry @ rx, atol=1e-12)
+    np.testing.assert_allclose(rotation_matrix(q), rz @ ry @ rx, atol=1e-12)
 
 
 def test_sample_root_state(rng: np.random.Generator) -> None:
@@ -223,11 +210,11 @@ def test_velocity_command_resample_and_update(rng: np.random.Generator) -> None:
     assert time_left[0] == 9.0 and not command[0].any()
 
     sd = np.zeros((n, 4))
-    sd[:, :4] = _unit_quats(rng, n)
+    sd[:, :4] = unit_quats(rng, n)
     expected = command.copy()
     for r in range(n):
         if is_heading[r]:
-            rot = _rotation_matrix(sd[r])
+            rot = rotation_matrix(sd[r])
             err = np.angle(np.exp(1j * (heading[r] - np.arctan2(rot[1, 0], rot[0, 0]))))
             expected[r, 2] = np.clip(0.5 * err, -1, 1)
         if is_standing[r]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from quats import rotation_matrix as _mat
+from quats import unit_quats
 
 from envruntime.kernels import motion_command as cmd
 from envruntime.kernels import motion_math as mm
@@ -21,20 +23,6 @@ ANCHOR = 2
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(11)
-
-
-def _unit_quats(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    q = rng.standard_normal((*shape, 4))
-    return q / np.linalg.norm(q, axis=-1, keepdims=True)
-
-
-def _mat(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])  # fmt: skip
 
 
 def _angle(ra: np.ndarray, rb: np.ndarray) -> float:
@@ -57,7 +45,7 @@ def scene(rng: np.random.Generator) -> dict:
     """A random clip, random robot sensordata with pos/quat/linvel/angvel columns per body."""
     pos_cols = 3 + 13 * np.arange(B)
     sd = rng.standard_normal((N, 3 + 13 * B + 2))
-    sd[:, (pos_cols + 3)[:, None] + np.arange(4)] = _unit_quats(rng, N, B)
+    sd[:, (pos_cols + 3)[:, None] + np.arange(4)] = unit_quats(rng, N, B)
     return {
         "sd": sd,
         "pos_cols": pos_cols,
@@ -66,7 +54,7 @@ def scene(rng: np.random.Generator) -> dict:
         "ang_cols": pos_cols + 10,
         "time_step": rng.integers(0, T, N),
         "body_pos": rng.standard_normal((T, B, 3)),
-        "body_quat": _unit_quats(rng, T, B),
+        "body_quat": unit_quats(rng, T, B),
         "body_lin_vel": rng.standard_normal((T, B, 3)),
         "body_ang_vel": rng.standard_normal((T, B, 3)),
         "joint_pos": rng.standard_normal((T, J)),
@@ -82,7 +70,7 @@ def _robot(s: dict, r: int, b: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_quaternion_math(rng: np.random.Generator) -> None:
-    for qa, qb in zip(_unit_quats(rng, 20), _unit_quats(rng, 20), strict=True):
+    for qa, qb in zip(unit_quats(rng, 20), unit_quats(rng, 20), strict=True):
         v = rng.standard_normal(3)
         np.testing.assert_allclose(_mat(np.array(mm.quat_mul(*qa, *qb))), _mat(qa) @ _mat(qb), atol=1e-12)
         np.testing.assert_allclose(mm.rotate(*qa, *v), _mat(qa) @ v, atol=1e-12)
@@ -241,7 +229,7 @@ def test_observation_kernels(scene: dict) -> None:
 def test_reward_kernels(scene: dict, rng: np.random.Generator) -> None:
     s = scene
     apos, aquat = int(s["pos_cols"][ANCHOR]), int(s["quat_cols"][ANCHOR])
-    pos_rel, quat_rel = rng.standard_normal((N, B, 3)), _unit_quats(rng, N, B)
+    pos_rel, quat_rel = rng.standard_normal((N, B, 3)), unit_quats(rng, N, B)
     out = {name: np.zeros(N) for name in ("ap", "ao", "bp", "bo", "lv", "av")}
     mrew.anchor_tracking(s["sd"], apos, s["time_step"], s["body_pos"], ANCHOR, False, 0.3, out["ap"])
     mrew.anchor_tracking(s["sd"], aquat, s["time_step"], s["body_quat"], ANCHOR, True, 0.4, out["ao"])
