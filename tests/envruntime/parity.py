@@ -34,3 +34,24 @@ def step_both_and_compare(envs: list[VecEnv], amplitude: float | np.ndarray, ste
         truncated += int(m.truncated.sum())
     np.testing.assert_array_equal(manager.backend.qpos, direct.backend.qpos)
     return terminated, truncated, m
+
+
+def check_final_obs_is_pre_reset(env: VecEnv, joints: slice, steps: int = 5, substeps: int = 4) -> None:
+    """``env`` is a manager env whose every row times out at step ``steps`` under zero actions. Before
+    that step final_obs equals obs (critic group, noise-free); at it, final_obs holds the terminal joint
+    positions (critic columns ``joints``, found by replaying the same seed and doing the last step's
+    ``substeps`` physics steps by hand) and obs the reset state."""
+    zero = np.zeros((env.num_envs, env.action_dim), dtype=np.float32)
+    env.reset(seed=0)
+    for _ in range(steps - 1):
+        result = env.step(zero)
+        np.testing.assert_array_equal(result.final_obs["critic"], result.obs["critic"])
+    env.backend.step(env.action_manager.ctrl, substeps)  # the physics the last step will do
+    terminal_joint_pos = env.backend.qpos[:, 7:] - env.default_qpos[7:]
+    env.reset(seed=0)  # replay: the same seed gives the same first steps
+    for _ in range(steps - 1):
+        env.step(zero)
+    result = env.step(zero)  # every env times out and is reset inside this step
+    assert result.truncated.all() and not result.terminated.any()
+    np.testing.assert_allclose(result.final_obs["critic"][:, joints], terminal_joint_pos, atol=1e-6)
+    assert not np.allclose(result.obs["critic"][:, joints], terminal_joint_pos, atol=1e-3)
