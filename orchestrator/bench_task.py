@@ -168,18 +168,19 @@ def _follow_stream(run: PlannedRun, stream_path: Path, stop: _StopWatch,
                    publish: Publisher) -> tuple[StreamState, str | None]:
     """Read the stream until ``stop`` says so; (records read, protocol error or None)."""
     state = StreamState()
-    last_publish = 0.0
+    total = _total_steps(run.params)
+    next_publish = 0.0
     try:
         for line in follow_lines(stream_path, stop.should_stop):
             record = state.feed(line)
             kind = record.get("kind") if record else None
             if kind == "header":
                 _check_sha(state.header, run.sha)
-            elif kind == "step" and time.monotonic() - last_publish >= STEP_PUBLISH_INTERVAL_S:
-                last_publish = time.monotonic()
+            elif kind == "step" and (now := time.monotonic()) >= next_publish:
+                next_publish = now + STEP_PUBLISH_INTERVAL_S
                 step = state.steps[-1]
                 publish(_event(run, "step", step=step.step, warmup=step.warmup, done=len(state.steps),
-                               total=_total_steps(run.params), phases=step.phases))
+                               total=total, phases=step.phases))
     except ProtocolError as exc:
         return state, str(exc)
     return state, None

@@ -35,10 +35,9 @@ BENCH_WORKER_CONFIG: dict[str, object] = {"distributed.worker.profile.enabled": 
 
 @dataclass
 class ClusterConnection:
-    """A connected client, the embedded cluster if we started one, and where its dashboard is."""
+    """A connected client and where its dashboard is."""
 
     client: Client
-    cluster: LocalCluster | None
     dashboard_url: str | None
 
 
@@ -62,7 +61,7 @@ def connect(scheduler: str | None, *,
 
     if scheduler is None:
         with _embedded_cluster(dashboard_port) as cluster, Client(cluster) as client:
-            yield ClusterConnection(client=client, cluster=cluster, dashboard_url=cluster.dashboard_link)
+            yield ClusterConnection(client=client, dashboard_url=cluster.dashboard_link)
         return
     check_scheduler_address(scheduler, "--scheduler")
     try:
@@ -70,7 +69,7 @@ def connect(scheduler: str | None, *,
     except (OSError, TimeoutError) as exc:
         raise ClusterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     with client:
-        yield ClusterConnection(client=client, cluster=None, dashboard_url=client.dashboard_link)
+        yield ClusterConnection(client=client, dashboard_url=client.dashboard_link)
 
 
 def check_scheduler_address(address: str, option: str) -> str:

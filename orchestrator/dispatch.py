@@ -42,10 +42,6 @@ class SweepOutcome:
     dispatch_s: float = 0.0  # first submit to last outcome
     workers: list[str] = field(default_factory=list)
 
-    @property
-    def all_ok(self) -> bool:
-        return not self.stopped_early and all(run["status"] == "ok" for run in self.runs)
-
 
 def run_sweep(
     runs: list[PlannedRun],

@@ -43,6 +43,14 @@ def _git(repo: Path, *args: str) -> str:
     return proc.stdout.strip()
 
 
+def _discard_tree(repo: Path, tree: Path) -> None:
+    """Remove the checkout ``tree``: unregister it from ``repo`` (if it still exists), then delete it."""
+    if repo.is_dir():
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
+                       capture_output=True)
+    shutil.rmtree(tree, ignore_errors=True)
+
+
 def _repo_id(repo: Path) -> str:
     """A readable, collision-safe directory name for a repository path."""
     digest = hashlib.sha256(str(repo).encode()).hexdigest()[:10]
@@ -93,9 +101,7 @@ class WorktreePool:
         except WorktreeError:
             raise WorktreeError(f"commit {sha} does not exist in repository {repo}") from None
         if tree.exists():
-            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
-                           capture_output=True)
-            shutil.rmtree(tree, ignore_errors=True)
+            _discard_tree(repo, tree)
         _git(repo, "worktree", "prune")
         _git(repo, "worktree", "add", "--detach", str(tree), sha)
 
@@ -131,8 +137,5 @@ class WorktreePool:
             except BlockingIOError:
                 return None
             ready.unlink()
-            if repo.is_dir():
-                subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
-                               capture_output=True)
-            shutil.rmtree(tree, ignore_errors=True)
+            _discard_tree(repo, tree)
         return PrunedTree(repo=str(repo), sha=sha, path=str(tree))

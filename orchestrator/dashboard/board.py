@@ -12,10 +12,11 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import asdict, dataclass, field
 
+from orchestrator.runs import STATUSES as FINAL_STATUSES
+
 MAX_SWEEPS = 20
 MAX_STEPS = 5000  # phase samples kept for the current run's chart
 CHART_PHASES: tuple[str, ...] = ("physics_ms", "update_state_ms", "reset_done_ms", "d2h_ms")
-FINAL_STATUSES: tuple[str, ...] = ("ok", "failed", "timeout", "cancelled")
 LIVE_STATUSES: tuple[str, ...] = ("waiting", "running")
 
 
