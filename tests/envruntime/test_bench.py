@@ -150,14 +150,13 @@ def test_bad_torch_threads_env_exits_2(tmp_path: Path, monkeypatch: pytest.Monke
     assert "ENVRUNTIME_TORCH_THREADS must be a positive integer" in read_records(stream)[0]["message"]
 
 
-def test_missing_engine_exits_2_naming_it(tmp_path: Path) -> None:
-    def factory(*_: object) -> None:
-        raise ModuleNotFoundError("mujoco-warp is not installed: pip install 'shasweep[mjwarp]'")
-
+def test_missing_engine_exits_2_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mujoco_warp", None)  # the real factory's `import mujoco_warp` fails
     config = bench.parse_config(bench_argv(tmp_path / "run.ndjson", sim="mjwarp"))
-    assert bench.execute(config, env_factory=factory) == 2
+    assert bench.execute(config) == 2
     (record,) = read_records(tmp_path / "run.ndjson")
-    assert record["type"] == "ModuleNotFoundError" and "mujoco-warp" in record["message"]
+    assert record["type"] == "MjwarpNotInstalledError"
+    assert "mujoco-warp is not installed: pip install 'shasweep[mjwarp]'" in record["message"]
 
 
 class FailingEnv:
