@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from envruntime.backends.base import Backend
+from envruntime.envs.reset_staging import ResetStaging
 from envruntime.envs.task_config import TaskCfg
 from envruntime.kernels.action import record_action_and_targets
 from envruntime.vecenv import ENV_PHASES, StepResult, elapsed_ms, record_backend_phases
@@ -73,7 +74,7 @@ class DirectEnv:
         self.terminated, self.truncated, self.done = (np.zeros(n, dtype=np.bool_) for _ in range(3))
         self.reward = np.zeros(n, dtype=np.float32)
         self.push_time_left = np.zeros(n)
-        self._qpos, self._qvel = np.zeros((n, info.nq)), np.zeros((n, info.nv))
+        self._staging = ResetStaging(self.default_qpos, self.default_qvel, n)
         self.timings: dict[str, float] = dict.fromkeys(ENV_PHASES, 0.0)
 
     def _init_observations(self, noise_amp: np.ndarray, critic_dim: int) -> None:
@@ -125,13 +126,6 @@ class DirectEnv:
         """Forget what a previous run left behind (default: nothing to forget)."""
 
     # plumbing
-
-    def _staged_default_state(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(k, nq)/(k, nv) staging rows holding the default state."""
-        qpos, qvel = self._qpos[:k], self._qvel[:k]
-        qpos[...] = self.default_qpos
-        qvel[...] = self.default_qvel
-        return qpos, qvel
 
     def _observe(self, rows: np.ndarray, update_command: bool, actor: np.ndarray, critic: np.ndarray) -> None:
         uniforms = self.uniforms[: rows.shape[0]]

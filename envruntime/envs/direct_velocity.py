@@ -54,7 +54,7 @@ class VelocityDirectEnv(DirectEnv):
 
     def _reset_state(self, rows: np.ndarray) -> None:
         k = rows.shape[0]
-        qpos, qvel = self._staged_default_state(k)
+        qpos, qvel = self._staging.defaults(k)
         sample_root_state(
             self.rng.random((k, ROOT_DRAWS)), self.pose_lo, self.pose_hi, self.vel_lo, self.vel_hi, qpos, qvel
         )

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from envruntime.envs.reset_staging import ResetStaging
 from envruntime.managers.terms import EventTermCfg, build
 
 
@@ -36,10 +37,7 @@ class EventManager:
         self.write_reset_state = write_reset_state
         self._reset_terms: list[Any] = []
         self._interval_terms: list[tuple[Any, tuple[float, float], np.ndarray]] = []
-        info = env.backend.info
-        n = env.num_envs
-        self._qpos = np.zeros((n, info.nq))
-        self._qvel = np.zeros((n, info.nv))
+        self._staging = ResetStaging(env.default_qpos, env.default_qvel, env.num_envs)
 
     def resolve(self) -> None:
         """Build the terms (called once every manager exists)."""
@@ -57,9 +55,7 @@ class EventManager:
         env = self._env
         k = rows.shape[0]
         if self.write_reset_state:
-            qpos, qvel = self._qpos[:k], self._qvel[:k]
-            qpos[...] = env.default_qpos
-            qvel[...] = env.default_qvel
+            qpos, qvel = self._staging.defaults(k)
             for term in self._reset_terms:
                 term(env.rng.random((k, term.draws)), rows, qpos, qvel)
             env.backend.reset(rows, qpos, qvel)
@@ -74,5 +70,5 @@ class EventManager:
             rows = np.flatnonzero(time_left <= 0.0)
             if rows.shape[0] == 0:
                 continue
-            term(env.rng.random((rows.shape[0], term.draws)), rows, self._qpos, self._qvel)
+            term(env.rng.random((rows.shape[0], term.draws)), rows, self._staging.qpos, self._staging.qvel)
             time_left[rows] = lo + (hi - lo) * env.rng.random(rows.shape[0])

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from envruntime.backends.base import ModelInfo
+from envruntime.envs.reset_staging import ResetStaging
 from envruntime.kernels.motion_command import (
     advance_motion,
     decay_failure_counts,
@@ -271,8 +272,7 @@ class MotionCommand:
         self.command = np.zeros((n, 2 * self.reference.num_joints))
         self.body_pos_rel = np.zeros((n, b, 3))
         self.body_quat_rel = np.zeros((n, b, 4))
-        self._qpos = np.zeros((n, info.nq))
-        self._qvel = np.zeros((n, info.nv))
+        self._staging = ResetStaging(env.default_qpos, env.default_qvel, n)
         self._failed = env.termination_manager.terminated
 
     def reset(self, rows: np.ndarray, rng: np.random.Generator) -> None:
@@ -280,9 +280,7 @@ class MotionCommand:
         k = rows.shape[0]
         u = rng.random((k, self.draws))
         self.sampler.sample(u[:, :SAMPLER_DRAWS], rows, self._failed, self.time_step)
-        qpos, qvel = self._qpos[:k], self._qvel[:k]
-        qpos[...] = self._env.default_qpos
-        qvel[...] = self._env.default_qvel
+        qpos, qvel = self._staging.defaults(k)
         self.reference.stage_state(u[:, SAMPLER_DRAWS:], rows, self.time_step, self.noise, qpos, qvel)
         self._env.backend.reset(rows, qpos, qvel)
 

@@ -263,7 +263,7 @@ class G1MotionTrackingDirectEnv(DirectEnv):
         k = rows.shape[0]
         u = self.rng.random((k, self.draws))
         self.sampler.sample(u[:, :SAMPLER_DRAWS], rows, self.terminated, self.time_step)
-        qpos, qvel = self._staged_default_state(k)
+        qpos, qvel = self._staging.defaults(k)
         self.ref.stage_state(u[:, SAMPLER_DRAWS:], rows, self.time_step, self.noise, qpos, qvel)
         self.backend.reset(rows, qpos, qvel)
 
