@@ -144,10 +144,10 @@ class Outcome:
 
 def run_one(sweep_yaml: Path, scheduler: str, condition: str) -> list[Outcome]:
     """One ``shasweep run``: each gate's verdict and interval, checked against the exit code."""
-    from orchestrator.cli import main as shasweep
+    from orchestrator.analysis.report_model import make_report
+    from orchestrator.cli.main import main as shasweep
     from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK
-    from orchestrator.report import make_report
-    from orchestrator.sweep_record import latest_sweep_id
+    from orchestrator.store.records import latest_sweep_id
 
     with contextlib.redirect_stdout(io.StringIO()):
         code = shasweep(["run", str(sweep_yaml), "--scheduler", scheduler, "--no-progress"])
@@ -205,7 +205,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> int:
-    from orchestrator.cluster import connect
+    from orchestrator.dispatch.cluster import connect
 
     args = parse_args()
     iterations = calibrate(args.step_ms)

@@ -4,7 +4,7 @@
    BENCH_S seconds, on the embedded LocalCluster with warm worktrees:
    (sweep wall - sum of bench walls) / sweep wall, and the median per-run dispatch overhead
    (bench end of run i -> bench start of run i+1).
-2. Building the report (orchestrator.report.make_report) of one sweep in a results root holding
+2. Building the report (orchestrator.analysis.report_model.make_report) of one sweep in a results root holding
    REPORT_RUNS one-row run files spread over REPORT_SWEEPS sweeps, and reading the whole root.
 
 Usage: python benchmarks/orchestrator_overhead.py [--runs 10] [--bench-s 5] [--report-runs 10000]
@@ -28,14 +28,15 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "orchestrator"))
 from fakebench.fakerepo import make_fake_repo, make_run  # noqa: E402
 
-from orchestrator.dispatch import run_sweep  # noqa: E402
-from orchestrator.hostinfo import collect_host  # noqa: E402
-from orchestrator.report import make_report  # noqa: E402
-from orchestrator.results import RunResult, run_table, runs_dir, write_parquet_atomic  # noqa: E402
-from orchestrator.runs import PlannedRun  # noqa: E402
-from orchestrator.spec import GateSpec, SideSpec, SweepSpec, spec_to_dict  # noqa: E402
-from orchestrator.sweep_record import write_record  # noqa: E402
-from orchestrator.worktrees import WorktreePool  # noqa: E402
+from orchestrator.analysis.report_model import make_report  # noqa: E402
+from orchestrator.contract import PlannedRun  # noqa: E402
+from orchestrator.dispatch.dispatcher import run_sweep  # noqa: E402
+from orchestrator.spec.load import spec_to_dict  # noqa: E402
+from orchestrator.spec.schema import GateSpec, SideSpec, SweepSpec  # noqa: E402
+from orchestrator.store.parquet import RunResult, run_table, runs_dir, write_parquet_atomic  # noqa: E402
+from orchestrator.store.records import write_record  # noqa: E402
+from orchestrator.worker.hostinfo import collect_host  # noqa: E402
+from orchestrator.worker.worktrees import WorktreePool  # noqa: E402
 
 STEP_MS = 100.0
 

@@ -1,4 +1,5 @@
-"""The live shasweep board on the Dask dashboard, as a scheduler preload.
+"""The live shasweep board on the Dask dashboard, as a scheduler preload (may import ``contract``,
+``errors`` only).
 
 ``dask scheduler --preload orchestrator.dashboard`` (``shasweep scheduler`` and the embedded
 cluster of ``shasweep run`` do this) adds ``BoardPlugin`` to the scheduler and serves the page

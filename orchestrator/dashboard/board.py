@@ -1,6 +1,6 @@
 """What the live ``/shasweep`` page and ``shasweep status`` show, built from progress messages.
 
-``SweepBoard`` is fed the messages published on ``bench_task.PROGRESS_TOPIC`` (by the bench
+``SweepBoard`` is fed the messages published on ``contract.PROGRESS_TOPIC`` (by the bench
 worker: waiting, started, step, finished; by the dispatcher: planned, ended) and the bench
 workers' host records. It keeps the last ``MAX_SWEEPS`` sweeps and, per sweep, the per-step phase
 timings of the run that is running (or ran last). ``snapshot`` returns plain dicts.
@@ -12,7 +12,7 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import asdict, dataclass, field
 
-from orchestrator.runs import STATUSES as FINAL_STATUSES
+from orchestrator.contract import STATUSES as FINAL_STATUSES
 
 MAX_SWEEPS = 20
 MAX_STEPS = 5000  # phase samples kept for the current run's chart

@@ -13,7 +13,7 @@ from typing import Any
 from distributed import Scheduler
 from distributed.diagnostics.plugin import SchedulerPlugin
 
-from orchestrator.bench_task import PROGRESS_TOPIC
+from orchestrator.contract import PROGRESS_TOPIC
 from orchestrator.dashboard.board import SweepBoard
 
 PLUGIN_NAME = "shasweep-board"

@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT / "orchestrator"))
 from fakebench.fakerepo import COMMAND, make_fake_repo  # noqa: E402
 from test_entrypoints import serving  # noqa: E402
 
-from orchestrator.cli import main  # noqa: E402
-from orchestrator.cluster import free_port  # noqa: E402
+from orchestrator.cli.main import main  # noqa: E402
+from orchestrator.dispatch.cluster import free_port  # noqa: E402
 
 COMPOSE_FILE = ROOT.parent / "docker-compose.yml"
 COMPOSE = shutil.which("docker-compose")

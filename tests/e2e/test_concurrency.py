@@ -16,7 +16,7 @@ from distributed import LocalCluster
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from fakebench.fakerepo import COMMAND, make_fake_repo  # noqa: E402
 
-from orchestrator.cluster import BENCH_RESOURCE  # noqa: E402
+from orchestrator.dispatch.cluster import BENCH_RESOURCE  # noqa: E402
 
 SWEEP = {"name": "concurrent", "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}}, "baseline": "old",
          "cases": ["sac/fake/none"], "known": {"tasks": [], "sims": []},

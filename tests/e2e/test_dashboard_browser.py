@@ -22,8 +22,8 @@ from tornado.websocket import websocket_connect
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from fakebench.fakerepo import make_fake_repo, make_run  # noqa: E402
 
-from orchestrator.cluster import DASHBOARD_PRELOAD  # noqa: E402
-from orchestrator.dispatch import run_sweep  # noqa: E402
+from orchestrator.dispatch.cluster import DASHBOARD_PRELOAD  # noqa: E402
+from orchestrator.dispatch.dispatcher import run_sweep  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCREENSHOT_ENV = "SHASWEEP_SCREENSHOT"  # set to a path to keep the screenshot

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from fakebench.fakerepo import make_fake_repo, make_run  # noqa: E402
 
-from orchestrator.dispatch import run_sweep  # noqa: E402
+from orchestrator.dispatch.dispatcher import run_sweep  # noqa: E402
 
 PARAMS = {"num_envs": 8, "warmup": 1, "measure": 8, "threads": 1}
 

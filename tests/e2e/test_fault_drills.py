@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from fakebench.fakerepo import COMMAND, FakeRepo, make_fake_repo, make_run  # noqa: E402
 from fakebench.waits import is_gone, wait_for  # noqa: E402
 
-from orchestrator.cli import main  # noqa: E402
-from orchestrator.cluster import BENCH_RESOURCE  # noqa: E402
-from orchestrator.dispatch import run_sweep  # noqa: E402
+from orchestrator.cli.main import main  # noqa: E402
+from orchestrator.dispatch.cluster import BENCH_RESOURCE  # noqa: E402
+from orchestrator.dispatch.dispatcher import run_sweep  # noqa: E402
 from orchestrator.errors import EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED  # noqa: E402
 
 # ``-X importtime`` makes the fake bench write to stderr, so its tail has something to show.

@@ -17,10 +17,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from orchestrator.cli import main
+from orchestrator.analysis.report_model import make_report
+from orchestrator.analysis.verdicts import INCONCLUSIVE, PASS
+from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
-from orchestrator.report import make_report, to_markdown
-from orchestrator.verdicts import INCONCLUSIVE, PASS
+from orchestrator.render.markdown import to_markdown
 
 pytestmark = pytest.mark.slow
 

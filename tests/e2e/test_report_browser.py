@@ -21,8 +21,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from test_html_report import FIGURES_PER_CASE, SWEEP, make_results  # noqa: E402
 
-from orchestrator.report import make_report  # noqa: E402
-from orchestrator.reports.sweep import write_sweep_html  # noqa: E402
+from orchestrator.analysis.report_model import make_report  # noqa: E402
+from orchestrator.render.sweep_page import write_sweep_html  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")

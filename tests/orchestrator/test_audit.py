@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 from test_report import GO2, SHAS, write_go2_runs, write_run, write_sweep
 
-from orchestrator.audit import AUDIT_FAILED, ENVRUNTIME_MANAGERS, apply_audit, audit_run
+from orchestrator.analysis.report_model import make_report
+from orchestrator.analysis.run_audit import AUDIT_FAILED, ENVRUNTIME_MANAGERS, apply_audit, audit_run
 from orchestrator.errors import EXIT_RUN_FAILED
-from orchestrator.report import make_report, to_markdown
+from orchestrator.render.markdown import to_markdown
 
 PARAMS = {"num_envs": 64, "warmup": 2, "measure": 5}
 PLANNED = {"ref": "main", "sha": "a" * 40, "variant": "manager", "params": PARAMS, "env": {}}

@@ -12,13 +12,14 @@ import pytest
 import yaml
 from fakebench.fakerepo import FakeRepo, make_fake_repo
 
-from orchestrator import sweep_record
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 from orchestrator.errors import ShasweepError
-from orchestrator.plan import build_plan, resolve_sweep
-from orchestrator.results import RunResult, write_run
-from orchestrator.spec import load_spec
-from orchestrator.stream import StreamState, follow_lines
+from orchestrator.plan.expand import build_plan, resolve_sweep
+from orchestrator.plan.record import new_record
+from orchestrator.spec.load import load_spec
+from orchestrator.store import records as sweep_record
+from orchestrator.store.parquet import RunResult, write_run
+from orchestrator.worker.stream import StreamState, follow_lines
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad_inputs"
 CASES: dict[str, dict] = yaml.safe_load((CORPUS / "expected.yaml").read_text())
@@ -33,7 +34,7 @@ def seeded(tmp_path_factory) -> tuple[FakeRepo, str]:
     sweep_id = sweep_record.reserve_sweep_id(resolved.results_root, "corpus", SEEDED)
     runs = build_plan(resolved, sweep_id)
     sweep_record.write_record(resolved.results_root, sweep_id,
-                              sweep_record.new_record(resolved, sweep_id, SEEDED, len(runs)))
+                              new_record(resolved, sweep_id, SEEDED, len(runs)))
     write_run(runs[0], RunResult(status="ok", error=None, started_at=SEEDED, ended_at=SEEDED, exit_code=0,
                                  log_dir="", host={}))
     return repo, sweep_id

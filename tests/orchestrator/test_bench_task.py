@@ -11,7 +11,7 @@ import psutil
 import pytest
 from fakebench.fakerepo import make_fake_repo, make_run
 
-from orchestrator.bench_task import execute_run
+from orchestrator.worker.bench_task import execute_run
 
 
 @pytest.fixture

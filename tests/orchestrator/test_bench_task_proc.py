@@ -11,12 +11,12 @@ import time
 import psutil
 from fakebench.waits import is_gone, wait_for
 
-from orchestrator.proc import file_tail, kill_group, launch
+from orchestrator.worker.proc import file_tail, kill_group, launch
 
 LAUNCHER = """
 import sys, time
 from pathlib import Path
-from orchestrator.proc import launch
+from orchestrator.worker.proc import launch
 d = Path(sys.argv[1])
 child = launch([sys.executable, "-c", "import time; time.sleep(120)"], cwd=d, env={}, stdout_path=d / "out",
                stderr_path=d / "err")

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from fakebench.fakerepo import COMMAND, make_fake_repo
 
-from orchestrator.cli import COMMANDS, main
+from orchestrator.cli.main import COMMANDS, main
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_INVALID
 
 

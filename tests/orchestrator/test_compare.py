@@ -7,9 +7,9 @@ import math
 import pytest
 from test_report import G1, GO2, write_go2_runs, write_run, write_sweep
 
-from orchestrator.cli import main
-from orchestrator.compare import make_comparison
+from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_INVALID, EXIT_OK
+from orchestrator.render.compare import make_comparison
 
 EARLIER, LATER = "ab-20260101T000000", "ab-20260102T000000"
 

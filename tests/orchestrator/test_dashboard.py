@@ -11,11 +11,11 @@ from bokeh.models import ColumnDataSource, Div
 from distributed import Client, LocalCluster
 from fakebench.fakerepo import make_fake_repo, make_run
 
-from orchestrator.cluster import DASHBOARD_PRELOAD
 from orchestrator.dashboard import page_url
 from orchestrator.dashboard.board import MAX_SWEEPS, SweepBoard
 from orchestrator.dashboard.plugin import board_snapshot
-from orchestrator.dispatch import run_sweep
+from orchestrator.dispatch.cluster import DASHBOARD_PRELOAD
+from orchestrator.dispatch.dispatcher import run_sweep
 
 RUNS = [{"run_key": f"k{i}", "order": i, "side": "ab"[i % 2], "case": "sac/fake/none", "repeat": i // 2}
         for i in range(3)]

@@ -9,10 +9,11 @@ import pytest
 from distributed import Client, Event, LocalCluster
 from fakebench.fakerepo import make_fake_repo, make_run
 
-from orchestrator import cluster
-from orchestrator.bench_task import cancel_event_name, execute_run
-from orchestrator.dispatch import run_sweep
+from orchestrator.contract import cancel_event_name
+from orchestrator.dispatch import cluster
+from orchestrator.dispatch.dispatcher import run_sweep
 from orchestrator.errors import ClusterError, InvalidInputError
+from orchestrator.worker.bench_task import execute_run
 
 
 @pytest.fixture

@@ -9,10 +9,11 @@ import pytest
 import yaml
 from test_report import GO2, write_run, write_sweep
 
-from orchestrator import drift
+from orchestrator.analysis import drift
+from orchestrator.analysis.report_model import make_report
 from orchestrator.errors import SpecError
-from orchestrator.report import make_report, to_frame, to_markdown
-from orchestrator.spec import load_spec
+from orchestrator.render.markdown import to_frame, to_markdown
+from orchestrator.spec.load import load_spec
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CURRENT = "ab-20260103T000000"
@@ -106,7 +107,7 @@ def test_only_the_latest_earlier_sweeps_are_read(root, monkeypatch):
 
 
 def test_the_html_report_shows_the_drift_highlighted(root):
-    from orchestrator.reports.sweep import write_sweep_html
+    from orchestrator.render.sweep_page import write_sweep_html
 
     page = write_sweep_html(root, make_report(root, CURRENT)).read_text(encoding="utf-8")
     assert "Drift against earlier sweeps of the same SHAs" in page

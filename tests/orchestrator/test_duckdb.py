@@ -8,7 +8,7 @@ import duckdb
 import pytest
 from test_results import outcome, planned
 
-from orchestrator.results import read_runs, write_run
+from orchestrator.store.parquet import read_runs, write_run
 
 
 @pytest.fixture

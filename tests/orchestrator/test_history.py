@@ -8,11 +8,11 @@ from datetime import timedelta
 import pytest
 from test_results import outcome, planned
 
-from orchestrator.audit import AUDIT_FAILED
-from orchestrator.cli import main
+from orchestrator.analysis.run_audit import AUDIT_FAILED
+from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_INVALID, EXIT_OK
-from orchestrator.history import HistoryQuery, load_history
-from orchestrator.results import write_run
+from orchestrator.render.history import HistoryQuery, load_history
+from orchestrator.store.parquet import write_run
 
 CASE = "sac/g1_walk_flat/mujoco"  # the case of test_results.planned
 SHA_B = "b" * 40

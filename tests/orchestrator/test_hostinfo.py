@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from orchestrator.hostinfo import HostRecord, collect_host, format_cpus, parse_cpus
+from orchestrator.contract import HostRecord
+from orchestrator.worker.hostinfo import collect_host, format_cpus, parse_cpus
 
 
 def test_record_has_every_field_with_its_type():

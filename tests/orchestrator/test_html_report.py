@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 from test_report import G1, GO2, SHAS, write_go2_runs, write_run, write_sweep
 
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_RUN_FAILED
-from orchestrator.reports.plots import UPDATE_STATE_REST, breakdown_phases, phase_medians
-from orchestrator.reports.sweep import load_steps, timeline_phase
+from orchestrator.render.plots import UPDATE_STATE_REST, breakdown_phases, phase_medians
+from orchestrator.render.sweep_page import load_steps, timeline_phase
 
 SWEEP = "ab-20260101T000000"
 GATES = [{"metric": "throughput", "min_ratio": 1.5, "max_ratio": None, "case": None, "side": None},
@@ -109,7 +109,7 @@ def test_timeline_uses_the_broadest_phase_the_steps_report(tmp_path):
 
 def test_breakdown_of_a_case_without_ok_runs_is_an_empty_chart():
     """A cancelled or all-failed case still renders (no legend to place), instead of crashing the report."""
-    from orchestrator.reports.plots import breakdown_plot
+    from orchestrator.render.plots import breakdown_plot
 
     runs = pd.DataFrame({"side": ["a", "b"], "status": ["cancelled", "failed"],
                          "physics_ms": [None, None], "update_state_ms": [None, None]})

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.plan import ResolvedSweep, build_plan, plan_cells
-from orchestrator.spec import Order, ParamsSpec, SideSpec, SweepSpec, side_settings, validate
+from orchestrator.plan.expand import ResolvedSweep, build_plan, plan_cells
+from orchestrator.spec.load import side_settings, validate
+from orchestrator.spec.schema import Order, ParamsSpec, SideSpec, SweepSpec
 
 CASES = ["sac/go2_joystick_flat/mujoco", "sac/g1_walk_flat/mujoco"]
 SIDES = ["a", "b"]

@@ -6,9 +6,9 @@ import pytest
 from fakebench.fakerepo import git, make_fake_repo
 
 from orchestrator.errors import EXIT_INVALID, RefError
-from orchestrator.plan import resolve_sweep
-from orchestrator.refs import repo_root, resolve_ref
-from orchestrator.spec import SideSpec, SweepSpec
+from orchestrator.plan.expand import resolve_sweep
+from orchestrator.plan.refs import repo_root, resolve_ref
+from orchestrator.spec.schema import SideSpec, SweepSpec
 
 
 @pytest.fixture

@@ -9,7 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from orchestrator.cli import main
+from orchestrator.analysis.report_model import make_report
+from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS
+from orchestrator.cli.main import main
 from orchestrator.errors import (
     EXIT_GATE_FAILED,
     EXIT_GATE_INCONCLUSIVE,
@@ -17,9 +19,8 @@ from orchestrator.errors import (
     EXIT_OK,
     EXIT_RUN_FAILED,
 )
-from orchestrator.report import make_report, to_markdown
-from orchestrator.sweep_record import latest_sweep_id, read_record, write_record
-from orchestrator.verdicts import FAIL, INCONCLUSIVE, PASS
+from orchestrator.render.markdown import to_markdown
+from orchestrator.store.records import latest_sweep_id, read_record, write_record
 
 GO2, G1 = "sac/go2_joystick_flat/mujoco", "sac/g1_walk_flat/mujoco"
 SHAS = {"base": "a" * 40, "cand": "b" * 40}

@@ -8,11 +8,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from orchestrator import results
-from orchestrator.hostinfo import collect_host
-from orchestrator.results import RunResult, read_runs, write_run
-from orchestrator.runs import PlannedRun
-from orchestrator.stream import StepRecord
+from orchestrator.contract import PlannedRun, StepRecord
+from orchestrator.store import parquet as results
+from orchestrator.store.parquet import RunResult, read_runs, write_run
+from orchestrator.worker.hostinfo import collect_host
 
 DOCUMENTED = ["sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant", "repeat",
               "order", "status", "error", "started_at", "ended_at", "wall_s", "throughput", "physics_ms",

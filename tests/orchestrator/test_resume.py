@@ -9,13 +9,13 @@ import pytest
 import yaml
 from fakebench.fakerepo import COMMAND, git, make_fake_repo
 
-from orchestrator import sweep_record
-from orchestrator.dispatch import SweepOutcome
 from orchestrator.errors import InvalidInputError
-from orchestrator.plan import build_plan, resolve_sweep
-from orchestrator.results import RunResult, run_statuses, runs_dir, write_run
-from orchestrator.resume import plan_resume
-from orchestrator.spec import load_spec
+from orchestrator.plan.expand import build_plan, resolve_sweep
+from orchestrator.plan.record import new_record
+from orchestrator.plan.resume import plan_resume
+from orchestrator.spec.load import load_spec
+from orchestrator.store import records as sweep_record
+from orchestrator.store.parquet import RunResult, run_statuses, runs_dir, write_run
 
 SWEEP = {
     "name": "resume", "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}}, "baseline": "old",
@@ -35,7 +35,7 @@ def recorded(tmp_path):
     sweep_id = sweep_record.reserve_sweep_id(resolved.results_root, "resume", created)
     runs = build_plan(resolved, sweep_id)
     sweep_record.write_record(resolved.results_root, sweep_id,
-                              sweep_record.new_record(resolved, sweep_id, created, len(runs)))
+                              new_record(resolved, sweep_id, created, len(runs)))
     for run, status in zip(runs, ("ok", "failed"), strict=False):
         write_run(run, RunResult(status=status, error=None, started_at=created, ended_at=created,
                                  exit_code=0, log_dir="", host={}))
@@ -59,11 +59,11 @@ def test_merge_completes_the_outcome_in_plan_order(recorded):
     _, root, sweep_id, runs = recorded
     plan = plan_resume(root, sweep_id)
     again = [{"run_key": r.run_key, "order": r.order, "status": "ok", "error": None} for r in plan.todo]
-    merged = plan.merge(SweepOutcome(runs=again, host={}))
-    assert [o["run_key"] for o in merged.runs] == [r.run_key for r in runs]
-    assert merged.runs[0] == {"run_key": runs[0].run_key, "order": 0, "side": "old", "case": "sac/fake/none",
+    merged = plan.merged_outcomes(again)
+    assert [o["run_key"] for o in merged] == [r.run_key for r in runs]
+    assert merged[0] == {"run_key": runs[0].run_key, "order": 0, "side": "old", "case": "sac/fake/none",
                               "repeat": 0, "status": "ok", "error": None}
-    assert merged.runs[1:] == again
+    assert merged[1:] == again
 
 
 def test_unreadable_and_temporary_files(recorded):

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import main
-from orchestrator.plan import build_plan, resolve_sweep
-from orchestrator.spec import Order, load_spec
+from orchestrator.cli.main import main
+from orchestrator.plan.expand import build_plan, resolve_sweep
+from orchestrator.spec.load import load_spec
+from orchestrator.spec.schema import Order
 
 REPO = Path(__file__).resolve().parents[2]
 SEVEN = REPO / "sweeps" / "mba_vs_direct_7case.yaml"

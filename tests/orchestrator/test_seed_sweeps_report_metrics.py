@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 import test_report as runs_fixture  # the documented runs schema written by hand (write_run, write_sweep)
 
+from orchestrator.analysis.report_model import make_report
 from orchestrator.errors import SpecError
-from orchestrator.report import make_report, to_markdown
-from orchestrator.spec import REPORT_METRICS, load_spec
-from orchestrator.sweep_record import read_record, write_record
+from orchestrator.render.markdown import to_markdown
+from orchestrator.spec.load import load_spec
+from orchestrator.spec.schema import REPORT_METRICS
+from orchestrator.store.records import read_record, write_record
 
 GO2 = runs_fixture.GO2
 SUB_PHASES = ["update_state.command.compute_ms", "update_state.command.post_compute_ms"]

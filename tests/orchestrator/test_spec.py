@@ -6,9 +6,10 @@ import pytest
 import yaml
 from fakebench.fakerepo import make_fake_repo
 
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_INVALID
-from orchestrator.spec import DEFAULT_COMMAND, Order, load_spec, side_settings
+from orchestrator.spec.load import load_spec, side_settings
+from orchestrator.spec.schema import DEFAULT_COMMAND, Order
 
 BASE = {
     "name": "ab",

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from orchestrator import stats
+from orchestrator.analysis import stats
 
 
 def test_median_min_max_ignore_missing_values():

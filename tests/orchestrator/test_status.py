@@ -20,11 +20,11 @@ from fakebench.fakerepo import COMMAND, make_fake_repo, make_run
 from fakebench.waits import WAIT_S, wait_for
 from test_dashboard import board_cluster
 
-from orchestrator import sweep_record
-from orchestrator.cli import main
-from orchestrator.dispatch import CANCELLED_REASON, run_sweep
+from orchestrator.cli.main import main
+from orchestrator.dispatch.dispatcher import CANCELLED_REASON, run_sweep
 from orchestrator.errors import EXIT_INVALID, EXIT_RUN_FAILED
-from orchestrator.results import read_runs, runs_dir
+from orchestrator.store import records as sweep_record
+from orchestrator.store.parquet import read_runs, runs_dir
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from orchestrator.errors import ProtocolError
-from orchestrator.stream import StreamState, follow_lines
+from orchestrator.worker.stream import StreamState, follow_lines
 
 HEADER = {"kind": "header", "protocol": 1, "case": {}, "params": {}, "audit": {"git_sha": "abc"}}
 

@@ -7,10 +7,12 @@ import pytest
 import yaml
 from test_report import GO2, write_go2_runs, write_sweep
 
+from orchestrator.analysis.report_model import make_report
+from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, Comparer, gate_verdict
 from orchestrator.errors import EXIT_GATE_FAILED, SpecError
-from orchestrator.report import make_report, to_markdown
-from orchestrator.spec import GateSpec, load_spec
-from orchestrator.verdicts import FAIL, INCONCLUSIVE, PASS, Comparer, gate_verdict
+from orchestrator.render.markdown import to_markdown
+from orchestrator.spec.load import load_spec
+from orchestrator.spec.schema import GateSpec
 
 CASE = "sac/fake/none"
 BASE = [100.0, 101.0, 99.0, 100.5, 99.5]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakebench.fakerepo import git, make_fake_repo
 
-from orchestrator.worktrees import WorktreeError, WorktreePool
+from orchestrator.worker.worktrees import WorktreeError, WorktreePool
 
 
 @pytest.fixture

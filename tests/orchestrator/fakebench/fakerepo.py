@@ -6,7 +6,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.runs import PlannedRun
+from orchestrator.contract import PlannedRun
 
 FAKE_BENCH = Path(__file__).with_name("fake_bench.py")
 WORK_MS = (4.0, 2.0)  # the fake bench's WORK_MS at the first and the second commit

@@ -1,0 +1,128 @@
+"""Drift: has a side's median moved against earlier sweeps of the same code on the same host?
+
+A side of the current sweep is compared with the ok (audited) runs of *earlier* sweeps (first run
+started before this sweep's first run) that share its identity: SHA, case, variant, params, env and
+host (hostname and CPU model). The side labels may differ between sweeps; runs with an unknown
+identity field are never matched. Only the partitions of the latest ``HISTORY_SWEEPS`` recorded
+sweeps (by creation, none newer than this one) that ran one of this sweep's SHAs are read (their
+sweep records say which), so a report stays fast on a large root.
+
+The reference is the median of the earlier sweeps' per-sweep medians (robust to one odd sweep); the
+latest earlier sweep's median is shown next to it. A side drifted when
+``|current median / reference - 1| > threshold``. Drift is reported, never a verdict: it does not
+change the exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.store.parquet import runs_dir
+from orchestrator.store.records import sweeps_dir
+
+IDENTITY_COLUMNS: tuple[str, ...] = ("sha", "case", "variant", "params", "env", "host_hostname",
+                                     "host_cpu_model")
+DEFAULT_THRESHOLD = 0.03
+HISTORY_SWEEPS = 10  # the most recent earlier sweeps a side is compared with
+_STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
+    ("sweep_id", "side", "status", "error", *IDENTITY_COLUMNS, *AUDIT_INPUT_COLUMNS)))
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One metric of one (case, side): this sweep's median against its history."""
+
+    case: str
+    side: str
+    metric: str
+    current: float  # this sweep's median
+    reference: float  # median of the earlier sweeps' medians
+    sweeps: int  # how many earlier sweeps matched
+    latest_sweep: str  # the most recent of them
+    latest: float  # its median
+    threshold: float
+
+    @property
+    def change(self) -> float:
+        """``current / reference - 1``; NaN when the reference is 0."""
+        return self.current / self.reference - 1.0 if self.reference else math.nan
+
+    @property
+    def flagged(self) -> bool:
+        return abs(self.change) > self.threshold  # NaN compares False
+
+
+def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.DataFrame:
+    """The audited ok runs of the latest ``HISTORY_SWEEPS`` other recorded sweeps that ran a SHA of
+    ``record``'s sweep and were created no later: identity, start time and ``metrics``."""
+    schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
+                       + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64())]
+                       + [(name, pa.float64()) for name in metrics])
+    shas = {side.get("sha") for side in (record.get("sides") or {}).values()} - {None}
+    earlier = [sweep for created, sweep in sweeps_with_shas(results_root, shas)
+               if sweep != record["sweep_id"] and created <= str(record.get("created", ""))]
+    files = [str(path) for sweep in earlier[-HISTORY_SWEEPS:]
+             for path in sorted(runs_dir(results_root, sweep).glob("[!.]*.parquet"))]
+    if not files:
+        return schema.empty_table().to_pandas()
+    table = ds.dataset(files, format="parquet", schema=schema).to_table(filter=ds.field("status") == "ok")
+    runs = apply_audit(table.to_pandas())
+    return runs[runs["status"] == "ok"]
+
+
+def sweeps_with_shas(results_root: Path, shas: set[str]) -> list[tuple[str, str]]:
+    """``(created, sweep id)`` of every recorded sweep with a side at one of ``shas``, oldest first."""
+    found = []
+    for path in sweeps_dir(Path(results_root)).glob("*.json"):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            sides = record.get("sides") or {}
+        except (OSError, ValueError, AttributeError):  # reserved (empty), unreadable or not an object
+            continue
+        if any(isinstance(side, dict) and side.get("sha") in shas for side in sides.values()):
+            found.append((str(record.get("created", "")), path.stem))
+    return sorted(found)
+
+
+def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],
+               threshold: float = DEFAULT_THRESHOLD) -> list[Drift]:
+    """Drift of every (case, side, metric) of ``current`` (one sweep's ok runs) that has history.
+
+    Both frames need ``sweep_id``, ``side``, ``started_at``, the identity columns and ``metrics``.
+    """
+    keys = list(IDENTITY_COLUMNS)
+    current = current.dropna(subset=keys)
+    start = current["started_at"].min()
+    if current.empty or pd.isna(start):
+        return []
+    history = history.dropna(subset=[*keys, "started_at"])
+    first_run = history.groupby("sweep_id")["started_at"].min()
+    earlier = history[history["sweep_id"].isin(first_run[first_run < start].index)]
+    drifts = []
+    for (side, *identity), mine in current.groupby(["side", *keys], sort=False):
+        past = earlier[(earlier[keys] == pd.Series(identity, index=keys)).all(axis=1)]
+        for metric in metrics:
+            drift = _metric_drift(mine, past, metric, first_run, threshold)
+            if drift is not None:
+                drifts.append(Drift(case=mine["case"].iloc[0], side=side, metric=metric, **drift))
+    return drifts
+
+
+def _metric_drift(mine: pd.DataFrame, past: pd.DataFrame, metric: str, first_run: pd.Series,
+                  threshold: float) -> dict | None:
+    """The Drift fields of one metric, or None when either side of the comparison has no value."""
+    now = pd.to_numeric(mine[metric], errors="coerce").median()
+    per_sweep = pd.to_numeric(past[metric], errors="coerce").groupby(past["sweep_id"]).median().dropna()
+    if per_sweep.empty or pd.isna(now):
+        return None
+    latest = first_run[per_sweep.index].idxmax()
+    return {"current": float(now), "reference": float(per_sweep.median()), "sweeps": len(per_sweep),
+            "latest_sweep": str(latest), "latest": float(per_sweep[latest]), "threshold": threshold}

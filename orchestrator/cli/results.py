@@ -1,0 +1,115 @@
+"""``shasweep report``, ``compare`` and ``history``: read stored results and print or write them."""
+
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from orchestrator.analysis.report_model import make_report
+from orchestrator.errors import InvalidInputError
+from orchestrator.plan.expand import results_root_for
+from orchestrator.render.markdown import to_markdown, write_report
+from orchestrator.store import records as sweep_record
+
+if TYPE_CHECKING:
+    from orchestrator.render.page import Page
+
+
+
+FORMATS: tuple[str, ...] = ("md", "html")
+
+
+def _results_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", default="results", metavar="DIR",
+                        help="results root (default: 'results' in the git repo of the current directory)")
+
+
+def _format_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="md",
+                        help="md: print Markdown (default); html: also write a self-contained HTML page")
+    parser.add_argument("--out", type=Path, metavar="PATH",
+                        help="write the output of --format here (default for html: under <results>/reports)")
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sweep_id", metavar="SWEEP_ID|latest")
+    _results_argument(parser)
+    parser.add_argument("--format", choices=FORMATS, default="md",
+                        help="md: Markdown and CSV (default); html: also <results>/reports/<id>.html")
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sweep_a", metavar="SWEEP_A", help="the earlier sweep id (or latest)")
+    parser.add_argument("sweep_b", metavar="SWEEP_B", help="the later sweep id (or latest)")
+    _results_argument(parser)
+    _format_arguments(parser)
+
+
+def add_history_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--case", required=True, metavar="ALGO/TASK/SIM")
+    parser.add_argument("--side", help="only runs of this side label")
+    parser.add_argument("--sha", metavar="PREFIX", help="only runs of SHAs starting with PREFIX")
+    parser.add_argument("--metric", default="throughput", help="throughput (default) or a *_ms phase")
+    _results_argument(parser)
+    _format_arguments(parser)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Print (and write) the report of a stored sweep."""
+    root = results_root_for(args.results, Path.cwd())
+    return print_report(root, sweep_record.resolve_sweep_id(root, args.sweep_id), html=args.format == "html")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Print the medians of two sweeps side by side with the change in percent."""
+    from orchestrator.render import compare
+
+    root = results_root_for(args.results, Path.cwd())
+    before, after = (sweep_record.resolve_sweep_id(root, s) for s in (args.sweep_a, args.sweep_b))
+    comparison = compare.make_comparison(root, before, after)
+    default_html = root / "reports" / f"compare-{before}-vs-{after}.html"
+    _emit(args, compare.to_markdown(comparison), lambda: compare.comparison_page(comparison), default_html)
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """Print every recorded run of one case over time."""
+    from orchestrator.render import history
+
+    root = results_root_for(args.results, Path.cwd())
+    query = history.HistoryQuery(case=args.case, side=args.side, sha=args.sha, metric=args.metric)
+    runs = history.load_history(root, query)
+    default_html = root / "reports" / f"history-{args.case.replace('/', '_')}.html"
+    _emit(args, history.to_markdown(runs, query), lambda: history.history_page(runs, query), default_html)
+    return 0
+
+
+def print_report(results_root: Path, sweep_id: str, html: bool = False) -> int:
+    try:
+        report = make_report(results_root, sweep_id)
+    except pa.ArrowException as exc:  # a damaged file in the results root; pyarrow names it
+        raise InvalidInputError(f"cannot read the results of sweep {sweep_id!r}: {exc}") from None
+    md, csv = write_report(report, results_root)
+    print(to_markdown(report))
+    print(f"report written to {md} and {csv}")
+    if html:
+        from orchestrator.render.sweep_page import write_sweep_html  # imports Bokeh: only when asked
+
+        print(f"HTML report written to {write_sweep_html(results_root, report)}")
+    return report.exit_code
+
+
+def _emit(args: argparse.Namespace, markdown: str, page: Callable[[], Page], default_html: Path) -> None:
+    """Print ``markdown``; write the page (``--format html``) or the Markdown (``--out``) to a file."""
+    print(markdown)
+    if args.format == "html":
+        print(f"HTML written to {page().write(args.out or default_html)}")
+    elif args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(markdown, encoding="utf-8")
+        print(f"Markdown written to {args.out}")

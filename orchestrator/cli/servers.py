@@ -1,0 +1,262 @@
+"""``shasweep scheduler`` and ``shasweep worker``: the two long-running processes of a lab machine.
+
+The scheduler is a Dask scheduler with the shasweep board preloaded (``/shasweep`` on its
+dashboard). The worker is one plain Dask ``Worker`` (no Nanny, so the process that was pinned is
+the process that runs the bench tasks; a supervisor such as Compose's ``restart`` brings it back):
+one thread, resource ``GPU=1``, pinned to ``--cpus`` (every thread of the process; the bench
+process inherits it) and to ``--gpu`` (``CUDA_VISIBLE_DEVICES``), with Dask's statistical profiler
+off. It records its host on start, logs it, and publishes it to the scheduler's board.
+
+Both bind to 127.0.0.1 unless told otherwise, and stop cleanly on SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import re
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.dispatch.cluster import (
+    BENCH_RESOURCE,
+    BENCH_SCHEDULER_CONFIG,
+    BENCH_WORKER_CONFIG,
+    DASHBOARD_PRELOAD,
+    LOCALHOST,
+    check_scheduler_address,
+)
+from orchestrator.errors import InvalidInputError
+from orchestrator.worker.hostinfo import collect_host, format_cpus, parse_cpus
+
+if TYPE_CHECKING:
+    from distributed import Security
+    from distributed.core import Server
+
+DEFAULT_SCHEDULER_PORT = 8786
+DEFAULT_DASHBOARD_ADDRESS = f"{LOCALHOST}:8787"
+_GPU_LIST = re.compile(r"[A-Za-z0-9-]+(,[A-Za-z0-9-]+)*\Z")  # indices or GPU UUIDs
+_RESOURCE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+
+logger = logging.getLogger("shasweep")
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """One CA and this process's certificate and key, for every connection it makes or accepts."""
+
+    ca_file: Path
+    cert: Path
+    key: Path
+
+    def security(self, role: str) -> Security:
+        """Dask ``Security`` for ``role`` (scheduler, worker or client), encryption required."""
+        from distributed import Security
+
+        return Security(require_encryption=True, tls_ca_file=str(self.ca_file),
+                        **{f"tls_{role}_cert": str(self.cert), f"tls_{role}_key": str(self.key)})
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    host: str = LOCALHOST
+    port: int = DEFAULT_SCHEDULER_PORT
+    dashboard_address: str = DEFAULT_DASHBOARD_ADDRESS
+    tls: TLSFiles | None = None
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    scheduler: str
+    host: str = LOCALHOST
+    port: int = 0
+    name: str | None = None
+    cpus: frozenset[int] | None = None  # None: keep the inherited affinity
+    gpu: str | None = None  # CUDA_VISIBLE_DEVICES; None: leave it as inherited
+    resource: str = BENCH_RESOURCE
+    dashboard_address: str | None = None  # None: no worker dashboard
+    tls: TLSFiles | None = None
+
+
+def add_server_arguments(parser: argparse.ArgumentParser, default_port: int) -> None:
+    """Binding and TLS options shared by both commands."""
+    parser.add_argument("--host", default=LOCALHOST, help=f"address to bind (default {LOCALHOST})")
+    parser.add_argument("--port", type=int, default=default_port, help=f"port (default {default_port})")
+    parser.add_argument("--tls-ca-file", type=Path, metavar="PATH", help="CA certificate (PEM); enables TLS")
+    parser.add_argument("--tls-cert", type=Path, metavar="PATH", help="this process's certificate (PEM)")
+    parser.add_argument("--tls-key", type=Path, metavar="PATH", help="this process's private key (PEM)")
+
+
+def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
+    add_server_arguments(parser, DEFAULT_SCHEDULER_PORT)
+    parser.add_argument("--dashboard-address", default=DEFAULT_DASHBOARD_ADDRESS, metavar="HOST:PORT",
+                        help=f"dashboard, with the /shasweep page (default {DEFAULT_DASHBOARD_ADDRESS})")
+
+
+def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("scheduler", metavar="ADDR", help="the scheduler, tcp://HOST:PORT or tls://HOST:PORT")
+    add_server_arguments(parser, 0)
+    parser.add_argument("--name", help="worker name (default: its address)")
+    parser.add_argument("--cpus", metavar="LIST", help="pin the worker and its bench to these CPUs, e.g. 0-7")
+    parser.add_argument("--gpu", metavar="LIST", help="CUDA_VISIBLE_DEVICES of the bench, e.g. 0")
+    parser.add_argument("--resource", default=BENCH_RESOURCE, metavar="NAME",
+                        help=f"the resource this worker holds one of (default {BENCH_RESOURCE})")
+    parser.add_argument("--dashboard-address", metavar="HOST:PORT", help="serve a worker dashboard here")
+
+
+def scheduler_config(args: argparse.Namespace) -> SchedulerConfig:
+    """Validated ``SchedulerConfig`` from parsed arguments; ``InvalidInputError`` names the option."""
+    return SchedulerConfig(host=args.host, port=_port(args.port), dashboard_address=args.dashboard_address,
+                           tls=tls_files(args))
+
+
+def worker_config(args: argparse.Namespace) -> WorkerConfig:
+    """Validated ``WorkerConfig`` from parsed arguments; ``InvalidInputError`` names the option."""
+    tls = tls_files(args)
+    scheduler = check_scheduler_address(args.scheduler, "scheduler address")
+    if tls is not None and not scheduler.startswith("tls://"):
+        raise InvalidInputError(f"with --tls-* options the scheduler address must be tls://, "
+                                f"got {scheduler!r}")
+    if args.gpu is not None and not _GPU_LIST.match(args.gpu):
+        raise InvalidInputError(f"--gpu {args.gpu!r} is not a comma-separated list of GPU indices or UUIDs")
+    if not _RESOURCE_NAME.match(args.resource):
+        raise InvalidInputError(f"--resource {args.resource!r} is not a resource name like GPU")
+    return WorkerConfig(scheduler=scheduler, host=args.host, port=_port(args.port), name=args.name,
+                        cpus=_cpus(args.cpus), gpu=args.gpu, resource=args.resource,
+                        dashboard_address=args.dashboard_address, tls=tls)
+
+
+def tls_files(args: argparse.Namespace) -> TLSFiles | None:
+    """The TLS files, all three or none, each existing."""
+    given = {"--tls-ca-file": args.tls_ca_file, "--tls-cert": args.tls_cert, "--tls-key": args.tls_key}
+    if not any(given.values()):
+        return None
+    missing = [flag for flag, path in given.items() if path is None]
+    if missing:
+        raise InvalidInputError("TLS needs --tls-ca-file, --tls-cert and --tls-key; "
+                                f"missing {', '.join(missing)}")
+    for flag, path in given.items():
+        if not path.is_file():
+            raise InvalidInputError(f"{flag} {path}: no such file")
+    return TLSFiles(ca_file=args.tls_ca_file, cert=args.tls_cert, key=args.tls_key)
+
+
+def pin_process(cpus: frozenset[int] | None, gpu: str | None) -> None:
+    """Pin every thread of this process to ``cpus`` (threads and children started later inherit it)
+    and set ``CUDA_VISIBLE_DEVICES`` to ``gpu``."""
+    if cpus is not None:
+        for tid in os.listdir("/proc/self/task"):
+            os.sched_setaffinity(int(tid), cpus)
+    if gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    """Run the scheduler until SIGINT/SIGTERM."""
+    config = scheduler_config(args)
+    _configure_logging()
+    asyncio.run(serve_scheduler(config))
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Pin this process, then run the bench worker until SIGINT/SIGTERM or its scheduler goes away."""
+    config = worker_config(args)
+    _configure_logging()
+    pin_process(config.cpus, config.gpu)
+    asyncio.run(serve_worker(config))
+    return 0
+
+
+async def serve_scheduler(config: SchedulerConfig) -> None:
+    import dask
+    from distributed import Scheduler
+
+    from orchestrator.dashboard import page_url
+
+    dask.config.set(BENCH_SCHEDULER_CONFIG)
+    scheduler = Scheduler(
+        host=config.host, port=config.port, protocol="tls" if config.tls else "tcp",
+        dashboard_address=config.dashboard_address, dashboard=True, preload=[DASHBOARD_PRELOAD],
+        security=config.tls.security("scheduler") if config.tls else None,
+    )
+
+    def started(server: Server) -> None:
+        dashboard_host = config.dashboard_address.rpartition(":")[0] or LOCALHOST
+        board = page_url(f"http://{dashboard_host}:{scheduler.http_server.port}/status")
+        _say(f"shasweep scheduler at {server.address}, live board {board}")
+
+    await _serve(scheduler, started)
+
+
+async def serve_worker(config: WorkerConfig) -> None:
+    import dask
+    from distributed import Worker
+
+    from orchestrator.dashboard.plugin import HOST_TOPIC
+
+    dask.config.set(BENCH_WORKER_CONFIG)
+    host = collect_host()
+    logger.info("bench host: %s", json.dumps(host, sort_keys=True))
+    worker = Worker(
+        config.scheduler, nthreads=1, resources={config.resource: 1}, host=config.host, port=config.port,
+        name=config.name, protocol="tls" if config.tls else "tcp",
+        security=config.tls.security("worker") if config.tls else None,
+        dashboard=config.dashboard_address is not None, dashboard_address=config.dashboard_address,
+    )
+
+    def started(server: Server) -> None:
+        worker.log_event(HOST_TOPIC, {"worker": server.address, "host": host})
+        _say(f"shasweep worker at {server.address} (scheduler {config.scheduler}), "
+             f"resource {config.resource}=1, CPUs {format_cpus(os.sched_getaffinity(0))}, "
+             f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}")
+
+    await _serve(worker, started)
+
+
+async def _serve(server: Server, on_started: Callable[[Server], None]) -> None:
+    """Start ``server``, call ``on_started``, and run until a signal or the server closes itself."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    async with server:
+        on_started(server)
+        waiters = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(server.finished())}
+        _, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+
+
+def _cpus(text: str | None) -> frozenset[int] | None:
+    if text is None:
+        return None
+    try:
+        cpus = parse_cpus(text)
+    except ValueError as exc:
+        raise InvalidInputError(f"--cpus: {exc}") from None
+    missing = cpus - os.sched_getaffinity(0)
+    if missing:
+        raise InvalidInputError(f"--cpus {text}: CPUs {format_cpus(missing)} are not available to this "
+                                f"process (available: {format_cpus(os.sched_getaffinity(0))})")
+    return frozenset(cpus)
+
+
+def _port(port: int) -> int:
+    if not 0 <= port <= 65535:
+        raise InvalidInputError(f"--port {port} is not a port number (0-65535)")
+    return port
+
+
+def _configure_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)

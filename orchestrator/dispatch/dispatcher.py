@@ -1,0 +1,204 @@
+"""Strictly serial dispatch of a planned sweep to the bench worker.
+
+Runs are submitted one at a time in plan order, each only after the previous one finished, to
+the worker holding the bench resource; on the worker an OS file lock also keeps bench runs of
+different sweeps (other clients) from overlapping on one host.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from distributed import Client, Event, Future, wait
+
+from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, cancel_event_name
+from orchestrator.dashboard import page_url
+from orchestrator.dashboard.plugin import board_installed
+from orchestrator.dispatch.cluster import BENCH_RESOURCE, bench_workers, connect, require_bench_worker
+from orchestrator.dispatch.progress import SweepProgress
+from orchestrator.errors import ClusterError, InvalidInputError
+from orchestrator.store.records import OUTCOME_KEYS
+from orchestrator.worker.bench_task import bench_host_record, execute_run
+
+WORKER_CHECK_INTERVAL_S = 5.0
+CANCEL_GRACE_S = 30.0
+CANCELLED_REASON = "cancelled with `shasweep cancel`"
+
+OnConnect = Callable[[str, str | None], None]  # (scheduler address, dashboard URL)
+
+
+@dataclass
+class SweepOutcome:
+    """What ``run_sweep`` did: one outcome dict per planned run, in plan order."""
+
+    runs: list[dict]
+    host: dict
+    stopped_early: bool = False
+    stop_reason: str | None = None
+    dashboard_url: str | None = None
+    wall_s: float = 0.0  # the whole call, cluster start included
+    dispatch_s: float = 0.0  # first submit to last outcome
+    workers: list[str] = field(default_factory=list)
+
+    def finished_record(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``record`` updated with this outcome: host, per-run status, whether it stopped early."""
+        return {
+            **record, "status": "stopped" if self.stopped_early else "finished",
+            "stopped_reason": self.stop_reason, "host": self.host, "dashboard_url": self.dashboard_url,
+            "wall_s": self.wall_s, "ended": datetime.now(UTC).isoformat(timespec="seconds"),
+            "outcomes": [{k: run.get(k) for k in OUTCOME_KEYS} for run in self.runs],
+        }
+
+
+def run_sweep(
+    runs: list[PlannedRun],
+    *,
+    scheduler: str | None,
+    continue_on_error: bool,
+    show_progress: bool = True,
+    lock_path: str | None = None,
+    on_connect: OnConnect | None = None,
+) -> SweepOutcome:
+    """Execute ``runs`` one at a time in list order on the bench worker of ``scheduler``.
+
+    ``scheduler=None`` starts an embedded cluster. A run that is not ``ok`` stops the sweep unless
+    ``continue_on_error``; Ctrl-C or ``shasweep cancel`` (the sweep's cancel event) cancels the
+    running bench and stops. Runs never started are reported with status ``cancelled`` and an error
+    saying why. ``on_connect`` learns the scheduler's address and the dashboard URL (the live
+    ``/shasweep`` board when the scheduler has it) before the first run; the plan and the end of
+    the sweep are published on ``PROGRESS_TOPIC`` for that board.
+    """
+    _check_plan(runs)
+    started = time.monotonic()
+    with connect(scheduler) as conn, SweepProgress(runs, enabled=show_progress) as progress:
+        client = conn.client
+        dashboard_url = _board_url(client, conn.dashboard_url)
+        progress.say(f"dashboard: {dashboard_url}")
+        if on_connect is not None:
+            on_connect(client.scheduler.address, dashboard_url)
+        workers = require_bench_worker(client)
+        cancel = Event(cancel_event_name(runs[0].sweep_id), client=client)
+        cancel.clear()
+        host = _submit(client, bench_host_record, key="shasweep-host").result()
+        client.subscribe_topic(PROGRESS_TOPIC, progress.handle_event)
+        client.log_event(PROGRESS_TOPIC, _planned_message(runs))
+        outcomes: list[dict] = []
+        stop_reason: str | None = None
+        dispatch_started = time.monotonic()
+        try:
+            for run in runs:
+                if cancel.is_set():
+                    stop_reason = CANCELLED_REASON
+                    break
+                future = _submit(client, execute_run, run, lock_path=lock_path, key=f"shasweep-{run.run_key}")
+                try:
+                    outcome = _await_run(client, future, run)
+                except KeyboardInterrupt:
+                    cancel.set()
+                    outcome = _await_cancelled(future, run)
+                    stop_reason = "interrupted by the user (Ctrl-C)"
+                outcomes.append(outcome)
+                progress.run_finished(outcome)
+                if stop_reason is None and cancel.is_set():
+                    stop_reason = CANCELLED_REASON
+                if stop_reason is None and outcome["status"] != "ok" and not continue_on_error:
+                    stop_reason = (f"run #{run.order} ({run.side} {run.case} repeat {run.repeat}) "
+                                   f"{outcome['status']}: {outcome['error']}")
+                if stop_reason is not None:
+                    break
+        finally:
+            client.unsubscribe_topic(PROGRESS_TOPIC)
+        dispatch_s = time.monotonic() - dispatch_started
+        outcomes += [_not_run(run, stop_reason or "") for run in runs[len(outcomes):]]
+        client.log_event(PROGRESS_TOPIC, _ended_message(runs[0].sweep_id, outcomes, stop_reason))
+        return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
+                            stop_reason=stop_reason, dashboard_url=dashboard_url,
+                            wall_s=time.monotonic() - started, dispatch_s=dispatch_s, workers=workers)
+
+
+def _check_plan(runs: list[PlannedRun]) -> None:
+    if not runs:
+        raise InvalidInputError("the sweep plan has no runs")
+    sweeps = {run.sweep_id for run in runs}
+    if len(sweeps) != 1:
+        raise InvalidInputError(f"runs of one sweep expected, got sweep ids {sorted(sweeps)}")
+    keys = [run.run_key for run in runs]
+    if len(set(keys)) != len(keys):
+        duplicated = sorted({key for key in keys if keys.count(key) > 1})
+        raise InvalidInputError(f"duplicate run_key in the plan: {', '.join(duplicated)}")
+
+
+def _board_url(client: Client, dashboard_link: str | None) -> str | None:
+    """The live ``/shasweep`` board's URL if the scheduler has the board, else Dask's dashboard link."""
+    try:
+        installed = client.run_on_scheduler(board_installed)
+    except Exception:  # noqa: BLE001 - a scheduler without shasweep installed cannot even load the check
+        installed = False
+    return page_url(dashboard_link) if installed else dashboard_link
+
+
+def _planned_message(runs: list[PlannedRun]) -> dict:
+    """The plan, for the board's queue."""
+    return {"sweep_id": runs[0].sweep_id, "event": "planned",
+            "runs": [{"run_key": r.run_key, "order": r.order, "side": r.side, "case": r.case,
+                      "repeat": r.repeat} for r in runs]}
+
+
+def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None) -> dict:
+    """Every run's final status (also of runs never started) and why the sweep stopped, if it did."""
+    return {"sweep_id": sweep_id, "event": "ended", "stop_reason": stop_reason,
+            "outcomes": [{k: o.get(k) for k in ("run_key", "order", "side", "case", "status", "error",
+                                                 "throughput")} for o in outcomes]}
+
+
+def _submit(client: Client, func, *args, key: str, **kwargs) -> Future:
+    """Submit to a bench worker under a key no other client or sweep can share."""
+    return client.submit(func, *args, key=f"{key}-{uuid.uuid4().hex[:12]}", pure=False,
+                         resources={BENCH_RESOURCE: 1}, **kwargs)
+
+
+def _await_run(client: Client, future: Future, run: PlannedRun) -> dict:
+    """The run's outcome; a task error or a vanished bench worker becomes a ``failed`` outcome."""
+    while True:
+        try:
+            wait(future, timeout=WORKER_CHECK_INTERVAL_S)
+            break
+        except TimeoutError:
+            if not bench_workers(client):
+                future.cancel()
+                error = ClusterError(f"the bench worker left the cluster during run {run.run_key}")
+                return _failed(run, str(error))
+    if future.status == "finished":
+        return future.result()
+    if future.status == "error":
+        exc = future.exception()
+        return _failed(run, f"the bench task raised {type(exc).__name__}: {exc}")
+    return _failed(run, f"the bench task ended as {future.status!r}")
+
+
+def _await_cancelled(future: Future, run: PlannedRun) -> dict:
+    """After setting the cancel event: the run's own (cancelled) outcome, or a stand-in."""
+    try:
+        return future.result(timeout=CANCEL_GRACE_S)
+    except Exception as exc:  # noqa: BLE001 - any failure here still means the run was cancelled
+        future.cancel()
+        return {**_failed(run, f"cancelled; the bench task did not confirm: {exc}"), "status": "cancelled"}
+
+
+def _failed(run: PlannedRun, error: str) -> dict:
+    return {**_base_outcome(run), "status": "failed", "error": error}
+
+
+def _not_run(run: PlannedRun, reason: str) -> dict:
+    return {**_base_outcome(run), "status": "cancelled", "error": f"not run: the sweep stopped ({reason})"}
+
+
+def _base_outcome(run: PlannedRun) -> dict:
+    return {"run_key": run.run_key, "order": run.order, "side": run.side, "case": run.case, "sha": run.sha,
+            "repeat": run.repeat, "status": None, "error": None, "throughput": None, "wall_s": None,
+            "exit_code": None}

@@ -1,0 +1,112 @@
+"""From a validated spec to the ordered list of ``PlannedRun``s.
+
+``resolve_sweep`` pins everything the plan depends on (repo root, full SHAs, per-side settings,
+results root) and fails before dispatch when any of it is wrong. ``build_plan`` then expands
+cases x sides x repeats in the spec's order:
+
+* ``interleaved``: round r = for each case (in spec order), every side once in declaration order:
+  A B A B ... so slow drift of the machine hits every side alike;
+* ``serial``: per case, every repeat of the first side, then of the next: A A A B B B;
+* ``randomized``: a seeded block design: each round is a random permutation of all (case, side)
+  cells, drawn from ``random.Random(order_seed)``: the same seed gives the same plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from orchestrator.contract import PlannedRun
+from orchestrator.errors import InvalidInputError, RefError
+from orchestrator.plan.refs import find_repo_root, repo_root, resolve_ref
+from orchestrator.spec.load import parse_case, side_settings
+from orchestrator.spec.schema import Order, RunSettings, SweepSpec
+
+Cell = tuple[str, str, int]  # (case, side, repeat)
+
+
+@dataclass(frozen=True)
+class ResolvedSweep:
+    """A validated spec pinned to absolute paths and full SHAs."""
+
+    spec: SweepSpec
+    repo: Path
+    results_root: Path
+    shas: dict[str, str]  # side label -> full SHA
+    settings: dict[str, RunSettings]  # side label -> variant, params, env after overrides
+
+
+def resolve_sweep(spec: SweepSpec, cwd: Path) -> ResolvedSweep:
+    """Resolve repo, refs and results root of ``spec`` for a command run in ``cwd``."""
+    cwd_repo = find_repo_root(cwd)
+    if spec.repo is None:
+        if cwd_repo is None:
+            raise RefError(f"not set, and the current directory {str(cwd)!r} is in no git repository", "repo")
+        repo = cwd_repo
+    else:
+        repo = repo_root((cwd / spec.repo).resolve())
+    shas = {label: resolve_ref(repo, side.ref, f"sides.{label}.ref") for label, side in spec.sides.items()}
+    settings = {label: side_settings(spec, label) for label in spec.sides}
+    results_root = results_root_for(spec.results, cwd)
+    check_writable(results_root)
+    return ResolvedSweep(spec=spec, repo=repo, results_root=results_root, shas=shas, settings=settings)
+
+
+def results_root_for(results: str | Path, cwd: Path) -> Path:
+    """``results`` made absolute; a relative path counts from the git repo holding ``cwd`` (else ``cwd``)."""
+    return ((find_repo_root(cwd) or cwd) / results).resolve()
+
+
+def check_writable(results_root: Path, key: str = "results") -> None:
+    """Create ``results_root`` if needed and prove a file can be written there."""
+    try:
+        results_root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=results_root, prefix=".probe", suffix=".tmp"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise InvalidInputError(f"cannot write to {str(results_root)!r}: {reason}", key) from None
+
+
+def plan_cells(cases: list[str], sides: list[str], repeats: int, order: Order, seed: int) -> list[Cell]:
+    """Every (case, side, repeat) exactly once, in ``order`` (see the module docstring)."""
+    if order is Order.serial:
+        return [(c, s, r) for c in cases for s in sides for r in range(repeats)]
+    rounds = [[(c, s, r) for c in cases for s in sides] for r in range(repeats)]
+    if order is Order.randomized:
+        rng = random.Random(seed)
+        for block in rounds:
+            rng.shuffle(block)
+    return [cell for block in rounds for cell in block]
+
+
+def run_key(sweep_id: str, side: str, case: str, repeat: int, sha: str, settings: RunSettings) -> str:
+    """Deterministic 20-hex key of one run: a hash of everything that identifies it."""
+    identity = {
+        "sweep_id": sweep_id, "side": side, "case": case, "repeat": repeat, "sha": sha,
+        "variant": settings.variant, "params": asdict(settings.params), "env": settings.env,
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def build_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
+    """The sweep's runs in execution order, each with its ``order`` index and ``run_key``."""
+    spec = resolved.spec
+    cells = plan_cells(list(spec.cases), list(spec.sides), spec.repeats, spec.order, spec.order_seed)
+    runs = []
+    for index, (case, side, repeat) in enumerate(cells):
+        parsed = parse_case(case, spec.known, "cases")
+        settings = resolved.settings[side]
+        sha = resolved.shas[side]
+        runs.append(PlannedRun(
+            sweep_id=sweep_id, run_key=run_key(sweep_id, side, case, repeat, sha, settings), order=index,
+            side=side, ref=spec.sides[side].ref, sha=sha, case=case, algo=parsed.algo, task=parsed.task,
+            sim=parsed.sim, variant=settings.variant, repeat=repeat, repo=str(resolved.repo),
+            argv_template=tuple(spec.command), params=asdict(settings.params), env=dict(settings.env),
+            timeout_s=spec.timeout_s, results_root=str(resolved.results_root),
+        ))
+    return runs

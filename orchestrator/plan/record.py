@@ -1,0 +1,42 @@
+"""What a sweep record says as a sweep moves on: created for dispatch, resumed, aborted.
+
+The file itself (paths, ids, locks, atomic writes) is ``orchestrator.store.records``' job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from orchestrator.spec.load import spec_to_dict
+
+if TYPE_CHECKING:
+    from orchestrator.plan.expand import ResolvedSweep
+
+
+def new_record(resolved: ResolvedSweep, sweep_id: str, created: datetime, planned_runs: int
+               ) -> dict[str, Any]:
+    """The record of a sweep about to be dispatched: validated spec, resolved SHAs, status ``running``."""
+    sides = {label: {"ref": side.ref, "sha": resolved.shas[label], "variant": settings.variant,
+                     "params": asdict(settings.params), "env": settings.env}
+             for label, side in resolved.spec.sides.items()
+             for settings in [resolved.settings[label]]}
+    return {
+        "sweep_id": sweep_id, "created": created.astimezone(UTC).isoformat(timespec="seconds"),
+        "status": "running", "repo": str(resolved.repo), "results_root": str(resolved.results_root),
+        "planned_runs": planned_runs, "spec": spec_to_dict(resolved.spec), "sides": sides, "host": None,
+    }
+
+
+def resumed(record: dict[str, Any], results_root: Path, now: datetime) -> dict[str, Any]:
+    """``record`` of a sweep dispatched again by ``--resume`` at ``now``, writing to ``results_root``."""
+    return {**record, "status": "running", "results_root": str(results_root),
+            "resumed": [*record.get("resumed", []), now.astimezone(UTC).isoformat(timespec="seconds")]}
+
+
+def aborted(record: dict[str, Any], reason: str) -> dict[str, Any]:
+    """``record`` marked as aborted by an error in the client (nothing more is known)."""
+    return {**record, "status": "aborted", "stopped_reason": reason,
+            "ended": datetime.now(UTC).isoformat(timespec="seconds")}

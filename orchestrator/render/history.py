@@ -1,0 +1,108 @@
+"""``shasweep history --case C``: every recorded run of one case over time, from the Parquet alone.
+
+All sweeps under ``<results>/runs`` are read (no sweep record needed); runs are audited with the
+checks that need no record (loaded SHA, measured steps, envruntime backend and managers) and shown
+oldest first, optionally only one side or the SHAs starting with a prefix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from orchestrator.analysis import stats
+from orchestrator.analysis.run_audit import apply_audit
+from orchestrator.errors import InvalidInputError
+from orchestrator.render.markdown import markdown_table
+from orchestrator.render.page import Page
+from orchestrator.render.plots import history_plot
+from orchestrator.render.tables import Table, format_number, one_line
+from orchestrator.store.parquet import read_runs
+
+_SHA_PREFIX = re.compile(r"[0-9a-f]{4,40}\Z")
+
+
+@dataclass(frozen=True)
+class HistoryQuery:
+    """Which runs to show: one case, optionally one side and/or SHAs starting with ``sha``."""
+
+    case: str
+    side: str | None = None
+    sha: str | None = None
+    metric: str = "throughput"
+
+    def describe(self) -> str:
+        filters = [f"side {self.side}" if self.side else "", f"sha {self.sha}*" if self.sha else ""]
+        return ", ".join([self.case, *filter(None, filters)])
+
+
+def load_history(results_root: Path, query: HistoryQuery) -> pd.DataFrame:
+    """The matching runs, oldest first; ``InvalidInputError`` naming what matched nothing."""
+    if query.sha is not None and not _SHA_PREFIX.match(query.sha):
+        raise InvalidInputError(f"{query.sha!r} is not a SHA prefix (4 to 40 lowercase hex digits)", "--sha")
+    runs = read_runs(results_root)
+    if runs.empty:
+        raise InvalidInputError(f"no runs recorded under {Path(results_root) / 'runs'}")
+    if query.metric not in runs or not pd.api.types.is_numeric_dtype(runs[query.metric]):
+        numeric = sorted(c for c in runs.columns if c == "throughput" or c.endswith("_ms"))
+        raise InvalidInputError(f"unknown metric {query.metric!r}; recorded: {', '.join(numeric)}",
+                                "--metric")
+    mine = runs[runs["case"] == query.case]
+    if mine.empty:
+        raise InvalidInputError(f"no runs of case {query.case!r}; recorded cases: "
+                                f"{', '.join(sorted(runs['case'].dropna().unique()))}", "--case")
+    if query.side is not None:
+        if not (mine["side"] == query.side).any():
+            raise InvalidInputError(f"no runs of side {query.side!r} in case {query.case}; sides: "
+                                    f"{', '.join(sorted(mine['side'].dropna().unique()))}", "--side")
+        mine = mine[mine["side"] == query.side]
+    if query.sha is not None:
+        mine = mine[mine["sha"].str.startswith(query.sha)]
+        if mine.empty:
+            raise InvalidInputError(f"no runs of {query.describe()}", "--sha")
+    order = [c for c in ("started_at", "sweep_id", "order") if c in mine]
+    return apply_audit(mine).sort_values(order).reset_index(drop=True)
+
+
+def history_table(history: pd.DataFrame, metric: str) -> Table:
+    """One row per run: when, which sweep, side, SHA and variant, status, the metric, any error."""
+    rows = [[_time(r.get("started_at")), r["sweep_id"], r["side"], str(r["sha"])[:12], str(r["variant"]),
+             r["status"], format_number(_float(r[metric])), one_line(r["error"])]
+            for r in history.to_dict("records")]
+    return Table(["started (UTC)", "sweep", "side", "sha", "variant", "status", metric, "error"], rows)
+
+
+def summary_line(history: pd.DataFrame, query: HistoryQuery) -> str:
+    """How many runs matched and the median of the ok ones."""
+    ok = history.loc[history["status"] == "ok", query.metric]
+    return (f"{len(history)} runs of {query.describe()} ({len(ok)} ok) in "
+            f"{history['sweep_id'].nunique()} sweeps; median {query.metric} of ok runs: "
+            f"{format_number(stats.median(ok))}")
+
+
+def title(query: HistoryQuery) -> str:
+    return f"shasweep history: {query.describe()}"
+
+
+def to_markdown(history: pd.DataFrame, query: HistoryQuery) -> str:
+    return (f"# {title(query)}\n\n{summary_line(history, query)}\n\n"
+            + markdown_table(history_table(history, query.metric)) + "\n")
+
+
+def history_page(history: pd.DataFrame, query: HistoryQuery) -> Page:
+    page = Page(title(query))
+    page.paragraph(summary_line(history, query))
+    page.figures([history_plot(history, query.metric, f"{query.describe()}: {query.metric} per run")])
+    page.table(history_table(history, query.metric))
+    return page
+
+
+def _time(value: object) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, pd.Timestamp) else "-"
+
+
+def _float(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and not pd.isna(value) else float("nan")

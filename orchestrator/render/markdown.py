@@ -1,0 +1,118 @@
+"""The report as Markdown (printed and ``reports/<id>.md``) and CSV (``reports/<id>.csv``, long form)."""
+
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from orchestrator.analysis import drift, stats
+from orchestrator.analysis.report_model import Report
+from orchestrator.render.tables import (
+    GATES_NOTE,
+    Table,
+    case_counts,
+    case_table,
+    drift_table,
+    failures_table,
+    gates_table,
+    host_lines,
+    sides_table,
+    summary_lines,
+)
+
+
+def to_frame(report: Report) -> pd.DataFrame:
+    """The metric table in long form (the CSV), with each side's interval, p-value and drift."""
+    drifts = {(d.case, d.side, d.metric): d for d in report.drift}
+    return pd.DataFrame([{
+        "sweep_id": report.sweep_id, "case": r.case, "side": r.side,
+        "sha": report.record.get("sides", {}).get(r.side, {}).get("sha"),
+        "baseline": r.side == report.baseline, "metric": r.metric,
+        "n_ok": report.counts[r.case, r.side][0], "n_failed": report.counts[r.case, r.side][1],
+        "median": r.summary.median, "min": r.summary.min, "max": r.summary.max, "cv": r.summary.cv,
+        "ratio": r.ratio, **_comparison_columns(r.comparison),
+        **_drift_columns(drifts.get((r.case, r.side, r.metric))),
+    } for r in report.rows])
+
+
+def _comparison_columns(comparison: stats.Comparison | None) -> dict[str, float | bool | None]:
+    if comparison is None:
+        return {"ratio_ci_low": math.nan, "ratio_ci_high": math.nan, "p_value": math.nan, "paired": None}
+    return {"ratio_ci_low": comparison.low, "ratio_ci_high": comparison.high, "p_value": comparison.p_value,
+            "paired": comparison.paired}
+
+
+def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | str | None]:
+    if found is None:
+        return {"history_sweeps": 0, "history_median": math.nan, "drift": math.nan, "drifted": False}
+    return {"history_sweeps": found.sweeps, "history_median": found.reference, "drift": found.change,
+            "drifted": found.flagged}
+
+
+def to_markdown(report: Report) -> str:
+    """The human-readable report."""
+    sections = [_summary_md(report), _sides_md(report), *(_case_md(report, c) for c in report.cases),
+                _gates_md(report), _drift_md(report), _failures_md(report), _host_md(report)]
+    return "\n\n".join(s for s in sections if s) + "\n"
+
+
+def markdown_table(table: Table) -> str:
+    """A Markdown table; ``|`` inside cells is escaped."""
+    lines = ["| " + " | ".join(table.header) + " |", "|" + "---|" * len(table.header)]
+    return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
+                              for row in table.rows])
+
+
+def _summary_md(report: Report) -> str:
+    return "\n".join([f"# shasweep report: {report.sweep_id}", "",
+                      *(f"- {line}" for line in summary_lines(report))])
+
+
+def _sides_md(report: Report) -> str:
+    return "## Sides\n\n" + markdown_table(sides_table(report))
+
+
+def _case_md(report: Report, case: str) -> str:
+    counts = f"runs ok/not ok: {case_counts(report, case)}"
+    return f"## {case}\n\n{counts}\n\n" + markdown_table(case_table(report, case))
+
+
+def _gates_md(report: Report) -> str:
+    if not report.gates:
+        return ""
+    table = gates_table(report)
+    verdict = table.header.index("verdict")
+    bold = [[*row[:verdict], f"**{row[verdict]}**", *row[verdict + 1:]] for row in table.rows]
+    return "## Gates\n\n" + GATES_NOTE + "\n\n" + markdown_table(Table(table.header, bold))
+
+
+def _drift_md(report: Report) -> str:
+    if not report.drift:
+        return ""
+    threshold = report.drift[0].threshold
+    note = (f"Each side's median against the median of earlier sweeps' medians of the same SHA, case, "
+            f"variant, params, env and host; DRIFT when it moved more than {100 * threshold:g}%.")
+    return "## Drift\n\n" + note + "\n\n" + markdown_table(drift_table(report))
+
+
+def _failures_md(report: Report) -> str:
+    if not len(report.failures):
+        return ""
+    return "## Runs not ok\n\n" + markdown_table(failures_table(report))
+
+
+def _host_md(report: Report) -> str:
+    return "## Host\n\n" + "\n".join(f"- {line}" for line in host_lines(report))
+
+
+def write_report(report: Report, results_root: Path) -> tuple[Path, Path]:
+    """Write ``reports/<id>.md`` and ``reports/<id>.csv``; returns their paths."""
+    out = results_root / "reports"
+    out.mkdir(parents=True, exist_ok=True)
+    md, csv = out / f"{report.sweep_id}.md", out / f"{report.sweep_id}.csv"
+    md.write_text(to_markdown(report), encoding="utf-8")
+    to_frame(report).to_csv(csv, index=False)
+    return md, csv

@@ -1,0 +1,90 @@
+"""One self-contained HTML page: headings, text, tables and Bokeh figures, with BokehJS inlined.
+
+Nothing on the page loads from the network: BokehJS is inlined (``Resources(mode="inline")``, only the
+core ``bokeh`` bundle: the pages use no widgets, tables, WebGL or MathJax) and so is the style sheet.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bokeh.embed import components
+from bokeh.model import Model
+from bokeh.resources import Resources
+
+from orchestrator.render.tables import Table
+
+# Cell text -> CSS class, so verdicts and statuses stand out wherever a table shows them.
+HIGHLIGHTS: dict[str, str] = {
+    "PASS": "pass", "FAIL": "fail", "INCONCLUSIVE": "warn", "DRIFT": "warn",
+    "ok": "pass", "failed": "fail", "timeout": "fail", "cancelled": "fail", "audit_failed": "fail",
+}
+BOKEH_JS = Resources(mode="inline", components=["bokeh"])
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; }
+h1 { font-size: 1.6em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; }
+td.pass { background: #d7f5d7; color: #145214; font-weight: bold; }
+td.fail { background: #fbd5d5; color: #8a1010; font-weight: bold; }
+td.warn { background: #fdf0c4; color: #6b5200; font-weight: bold; }
+.plots { display: flex; flex-wrap: wrap; gap: 12px; }
+.note { color: #555; }
+"""
+
+
+@dataclass
+class Page:
+    """Blocks of HTML and figures in document order."""
+
+    title: str
+    _blocks: list[str | Model] = field(default_factory=list)
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self._blocks.append(f"<h{level}>{html.escape(text)}</h{level}>")
+
+    def paragraph(self, text: str, css_class: str = "") -> None:
+        attr = f' class="{css_class}"' if css_class else ""
+        self._blocks.append(f"<p{attr}>{html.escape(text)}</p>")
+
+    def items(self, lines: list[str]) -> None:
+        self._blocks.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>")
+
+    def table(self, table: Table) -> None:
+        self._blocks.append(table_html(table))
+
+    def figures(self, figures: list[Model]) -> None:
+        """Figures side by side (wrapping on narrow screens)."""
+        self._blocks.append('<div class="plots">')
+        self._blocks.extend(figures)
+        self._blocks.append("</div>")
+
+    def render(self) -> str:
+        """The complete HTML document."""
+        figures = {f"plot{i}": b for i, b in enumerate(self._blocks) if isinstance(b, Model)}
+        script, divs = components(figures) if figures else ("", {})
+        names = iter(divs)
+        body = "\n".join(divs[next(names)] if isinstance(b, Model) else b for b in self._blocks)
+        return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+                f"<title>{html.escape(self.title)}</title>\n{BOKEH_JS.render()}\n<style>{STYLE}</style>\n"
+                f"</head>\n<body>\n<h1>{html.escape(self.title)}</h1>\n{body}\n{script}\n</body>\n</html>\n")
+
+    def write(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.render(), encoding="utf-8")
+        return path
+
+
+def table_html(table: Table) -> str:
+    """An HTML table; cells whose text is a verdict or status get its highlight class."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
+    rows = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in table.rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def _cell(text: str) -> str:
+    css = HIGHLIGHTS.get(text)
+    return f'<td class="{css}">{html.escape(text)}</td>' if css else f"<td>{html.escape(text)}</td>"

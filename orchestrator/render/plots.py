@@ -1,0 +1,162 @@
+"""Bokeh figures of runs: throughput by side, phase breakdown, per-step timeline, a metric over time.
+
+Every function takes plain DataFrames in the results schema (docs/design.md, "Results") and returns one
+figure; none of them reads files.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from bokeh.models import BoxAnnotation, ColumnDataSource, HoverTool
+from bokeh.palettes import Category10, Category20
+from bokeh.plotting import figure
+from bokeh.transform import jitter
+
+# Stacked in this order; update_state_ms is replaced by its update_state.* breakdown when reported.
+BREAKDOWN_PHASES: tuple[str, ...] = (
+    "physics_ms", "update_state_ms", "reset_done_ms", "d2h_ms", "apply_action_ms", "policy_ms", "replay_ms",
+)
+SUBPHASE_PREFIX = "update_state."
+UPDATE_STATE_REST = "update_state.other_ms"
+WIDTH, HEIGHT = 560, 320
+RUN_FIELDS: list[str] = ["side", "throughput", "run_key", "sha", "status", "color"]
+
+
+def side_colors(sides: list[str]) -> dict[str, str]:
+    """A fixed color per side, in declaration order."""
+    palette = Category10[10]
+    return {side: palette[i % len(palette)] for i, side in enumerate(sides)}
+
+
+def throughput_plot(runs: pd.DataFrame, sides: list[str], title: str) -> figure:
+    """Per-run throughput by side: a box (quartiles, min-max whiskers, median) and the runs as points.
+
+    ``runs`` holds one case's runs; only ``status == ok`` runs make the boxes, runs that failed
+    their audit but reported a throughput are drawn as red crosses.
+    """
+    fig = _figure(title, x_range=sides, y_label="throughput (env steps / s)")
+    ok = runs[(runs["status"] == "ok") & runs["throughput"].notna()]
+    quartiles = ok.groupby("side")["throughput"].quantile([0.0, 0.25, 0.5, 0.75, 1.0]).unstack()
+    boxes = ColumnDataSource({"side": list(quartiles.index), **{f"q{int(q * 100)}": quartiles[q].tolist()
+                                                               for q in quartiles.columns}})
+    if len(quartiles):
+        fig.segment("side", "q0", "side", "q100", source=boxes, color="#555")
+        fig.vbar("side", 0.5, "q25", "q75", source=boxes, fill_color="#e8e8e8", line_color="#555")
+        fig.rect("side", "q50", 0.5, 0.001, source=boxes, line_color="#222", line_width=2)
+    colors = side_colors(sides)
+    points = ok.assign(color=ok["side"].map(colors).fillna("#999"))
+    fig.scatter(jitter("side", width=0.25, range=fig.x_range), "throughput",
+                source=_source(points, RUN_FIELDS), color="color", size=8, alpha=0.8, legend_label="ok run")
+    rejected = runs[(runs["status"] == "audit_failed") & runs["throughput"].notna()]
+    if len(rejected):
+        fig.scatter("side", "throughput", source=_source(rejected, RUN_FIELDS), marker="x", color="#d62728",
+                    size=12, line_width=2, legend_label="failed its audit")
+    fig.add_tools(HoverTool(tooltips=[("run", "@run_key"), ("sha", "@sha"),
+                                      ("throughput", "@throughput{0,0}"), ("status", "@status")]))
+    fig.legend.location = "bottom_right"
+    return fig
+
+
+def breakdown_phases(runs: pd.DataFrame) -> list[str]:
+    """The phases a breakdown stacks: the standard ones, with update_state split into its sub-phases."""
+    subphases = sorted(c for c in runs.columns
+                       if c.startswith(SUBPHASE_PREFIX) and c.endswith("_ms") and runs[c].notna().any())
+    phases = []
+    for phase in BREAKDOWN_PHASES:
+        phases += [*subphases, UPDATE_STATE_REST] if phase == "update_state_ms" and subphases else [phase]
+    return phases
+
+
+def phase_medians(runs: pd.DataFrame, sides: list[str]) -> pd.DataFrame:
+    """Median per-run mean of every breakdown phase, one row per side; phases that are 0 or not
+    reported on every side are left out."""
+    ok = runs[runs["status"] == "ok"].copy()
+    phases = breakdown_phases(ok)
+    if UPDATE_STATE_REST in phases:
+        parts = [p for p in phases if p.startswith(SUBPHASE_PREFIX) and p != UPDATE_STATE_REST]
+        ok[UPDATE_STATE_REST] = (ok["update_state_ms"] - ok[parts].fillna(0.0).sum(axis=1)).clip(lower=0.0)
+    for phase in phases:
+        if phase not in ok:
+            ok[phase] = float("nan")
+    medians = ok.groupby("side")[phases].median().reindex(sides).fillna(0.0)
+    return medians.loc[:, (medians != 0.0).any()]
+
+
+def breakdown_plot(runs: pd.DataFrame, sides: list[str], title: str) -> figure:
+    """Stacked bar per side of the median phase times (ms per vector step)."""
+    medians = phase_medians(runs, sides)
+    phases = list(medians.columns)
+    palette = Category20[20]
+    fig = _figure(title, x_range=sides, y_label="ms per vector step (median of run means)")
+    source = ColumnDataSource({"side": sides, **{p: medians[p].tolist() for p in phases}})
+    fig.vbar_stack(phases, x="side", width=0.6, source=source, legend_label=phases,
+                   color=[palette[i % len(palette)] for i in range(len(phases))])
+    fig.add_tools(HoverTool(tooltips=[("side", "@side"), ("phase", "$name"), ("ms", "@$name{0.000}")]))
+    if phases:  # no ok run of this case (e.g. a cancelled sweep): an empty chart, no legend
+        fig.legend.location = "top_left"
+        fig.legend.label_text_font_size = "8pt"
+        fig.add_layout(fig.legend[0], "right")
+        fig.width = WIDTH + 220
+    return fig
+
+
+def timeline_plot(steps: pd.DataFrame, runs: pd.DataFrame, sides: list[str], phase: str,
+                  title: str) -> figure:
+    """``phase`` per step of every run, one line per run colored by side, warm-up steps shaded.
+
+    ``steps`` is the long steps table of one case's runs restricted to ``phase``.
+    """
+    # log scale: the first warm-up steps (JIT compiles) can be 100x a measured step
+    fig = _figure(title, y_label=phase.removesuffix("_ms") + " (ms, log scale)", x_label="vector step",
+                  y_axis_type="log")
+    warmup = steps.loc[steps["warmup"], "step"]
+    if len(warmup):
+        fig.add_layout(BoxAnnotation(left=-0.5, right=float(warmup.max()) + 0.5, fill_color="#999",
+                                     fill_alpha=0.15))
+    colors = side_colors(sides)
+    side_of = runs.set_index("run_key")["side"].to_dict()
+    for run_key, run_steps in steps.sort_values("step").groupby("run_key", sort=True):
+        side = side_of.get(run_key, "?")
+        fig.line(run_steps["step"], run_steps["ms"], color=colors.get(side, "#999"), alpha=0.7,
+                 legend_label=str(side))
+    fig.legend.location = "top_right"
+    return fig
+
+
+def history_plot(history: pd.DataFrame, metric: str, title: str) -> figure:
+    """``metric`` of every run over its start time; ok runs as dots per side, others as crosses."""
+    fig = _figure(title, x_axis_type="datetime", y_label=metric, x_label="run started (UTC)")
+    sides = list(dict.fromkeys(history["side"]))
+    colors = side_colors(sides)
+    fields = ["started_at", "sweep_id", "side", "sha", "status", metric]
+    for side in sides:
+        mine = history[(history["side"] == side) & (history["status"] == "ok")]
+        fig.scatter("started_at", metric, source=_source(mine, fields), color=colors[side], size=8,
+                    legend_label=side)
+    others = history[history["status"] != "ok"]
+    if len(others):
+        fig.scatter("started_at", metric, source=_source(others, fields), marker="x", color="#d62728",
+                    size=11, line_width=2, legend_label="not ok")
+    fig.add_tools(HoverTool(tooltips=[("sweep", "@sweep_id"), ("side", "@side"), ("sha", "@sha"),
+                                      (metric, f"@{{{metric}}}"), ("status", "@status")]))
+    fig.legend.location = "bottom_left"
+    return fig
+
+
+def _figure(title: str, *, y_label: str, x_label: str = "", **kwargs: object) -> figure:
+    fig = figure(title=title, width=WIDTH, height=HEIGHT, tools="pan,box_zoom,wheel_zoom,reset,save",
+                 **kwargs)
+    fig.yaxis.axis_label, fig.xaxis.axis_label = y_label, x_label
+    if kwargs.get("y_axis_type") != "log":
+        fig.y_range.start = 0
+    return fig
+
+
+def _source(frame: pd.DataFrame, columns: list[str]) -> ColumnDataSource:
+    """A data source of ``columns`` of ``frame``, missing text shown as "-" in tooltips."""
+    data = {}
+    for name in columns:
+        values = frame[name] if name in frame else pd.Series([None] * len(frame), dtype=object)
+        is_text = values.dtype == object or pd.api.types.is_string_dtype(values)
+        data[name] = values.astype(object).where(values.notna(), "-").tolist() if is_text else values.tolist()
+    return ColumnDataSource(data)

@@ -1,0 +1,152 @@
+"""The report's sections as display tables (``Table``: header and string cells) and the number
+formats every renderer shares, so Markdown, the terminal and HTML show the same cells."""
+
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from orchestrator.analysis import stats
+from orchestrator.analysis.report_model import Report
+from orchestrator.analysis.run_audit import AUDIT_FAILED
+from orchestrator.analysis.verdicts import (
+    format_interval,
+    format_n,
+    format_p,
+)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A report section's table as display strings, for any renderer (Markdown, HTML)."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
+def summary_lines(report: Report) -> list[str]:
+    """When and how the sweep ran, and how many of its runs were ok."""
+    rec, spec = report.record, report.record["spec"]
+    stopped = f" ({rec['stopped_reason']})" if rec.get("stopped_reason") else ""
+    n_ok = sum(ok for ok, _ in report.counts.values())
+    n_audit = int((report.failures["status"] == AUDIT_FAILED).sum())
+    return [
+        f"created: {rec.get('created', '-')}; status: {rec.get('status', '-')}{stopped}",
+        f"repo: {rec.get('repo', '-')}",
+        f"order: {spec.get('order')} (seed {spec.get('order_seed')}), repeats: {spec.get('repeats')}, "
+        f"baseline: {report.baseline}",
+        f"runs: {n_ok} ok, {len(report.failures)} not ok ({n_audit} failed their audit), "
+        f"{report.missing} not run",
+    ]
+
+
+def sides_table(report: Report) -> Table:
+    """Each side's planned ref, SHA and variant next to what the runs' audit recorded."""
+    rows = []
+    for side in report.sides:
+        info, audit = report.record.get("sides", {}).get(side, {}), report.audit[side]
+        planned = [str(info.get(k, "-")) for k in ("ref", "sha", "variant")]
+        rows.append([side, *planned, audit["env_class"], audit["backend_class"], audit["git_sha"],
+                     audit["threads"]])
+    return Table(["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha",
+                  "bench threads"], rows)
+
+
+def case_counts(report: Report, case: str) -> str:
+    """``side ok/not ok`` for every side of ``case``."""
+    return ", ".join(f"{s} {report.counts[case, s][0]}/{report.counts[case, s][1]}" for s in report.sides)
+
+
+def case_table(report: Report, case: str) -> Table:
+    """Per metric: each side's median [min, max] cv, then each side's ratio to the baseline, then
+    that ratio's bootstrap interval and Mann-Whitney p-value."""
+    others = [s for s in report.sides if s != report.baseline]
+    ratios = [f"{s} / {report.baseline}" for s in others]
+    intervals = [f"{s} / {report.baseline} CI, p" for s in others]
+    header = ["metric", f"{report.baseline} (baseline)", *others, *ratios, *intervals]
+    rows = []
+    for metric in report.metrics:
+        cells = {r.side: r for r in report.rows if r.case == case and r.metric == metric}
+        rows.append([metric, *(format_summary(cells[s].summary, report.counts[case, s][0])
+                               for s in [report.baseline, *others]),
+                     *(_ratio(cells[s].ratio) for s in others),
+                     *(_interval_and_p(cells[s].comparison) for s in others)])
+    return Table(header, rows)
+
+
+def _interval_and_p(comparison: stats.Comparison | None) -> str:
+    """``95% CI [0.941, 0.962], p 0.008``."""
+    return "-" if comparison is None else f"{format_interval(comparison)}, p {format_p(comparison)}"
+
+
+GATES_NOTE = ("A verdict reads the bootstrap interval of the ratio of medians: PASS when it lies entirely "
+              "within the bound, FAIL when entirely outside, INCONCLUSIVE when it straddles the bound "
+              "(more repeats needed). p is the two-sided Mann-Whitney U p-value; runs are paired by "
+              "round when every round ran both sides.")
+
+
+def gates_table(report: Report) -> Table:
+    """One row per gate verdict: the ratio, the verdict, its interval, p-value and n, and why."""
+    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), g.verdict,
+             format_interval(g.comparison), format_p(g.comparison), format_n(g.comparison), g.reason]
+            for g in report.gates]
+    return Table(["gate", "metric", "case", "side", "bound", "ratio", "verdict", "interval", "p", "n",
+                  "reason"], rows)
+
+
+def drift_table(report: Report) -> Table:
+    """Throughput, gate metrics and every flagged metric of each side that has history."""
+    shown = {"throughput"} | {g.metric for g in report.gates}
+    rows = [[d.case, d.side, d.metric, format_number(d.current), format_number(d.reference),
+             f"{d.latest_sweep}: {format_number(d.latest)}", str(d.sweeps), _change(d.change),
+             "DRIFT" if d.flagged else "ok"]
+            for d in report.drift if d.flagged or d.metric in shown]
+    return Table(["case", "side", "metric", "this sweep", "history", "latest earlier sweep", "sweeps",
+                  "change", "drift"], rows)
+
+
+def failures_table(report: Report) -> Table:
+    """Every run that is not ok (failed, timed out, cancelled, failed its audit) with its error."""
+    rows = [[f.run_key, f.case, f.side, f.status, one_line(f.error)] for f in report.failures.itertuples()]
+    return Table(["run_key", "case", "side", "status", "error"], rows)
+
+
+def host_lines(report: Report) -> list[str]:
+    """The bench host's record, one ``key: value`` per line."""
+    host = report.record.get("host") or {}
+    # The record's thread variables are the bench worker's own (a Dask nanny sets them to 1); each
+    # bench's real settings are in its audit, shown per side under "bench threads".
+    return [f"{k}: {v}" for k, v in sorted(host.items()) if k != "threads"] or ["not recorded"]
+
+
+def format_summary(s: stats.Summary, ok_runs: int | None = None) -> str:
+    """``median [min, max] cv N%``; ``not reported`` when ``ok_runs`` ok runs lack the metric (e.g. a
+    phase their SHA does not time), else ``no ok runs``."""
+    if s.n == 0:
+        return "not reported" if ok_runs else "no ok runs"
+    cv = "-" if math.isnan(s.cv) else f"{100 * s.cv:.1f}%"
+    return f"{format_number(s.median)} [{format_number(s.min)}, {format_number(s.max)}] cv {cv}"
+
+
+def format_number(value: float) -> str:
+    """4 significant digits; large values (throughput) in full with thousands separators."""
+    if math.isnan(value):
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.4g}"
+
+
+def _ratio(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.3f}"
+
+
+def _change(value: float) -> str:
+    return "-" if math.isnan(value) else f"{100 * value:+.1f}%"
+
+
+def one_line(text: object) -> str:
+    """``text`` on one line, at most 200 characters; ``-`` when there is none."""
+    if not isinstance(text, str):
+        return "-"
+    flat = " ".join(text.split())
+    return flat if len(flat) <= 200 else flat[:197] + "..."

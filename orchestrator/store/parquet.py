@@ -1,0 +1,217 @@
+"""Writing one run's results as Parquet (docs/design.md, "Results") and reading them back.
+
+``results/runs/sweep=<id>/<run_key>.parquet`` holds one row per run, ``results/steps/...`` the
+per-step phase timings in long format. Files are written under a dot-prefixed temporary name
+(ignored by pyarrow and pandas) and renamed into place, so a reader never sees half a run and a
+re-run of the same ``run_key`` replaces the earlier file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import typing
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from orchestrator.contract import HostRecord, PlannedRun, StepRecord
+
+# Always present (null when a run did not report them), so every file has the same core schema and
+# ``pd.read_parquet("results/runs")`` -- which takes the schema of the first file -- sees them all.
+# The ``update_state.<manager>.<stage>_ms`` breakdown a manager-based env reports is standard too:
+# a direct env has none (null), and a directory read must not drop it when a direct run comes first.
+STANDARD_PHASES: tuple[str, ...] = (
+    "collector_step_ms", "policy_ms", "env_step_ms", "apply_action_ms", "physics_ms", "d2h_ms",
+    "update_state_ms", "reset_done_ms", "replay_ms",
+    "update_state.termination.compute_ms", "update_state.reward.compute_ms",
+    "update_state.command.compute_ms", "update_state.command.post_compute_ms",
+    "update_state.event.interval_ms", "update_state.observation.compute_ms",
+)
+STANDARD_AUDIT: tuple[str, ...] = (
+    "module_file", "git_sha", "env_class", "backend_class", "managers", "versions", "threads",
+)
+_PLAN_STRINGS: tuple[str, ...] = (
+    "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant",
+)
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
+# One-row files: column statistics and the embedded Arrow schema only bloat the footer (they are
+# most of its size) and make reading many runs several times slower; Parquet's own logical types
+# already give back the same Arrow types (UTC timestamps included).
+_WRITE_OPTIONS = {"write_statistics": False, "store_schema": False}
+_ARROW_TYPES: dict[object, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64()}
+
+
+@dataclass
+class RunResult:
+    """What executing one run produced, ready to be written."""
+
+    status: str  # ok | failed | timeout | cancelled
+    error: str | None
+    started_at: datetime
+    ended_at: datetime
+    exit_code: int | None
+    log_dir: str
+    host: dict
+    header: dict | None = None
+    summary: dict | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def wall_s(self) -> float:
+        return (self.ended_at - self.started_at).total_seconds()
+
+    @property
+    def throughput(self) -> float | None:
+        value = (self.summary or {}).get("throughput")
+        return float(value) if isinstance(value, int | float) else None
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """Where a run's two Parquet files landed."""
+
+    runs: Path
+    steps: Path
+
+
+def runs_dir(results_root: str | Path, sweep_id: str) -> Path:
+    return Path(results_root) / "runs" / f"sweep={sweep_id}"
+
+
+def steps_dir(results_root: str | Path, sweep_id: str) -> Path:
+    return Path(results_root) / "steps" / f"sweep={sweep_id}"
+
+
+def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
+    """Write both Parquet files of ``run`` atomically; returns their paths."""
+    runs_path = runs_dir(run.results_root, run.sweep_id) / f"{run.run_key}.parquet"
+    steps_path = steps_dir(run.results_root, run.sweep_id) / f"{run.run_key}.parquet"
+    write_parquet_atomic(steps_table(run, result.steps), steps_path)
+    write_parquet_atomic(run_table(run, result), runs_path)
+    return RunFiles(runs=runs_path, steps=steps_path)
+
+
+def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
+    """The one-row runs table of ``run``."""
+    columns: dict[str, tuple[object, pa.DataType]] = {name: (getattr(run, name), pa.string())
+                                                      for name in _PLAN_STRINGS}
+    columns |= {
+        "repeat": (run.repeat, pa.int64()),
+        "order": (run.order, pa.int64()),
+        "status": (result.status, pa.string()),
+        "error": (result.error, pa.string()),
+        "started_at": (result.started_at, _TIMESTAMP),
+        "ended_at": (result.ended_at, _TIMESTAMP),
+        "wall_s": (result.wall_s, pa.float64()),
+        "throughput": (result.throughput, pa.float64()),
+        "measure_wall_s": (_float_or_none((result.summary or {}).get("measure_wall_s")), pa.float64()),
+        "exit_code": (result.exit_code, pa.int64()),
+        "steps": (sum(not s.warmup for s in result.steps), pa.int64()),
+        "log_dir": (result.log_dir, pa.string()),
+    }
+    columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
+    columns |= {f"host_{name}": (result.host.get(name), kind) for name, kind in _host_types().items()}
+    columns |= {f"audit_{name}": (value, pa.string())
+                for name, value in flatten_audit((result.header or {}).get("audit")).items()}
+    columns |= {
+        "params": (json.dumps(run.params, sort_keys=True), pa.string()),
+        "env": (json.dumps(run.env, sort_keys=True), pa.string()),
+    }
+    schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
+    return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)
+
+
+def steps_table(run: PlannedRun, steps: list[StepRecord]) -> pa.Table:
+    """Long format: one row per (step, phase)."""
+    rows = [(s.step, s.warmup, phase, ms) for s in steps for phase, ms in s.phases.items()]
+    step, warmup, phase, ms = (list(col) for col in zip(*rows, strict=True)) if rows else ([], [], [], [])
+    return pa.table({
+        "sweep_id": pa.array([run.sweep_id] * len(rows), pa.string()),
+        "run_key": pa.array([run.run_key] * len(rows), pa.string()),
+        "step": pa.array(step, pa.int64()),
+        "warmup": pa.array(warmup, pa.bool_()),
+        "phase": pa.array(phase, pa.string()),
+        "ms": pa.array(ms, pa.float64()),
+    })
+
+
+def phase_means(summary: dict | None) -> dict[str, float | None]:
+    """Standard phases (null when absent) plus every other ``*_ms`` mean the summary reports."""
+    reported = (summary or {}).get("phase_means_ms")
+    reported = reported if isinstance(reported, dict) else {}
+    means: dict[str, float | None] = {name: None for name in STANDARD_PHASES}
+    for name, value in reported.items():
+        if isinstance(name, str) and name.endswith("_ms"):
+            means[name] = _float_or_none(value)
+    return means
+
+
+def flatten_audit(audit: object) -> dict[str, str | None]:
+    """Audit keys as strings: text kept, everything else (lists, nested dicts, numbers) as JSON."""
+    audit = audit if isinstance(audit, dict) else {}
+    flat: dict[str, str | None] = {name: None for name in STANDARD_AUDIT}
+    for name, value in audit.items():
+        is_text = isinstance(value, str) or value is None
+        flat[str(name)] = value if is_text else json.dumps(value, sort_keys=True)
+    return flat
+
+
+def read_runs(results_root: str | Path, sweep_id: str | None = None) -> pd.DataFrame:
+    """All runs (or one sweep's) with the union of every file's columns.
+
+    ``pd.read_parquet(results_root / "runs")`` also works but takes its columns from the first
+    file, so phases only some SHAs report may be missing from it; this reads them all.
+    """
+    path = runs_dir(results_root, sweep_id) if sweep_id else Path(results_root) / "runs"
+    if not path.is_dir():
+        return pd.DataFrame()
+    partitioning = None if sweep_id else ds.partitioning(pa.schema([("sweep", pa.string())]), flavor="hive")
+    factory = ds.FileSystemDatasetFactory(
+        pafs.LocalFileSystem(), pafs.FileSelector(str(path), recursive=True), ds.ParquetFileFormat(),
+        ds.FileSystemFactoryOptions(partitioning=partitioning, partition_base_dir=str(path)),
+    )
+    return factory.finish(factory.inspect(fragments=None)).to_table().to_pandas()
+
+
+def run_statuses(results_root: str | Path, sweep_id: str) -> dict[str, str | None]:
+    """``run_key -> status`` of every run file of one sweep; ``None`` for a file that cannot be read
+    (a re-run replaces it). Temporary (dot-prefixed) files of interrupted writes are not runs."""
+    statuses: dict[str, str | None] = {}
+    for path in sorted(runs_dir(results_root, sweep_id).glob("[!.]*.parquet")):
+        try:
+            statuses[path.stem] = pq.read_table(path, columns=["status"]).column("status")[0].as_py()
+        except (pa.ArrowException, OSError, IndexError, KeyError):
+            statuses[path.stem] = None
+    return statuses
+
+
+def _host_types() -> dict[str, pa.DataType]:
+    """Arrow type of every host field, from ``HostRecord``'s annotations (None-able kept nullable)."""
+    hints = typing.get_type_hints(HostRecord)
+    types: dict[str, pa.DataType] = {}
+    for f in fields(HostRecord):
+        base = [t for t in typing.get_args(hints[f.name]) if t is not type(None)] or [hints[f.name]]
+        types[f.name] = _ARROW_TYPES[base[0]]
+    return types
+
+
+def _float_or_none(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def write_parquet_atomic(table: pa.Table, path: Path) -> None:
+    """Write ``table`` to ``path`` via a dot-prefixed temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(table, tmp, **_WRITE_OPTIONS)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,113 @@
+"""The bench host's record: hardware, OS, interpreter, library versions, threads and affinity.
+
+Collected on the bench worker (never on the client) and stored with every run as ``host_*``
+columns. Versions come from package metadata, so no heavy module is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import psutil
+
+from orchestrator.contract import HostRecord
+
+# Set to the run's thread count for every bench (the Dask nanny would leave them at 1).
+PINNED_THREAD_VARS: tuple[str, ...] = (
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
+)
+# Recorded with every run; the bench's own knobs (its documented defaults apply unless the sweep's
+# ``env`` sets them) come after the pinned ones.
+THREAD_VARS: tuple[str, ...] = (*PINNED_THREAD_VARS, "ENVRUNTIME_TORCH_THREADS")
+VERSIONED_PACKAGES: tuple[str, ...] = ("numpy", "torch", "mujoco", "motrixsim", "mujoco-warp", "numba")
+
+
+def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None) -> dict:
+    """This machine's record; ``env``/``cpus`` describe a bench process (default: this process)."""
+    env = dict(os.environ) if env is None else env
+    cpus = os.sched_getaffinity(0) if cpus is None else cpus
+    gpu_name, gpu_memory, gpu_driver = _gpu()
+    return HostRecord(
+        hostname=platform.node(),
+        cpu_model=_cpu_model(),
+        cpu_logical=os.cpu_count() or 0,
+        cpu_physical=psutil.cpu_count(logical=False),
+        ram_gib=round(psutil.virtual_memory().total / 2**30, 2),
+        gpu_name=gpu_name,
+        gpu_memory_mib=gpu_memory,
+        gpu_driver=gpu_driver,
+        os=_os_name(),
+        kernel=platform.release(),
+        python=platform.python_version(),
+        versions=json.dumps({name: _version(name) for name in VERSIONED_PACKAGES}, sort_keys=True),
+        threads=json.dumps({name: env.get(name) for name in THREAD_VARS}, sort_keys=True),
+        affinity=format_cpus(cpus),
+    ).as_dict()
+
+
+def format_cpus(cpus: set[int]) -> str:
+    """Compact CPU list: {0, 1, 2, 5} -> '0-2,5'."""
+    parts: list[tuple[int, int]] = []
+    for cpu in sorted(cpus):
+        if parts and parts[-1][1] == cpu - 1:
+            parts[-1] = (parts[-1][0], cpu)
+        else:
+            parts.append((cpu, cpu))
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in parts)
+
+
+def parse_cpus(text: str) -> set[int]:
+    """Inverse of ``format_cpus``: '0-2,5' -> {0, 1, 2, 5}; raises ValueError naming the bad part."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        try:
+            low, _, high = part.strip().partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+        except ValueError:
+            raise ValueError(f"bad CPU list {text!r}: {part!r} is not N or N-M") from None
+    return cpus
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _os_name() -> str:
+    try:
+        info = platform.freedesktop_os_release()
+        return info.get("PRETTY_NAME") or info.get("NAME", "")
+    except OSError:
+        return f"{platform.system()} {platform.version()}"
+
+
+def _gpu() -> tuple[str | None, int | None, str | None]:
+    """(name, memory MiB, driver) of the first GPU nvidia-smi reports, else Nones."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None, None, None
+    query = [exe, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"]
+    try:
+        out = subprocess.run(query, capture_output=True, text=True, timeout=10, check=True).stdout
+        name, memory, driver = (field.strip() for field in out.splitlines()[0].split(","))
+        return name, int(float(memory)), driver
+    except (subprocess.SubprocessError, OSError, IndexError, ValueError):
+        return None, None, None

@@ -1,0 +1,114 @@
+"""The orchestrator's imports run with the flow of a sweep (docs/design.md, "Code layout").
+
+Every module under ``orchestrator/`` is parsed (imports inside functions and ``TYPE_CHECKING``
+blocks count too) and each import of another orchestrator group must be allowed by ``ALLOWED``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "orchestrator"
+
+# group -> the groups it may import (besides itself). A group is a subpackage or a top-level module.
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "contract": {"errors"},
+    "spec": {"errors"},
+    "store": {"contract", "errors"},
+    "worker": {"store", "contract", "errors"},
+    "plan": {"spec", "store", "contract", "errors"},
+    "dashboard": {"contract", "errors"},
+    "dispatch": {"plan", "worker", "store", "spec", "dashboard", "contract", "errors"},
+    "analysis": {"store", "spec", "contract", "errors"},
+    "render": {"analysis", "store", "spec", "contract", "errors"},
+    "cli": {"spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard", "contract",
+            "errors"},
+    "__init__": set(),
+}
+FORBIDDEN_PACKAGES = ("envruntime",)  # the two packages share only the run protocol
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def group_of(module: str) -> str | None:
+    """``orchestrator.worker.stream`` -> ``worker``; ``orchestrator`` -> ``__init__``."""
+    parts = module.split(".")
+    if parts[0] != "orchestrator":
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in ``path``, relative imports resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # ``from orchestrator import stats`` imports the submodule: count each name as a module
+            found += [(node.lineno, f"{base}.{alias.name}" if base == "orchestrator" else base)
+                      for alias in node.names]
+    return found
+
+
+def violations(package: Path = PACKAGE) -> list[str]:
+    wrong = []
+    for path in sorted(package.rglob("*.py")):
+        source = group_of(module_name(path))
+        for line, target in imported_modules(path):
+            where = f"{path.relative_to(ROOT)}:{line}"
+            if target.split(".")[0] in FORBIDDEN_PACKAGES:
+                wrong.append(f"{where}: {source} imports {target} (the packages share only the protocol)")
+                continue
+            dest = group_of(target)
+            if dest is None or dest == source:
+                continue
+            if dest == "cli":
+                wrong.append(f"{where}: {source} imports {target} (nothing imports cli)")
+            elif dest not in ALLOWED[source]:
+                wrong.append(f"{where}: {source} imports {target} ({source} may import "
+                             f"{', '.join(sorted(ALLOWED[source])) or 'nothing'})")
+    return wrong
+
+
+def test_every_group_is_in_the_table() -> None:
+    groups = {group_of(module_name(p)) for p in PACKAGE.rglob("*.py")}
+    assert groups <= set(ALLOWED), f"add these groups to ALLOWED and docs/design.md: {groups - set(ALLOWED)}"
+
+
+def test_imports_run_with_the_flow() -> None:
+    assert violations() == []
+
+
+def test_a_wrong_import_is_caught(tmp_path: Path) -> None:
+    """The checker itself: a store module importing the worker is reported with its file and line."""
+    fake = tmp_path / "orchestrator"
+    (fake / "store").mkdir(parents=True)
+    (fake / "store" / "bad.py").write_text("from orchestrator.worker.stream import follow_lines\n")
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        found = violations(fake)
+    finally:
+        ROOT = saved
+    assert found == ["orchestrator/store/bad.py:1: store imports orchestrator.worker.stream "
+                     "(store may import contract, errors)"]
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("__init__.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_subpackage_says_what_it_owns(path: Path) -> None:
+    assert ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))), f"{path} needs a docstring"
