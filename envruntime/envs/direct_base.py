@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from envruntime.backends.base import Backend
-from envruntime.envs.reset_staging import ResetStaging
+from envruntime.backends.reset_staging import ResetStaging
 from envruntime.envs.task_config import TaskCfg
 from envruntime.kernels.action import record_action_and_targets
 from envruntime.vecenv import ENV_PHASES, StepResult, elapsed_ms, record_backend_phases

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from envruntime.backends.base import ModelInfo
-from envruntime.envs.reset_staging import ResetStaging
+from envruntime.backends.reset_staging import ResetStaging
 from envruntime.kernels.motion_command import (
     advance_motion,
     decay_failure_counts,
