@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from envruntime.motion.g1_names import G1_MOTION_NPZ
+from envruntime.robots.g1 import G1_MOTION_NPZ
 
 _ARRAYS = ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")
 

@@ -25,7 +25,7 @@ import mujoco
 import numpy as np
 
 from envruntime.motion.clip import MotionClip
-from envruntime.motion.g1_names import FEET, G1_MOTION_NPZ, G1_XML, HOME_KEYFRAME, JOINT_NAMES, TRACKED_BODIES
+from envruntime.robots.g1 import FEET, G1_MOTION_NPZ, G1_XML, HOME_KEYFRAME, JOINT_NAMES, TRACKED_BODIES
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from parity import step_both_and_compare
 
 from envruntime.backends import make_backend
 from envruntime.motion import load_g1_motion
-from envruntime.motion.g1_names import JOINT_NAMES, TRACKED_BODIES
+from envruntime.robots.g1 import JOINT_NAMES, TRACKED_BODIES
 from envruntime.tasks import make_env
 from envruntime.tasks.g1_motion_tracking import (
     XML_PATH,

@@ -8,7 +8,7 @@ import pytest
 
 from envruntime.kernels import humanoid as k
 from envruntime.managers.mdp.humanoid import joint_stds, lumped_masses
-from envruntime.motion import g1_names as g1
+from envruntime.robots import g1
 
 N = 7
 

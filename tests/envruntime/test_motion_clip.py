@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from envruntime.motion import MotionClip, load_clip, load_g1_motion
-from envruntime.motion import g1_names as g1
 from envruntime.motion.generate import MotionSpec, generate_clip, main
+from envruntime.robots import g1
 
 
 @pytest.fixture(scope="module")

@@ -54,7 +54,7 @@ step should reach.
 from __future__ import annotations
 
 from envruntime.backends.base import Backend
-from envruntime.motion.g1_names import G1_XML
+from envruntime.robots.g1 import G1_XML
 from envruntime.tasks.g1_motion_tracking.config import COMMAND, G1MotionTrackingCfg, manager_cfg
 from envruntime.tasks.g1_motion_tracking.direct import G1MotionTrackingDirectEnv
 from envruntime.tasks.g1_motion_tracking.manager_env import MotionTrackingEnv

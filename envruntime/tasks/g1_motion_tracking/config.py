@@ -17,7 +17,7 @@ from envruntime.managers.terms import (
     RewardTermCfg,
     TerminationTermCfg,
 )
-from envruntime.motion.g1_names import ANCHOR_BODY, G1_MOTION_NPZ, HOME_KEYFRAME, imu_sensor
+from envruntime.robots.g1 import ANCHOR_BODY, G1_MOTION_NPZ, HOME_KEYFRAME, imu_sensor
 from envruntime.tasks.g1_motion_tracking import mdp
 
 COMMAND = "motion"

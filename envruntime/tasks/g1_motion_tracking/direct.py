@@ -52,7 +52,7 @@ from envruntime.managers.motion_command import (
     ResetNoise,
 )
 from envruntime.motion.clip import load_clip
-from envruntime.motion.g1_names import HOME_KEYFRAME
+from envruntime.robots.g1 import HOME_KEYFRAME
 from envruntime.tasks.g1_motion_tracking.config import GYRO_SENSOR, LIN_VEL_SENSOR, G1MotionTrackingCfg
 
 

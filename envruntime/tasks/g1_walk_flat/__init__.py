@@ -1,6 +1,6 @@
 """g1_walk_flat: Unitree G1 (29 DoF) velocity tracking on flat ground (mjlab G1 flat style).
 
-Model ``assets/g1.xml`` (names in ``envruntime.motion.g1_names``); sim dt 0.005 s, decimation 4
+Model ``assets/g1.xml`` (names in ``envruntime.robots.g1``); sim dt 0.005 s, decimation 4
 (control dt 0.02 s), 20 s episodes (1000 control steps). All numbers live in ``G1WalkCfg``; both
 variants read it. Sensors: "pelvis IMU" = ``imu_pelvis_{linvel,gyro,quat}`` (velocimeter and gyro
 in the IMU frame, framequat in the world frame); feet = the sole sites ``{left,right}_foot``.
@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from envruntime.backends.base import Backend
 from envruntime.envs.manager_based import ManagerBasedEnv
-from envruntime.motion.g1_names import G1_XML
+from envruntime.robots.g1 import G1_XML
 from envruntime.tasks.g1_walk_flat.config import G1WalkCfg, manager_cfg
 from envruntime.tasks.g1_walk_flat.direct import G1WalkDirectEnv
 

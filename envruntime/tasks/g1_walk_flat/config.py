@@ -19,7 +19,7 @@ from envruntime.envs.task_config import (
 )
 from envruntime.managers.mdp import humanoid, observations, rewards
 from envruntime.managers.terms import ObsGroupCfg, ObsTermCfg, RewardTermCfg
-from envruntime.motion import g1_names as g1
+from envruntime.robots import g1
 
 BASE_LINVEL = g1.imu_sensor("pelvis", "linvel")
 BASE_GYRO = g1.imu_sensor("pelvis", "gyro")

@@ -43,7 +43,7 @@ from envruntime.kernels.reward import (
 from envruntime.kernels.scalar import observe
 from envruntime.kernels.termination import tilt_exceeds_row
 from envruntime.managers.mdp.humanoid import joint_stds, lumped_masses
-from envruntime.motion.g1_names import HOME_KEYFRAME
+from envruntime.robots.g1 import HOME_KEYFRAME
 from envruntime.tasks.g1_walk_flat import config as c
 
 NUM_FEET = 2

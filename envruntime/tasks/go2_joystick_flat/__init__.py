@@ -32,14 +32,13 @@ Command ``twist``: vx U(-1, 1), vy U(-0.5, 0.5), wz U(-1, 1), resampled every U(
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from envruntime.backends.base import Backend
 from envruntime.envs.manager_based import ManagerBasedEnv
+from envruntime.robots.go2 import GO2_SCENE_XML
 from envruntime.tasks.go2_joystick_flat.config import Go2JoystickCfg, manager_cfg
 from envruntime.tasks.go2_joystick_flat.direct import Go2JoystickDirectEnv
 
-XML_PATH = Path(__file__).resolve().parents[2] / "assets" / "go2_scene.xml"
+XML_PATH = GO2_SCENE_XML
 
 __all__ = ["XML_PATH", "Go2JoystickCfg", "make_direct_env", "make_manager_env"]
 

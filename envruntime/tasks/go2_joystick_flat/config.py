@@ -18,14 +18,10 @@ from envruntime.envs.task_config import (
 )
 from envruntime.managers.mdp import observations, rewards
 from envruntime.managers.terms import ObsGroupCfg, ObsTermCfg, RewardTermCfg
+from envruntime.robots import go2
 
-LEGS: tuple[str, ...] = ("FL", "FR", "RL", "RR")
-BASE = BaseSensors(linvel="local_linvel", gyro="gyro", quat="orientation")
-FEET = FootSensors(
-    pos=tuple(f"{leg}_foot_pos" for leg in LEGS),
-    vel=tuple(f"{leg}_foot_linvel" for leg in LEGS),
-    touch=tuple(f"{leg}_touch" for leg in LEGS),
-)
+BASE = BaseSensors(linvel=go2.BASE_LINVEL_SENSOR, gyro=go2.BASE_GYRO_SENSOR, quat=go2.BASE_QUAT_SENSOR)
+FEET = FootSensors(pos=go2.FOOT_POS_SENSORS, vel=go2.FOOT_LINVEL_SENSORS, touch=go2.FOOT_TOUCH_SENSORS)
 
 
 @dataclass(kw_only=True)
@@ -73,7 +69,7 @@ def manager_cfg(cfg: Go2JoystickCfg) -> ManagerBasedEnvCfg:
         task="go2_joystick_flat",
         decimation=cfg.decimation,
         episode_length_s=cfg.episode_length_s,
-        keyframe="home",
+        keyframe=go2.HOME_KEYFRAME,
         actions=joint_position_actions(cfg),
         observations={"actor": ObsGroupCfg(policy), "critic": ObsGroupCfg(critic, enable_noise=False)},
         rewards={

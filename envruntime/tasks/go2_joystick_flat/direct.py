@@ -37,6 +37,7 @@ from envruntime.kernels.reward import (
 )
 from envruntime.kernels.scalar import observe
 from envruntime.kernels.termination import tilt_exceeds_row
+from envruntime.robots.go2 import HOME_KEYFRAME
 from envruntime.tasks.go2_joystick_flat.config import BASE, FEET, Go2JoystickCfg
 
 ACTOR_DIM = 48  # lin vel 3, ang vel 3, gravity 3, joint pos 12, joint vel 12, last action 12, command 3
@@ -153,7 +154,7 @@ class Go2JoystickDirectEnv(VelocityDirectEnv):
     cfg: Go2JoystickCfg
 
     def __init__(self, cfg: Go2JoystickCfg, backend: Backend, num_envs: int) -> None:
-        super().__init__(cfg, backend, num_envs, "home")
+        super().__init__(cfg, backend, num_envs, HOME_KEYFRAME)
         nj = len(self.qadr)
         self.cols = self.sensor_cols([BASE.linvel, BASE.gyro, BASE.quat])
         self.feet = np.stack(

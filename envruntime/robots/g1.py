@@ -8,10 +8,10 @@ backends convert to (w, x, y, z) at their boundary (see ``envruntime.backends.ba
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
-ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+from envruntime.robots import ASSETS_DIR
+
 G1_XML = ASSETS_DIR / "g1.xml"
 """The G1 on a flat floor (the model includes its scene), timestep 0.005 s."""
 G1_MOTION_NPZ = ASSETS_DIR / "g1_motion.npz"
