@@ -37,9 +37,9 @@ from envruntime.actors import ALGOS
 from envruntime.audit import build_audit
 from envruntime.backends import SIMS, default_threads
 from envruntime.collector import make_collector
+from envruntime.envs.vecenv import VecEnv
 from envruntime.protocol import StreamWriter
 from envruntime.tasks import TASKS, VARIANTS, make_env
-from envruntime.vecenv import VecEnv
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1

@@ -18,8 +18,8 @@ import torch
 from torch import nn
 
 from envruntime.actors import make_actor
+from envruntime.envs.vecenv import ENV_PHASES, VecEnv
 from envruntime.replay import ReplayBuffer
-from envruntime.vecenv import ENV_PHASES, VecEnv
 
 COLLECTOR_PHASES: tuple[str, ...] = ("collector_step_ms", "policy_ms", "env_step_ms", "replay_ms")
 BASE_PHASES: tuple[str, ...] = COLLECTOR_PHASES + ENV_PHASES

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 from envruntime.backends import make_backend
-from envruntime.vecenv import VecEnv
+from envruntime.envs.vecenv import VecEnv
 
 TASKS: tuple[str, ...] = ("go2_joystick_flat", "g1_walk_flat", "g1_motion_tracking")
 VARIANTS: tuple[str, ...] = ("manager", "direct")

@@ -8,10 +8,10 @@ import pytest
 from parity import check_final_obs_is_pre_reset, step_both_and_compare
 
 from envruntime.backends.mujoco_backend import MujocoBackend
+from envruntime.envs.vecenv import ENV_PHASES, VecEnv
 from envruntime.tasks import make_env
 from envruntime.tasks.g1_walk_flat import XML_PATH, G1WalkCfg, make_direct_env, make_manager_env
 from envruntime.tasks.g1_walk_flat import config as c
-from envruntime.vecenv import ENV_PHASES, VecEnv
 
 N = 16
 NU = 29
