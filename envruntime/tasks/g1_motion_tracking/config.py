@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envruntime.envs.manager_based import ManagerBasedEnvCfg
-from envruntime.envs.task_config import TaskCfg, joint_position_actions, push_events, time_out_termination
 from envruntime.managers.mdp import observations, rewards
 from envruntime.managers.motion_command import MotionCommand
 from envruntime.managers.terms import (
@@ -18,6 +17,8 @@ from envruntime.managers.terms import (
     TerminationTermCfg,
 )
 from envruntime.robots.g1 import ANCHOR_BODY, G1_MOTION_NPZ, HOME_KEYFRAME, imu_sensor
+from envruntime.tasks.common.manager_terms import joint_position_actions, push_events, time_out_termination
+from envruntime.tasks.common.params import TaskCfg
 from envruntime.tasks.g1_motion_tracking import mdp
 
 COMMAND = "motion"

@@ -6,10 +6,11 @@ import math
 from dataclasses import dataclass, field
 
 from envruntime.envs.manager_based import ManagerBasedEnvCfg
-from envruntime.envs.task_config import (
-    BaseSensors,
-    FootSensors,
-    VelocityTaskCfg,
+from envruntime.managers.mdp import observations, rewards
+from envruntime.managers.terms import ObsGroupCfg, ObsTermCfg, RewardTermCfg
+from envruntime.robots import g1
+from envruntime.tasks.common import humanoid_terms as humanoid
+from envruntime.tasks.common.manager_terms import (
     gait_rewards,
     joint_position_actions,
     proprioceptive_terms,
@@ -17,9 +18,7 @@ from envruntime.envs.task_config import (
     velocity_events,
     velocity_terminations,
 )
-from envruntime.managers.mdp import humanoid, observations, rewards
-from envruntime.managers.terms import ObsGroupCfg, ObsTermCfg, RewardTermCfg
-from envruntime.robots import g1
+from envruntime.tasks.common.params import BaseSensors, FootSensors, VelocityTaskCfg
 
 BASE_LINVEL = g1.imu_sensor("pelvis", "linvel")
 BASE_GYRO = g1.imu_sensor("pelvis", "gyro")

@@ -2,7 +2,7 @@
 
 Same semantics, parameters (``G1WalkCfg``), step order and random-number order as the manager
 variant (see ``envruntime.envs.manager_based``); the plumbing (step skeleton, resets, pushes,
-command timers) is ``envruntime.envs.direct_velocity.VelocityDirectEnv``'s, the per-step work is
+command timers) is ``envruntime.tasks.common.velocity_direct.VelocityDirectEnv``'s, the per-step work is
 fused here:
 
 * ``_post_physics``: counters, terminations and the weighted sum of the 11 rewards, one pass;
@@ -20,7 +20,6 @@ import numpy as np
 from numba import njit
 
 from envruntime.backends.base import Backend
-from envruntime.envs.direct_velocity import VelocityDirectEnv
 from envruntime.kernels.command import update_velocity_command_row
 from envruntime.kernels.humanoid import (
     angular_momentum_proxy_row,
@@ -42,8 +41,9 @@ from envruntime.kernels.reward import (
 )
 from envruntime.kernels.scalar import observe
 from envruntime.kernels.termination import tilt_exceeds_row
-from envruntime.managers.mdp.humanoid import joint_stds, lumped_masses
 from envruntime.robots.g1 import HOME_KEYFRAME
+from envruntime.tasks.common.humanoid import joint_stds, lumped_masses
+from envruntime.tasks.common.velocity_direct import VelocityDirectEnv
 from envruntime.tasks.g1_walk_flat import config as c
 
 NUM_FEET = 2

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from envruntime.envs.manager_based import ManagerBasedEnvCfg
-from envruntime.envs.task_config import (
-    BaseSensors,
-    FootSensors,
-    VelocityTaskCfg,
+from envruntime.managers.mdp import observations, rewards
+from envruntime.managers.terms import ObsGroupCfg, ObsTermCfg, RewardTermCfg
+from envruntime.robots import go2
+from envruntime.tasks.common.manager_terms import (
     gait_rewards,
     joint_position_actions,
     proprioceptive_terms,
@@ -16,9 +16,7 @@ from envruntime.envs.task_config import (
     velocity_events,
     velocity_terminations,
 )
-from envruntime.managers.mdp import observations, rewards
-from envruntime.managers.terms import ObsGroupCfg, ObsTermCfg, RewardTermCfg
-from envruntime.robots import go2
+from envruntime.tasks.common.params import BaseSensors, FootSensors, VelocityTaskCfg
 
 BASE = BaseSensors(linvel=go2.BASE_LINVEL_SENSOR, gyro=go2.BASE_GYRO_SENSOR, quat=go2.BASE_QUAT_SENSOR)
 FEET = FootSensors(pos=go2.FOOT_POS_SENSORS, vel=go2.FOOT_LINVEL_SENSORS, touch=go2.FOOT_TOUCH_SENSORS)
