@@ -14,8 +14,6 @@ from envruntime.robots import ASSETS_DIR
 
 G1_XML = ASSETS_DIR / "g1.xml"
 """The G1 on a flat floor (the model includes its scene), timestep 0.005 s."""
-G1_MOTION_NPZ = ASSETS_DIR / "g1_motion.npz"
-"""The generated reference clip (``python -m envruntime.motion.generate`` rewrites it)."""
 
 HOME_KEYFRAME = "home"
 """Knees-bent standing pose; its ``ctrl`` holds that pose."""

@@ -9,7 +9,6 @@ from parity import step_both_and_compare
 
 from envruntime.backends import make_backend
 from envruntime.envs.vecenv import ENV_PHASES, VecEnv
-from envruntime.motion import load_g1_motion
 from envruntime.robots.g1 import JOINT_NAMES, TRACKED_BODIES
 from envruntime.tasks import make_env
 from envruntime.tasks.g1_motion_tracking import (
@@ -18,6 +17,7 @@ from envruntime.tasks.g1_motion_tracking import (
     make_direct_env,
     make_manager_env,
 )
+from envruntime.tasks.g1_motion_tracking.clip import load_g1_motion
 
 FACTORIES = {"manager": make_manager_env, "direct": make_direct_env}
 STAGES = (

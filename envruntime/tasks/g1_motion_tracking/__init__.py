@@ -5,8 +5,8 @@ Scene ``assets/g1.xml``; sim dt 0.005 s, decimation 4 (control dt 0.02 s = one f
 steps, BeyondMimic's length); the reference loops within them, so time_out is the only end
 besides the tracking-error terminations. All numbers live in ``G1MotionTrackingCfg``.
 
-Command ``motion`` (``envruntime.managers.motion_command.MotionCommand``): per env a frame of the
-clip, one frame on per control step. Reset: start frame drawn by 1 s time bins weighted by
+Command ``motion`` (``motion_command.MotionCommand``): per env a frame of the clip, one frame on
+per control step. Reset: start frame drawn by 1 s time bins weighted by
 their failure rate (EMA, alpha 0.001, of terminal episodes ending in the bin) plus a uniform
 share 0.1 / bins; the robot starts in the clip's state at that frame with uniform noise:
 root x, y +-0.05 m, z +-0.01 m, roll, pitch +-0.1, yaw +-0.2 rad; root velocity vx, vy +-0.5,

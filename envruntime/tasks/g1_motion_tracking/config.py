@@ -8,7 +8,6 @@ from pathlib import Path
 
 from envruntime.envs.manager_based import ManagerBasedEnvCfg
 from envruntime.managers.mdp import observations, rewards
-from envruntime.managers.motion_command import MotionCommand
 from envruntime.managers.terms import (
     CommandTermCfg,
     ObsGroupCfg,
@@ -16,10 +15,12 @@ from envruntime.managers.terms import (
     RewardTermCfg,
     TerminationTermCfg,
 )
-from envruntime.robots.g1 import ANCHOR_BODY, G1_MOTION_NPZ, HOME_KEYFRAME, imu_sensor
+from envruntime.robots.g1 import ANCHOR_BODY, HOME_KEYFRAME, imu_sensor
 from envruntime.tasks.common.manager_terms import joint_position_actions, push_events, time_out_termination
 from envruntime.tasks.common.params import TaskCfg
 from envruntime.tasks.g1_motion_tracking import mdp
+from envruntime.tasks.g1_motion_tracking.clip import G1_MOTION_NPZ
+from envruntime.tasks.g1_motion_tracking.motion_command import MotionCommand
 
 COMMAND = "motion"
 LIN_VEL_SENSOR = imu_sensor("pelvis", "linvel")
