@@ -13,7 +13,7 @@ from envruntime.envs.vecenv import ENV_PHASES
 from envruntime.managers.mdp import events, observations, rewards, terminations
 from envruntime.managers.terms import EventTermCfg, ObsGroupCfg, ObsTermCfg, RewardTermCfg, TerminationTermCfg
 from envruntime.tasks.go2_joystick_flat import XML_PATH, Go2JoystickCfg
-from envruntime.tasks.go2_joystick_flat.config import manager_cfg
+from envruntime.tasks.go2_joystick_flat.manager_cfg import manager_cfg
 
 N = 8
 

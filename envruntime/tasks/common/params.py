@@ -51,7 +51,7 @@ class TaskCfg:
 
 @dataclass(kw_only=True)
 class VelocityTaskCfg(TaskCfg):
-    """A velocity-tracking task; see the go2_joystick_flat package docstring for the terms."""
+    """A velocity-tracking task; see ``envruntime.tasks.go2_joystick_flat.params`` for the terms."""
 
     max_tilt_deg: float = 70.0
     # command

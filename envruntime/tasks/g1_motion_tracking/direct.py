@@ -47,13 +47,13 @@ from envruntime.kernels.reward import action_rate_row, joint_limits_row
 from envruntime.kernels.scalar import exp_kernel, observe
 from envruntime.robots.g1 import HOME_KEYFRAME
 from envruntime.tasks.g1_motion_tracking.clip import load_clip
-from envruntime.tasks.g1_motion_tracking.config import GYRO_SENSOR, LIN_VEL_SENSOR, G1MotionTrackingCfg
 from envruntime.tasks.g1_motion_tracking.motion import (
     SAMPLER_DRAWS,
     AdaptiveStartSampler,
     MotionReference,
     ResetNoise,
 )
+from envruntime.tasks.g1_motion_tracking.params import GYRO_SENSOR, LIN_VEL_SENSOR, G1MotionTrackingCfg
 
 
 @njit(cache=True)

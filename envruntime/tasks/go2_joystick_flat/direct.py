@@ -38,7 +38,7 @@ from envruntime.kernels.scalar import observe
 from envruntime.kernels.termination import tilt_exceeds_row
 from envruntime.robots.go2 import HOME_KEYFRAME
 from envruntime.tasks.common.velocity_direct import VelocityDirectEnv
-from envruntime.tasks.go2_joystick_flat.config import BASE, FEET, Go2JoystickCfg
+from envruntime.tasks.go2_joystick_flat.params import BASE, FEET, Go2JoystickCfg
 
 ACTOR_DIM = 48  # lin vel 3, ang vel 3, gravity 3, joint pos 12, joint vel 12, last action 12, command 3
 CRITIC_DIM = 56  # actor terms without noise, foot heights 4, foot contacts 4

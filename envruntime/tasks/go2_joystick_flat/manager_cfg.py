@@ -1,8 +1,6 @@
-"""The task's parameters (one dataclass both variants read) and its manager configuration."""
+"""go2_joystick_flat's manager configuration: its terms, built from the numbers of ``params``."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from envruntime.envs.manager_based import ManagerBasedEnvCfg
 from envruntime.managers.mdp import observations, rewards
@@ -16,38 +14,7 @@ from envruntime.tasks.common.manager_terms import (
     velocity_events,
     velocity_terminations,
 )
-from envruntime.tasks.common.params import BaseSensors, FootSensors, VelocityTaskCfg
-
-BASE = BaseSensors(linvel=go2.BASE_LINVEL_SENSOR, gyro=go2.BASE_GYRO_SENSOR, quat=go2.BASE_QUAT_SENSOR)
-FEET = FootSensors(pos=go2.FOOT_POS_SENSORS, vel=go2.FOOT_LINVEL_SENSORS, touch=go2.FOOT_TOUCH_SENSORS)
-
-
-@dataclass(kw_only=True)
-class Go2JoystickCfg(VelocityTaskCfg):
-    """Every number of the task; see the package docstring for what each term computes (the
-    shared ones and their defaults are in ``VelocityTaskCfg``)."""
-
-    # commands
-    lin_vel_y: tuple[float, float] = (-0.5, 0.5)
-    ang_vel_z: tuple[float, float] = (-1.0, 1.0)
-    command_resampling_s: tuple[float, float] = (5.0, 10.0)
-    # events
-    reset_root_vel: float = 0.5
-    # observation noise (uniform amplitude) and scales
-    noise_lin_vel: float = 0.1
-    joint_vel_scale: float = 0.05
-    # rewards: weights and shapes
-    w_track_lin_vel: float = 1.0
-    w_track_ang_vel: float = 0.5
-    w_upright: float = 0.5
-    w_posture: float = 0.2
-    w_action_rate: float = -0.01
-    w_foot_clearance: float = -0.5
-    tracking_std: float = 0.5
-    upright_std: float = 0.3
-    posture_std: float = 0.8
-    foot_radius: float = 0.022
-    swing_height: float = 0.08
+from envruntime.tasks.go2_joystick_flat.params import BASE, FEET, Go2JoystickCfg
 
 
 def manager_cfg(cfg: Go2JoystickCfg) -> ManagerBasedEnvCfg:
