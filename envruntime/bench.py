@@ -33,10 +33,10 @@ from typing import NoReturn
 import numba
 import torch
 
-from envruntime.actors import ALGOS
 from envruntime.audit import build_audit
 from envruntime.backends import SIMS, default_threads
-from envruntime.collector import make_collector
+from envruntime.collect.actors import ALGOS
+from envruntime.collect.collector import make_collector
 from envruntime.envs.vecenv import VecEnv
 from envruntime.protocol import StreamWriter
 from envruntime.tasks import TASKS, VARIANTS, make_env

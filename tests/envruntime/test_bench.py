@@ -14,7 +14,7 @@ import pytest
 
 import envruntime
 from envruntime import bench
-from envruntime.collector import BASE_PHASES
+from envruntime.collect.collector import BASE_PHASES
 from envruntime.envs.vecenv import StepResult
 from envruntime.tasks import make_env
 
