@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import envruntime
-from envruntime import bench
+from envruntime.bench import cli as bench
 from envruntime.collect.collector import BASE_PHASES
 from envruntime.envs.vecenv import StepResult
 from envruntime.tasks import make_env

@@ -33,12 +33,12 @@ from typing import NoReturn
 import numba
 import torch
 
-from envruntime.audit import build_audit
 from envruntime.backends import SIMS, default_threads
+from envruntime.bench.header import build_audit
+from envruntime.bench.protocol import StreamWriter
 from envruntime.collect.actors import ALGOS
 from envruntime.collect.collector import make_collector
 from envruntime.envs.vecenv import VecEnv
-from envruntime.protocol import StreamWriter
 from envruntime.tasks import TASKS, VARIANTS, make_env
 
 EXIT_OK = 0
@@ -221,6 +221,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     return execute(config)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
