@@ -1,7 +1,8 @@
 """The direct variant: g1_motion_tracking hand-fused into two Numba kernels.
 
 Same semantics, parameters (``G1MotionTrackingCfg``), step order and random-number order as the
-manager variant (see ``envruntime.envs.manager_based`` and ``envruntime.tasks.g1_motion_tracking.motion``):
+manager variant (see ``envruntime.envs.manager_based`` and ``motion_command``); the reference, its
+reset noise and the start-frame sampler are the ``motion`` module's, as in the manager variant.
 
 The plumbing (step skeleton, resets, pushes) is ``envruntime.envs.direct_base.DirectEnv``'s; the
 per-step math is fused here:

@@ -6,14 +6,13 @@ steps, BeyondMimic's length); the reference loops within them, so time_out is th
 besides the tracking-error terminations. All numbers live in ``G1MotionTrackingCfg``.
 
 Command ``motion`` (``motion_command.MotionCommand``): per env a frame of the clip, one frame on
-per control step. Reset: start frame drawn by 1 s time bins weighted by
-their failure rate (EMA, alpha 0.001, of terminal episodes ending in the bin) plus a uniform
-share 0.1 / bins; the robot starts in the clip's state at that frame with uniform noise:
-root x, y +-0.05 m, z +-0.01 m, roll, pitch +-0.1, yaw +-0.2 rad; root velocity vx, vy +-0.5,
-vz +-0.2 m/s, wx, wy +-0.52, wz +-0.78 rad/s; joints +-0.1 rad (within range), clip joint
-velocities. Re-anchoring: the reference bodies are rotated by the yaw of
-``q_robot_torso * conj(q_ref_torso)`` and shifted so that the reference torso sits at the robot
-torso's x, y (keeping the reference height).
+per control step. Reset: start frame drawn by 1 s time bins weighted by their failure rate (EMA,
+alpha 0.001, of terminal episodes ending in the bin) plus a uniform share 0.1 / bins; the robot
+starts in the clip's state at that frame with uniform noise: root x, y +-0.05 m, z +-0.01 m,
+roll, pitch +-0.1, yaw +-0.2 rad; root velocity vx, vy +-0.5, vz +-0.2 m/s, wx, wy +-0.52,
+wz +-0.78 rad/s; joints +-0.1 rad (within range), clip joint velocities. Re-anchoring: the
+reference bodies are rotated by the yaw of ``q_robot_torso * conj(q_ref_torso)`` and shifted so
+that the reference torso sits at the robot torso's x, y (keeping the reference height).
 
 Actions (29): joint-position targets = home pose + 0.25 * action, within the ctrl ranges.
 

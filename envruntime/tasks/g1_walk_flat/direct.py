@@ -2,8 +2,8 @@
 
 Same semantics, parameters (``G1WalkCfg``), step order and random-number order as the manager
 variant (see ``envruntime.envs.manager_based``); the plumbing (step skeleton, resets, pushes,
-command timers) is ``envruntime.tasks.common.velocity_direct.VelocityDirectEnv``'s, the per-step work is
-fused here:
+command timers) is ``envruntime.tasks.common.velocity_direct.VelocityDirectEnv``'s, the per-step
+work is fused here:
 
 * ``_post_physics``: counters, terminations and the weighted sum of the 11 rewards, one pass;
 * ``_observe``: heading/standing command update, foot air time, actor and critic rows, one pass.

@@ -2,8 +2,8 @@
 
 Same semantics, parameters (``Go2JoystickCfg``), step order and random-number order as the
 manager variant (see ``envruntime.envs.manager_based``); the plumbing (step skeleton, resets,
-pushes, command timers) is ``envruntime.tasks.common.velocity_direct.VelocityDirectEnv``'s, the per-step
-math is fused here:
+pushes, command timers) is ``envruntime.tasks.common.velocity_direct.VelocityDirectEnv``'s, the
+per-step math is fused here:
 
 * ``_post_physics``: counters, terminations and the weighted reward sum, one pass over envs;
 * ``_observe``: heading/standing command update + actor and critic observations, one pass.
