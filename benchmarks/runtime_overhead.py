@@ -34,7 +34,7 @@ from time import perf_counter
 import numpy as np
 
 from envruntime.backends import default_threads, make_backend
-from envruntime.bench import DEFAULT_TORCH_THREADS, TORCH_THREADS_ENV
+from envruntime.bench.cli import DEFAULT_TORCH_THREADS, TORCH_THREADS_ENV
 from envruntime.tasks import make_env
 
 REPO = Path(__file__).resolve().parent.parent

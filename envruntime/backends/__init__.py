@@ -1,4 +1,5 @@
-"""Physics backends behind one protocol (see ``base.py``), chosen by the bench's ``--sim``."""
+"""Physics backends behind one protocol (``base.py``), chosen by ``--sim``, and the reset staging rows.
+May import numpy, the physics engines and ``envruntime.kernels`` only."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ __all__ = ["Backend", "ModelInfo", "SIMS", "default_threads", "make_backend"]
 # (mujoco-warp) only matters to the runs that ask for it.
 SIMS: dict[str, str] = {
     "mujoco": "envruntime.backends.mujoco_backend:MujocoBackend",
-    "motrix": "envruntime.backends.motrix_backend:MotrixBackend",
+    "motrix": "envruntime.backends.motrix.backend:MotrixBackend",
     "mjwarp": "envruntime.backends.mjwarp_backend:MjwarpBackend",
 }
 

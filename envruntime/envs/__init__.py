@@ -1,1 +1,3 @@
-"""Env base classes shared by the tasks."""
+"""The env bases: ``manager_based`` (assembled from managers), ``direct_base`` (hand-fused variants)
+and ``vecenv`` (what every env offers the collector). May import ``envruntime.backends`` and
+``envruntime.kernels``; only ``manager_based`` may import ``envruntime.managers``."""

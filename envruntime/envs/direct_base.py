@@ -27,14 +27,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 from envruntime.backends.base import Backend
-from envruntime.envs.reset_staging import ResetStaging
-from envruntime.envs.task_config import TaskCfg
+from envruntime.backends.reset_staging import ResetStaging
+from envruntime.envs.vecenv import ENV_PHASES, StepResult, elapsed_ms, record_backend_phases
 from envruntime.kernels.action import record_action_and_targets
-from envruntime.vecenv import ENV_PHASES, StepResult, elapsed_ms, record_backend_phases
+
+
+class DirectCfg(Protocol):
+    """The parameters this base reads (every task's ``envruntime.tasks.common.params.TaskCfg`` has
+    them)."""
+
+    decimation: int
+    episode_length_s: float
+    action_scale: float
+    action_clip: float
+    joint_soft_ratio: float
+    push_interval_s: tuple[float, float]
+    push_vel: float
 
 
 class DirectEnv:
@@ -44,7 +57,7 @@ class DirectEnv:
     variant = "direct"
     manager_names: tuple[str, ...] = ()
 
-    def __init__(self, cfg: TaskCfg, backend: Backend, num_envs: int, keyframe: str) -> None:
+    def __init__(self, cfg: DirectCfg, backend: Backend, num_envs: int, keyframe: str) -> None:
         if num_envs != backend.num_envs:
             raise ValueError(f"num_envs {num_envs} does not match the backend's {backend.num_envs}")
         info = backend.info

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from envruntime.backends.base import Backend
+from envruntime.envs.vecenv import StepResult, elapsed_ms, record_backend_phases
 from envruntime.managers.action import ActionManager
 from envruntime.managers.command import CommandManager
 from envruntime.managers.event import EventManager
@@ -53,7 +54,6 @@ from envruntime.managers.terms import (
     RewardTermCfg,
     TerminationTermCfg,
 )
-from envruntime.vecenv import StepResult, elapsed_ms, record_backend_phases
 
 UPDATE_STATE_STAGES: tuple[str, ...] = (  # plus ``update_state.command.post_compute_ms`` where used
     "update_state.termination.compute_ms",

@@ -88,7 +88,7 @@ def proprioceptive_row(
     """The raw policy columns of a velocity task for env ``r`` into ``raw``: base linear velocity 3
     and gyro 3 (``base_cols[0]``, ``[1]``), projected gravity 3 (quat at ``base_cols[2]``), joint
     positions minus ``default``, joint velocities, last action, command 3 (the direct variants' form
-    of ``envruntime.envs.task_config.proprioceptive_terms``)."""
+    of ``envruntime.tasks.common.manager_terms.proprioceptive_terms``)."""
     vel, gyro, quat = base_cols[0], base_cols[1], base_cols[2]
     nj, na = qadr.shape[0], action.shape[1]
     for a in range(3):

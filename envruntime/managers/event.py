@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from envruntime.envs.reset_staging import ResetStaging
+from envruntime.backends.reset_staging import ResetStaging
 from envruntime.managers.terms import EventTermCfg, build
 
 

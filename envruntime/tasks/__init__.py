@@ -1,15 +1,13 @@
-"""Task registry: ``make_env(task, sim, variant, num_envs)`` builds a ``VecEnv``.
-
-Each task module exposes ``make_manager_env(backend, num_envs)`` and
-``make_direct_env(backend, num_envs)`` plus ``XML_PATH`` (the scene its backend loads).
-"""
+"""Task registry: ``make_env(task, sim, variant, num_envs)`` builds a ``VecEnv`` from a task package's
+``make_manager_env``/``make_direct_env`` and ``XML_PATH``. Tasks may import envs, managers, kernels,
+backends, robots and ``tasks.common``; their direct variants never reach manager code."""
 
 from __future__ import annotations
 
 import importlib
 
 from envruntime.backends import make_backend
-from envruntime.vecenv import VecEnv
+from envruntime.envs.vecenv import VecEnv
 
 TASKS: tuple[str, ...] = ("go2_joystick_flat", "g1_walk_flat", "g1_motion_tracking")
 VARIANTS: tuple[str, ...] = ("manager", "direct")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envruntime.vecenv import StepResult, VecEnv
+from envruntime.envs.vecenv import StepResult, VecEnv
 
 
 def step_both_and_compare(envs: list[VecEnv], amplitude: float | np.ndarray, steps: int, *, seed: int = 11,

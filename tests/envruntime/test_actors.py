@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from envruntime.actors import ALGOS, FlashSacActor, SacActor, make_actor
+from envruntime.collect.actors import ALGOS, FlashSacActor, SacActor, make_actor
 
 OBS_DIM, ACTION_DIM, BATCH = 45, 12, 16
 

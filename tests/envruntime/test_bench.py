@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import envruntime
-from envruntime import bench
-from envruntime.collector import BASE_PHASES
+from envruntime.bench import cli as bench
+from envruntime.collect.collector import BASE_PHASES
+from envruntime.envs.vecenv import StepResult
 from envruntime.tasks import make_env
-from envruntime.vecenv import StepResult
 
 REPO = Path(envruntime.__file__).resolve().parent.parent
 TASK = "go2_joystick_flat"

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from envruntime.collector import BASE_PHASES, Collector, make_collector
+from envruntime.collect.collector import BASE_PHASES, Collector, make_collector
+from envruntime.envs.vecenv import StepResult, VecEnv
 from envruntime.tasks import make_env
-from envruntime.vecenv import StepResult, VecEnv
 
 NUM_ENVS, STEPS, CAPACITY = 6, 5, 3
 

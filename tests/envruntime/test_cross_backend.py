@@ -23,7 +23,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from envruntime.backends.motrix_backend import MotrixBackend
+from envruntime.backends.motrix.backend import MotrixBackend
 from envruntime.backends.mujoco_backend import MujocoBackend
 
 ROOT = Path(__file__).parents[2]

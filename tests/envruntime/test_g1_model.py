@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from envruntime.motion import g1_names as g1
+from envruntime.robots import g1
 
 # Poses (joint -> angle, over the home keyframe) that press a hand into the pelvis and the shins together.
 HAND_ON_PELVIS = {"left_shoulder_roll": -0.3, "left_shoulder_yaw": -0.8, "left_elbow": 1.0}

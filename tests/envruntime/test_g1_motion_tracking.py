@@ -8,8 +8,8 @@ import pytest
 from parity import step_both_and_compare
 
 from envruntime.backends import make_backend
-from envruntime.motion import load_g1_motion
-from envruntime.motion.g1_names import JOINT_NAMES, TRACKED_BODIES
+from envruntime.envs.vecenv import ENV_PHASES, VecEnv
+from envruntime.robots.g1 import JOINT_NAMES, TRACKED_BODIES
 from envruntime.tasks import make_env
 from envruntime.tasks.g1_motion_tracking import (
     XML_PATH,
@@ -17,7 +17,7 @@ from envruntime.tasks.g1_motion_tracking import (
     make_direct_env,
     make_manager_env,
 )
-from envruntime.vecenv import ENV_PHASES, VecEnv
+from envruntime.tasks.g1_motion_tracking.clip import load_g1_motion
 
 FACTORIES = {"manager": make_manager_env, "direct": make_direct_env}
 STAGES = (

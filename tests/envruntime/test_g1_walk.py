@@ -8,10 +8,10 @@ import pytest
 from parity import check_final_obs_is_pre_reset, step_both_and_compare
 
 from envruntime.backends.mujoco_backend import MujocoBackend
+from envruntime.envs.vecenv import ENV_PHASES, VecEnv
 from envruntime.tasks import make_env
 from envruntime.tasks.g1_walk_flat import XML_PATH, G1WalkCfg, make_direct_env, make_manager_env
-from envruntime.tasks.g1_walk_flat import config as c
-from envruntime.vecenv import ENV_PHASES, VecEnv
+from envruntime.tasks.g1_walk_flat.params import FEET
 
 N = 16
 NU = 29
@@ -54,9 +54,9 @@ def test_the_robot_stands_and_the_critic_reads_the_state(variant: str) -> None:
     assert np.all((b.qpos[:, 2] > 0.7) & (b.qpos[:, 2] < 0.85))
     critic = result.obs["critic"]
     np.testing.assert_allclose(critic[:, 9:38], b.qpos[:, 7:] - env.default_qpos[7:], atol=1e-6)
-    sole_z = np.stack([b.sensor(s)[:, 2] for s in c.FEET.pos], axis=1)
+    sole_z = np.stack([b.sensor(s)[:, 2] for s in FEET.pos], axis=1)
     np.testing.assert_allclose(critic[:, 99:101], sole_z, atol=1e-6)
-    touch = np.concatenate([b.sensor(s) for s in c.FEET.touch], axis=1)
+    touch = np.concatenate([b.sensor(s) for s in FEET.touch], axis=1)
     assert np.all(touch > 1.0), "both soles carry the standing robot"
     np.testing.assert_array_equal(critic[:, 101:103], 0.0)  # air time
     np.testing.assert_array_equal(critic[:, 103:105], 1.0)  # contact

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from envruntime.kernels import humanoid as k
-from envruntime.managers.mdp.humanoid import joint_stds, lumped_masses
-from envruntime.motion import g1_names as g1
+from envruntime.robots import g1
+from envruntime.tasks.common.humanoid import joint_stds, lumped_masses
 
 N = 7
 

@@ -7,9 +7,9 @@ import pytest
 from parity import check_final_obs_is_pre_reset, step_both_and_compare
 
 from envruntime.backends.mujoco_backend import MujocoBackend
+from envruntime.envs.vecenv import ENV_PHASES, VecEnv
 from envruntime.tasks import make_env
 from envruntime.tasks.go2_joystick_flat import XML_PATH, Go2JoystickCfg, make_direct_env, make_manager_env
-from envruntime.vecenv import ENV_PHASES, VecEnv
 
 N = 16
 FACTORIES = {"manager": make_manager_env, "direct": make_direct_env}

@@ -9,11 +9,11 @@ import pytest
 
 from envruntime.backends.mujoco_backend import MujocoBackend
 from envruntime.envs.manager_based import UPDATE_STATE_STAGES, ManagerBasedEnv
+from envruntime.envs.vecenv import ENV_PHASES
 from envruntime.managers.mdp import events, observations, rewards, terminations
 from envruntime.managers.terms import EventTermCfg, ObsGroupCfg, ObsTermCfg, RewardTermCfg, TerminationTermCfg
 from envruntime.tasks.go2_joystick_flat import XML_PATH, Go2JoystickCfg
-from envruntime.tasks.go2_joystick_flat.config import manager_cfg
-from envruntime.vecenv import ENV_PHASES
+from envruntime.tasks.go2_joystick_flat.manager_cfg import manager_cfg
 
 N = 8
 

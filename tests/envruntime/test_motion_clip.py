@@ -9,9 +9,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from envruntime.motion import MotionClip, load_clip, load_g1_motion
-from envruntime.motion import g1_names as g1
-from envruntime.motion.generate import MotionSpec, generate_clip, main
+from envruntime.robots import g1
+from envruntime.tasks.g1_motion_tracking.clip import MotionClip, load_clip, load_g1_motion
+from envruntime.tasks.g1_motion_tracking.generate_clip import MotionSpec, generate_clip, main
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_save_load_round_trip_and_bad_files(clip: MotionClip, tmp_path: Path) ->
         load_clip(tmp_path / "partial.npz")
     with pytest.raises(ValueError, match=r"joint_vel has shape \(250, 28\)"):
         dataclasses.replace(clip, joint_vel=clip.joint_vel[:, :28])
-    with pytest.raises(FileNotFoundError, match="envruntime.motion.generate"):
+    with pytest.raises(FileNotFoundError, match="envruntime.tasks.g1_motion_tracking.generate_clip"):
         load_g1_motion(tmp_path / "absent.npz")
 
 

@@ -14,7 +14,7 @@ from envruntime.kernels import motion_observation as mobs
 from envruntime.kernels import motion_reward as mrew
 from envruntime.kernels import motion_termination as mterm
 from envruntime.kernels.motion_reset import ROOT_DRAWS, stage_reference_state
-from envruntime.managers.motion_command import AdaptiveStartSampler
+from envruntime.tasks.g1_motion_tracking.motion import AdaptiveStartSampler
 
 N, T, B, J = 7, 11, 5, 4
 ANCHOR = 2

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from envruntime.backends import Backend, make_backend
-from envruntime.backends.motrix_backend import MotrixBackend, ensure_thread_pool
-from envruntime.backends.motrix_layout import LayoutError
-from envruntime.backends.motrix_panic import MotrixPanicError, describe_rows, panics_as_errors
+from envruntime.backends.motrix.backend import MotrixBackend, ensure_thread_pool
+from envruntime.backends.motrix.layout import LayoutError
+from envruntime.backends.motrix.panic import MotrixPanicError, describe_rows, panics_as_errors
 
 DATA = Path(__file__).parent / "data"
 MINI_QUAD = DATA / "mini_quad.xml"

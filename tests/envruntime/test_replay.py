@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from envruntime.replay import ReplayBuffer
+from envruntime.collect.replay import ReplayBuffer
 
 OBS_DIMS = {"actor": 3, "critic": 5}
 ACTION_DIM = 2

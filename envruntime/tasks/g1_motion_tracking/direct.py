@@ -1,7 +1,8 @@
 """The direct variant: g1_motion_tracking hand-fused into two Numba kernels.
 
 Same semantics, parameters (``G1MotionTrackingCfg``), step order and random-number order as the
-manager variant (see ``envruntime.envs.manager_based`` and ``envruntime.managers.motion_command``):
+manager variant (see ``envruntime.envs.manager_based`` and ``motion_command``); the reference, its
+reset noise and the start-frame sampler are the ``motion`` module's, as in the manager variant.
 
 The plumbing (step skeleton, resets, pushes) is ``envruntime.envs.direct_base.DirectEnv``'s; the
 per-step math is fused here:
@@ -45,15 +46,15 @@ from envruntime.kernels.motion_termination import (
 from envruntime.kernels.reset import ROOT_DRAWS
 from envruntime.kernels.reward import action_rate_row, joint_limits_row
 from envruntime.kernels.scalar import exp_kernel, observe
-from envruntime.managers.motion_command import (
+from envruntime.robots.g1 import HOME_KEYFRAME
+from envruntime.tasks.g1_motion_tracking.clip import load_clip
+from envruntime.tasks.g1_motion_tracking.motion import (
     SAMPLER_DRAWS,
     AdaptiveStartSampler,
     MotionReference,
     ResetNoise,
 )
-from envruntime.motion.clip import load_clip
-from envruntime.motion.g1_names import HOME_KEYFRAME
-from envruntime.tasks.g1_motion_tracking.config import GYRO_SENSOR, LIN_VEL_SENSOR, G1MotionTrackingCfg
+from envruntime.tasks.g1_motion_tracking.params import GYRO_SENSOR, LIN_VEL_SENSOR, G1MotionTrackingCfg
 
 
 @njit(cache=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from envruntime.backends.base import Backend
 from envruntime.envs.manager_based import ManagerBasedEnv, ManagerBasedEnvCfg
-from envruntime.managers.motion_command import MotionCommand
+from envruntime.tasks.g1_motion_tracking.motion_command import MotionCommand
 
 
 class MotionTrackingEnv(ManagerBasedEnv):

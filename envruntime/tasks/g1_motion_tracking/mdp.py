@@ -15,7 +15,7 @@ import numpy as np
 from envruntime.kernels import motion_observation as obs
 from envruntime.kernels import motion_reward as rew
 from envruntime.kernels import motion_termination as term
-from envruntime.managers.motion_command import MotionCommand
+from envruntime.tasks.g1_motion_tracking.motion_command import MotionCommand
 
 RewardFn = Callable[[np.ndarray], None]
 TerminationFn = Callable[[np.ndarray], None]

@@ -2,8 +2,8 @@
 
 Same semantics, parameters (``G1WalkCfg``), step order and random-number order as the manager
 variant (see ``envruntime.envs.manager_based``); the plumbing (step skeleton, resets, pushes,
-command timers) is ``envruntime.envs.direct_velocity.VelocityDirectEnv``'s, the per-step work is
-fused here:
+command timers) is ``envruntime.tasks.common.velocity_direct.VelocityDirectEnv``'s, the per-step
+work is fused here:
 
 * ``_post_physics``: counters, terminations and the weighted sum of the 11 rewards, one pass;
 * ``_observe``: heading/standing command update, foot air time, actor and critic rows, one pass.
@@ -20,7 +20,6 @@ import numpy as np
 from numba import njit
 
 from envruntime.backends.base import Backend
-from envruntime.envs.direct_velocity import VelocityDirectEnv
 from envruntime.kernels.command import update_velocity_command_row
 from envruntime.kernels.humanoid import (
     angular_momentum_proxy_row,
@@ -42,9 +41,10 @@ from envruntime.kernels.reward import (
 )
 from envruntime.kernels.scalar import observe
 from envruntime.kernels.termination import tilt_exceeds_row
-from envruntime.managers.mdp.humanoid import joint_stds, lumped_masses
-from envruntime.motion.g1_names import HOME_KEYFRAME
-from envruntime.tasks.g1_walk_flat import config as c
+from envruntime.robots.g1 import HOME_KEYFRAME
+from envruntime.tasks.common.humanoid import joint_stds, lumped_masses
+from envruntime.tasks.common.velocity_direct import VelocityDirectEnv
+from envruntime.tasks.g1_walk_flat import params as p
 
 NUM_FEET = 2
 POLICY_DIM = 99  # lin vel 3, ang vel 3, gravity 3, joint pos 29, joint vel 29, last action 29, command 3
@@ -175,23 +175,23 @@ class G1WalkDirectEnv(VelocityDirectEnv):
     """g1_walk_flat without managers: the shared plumbing and the fused kernels."""
 
     task = "g1_walk_flat"
-    cfg: c.G1WalkCfg
+    cfg: p.G1WalkCfg
 
-    def __init__(self, cfg: c.G1WalkCfg, backend: Backend, num_envs: int) -> None:
+    def __init__(self, cfg: p.G1WalkCfg, backend: Backend, num_envs: int) -> None:
         super().__init__(cfg, backend, num_envs, HOME_KEYFRAME)
         info = backend.info
         nj = len(info.joint_names)
         if nj != info.nu or POLICY_DIM != 9 + 3 * nj + 3:
             raise ValueError(f"model {info.xml_path.name} is not the 29-joint G1 this task expects")
         self.inv_std = 1.0 / joint_stds(info.joint_names, cfg.posture_std)
-        self.cols = self.sensor_cols([c.BASE_LINVEL, c.BASE_GYRO, c.BASE_QUAT, c.TORSO_QUAT])
+        self.cols = self.sensor_cols([p.BASE_LINVEL, p.BASE_GYRO, p.BASE_QUAT, p.TORSO_QUAT])
         self.feet = np.stack(
-            [self.sensor_cols(c.FEET.pos, 2), self.sensor_cols(c.FEET.vel), self.sensor_cols(c.FEET.touch)]
+            [self.sensor_cols(p.FEET.pos, 2), self.sensor_cols(p.FEET.vel), self.sensor_cols(p.FEET.touch)]
         )
-        self.ang_cols = info.sensor_slice(c.TORSO_ANGVEL).start + np.arange(2, dtype=np.int64)  # wx, wy
-        self.self_cols = self.sensor_cols(c.SELF_TOUCH)
-        self.body_cols = np.stack([self.sensor_cols(c.MOMENTUM_POS), self.sensor_cols(c.MOMENTUM_VEL)])
-        self.body_mass = lumped_masses(info.xml_path, c.MOMENTUM_BODIES)
+        self.ang_cols = info.sensor_slice(p.TORSO_ANGVEL).start + np.arange(2, dtype=np.int64)  # wx, wy
+        self.self_cols = self.sensor_cols(p.SELF_TOUCH)
+        self.body_cols = np.stack([self.sensor_cols(p.MOMENTUM_POS), self.sensor_cols(p.MOMENTUM_VEL)])
+        self.body_mass = lumped_masses(info.xml_path, p.MOMENTUM_BODIES)
         self.shape = np.array(
             [cfg.lin_vel_std, cfg.ang_vel_std, cfg.upright_std, cfg.swing_height, cfg.contact_threshold,
              cfg.self_collision_threshold]

@@ -2,8 +2,8 @@
 
 Same semantics, parameters (``Go2JoystickCfg``), step order and random-number order as the
 manager variant (see ``envruntime.envs.manager_based``); the plumbing (step skeleton, resets,
-pushes, command timers) is ``envruntime.envs.direct_velocity.VelocityDirectEnv``'s, the per-step
-math is fused here:
+pushes, command timers) is ``envruntime.tasks.common.velocity_direct.VelocityDirectEnv``'s, the
+per-step math is fused here:
 
 * ``_post_physics``: counters, terminations and the weighted reward sum, one pass over envs;
 * ``_observe``: heading/standing command update + actor and critic observations, one pass.
@@ -22,7 +22,6 @@ import numpy as np
 from numba import njit
 
 from envruntime.backends.base import Backend
-from envruntime.envs.direct_velocity import VelocityDirectEnv
 from envruntime.kernels.command import update_velocity_command_row
 from envruntime.kernels.observation import proprioceptive_row
 from envruntime.kernels.reward import (
@@ -37,7 +36,9 @@ from envruntime.kernels.reward import (
 )
 from envruntime.kernels.scalar import observe
 from envruntime.kernels.termination import tilt_exceeds_row
-from envruntime.tasks.go2_joystick_flat.config import BASE, FEET, Go2JoystickCfg
+from envruntime.robots.go2 import HOME_KEYFRAME
+from envruntime.tasks.common.velocity_direct import VelocityDirectEnv
+from envruntime.tasks.go2_joystick_flat.params import BASE, FEET, Go2JoystickCfg
 
 ACTOR_DIM = 48  # lin vel 3, ang vel 3, gravity 3, joint pos 12, joint vel 12, last action 12, command 3
 CRITIC_DIM = 56  # actor terms without noise, foot heights 4, foot contacts 4
@@ -153,7 +154,7 @@ class Go2JoystickDirectEnv(VelocityDirectEnv):
     cfg: Go2JoystickCfg
 
     def __init__(self, cfg: Go2JoystickCfg, backend: Backend, num_envs: int) -> None:
-        super().__init__(cfg, backend, num_envs, "home")
+        super().__init__(cfg, backend, num_envs, HOME_KEYFRAME)
         nj = len(self.qadr)
         self.cols = self.sensor_cols([BASE.linvel, BASE.gyro, BASE.quat])
         self.feet = np.stack(

@@ -1,14 +1,12 @@
-"""The task's parameters (one dataclass both variants read) and its manager configuration."""
+"""go2_joystick_flat's manager configuration: its terms, built from the numbers of ``params``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envruntime.envs.manager_based import ManagerBasedEnvCfg
-from envruntime.envs.task_config import (
-    BaseSensors,
-    FootSensors,
-    VelocityTaskCfg,
+from envruntime.managers.mdp import observations, rewards
+from envruntime.managers.terms import ObsGroupCfg, ObsTermCfg, RewardTermCfg
+from envruntime.robots import go2
+from envruntime.tasks.common.manager_terms import (
     gait_rewards,
     joint_position_actions,
     proprioceptive_terms,
@@ -16,44 +14,7 @@ from envruntime.envs.task_config import (
     velocity_events,
     velocity_terminations,
 )
-from envruntime.managers.mdp import observations, rewards
-from envruntime.managers.terms import ObsGroupCfg, ObsTermCfg, RewardTermCfg
-
-LEGS: tuple[str, ...] = ("FL", "FR", "RL", "RR")
-BASE = BaseSensors(linvel="local_linvel", gyro="gyro", quat="orientation")
-FEET = FootSensors(
-    pos=tuple(f"{leg}_foot_pos" for leg in LEGS),
-    vel=tuple(f"{leg}_foot_linvel" for leg in LEGS),
-    touch=tuple(f"{leg}_touch" for leg in LEGS),
-)
-
-
-@dataclass(kw_only=True)
-class Go2JoystickCfg(VelocityTaskCfg):
-    """Every number of the task; see the package docstring for what each term computes (the
-    shared ones and their defaults are in ``VelocityTaskCfg``)."""
-
-    # commands
-    lin_vel_y: tuple[float, float] = (-0.5, 0.5)
-    ang_vel_z: tuple[float, float] = (-1.0, 1.0)
-    command_resampling_s: tuple[float, float] = (5.0, 10.0)
-    # events
-    reset_root_vel: float = 0.5
-    # observation noise (uniform amplitude) and scales
-    noise_lin_vel: float = 0.1
-    joint_vel_scale: float = 0.05
-    # rewards: weights and shapes
-    w_track_lin_vel: float = 1.0
-    w_track_ang_vel: float = 0.5
-    w_upright: float = 0.5
-    w_posture: float = 0.2
-    w_action_rate: float = -0.01
-    w_foot_clearance: float = -0.5
-    tracking_std: float = 0.5
-    upright_std: float = 0.3
-    posture_std: float = 0.8
-    foot_radius: float = 0.022
-    swing_height: float = 0.08
+from envruntime.tasks.go2_joystick_flat.params import BASE, FEET, Go2JoystickCfg
 
 
 def manager_cfg(cfg: Go2JoystickCfg) -> ManagerBasedEnvCfg:
@@ -73,7 +34,7 @@ def manager_cfg(cfg: Go2JoystickCfg) -> ManagerBasedEnvCfg:
         task="go2_joystick_flat",
         decimation=cfg.decimation,
         episode_length_s=cfg.episode_length_s,
-        keyframe="home",
+        keyframe=go2.HOME_KEYFRAME,
         actions=joint_position_actions(cfg),
         observations={"actor": ObsGroupCfg(policy), "critic": ObsGroupCfg(critic, enable_noise=False)},
         rewards={

@@ -1,4 +1,5 @@
-"""Generate the G1 reference clip deterministically: ``python -m envruntime.motion.generate``.
+"""Generate the G1 reference clip deterministically:
+``python -m envruntime.tasks.g1_motion_tracking.generate_clip``.
 
 The motion is a loop of in-place stepping (alternate knee lifts with the foot kept level)
 over a slow squat, with counter-swinging arms, a waist twist and wrist motion: smooth
@@ -24,8 +25,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from envruntime.motion.clip import MotionClip
-from envruntime.motion.g1_names import FEET, G1_MOTION_NPZ, G1_XML, HOME_KEYFRAME, JOINT_NAMES, TRACKED_BODIES
+from envruntime.robots.g1 import FEET, G1_XML, HOME_KEYFRAME, JOINT_NAMES, TRACKED_BODIES
+from envruntime.tasks.g1_motion_tracking.clip import G1_MOTION_NPZ, MotionClip
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def generate_clip(spec: MotionSpec | None = None, xml_path: str | Path = G1_XML)
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: write the clip; exit 2 on invalid arguments."""
-    parser = argparse.ArgumentParser(prog="python -m envruntime.motion.generate",
+    parser = argparse.ArgumentParser(prog="python -m envruntime.tasks.g1_motion_tracking.generate_clip",
                                      description="Write the G1 reference motion clip (.npz).")
     parser.add_argument("--out", type=Path, default=G1_MOTION_NPZ, help="npz to write (default: %(default)s)")
     parser.add_argument("--fps", type=float, default=MotionSpec.fps)

@@ -1,15 +1,9 @@
-"""The task's parameters (one dataclass both variants read) and its manager configuration."""
+"""g1_motion_tracking's manager configuration: its terms, built from the numbers of ``params``."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from pathlib import Path
-
 from envruntime.envs.manager_based import ManagerBasedEnvCfg
-from envruntime.envs.task_config import TaskCfg, joint_position_actions, push_events, time_out_termination
 from envruntime.managers.mdp import observations, rewards
-from envruntime.managers.motion_command import MotionCommand
 from envruntime.managers.terms import (
     CommandTermCfg,
     ObsGroupCfg,
@@ -17,76 +11,13 @@ from envruntime.managers.terms import (
     RewardTermCfg,
     TerminationTermCfg,
 )
-from envruntime.motion.g1_names import ANCHOR_BODY, G1_MOTION_NPZ, HOME_KEYFRAME, imu_sensor
+from envruntime.robots.g1 import HOME_KEYFRAME
+from envruntime.tasks.common.manager_terms import joint_position_actions, push_events, time_out_termination
 from envruntime.tasks.g1_motion_tracking import mdp
+from envruntime.tasks.g1_motion_tracking.motion_command import MotionCommand
+from envruntime.tasks.g1_motion_tracking.params import GYRO_SENSOR, LIN_VEL_SENSOR, G1MotionTrackingCfg
 
 COMMAND = "motion"
-LIN_VEL_SENSOR = imu_sensor("pelvis", "linvel")
-GYRO_SENSOR = imu_sensor("pelvis", "gyro")
-
-
-@dataclass(kw_only=True)
-class G1MotionTrackingCfg(TaskCfg):
-    """Every number of the task; see the package docstring for what each term computes (the
-    shared ones and their defaults are in ``TaskCfg``)."""
-
-    episode_length_s: float = 10.0
-    action_clip: float = math.inf
-    clip_path: Path = G1_MOTION_NPZ
-    anchor_body: str = ANCHOR_BODY
-    root_body: str = "pelvis"
-    end_effectors: tuple[str, ...] = (
-        "left_ankle_roll_link",
-        "right_ankle_roll_link",
-        "left_wrist_yaw_link",
-        "right_wrist_yaw_link",
-    )
-    # reference-state initialisation noise
-    pose_range: dict[str, tuple[float, float]] = field(
-        default_factory=lambda: {
-            "x": (-0.05, 0.05), "y": (-0.05, 0.05), "z": (-0.01, 0.01),
-            "roll": (-0.1, 0.1), "pitch": (-0.1, 0.1), "yaw": (-0.2, 0.2),
-        }
-    )  # fmt: skip
-    velocity_range: dict[str, tuple[float, float]] = field(
-        default_factory=lambda: {
-            "vx": (-0.5, 0.5), "vy": (-0.5, 0.5), "vz": (-0.2, 0.2),
-            "wx": (-0.52, 0.52), "wy": (-0.52, 0.52), "wz": (-0.78, 0.78),
-        }
-    )  # fmt: skip
-    joint_position_range: tuple[float, float] = (-0.1, 0.1)
-    # adaptive sampling
-    bin_s: float = 1.0
-    uniform_ratio: float = 0.1
-    alpha: float = 0.001
-    kernel_size: int = 1
-    kernel_lambda: float = 0.8
-    # observation noise (uniform amplitude)
-    noise_anchor_pos: float = 0.25
-    noise_anchor_ori: float = 0.05
-    noise_lin_vel: float = 0.5
-    noise_ang_vel: float = 0.2
-    noise_joint_pos: float = 0.01
-    noise_joint_vel: float = 0.5
-    # rewards: weights and exp-kernel stds
-    w_anchor_pos: float = 0.5
-    w_anchor_ori: float = 0.5
-    w_body_pos: float = 1.0
-    w_body_ori: float = 1.0
-    w_body_lin_vel: float = 1.0
-    w_body_ang_vel: float = 1.0
-    w_action_rate: float = -0.1
-    w_joint_limits: float = -10.0
-    std_anchor_pos: float = 0.3
-    std_anchor_ori: float = 0.4
-    std_body_pos: float = 0.3
-    std_body_ori: float = 0.4
-    std_body_lin_vel: float = 1.0
-    std_body_ang_vel: float = 3.14
-    # terminations
-    max_anchor_height_error: float = 0.25
-    max_anchor_gravity_error: float = 0.8
-    max_end_effector_height_error: float = 0.25
 
 
 def _shared_head(cfg: G1MotionTrackingCfg) -> dict[str, ObsTermCfg]:

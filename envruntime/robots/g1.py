@@ -8,14 +8,12 @@ backends convert to (w, x, y, z) at their boundary (see ``envruntime.backends.ba
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
-ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+from envruntime.robots import ASSETS_DIR
+
 G1_XML = ASSETS_DIR / "g1.xml"
 """The G1 on a flat floor (the model includes its scene), timestep 0.005 s."""
-G1_MOTION_NPZ = ASSETS_DIR / "g1_motion.npz"
-"""The generated reference clip (``python -m envruntime.motion.generate`` rewrites it)."""
 
 HOME_KEYFRAME = "home"
 """Knees-bent standing pose; its ``ctrl`` holds that pose."""

@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from envruntime.actors import make_actor
-from envruntime.replay import ReplayBuffer
-from envruntime.vecenv import ENV_PHASES, VecEnv
+from envruntime.collect.actors import make_actor
+from envruntime.collect.replay import ReplayBuffer
+from envruntime.envs.vecenv import ENV_PHASES, VecEnv
 
 COLLECTOR_PHASES: tuple[str, ...] = ("collector_step_ms", "policy_ms", "env_step_ms", "replay_ms")
 BASE_PHASES: tuple[str, ...] = COLLECTOR_PHASES + ENV_PHASES

@@ -16,7 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from envruntime.motion.g1_names import G1_MOTION_NPZ
+from envruntime.robots import ASSETS_DIR
+
+G1_MOTION_NPZ = ASSETS_DIR / "g1_motion.npz"
+"""The G1 reference clip (``python -m envruntime.tasks.g1_motion_tracking.generate_clip`` rewrites it)."""
 
 _ARRAYS = ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")
 
@@ -86,8 +89,8 @@ def load_clip(path: str | Path) -> MotionClip:
 
 def load_g1_motion(path: str | Path = G1_MOTION_NPZ) -> MotionClip:
     """The G1 reference clip shipped in ``envruntime/assets`` (regenerate it with
-    ``python -m envruntime.motion.generate``)."""
+    ``python -m envruntime.tasks.g1_motion_tracking.generate_clip``)."""
     if not Path(path).is_file():
         raise FileNotFoundError(f"no G1 motion clip at {path}; create it with "
-                                f"`python -m envruntime.motion.generate --out {path}`")
+                                f"`python -m envruntime.tasks.g1_motion_tracking.generate_clip --out {path}`")
     return load_clip(path)

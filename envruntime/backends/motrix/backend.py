@@ -1,7 +1,7 @@
 """MotrixSim CPU backend: N worlds in one batched ``SceneData`` on MotrixSim's Rayon pool.
 
 MotrixSim computes in float32 (``dtype`` is float32) and uses scalar-last quaternions; at this
-boundary everything is in MuJoCo's layout (see ``motrix_layout``): ``qpos``/``qvel``/``sensordata``
+boundary everything is in MuJoCo's layout (see ``layout``): ``qpos``/``qvel``/``sensordata``
 are contiguous float32 arrays with MuJoCo's columns and scalar-first quaternions, so tasks read
 them exactly as on the MuJoCo backend.
 
@@ -29,8 +29,8 @@ import numpy as np
 from motrixsim import write
 
 from envruntime.backends.base import ModelInfo
-from envruntime.backends.motrix_layout import MotrixLayout
-from envruntime.backends.motrix_panic import describe_rows, panics_as_errors
+from envruntime.backends.motrix.layout import MotrixLayout
+from envruntime.backends.motrix.panic import describe_rows, panics_as_errors
 
 # The size of this process's MotrixSim pool once a backend initialised it (it cannot change).
 _POOL_THREADS: dict[str, int] = {}

@@ -3,7 +3,7 @@
 It owns the ``twist`` command state (resampled on reset and when its timer runs out; the
 heading/standing update runs inside the subclass's fused observation kernel) and the reset of the
 root pose/velocity and joint offsets, with the draws of the manager variant's ``reset_base`` and
-``reset_joints`` events (``envruntime.envs.task_config.velocity_events``).
+``reset_joints`` events (``envruntime.tasks.common.manager_terms.velocity_events``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import numpy as np
 
 from envruntime.backends.base import Backend
 from envruntime.envs.direct_base import DirectEnv
-from envruntime.envs.task_config import VelocityTaskCfg
 from envruntime.kernels.command import RESAMPLE_DRAWS, resample_velocity_command
 from envruntime.kernels.reset import ROOT_DRAWS, sample_joint_offsets, sample_root_state
+from envruntime.tasks.common.params import VelocityTaskCfg
 
 
 class VelocityDirectEnv(DirectEnv):

@@ -16,7 +16,7 @@ import numba
 import torch
 
 import envruntime
-from envruntime.vecenv import VecEnv
+from envruntime.envs.vecenv import VecEnv
 
 # audit key -> distribution name; mujoco_warp is listed only when installed.
 VERSIONED_DISTRIBUTIONS: dict[str, str] = {

@@ -2,58 +2,23 @@
 angular momentum proxy, self-collision count, foot air time and contact-force features.
 
 Generic over robots: everything is named by sensors, joints and bodies. The construction-time
-helpers ``joint_stds`` and ``lumped_masses`` are public so hand-fused variants resolve the same
-numbers.
+helpers ``joint_stds`` and ``lumped_masses`` live in ``envruntime.tasks.common.humanoid``, which
+the hand-fused variants import too, so both resolve the same numbers.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from envruntime.kernels import humanoid as k
 from envruntime.managers.mdp.lookup import joint_ids, sensor_cols
+from envruntime.tasks.common.humanoid import joint_stds, lumped_masses
 
 RewardFn = Callable[[np.ndarray], None]
-
-
-def joint_stds(joint_names: tuple[str, ...] | list[str], std: dict[str, float]) -> np.ndarray:
-    """Each joint's std: the value of the first pattern of ``std`` that fully matches its name."""
-    out = []
-    for name in joint_names:
-        match = next((v for pattern, v in std.items() if re.fullmatch(pattern, name)), None)
-        if match is None:
-            raise ValueError(f"no std pattern matches joint {name!r}; patterns: {', '.join(std)}")
-        if match <= 0:
-            raise ValueError(f"std of joint {name!r} must be positive, got {match}")
-        out.append(float(match))
-    return np.array(out)
-
-
-def lumped_masses(xml_path: str | Path, bodies: tuple[str, ...] | list[str]) -> np.ndarray:
-    """The model's mass lumped onto ``bodies``: each body's mass goes to itself if listed, else to
-    its nearest listed ancestor (bodies with none, e.g. the world, are left out)."""
-    model = mujoco.MjModel.from_xml_path(str(xml_path))
-    index = {}
-    for i, name in enumerate(bodies):
-        body_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
-        if body_id < 0:
-            raise KeyError(f"model {Path(xml_path).name} has no body {name!r}")
-        index[body_id] = i
-    mass = np.zeros(len(bodies))
-    for b in range(1, model.nbody):
-        a = b
-        while a != 0 and a not in index:
-            a = int(model.body_parentid[a])
-        if a != 0:
-            mass[index[a]] += model.body_mass[b]
-    return mass
 
 
 def posture_per_joint(env: Any, std: dict[str, float], joints: list[str] | None = None) -> RewardFn:

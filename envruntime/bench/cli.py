@@ -33,13 +33,13 @@ from typing import NoReturn
 import numba
 import torch
 
-from envruntime.actors import ALGOS
-from envruntime.audit import build_audit
 from envruntime.backends import SIMS, default_threads
-from envruntime.collector import make_collector
-from envruntime.protocol import StreamWriter
+from envruntime.bench.header import build_audit
+from envruntime.bench.protocol import StreamWriter
+from envruntime.collect.actors import ALGOS
+from envruntime.collect.collector import make_collector
+from envruntime.envs.vecenv import VecEnv
 from envruntime.tasks import TASKS, VARIANTS, make_env
-from envruntime.vecenv import VecEnv
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -221,6 +221,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     return execute(config)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
