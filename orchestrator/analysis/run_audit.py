@@ -25,11 +25,11 @@ AUDIT_FAILED = "audit_failed"
 ENVRUNTIME_PACKAGE = "envruntime."
 # The envruntime contract (envruntime/backends/__init__.py SIMS, envruntime/envs/manager_based.py),
 # restated here because the orchestrator never imports envruntime.
-ENVRUNTIME_BACKENDS: dict[str, str] = {
-    "mujoco": "envruntime.backends.mujoco_backend.MujocoBackend",
-    "motrix": "envruntime.backends.motrix_backend.MotrixBackend",
-    "mjwarp": "envruntime.backends.mjwarp_backend.MjwarpBackend",
-}
+# sim -> backend class name. The module inside ``envruntime.backends`` is not checked: it moved
+# between SHAs (``motrix_backend`` -> ``motrix.backend``) and both sides of a sweep must pass.
+ENVRUNTIME_BACKENDS: dict[str, str] = {"mujoco": "MujocoBackend", "motrix": "MotrixBackend",
+                                       "mjwarp": "MjwarpBackend"}
+BACKENDS_PACKAGE = "envruntime.backends."
 ENVRUNTIME_MANAGERS: tuple[str, ...] = ("action", "observation", "reward", "termination", "event", "command")
 # Runs-table columns the audit reads (``steps`` is an integer, the others strings).
 AUDIT_INPUT_COLUMNS: tuple[str, ...] = (
@@ -101,8 +101,8 @@ def _envruntime_reasons(run: Mapping[str, Any]) -> list[str]:
     expected = ENVRUNTIME_BACKENDS.get(sim or "")
     if expected is None:
         reasons.append(f"sim {sim!r} has no envruntime backend; known: {', '.join(ENVRUNTIME_BACKENDS)}")
-    elif backend != expected:
-        reasons.append(f"sim {sim!r} ran on backend {backend} instead of {expected}")
+    elif not (backend or "").startswith(BACKENDS_PACKAGE) or backend.rpartition(".")[2] != expected:
+        reasons.append(f"sim {sim!r} ran on backend {backend} instead of {BACKENDS_PACKAGE}*.{expected}")
     if _text(run.get("variant")) == "manager":
         built = _json_list(run.get("audit_managers"))
         missing = [name for name in ENVRUNTIME_MANAGERS if name not in built]

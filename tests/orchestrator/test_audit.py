@@ -50,6 +50,15 @@ def test_each_check_names_what_is_wrong(changes, planned, expected):
     assert len(reasons) == 1 and expected in reasons[0], reasons
 
 
+@pytest.mark.parametrize("backend", ["envruntime.backends.motrix_backend.MotrixBackend",
+                                     "envruntime.backends.motrix.backend.MotrixBackend"])
+def test_the_backend_module_may_move_between_shas(backend):
+    """The MotrixSim backend moved into a folder; SHAs on both sides of that move pass."""
+    assert audit_run(envruntime_run(sim="motrix", audit_backend_class=backend), PLANNED) == []
+    elsewhere = envruntime_run(sim="motrix", audit_backend_class="mypkg.MotrixBackend")
+    assert "instead of envruntime.backends.*.MotrixBackend" in audit_run(elsewhere, PLANNED)[0]
+
+
 def test_other_benches_get_only_the_generic_checks():
     fake = envruntime_run(audit_env_class="FakeEnv", sim="none", audit_backend_class=None,
                           audit_managers='["action"]')
