@@ -15,6 +15,7 @@ from orchestrator.errors import InvalidInputError
 from orchestrator.plan.expand import results_root_for
 from orchestrator.render.markdown import to_markdown, write_report
 from orchestrator.store import records as sweep_record
+from orchestrator.store.atomic import write_text_atomic
 
 if TYPE_CHECKING:
     from orchestrator.render.page import Page
@@ -110,6 +111,5 @@ def _emit(args: argparse.Namespace, markdown: str, page: Callable[[], Page], def
     if args.format == "html":
         print(f"HTML written to {page().write(args.out or default_html)}")
     elif args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(markdown, encoding="utf-8")
+        write_text_atomic(args.out, markdown)
         print(f"Markdown written to {args.out}")
