@@ -23,7 +23,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from orchestrator.contract import HostRecord, PlannedRun, StepRecord
-from orchestrator.store.atomic import remove_stale_temps, staged, write_in_order
+from orchestrator.store.atomic import remove_stale_temps, staged, stale_temps, write_in_order
 from orchestrator.store.damaged import (
     is_readable,
     parquet_files,
@@ -251,9 +251,18 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> None:
         pq.write_table(table, tmp, **_WRITE_OPTIONS)
 
 
-def remove_stale_results_temps(results_root: str | Path) -> list[Path]:
-    """Remove the stale temporary files of dead writers in every sweep directory of the root."""
+def _results_dirs(results_root: str | Path) -> list[Path]:
+    """Every directory of a results root that files are written to."""
     root = Path(results_root)
-    dirs = [root / "sweeps", root / "reports", *(p for kind in ("runs", "steps")
-                                                  for p in sorted((root / kind).glob("sweep=*")))]
-    return [path for directory in dirs for path in remove_stale_temps(directory)]
+    return [root / "sweeps", root / "reports",
+            *(p for kind in ("runs", "steps") for p in sorted((root / kind).glob("sweep=*")))]
+
+
+def stale_results_temps(results_root: str | Path) -> list[Path]:
+    """The stale temporary files of dead writers anywhere in the results root."""
+    return [path for directory in _results_dirs(results_root) for path in stale_temps(directory)]
+
+
+def remove_stale_results_temps(results_root: str | Path) -> list[Path]:
+    """Remove the stale temporary files of dead writers anywhere in the results root; returns them."""
+    return [path for directory in _results_dirs(results_root) for path in remove_stale_temps(directory)]
