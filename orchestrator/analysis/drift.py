@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import runs_dir
 from orchestrator.store.records import sweeps_dir
 
@@ -69,11 +70,11 @@ def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.Dat
     shas = {side.get("sha") for side in (record.get("sides") or {}).values()} - {None}
     earlier = [sweep for created, sweep in sweeps_with_shas(results_root, shas)
                if sweep != record["sweep_id"] and created <= str(record.get("created", ""))]
-    files = [str(path) for sweep in earlier[-HISTORY_SWEEPS:]
-             for path in sorted(runs_dir(results_root, sweep).glob("[!.]*.parquet"))]
-    if not files:
+    files = [path for sweep in earlier[-HISTORY_SWEEPS:]
+             for path in parquet_files(runs_dir(results_root, sweep))]
+    table = read_files(files, schema=schema, filter=ds.field("status") == "ok")
+    if table is None:
         return schema.empty_table().to_pandas()
-    table = ds.dataset(files, format="parquet", schema=schema).to_table(filter=ds.field("status") == "ok")
     runs = apply_audit(table.to_pandas())
     return runs[runs["status"] == "ok"]
 

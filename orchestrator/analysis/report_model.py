@@ -16,7 +16,6 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
@@ -29,6 +28,7 @@ from orchestrator.analysis.verdicts import (
 )
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
 from orchestrator.spec.schema import REPORT_METRICS, GateSpec
+from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import runs_dir
 from orchestrator.store.records import read_record
 
@@ -90,10 +90,8 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
                        + [("steps", pa.int64()), ("repeat", pa.int64()),
                           ("started_at", pa.timestamp("us", tz="UTC"))]
                        + [(name, pa.float64()) for name in metrics])
-    path = runs_dir(results_root, sweep_id)
-    if not path.is_dir():
-        return schema.empty_table().to_pandas()
-    return ds.dataset(path, format="parquet", schema=schema).to_table().to_pandas()
+    table = read_files(parquet_files(runs_dir(results_root, sweep_id)), schema=schema)
+    return (schema.empty_table() if table is None else table).to_pandas()
 
 
 def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFrame | None = None) -> Report:

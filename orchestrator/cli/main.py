@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from orchestrator.cli import gc, results, run, servers, status
-from orchestrator.errors import ShasweepError
+from orchestrator.errors import EXIT_RUN_FAILED, ShasweepError
 
 if TYPE_CHECKING:
     pass
@@ -84,11 +84,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except ShasweepError as exc:
-        print(f"shasweep: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _fail(str(exc), exc.exit_code)
     except BrokenPipeError:  # e.g. `shasweep plan x.yaml | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        return _fail("interrupted (Ctrl-C)", EXIT_RUN_FAILED)
+    except (OSError, MemoryError, RecursionError) as exc:  # the system, not the input
+        return _fail(f"{type(exc).__name__}: {exc}", EXIT_RUN_FAILED)
+    except Exception as exc:  # noqa: BLE001 - never a traceback, never exit 1 (that means "gate failed")
+        return _fail(f"unexpected {type(exc).__name__}: {exc}", EXIT_RUN_FAILED)
+
+
+def _fail(message: str, code: int) -> int:
+    """``message`` as one line on stderr; returns ``code``."""
+    one_line = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    print(f"shasweep: error: {one_line}", file=sys.stderr)
+    return code
 
 
 def _take_late_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:

@@ -15,6 +15,9 @@ from orchestrator.errors import InvalidInputError
 from orchestrator.plan.expand import results_root_for
 from orchestrator.render.markdown import to_markdown, write_report
 from orchestrator.store import records as sweep_record
+from orchestrator.store.atomic import write_text_atomic
+from orchestrator.store.damaged import parquet_files, readable_files
+from orchestrator.store.parquet import steps_dir
 
 if TYPE_CHECKING:
     from orchestrator.render.page import Page
@@ -94,6 +97,7 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False) -> int:
         report = make_report(results_root, sweep_id)
     except pa.ArrowException as exc:  # a damaged file in the results root; pyarrow names it
         raise InvalidInputError(f"cannot read the results of sweep {sweep_id!r}: {exc}") from None
+    readable_files(parquet_files(steps_dir(results_root, sweep_id)))  # names damaged steps files too
     md, csv = write_report(report, results_root)
     print(to_markdown(report))
     print(f"report written to {md} and {csv}")
@@ -110,6 +114,5 @@ def _emit(args: argparse.Namespace, markdown: str, page: Callable[[], Page], def
     if args.format == "html":
         print(f"HTML written to {page().write(args.out or default_html)}")
     elif args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(markdown, encoding="utf-8")
+        write_text_atomic(args.out, markdown)
         print(f"Markdown written to {args.out}")

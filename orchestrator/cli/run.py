@@ -15,7 +15,13 @@ from orchestrator.cli.results import print_report
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.plan import record as record_updates
-from orchestrator.plan.expand import ResolvedSweep, build_plan, resolve_sweep, results_root_for
+from orchestrator.plan.expand import (
+    ResolvedSweep,
+    build_plan,
+    check_writable,
+    resolve_sweep,
+    results_root_for,
+)
 from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record
 
@@ -62,6 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 "(override it with results=DIR)")
     resolved = _resolve(args)
     root = resolved.results_root
+    check_writable(root)
     created = datetime.now(UTC)
     sweep_id = sweep_record.reserve_sweep_id(root, resolved.spec.name, created)
     runs = build_plan(resolved, sweep_id)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 import re
+import signal
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -89,12 +91,29 @@ def _embedded_cluster(dashboard_port: int) -> Iterator[LocalCluster]:
 
     port = free_port(dashboard_port)
     with dask.config.set({**BENCH_SCHEDULER_CONFIG, **BENCH_WORKER_CONFIG}):
-        with LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=True, resources={BENCH_RESOURCE: 1},
-            host=LOCALHOST, scheduler_port=0, dashboard_address=f"{LOCALHOST}:{port}",
-            scheduler_kwargs={"preload": [DASHBOARD_PRELOAD]}, silence_logs=logging.ERROR,
-        ) as cluster:
+        with _children_ignore_sigint():
+            cluster = LocalCluster(
+                n_workers=1, threads_per_worker=1, processes=True, resources={BENCH_RESOURCE: 1},
+                host=LOCALHOST, scheduler_port=0, dashboard_address=f"{LOCALHOST}:{port}",
+                scheduler_kwargs={"preload": [DASHBOARD_PRELOAD]}, silence_logs=logging.ERROR,
+            )
+        with cluster:
             yield cluster
+
+
+@contextmanager
+def _children_ignore_sigint() -> Iterator[None]:
+    """Processes started inside inherit an ignored SIGINT. Ctrl-C in a terminal signals the whole
+    foreground process group: the embedded worker process must leave it to the client, which cancels
+    the running bench and records the sweep as interrupted (the bench has its own session anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def bench_workers(client: Client, resource: str = BENCH_RESOURCE) -> list[str]:

@@ -63,6 +63,10 @@ def plan_resume(results_root: Path, sweep_id: str) -> ResumePlan:
     except InvalidInputError as exc:
         raise type(exc)(f"cannot resume sweep {sweep_id!r} ({record_path(results_root, sweep_id)}): "
                         f"{exc}") from None
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a record of an unexpected shape
+        raise InvalidInputError(f"cannot resume sweep {sweep_id!r}: its record "
+                                f"{record_path(results_root, sweep_id)} has an unexpected shape "
+                                f"({type(exc).__name__}: {exc})") from None
     return ResumePlan(resolved=resolved, record=record, runs=runs, statuses=statuses)
 
 
@@ -74,7 +78,8 @@ def resolve_recorded(record: dict[str, Any], results_root: Path) -> ResolvedSwee
     shas = {}
     for label in spec.sides:
         key = f"sides.{label}.sha"
-        sha = (sides.get(label) or {}).get("sha")
+        side = sides.get(label)
+        sha = side.get("sha") if isinstance(side, dict) else None
         if not isinstance(sha, str) or resolve_ref(repo, sha, key) != sha:
             raise RefError(f"the recorded SHA {sha!r} is not a full commit SHA", key)
         shas[label] = sha

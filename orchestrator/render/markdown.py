@@ -22,6 +22,7 @@ from orchestrator.render.tables import (
     sides_table,
     summary_lines,
 )
+from orchestrator.store.atomic import write_text_atomic, write_with
 
 
 def to_frame(report: Report) -> pd.DataFrame:
@@ -113,6 +114,7 @@ def write_report(report: Report, results_root: Path) -> tuple[Path, Path]:
     out = results_root / "reports"
     out.mkdir(parents=True, exist_ok=True)
     md, csv = out / f"{report.sweep_id}.md", out / f"{report.sweep_id}.csv"
-    md.write_text(to_markdown(report), encoding="utf-8")
-    to_frame(report).to_csv(csv, index=False)
+    write_text_atomic(md, to_markdown(report))
+    frame = to_frame(report)
+    write_with(csv, lambda tmp: frame.to_csv(tmp, index=False))
     return md, csv

@@ -15,6 +15,7 @@ from bokeh.model import Model
 from bokeh.resources import Resources
 
 from orchestrator.render.tables import Table
+from orchestrator.store.atomic import write_text_atomic
 
 # Cell text -> CSS class, so verdicts and statuses stand out wherever a table shows them.
 HIGHLIGHTS: dict[str, str] = {
@@ -73,9 +74,7 @@ class Page:
                 f"</head>\n<body>\n<h1>{html.escape(self.title)}</h1>\n{body}\n{script}\n</body>\n</html>\n")
 
     def write(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.render(), encoding="utf-8")
-        return path
+        return write_text_atomic(path, self.render())
 
 
 def table_html(table: Table) -> str:

@@ -25,6 +25,7 @@ from orchestrator.render.tables import (
     sides_table,
     summary_lines,
 )
+from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import read_runs, steps_dir
 
 # The per-step timeline shows the first of these a sweep's steps report.
@@ -34,12 +35,9 @@ STEP_COLUMNS: list[str] = ["run_key", "step", "warmup", "phase", "ms"]
 
 def load_steps(results_root: Path, sweep_id: str, phases: tuple[str, ...] = TIMELINE_PHASES) -> pd.DataFrame:
     """The sweep's per-step timings of ``phases`` only (empty when it wrote none)."""
-    path = steps_dir(results_root, sweep_id)
-    if not path.is_dir():
-        return pd.DataFrame(columns=STEP_COLUMNS)
-    table = ds.dataset(path, format="parquet").to_table(columns=STEP_COLUMNS,
-                                                         filter=ds.field("phase").isin(list(phases)))
-    return table.to_pandas()
+    table = read_files(parquet_files(steps_dir(results_root, sweep_id)), columns=STEP_COLUMNS,
+                       filter=ds.field("phase").isin(list(phases)))
+    return pd.DataFrame(columns=STEP_COLUMNS) if table is None else table.to_pandas()
 
 
 def timeline_phase(steps: pd.DataFrame) -> str | None:

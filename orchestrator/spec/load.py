@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,17 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from orchestrator.errors import SpecError
+from orchestrator.spec.bounds import (
+    MAX_BOOTSTRAP_RESAMPLES,
+    MAX_LABEL_LENGTH,
+    MAX_NAME_LENGTH,
+    MAX_REF_LENGTH,
+    MAX_REPEATS,
+    MAX_RUNS,
+    check_at_most,
+    check_finite_floats,
+    check_length,
+)
 from orchestrator.spec.schema import PLACEHOLDERS, Case, GateSpec, KnownNames, RunSettings, SweepSpec
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -32,6 +44,7 @@ def load_spec(path: str | Path, dotlist: list[str] | tuple[str, ...] = ()) -> Sw
 def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
     """Merge ``raw`` (a loaded YAML, or ``OmegaConf.create(spec_to_dict(...))``) and ``dotlist`` over
     the typed defaults and validate the result."""
+    refuse_env_lookups(raw, "the sweep file")
     gates = raw.get("gates")
     if isinstance(gates, ListConfig):  # omegaconf drops the list index from errors inside list items
         for i, gate in enumerate(gates):
@@ -88,7 +101,9 @@ def placeholders_in(arg: str, key: str) -> list[str]:
 
 
 def validate(spec: SweepSpec) -> None:
-    """Semantic checks the schema cannot express (labels, counts, cases, gates, command)."""
+    """Semantic checks the schema cannot express (labels, counts, cases, gates, command, caps)."""
+    check_finite_floats(spec)
+    _check_sizes(spec)
     if not _LABEL.match(spec.name):
         raise SpecError(f"{spec.name!r} must be letters, digits, '_', '.', '-' (it names files)", "name")
     if not spec.sides:
@@ -123,6 +138,42 @@ def validate(spec: SweepSpec) -> None:
     _check_metrics(spec.metrics)
     for label in spec.sides:
         side_settings(spec, label)
+
+
+def _check_sizes(spec: SweepSpec) -> None:
+    """Lengths and counts within the caps of ``orchestrator.spec.bounds``, before anything is expanded."""
+    check_length(spec.name, MAX_NAME_LENGTH, "name")
+    for label, side in spec.sides.items():
+        check_length(label, MAX_LABEL_LENGTH, f"sides.{label[:MAX_LABEL_LENGTH]}")
+        check_length(side.ref, MAX_REF_LENGTH, f"sides.{label}.ref")
+    for i, case in enumerate(spec.cases):
+        check_length(case, 3 * MAX_LABEL_LENGTH + 2, f"cases[{i}]")
+    check_at_most(spec.repeats, MAX_REPEATS, "repeats")
+    check_at_most(spec.bootstrap_resamples, MAX_BOOTSTRAP_RESAMPLES, "bootstrap_resamples")
+    runs = len(spec.cases) * len(spec.sides) * max(spec.repeats, 0)
+    if runs > MAX_RUNS:
+        raise SpecError(f"{len(spec.cases)} cases x {len(spec.sides)} sides x {spec.repeats} repeats = "
+                        f"{runs:,} runs; at most {MAX_RUNS:,}", "repeats")
+
+
+def refuse_env_lookups(config: DictConfig | ListConfig, source: str) -> None:
+    """``${oc.env:...}`` would copy the client's environment into records and Parquet: refused."""
+    raw = OmegaConf.to_container(config, resolve=False)
+    for key, text in _strings(raw, ""):
+        if "${" in text and "oc.env" in text:
+            raise SpecError(f"{text!r}: a sweep may not read the client's environment (${{oc.env:...}} in "
+                            f"{source}); write the value itself", key or None)
+
+
+def _strings(value: object, key: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield key, value
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield from _strings(item, f"{key}.{name}" if key else str(name))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{key}[{i}]")
 
 
 def spec_to_dict(spec: SweepSpec) -> dict[str, Any]:
@@ -210,9 +261,11 @@ def _parse_dotlist(items: list[str] | tuple[str, ...], key: str) -> DictConfig:
         if not isinstance(item, str) or "=" not in item or not item.split("=", 1)[0].strip():
             raise SpecError(f"{item!r} is not of the form key=value", f"{key}[{i}]")
     try:
-        return OmegaConf.from_dotlist(list(items))
-    except OmegaConfBaseException as exc:
+        parsed = OmegaConf.from_dotlist(list(items))
+    except (OmegaConfBaseException, yaml.YAMLError, ValueError, TypeError) as exc:
         raise SpecError(f"cannot parse {list(items)}: {_first_line(exc)}", key) from None
+    refuse_env_lookups(parsed, key)
+    return parsed
 
 
 def _typed_merge(schema: type | Any, *configs: DictConfig, prefix: str) -> DictConfig:

@@ -2,14 +2,15 @@
 
 ``results/runs/sweep=<id>/<run_key>.parquet`` holds one row per run, ``results/steps/...`` the
 per-step phase timings in long format. Files are written under a dot-prefixed temporary name
-(ignored by pyarrow and pandas) and renamed into place, so a reader never sees half a run and a
-re-run of the same ``run_key`` replaces the earlier file.
+(ignored by pyarrow and pandas), fsynced and renamed into place (``store.atomic``), the steps file
+before the runs file, so a reader never sees half a run, a runs row always has its steps, and a
+re-run of the same ``run_key`` replaces the earlier files. Readers skip damaged files with a warning
+(``store.damaged``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import typing
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -22,6 +23,14 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from orchestrator.contract import HostRecord, PlannedRun, StepRecord
+from orchestrator.store.atomic import remove_stale_temps, staged, stale_temps, write_in_order
+from orchestrator.store.damaged import (
+    is_readable,
+    parquet_files,
+    read_table_skipping,
+    readable_files,
+    warn_damaged,
+)
 
 # Always present (null when a run did not report them), so every file has the same core schema and
 # ``pd.read_parquet("results/runs")`` -- which takes the schema of the first file -- sees them all.
@@ -62,6 +71,7 @@ class RunResult:
     header: dict | None = None
     summary: dict | None = None
     steps: list[StepRecord] = field(default_factory=list)
+    usage: BenchUsage | None = None  # the bench process's resource usage, when it was reaped
 
     @property
     def wall_s(self) -> float:
@@ -71,6 +81,15 @@ class RunResult:
     def throughput(self) -> float | None:
         value = (self.summary or {}).get("throughput")
         return float(value) if isinstance(value, int | float) else None
+
+
+@dataclass(frozen=True)
+class BenchUsage:
+    """CPU time and peak memory of the bench process (``os.wait4``; its waited-for children included)."""
+
+    user_s: float
+    sys_s: float
+    max_rss_mib: float
 
 
 @dataclass(frozen=True)
@@ -89,13 +108,21 @@ def steps_dir(results_root: str | Path, sweep_id: str) -> Path:
     return Path(results_root) / "steps" / f"sweep={sweep_id}"
 
 
+def run_files(run: PlannedRun) -> RunFiles:
+    """Where ``run``'s two files go."""
+    return RunFiles(runs=runs_dir(run.results_root, run.sweep_id) / f"{run.run_key}.parquet",
+                    steps=steps_dir(run.results_root, run.sweep_id) / f"{run.run_key}.parquet")
+
+
 def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
-    """Write both Parquet files of ``run`` atomically; returns their paths."""
-    runs_path = runs_dir(run.results_root, run.sweep_id) / f"{run.run_key}.parquet"
-    steps_path = steps_dir(run.results_root, run.sweep_id) / f"{run.run_key}.parquet"
-    write_parquet_atomic(steps_table(run, result.steps), steps_path)
-    write_parquet_atomic(run_table(run, result), runs_path)
-    return RunFiles(runs=runs_path, steps=steps_path)
+    """Write both Parquet files of ``run`` as a pair: both staged and fsynced, then the steps file
+    renamed into place, then the runs file. A failure before the runs file is in place removes the
+    new steps file too, so a runs row never lacks its steps."""
+    files = run_files(run)
+    steps, row = steps_table(run, result.steps), run_table(run, result)
+    write_in_order([(files.steps, lambda tmp: pq.write_table(steps, tmp, **_WRITE_OPTIONS)),
+                    (files.runs, lambda tmp: pq.write_table(row, tmp, **_WRITE_OPTIONS))])
+    return files
 
 
 def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
@@ -115,6 +142,9 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "exit_code": (result.exit_code, pa.int64()),
         "steps": (sum(not s.warmup for s in result.steps), pa.int64()),
         "log_dir": (result.log_dir, pa.string()),
+        "bench_user_s": (result.usage.user_s if result.usage else None, pa.float64()),
+        "bench_sys_s": (result.usage.sys_s if result.usage else None, pa.float64()),
+        "bench_max_rss_mib": (result.usage.max_rss_mib if result.usage else None, pa.float64()),
     }
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
     columns |= {f"host_{name}": (result.host.get(name), kind) for name, kind in _host_types().items()}
@@ -170,25 +200,34 @@ def read_runs(results_root: str | Path, sweep_id: str | None = None) -> pd.DataF
     file, so phases only some SHAs report may be missing from it; this reads them all.
     """
     path = runs_dir(results_root, sweep_id) if sweep_id else Path(results_root) / "runs"
-    if not path.is_dir():
-        return pd.DataFrame()
     partitioning = None if sweep_id else ds.partitioning(pa.schema([("sweep", pa.string())]), flavor="hive")
-    factory = ds.FileSystemDatasetFactory(
-        pafs.LocalFileSystem(), pafs.FileSelector(str(path), recursive=True), ds.ParquetFileFormat(),
-        ds.FileSystemFactoryOptions(partitioning=partitioning, partition_base_dir=str(path)),
-    )
-    return factory.finish(factory.inspect(fragments=None)).to_table().to_pandas()
+
+    def read(files: list[Path]) -> pa.Table:
+        factory = ds.FileSystemDatasetFactory(
+            pafs.LocalFileSystem(), [str(f) for f in files], ds.ParquetFileFormat(),
+            ds.FileSystemFactoryOptions(partitioning=partitioning, partition_base_dir=str(path)),
+        )
+        return factory.finish(factory.inspect(fragments=None)).to_table()
+
+    table = read_table_skipping(readable_files(parquet_files(path)), read)
+    return pd.DataFrame() if table is None else table.to_pandas()
 
 
 def run_statuses(results_root: str | Path, sweep_id: str) -> dict[str, str | None]:
-    """``run_key -> status`` of every run file of one sweep; ``None`` for a file that cannot be read
-    (a re-run replaces it). Temporary (dot-prefixed) files of interrupted writes are not runs."""
+    """``run_key -> status`` of every run file of one sweep; ``None`` when its runs file or its steps
+    file cannot be read (a re-run replaces both). Temporary (dot-prefixed) files are not runs."""
     statuses: dict[str, str | None] = {}
+    steps = steps_dir(results_root, sweep_id)
     for path in sorted(runs_dir(results_root, sweep_id).glob("[!.]*.parquet")):
         try:
-            statuses[path.stem] = pq.read_table(path, columns=["status"]).column("status")[0].as_py()
-        except (pa.ArrowException, OSError, IndexError, KeyError):
-            statuses[path.stem] = None
+            status = pq.read_table(path, columns=["status"]).column("status")[0].as_py()
+        except (pa.ArrowException, OSError, IndexError, KeyError) as exc:
+            warn_damaged(path, exc)
+            status = None
+        steps_file = steps / path.name
+        if status is not None and steps_file.exists() and not is_readable(steps_file):
+            status = None
+        statuses[path.stem] = status
     return statuses
 
 
@@ -207,11 +246,23 @@ def _float_or_none(value: object) -> float | None:
 
 
 def write_parquet_atomic(table: pa.Table, path: Path) -> None:
-    """Write ``table`` to ``path`` via a dot-prefixed temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    """Write ``table`` to ``path`` via a dot-prefixed temporary file, fsync and a rename."""
+    with staged(path) as tmp:
         pq.write_table(table, tmp, **_WRITE_OPTIONS)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+
+
+def _results_dirs(results_root: str | Path) -> list[Path]:
+    """Every directory of a results root that files are written to."""
+    root = Path(results_root)
+    return [root / "sweeps", root / "reports",
+            *(p for kind in ("runs", "steps") for p in sorted((root / kind).glob("sweep=*")))]
+
+
+def stale_results_temps(results_root: str | Path) -> list[Path]:
+    """The stale temporary files of dead writers anywhere in the results root."""
+    return [path for directory in _results_dirs(results_root) for path in stale_temps(directory)]
+
+
+def remove_stale_results_temps(results_root: str | Path) -> list[Path]:
+    """Remove the stale temporary files of dead writers anywhere in the results root; returns them."""
+    return [path for directory in _results_dirs(results_root) for path in remove_stale_temps(directory)]

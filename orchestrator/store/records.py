@@ -9,9 +9,7 @@ is still running fails instead of running it twice; the OS releases the lock if 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -21,6 +19,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from orchestrator.errors import InvalidInputError, UnknownSweepError
+from orchestrator.store.atomic import write_text_atomic
 
 OUTCOME_KEYS: tuple[str, ...] = ("run_key", "order", "side", "case", "repeat", "status", "error")
 
@@ -80,19 +79,9 @@ def discard(results_root: Path, sweep_id: str) -> None:
 
 
 def write_record(results_root: Path, sweep_id: str, record: dict[str, Any]) -> Path:
-    """Write the record atomically (temporary file, then rename)."""
-    path = record_path(results_root, sweep_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{sweep_id}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(record, out, indent=2, default=str)  # key order kept: sides in declaration order
-            out.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write the record atomically (temporary file, fsync, rename)."""
+    text = json.dumps(record, indent=2, default=str) + "\n"  # key order kept: sides in declaration order
+    return write_text_atomic(record_path(results_root, sweep_id), text)
 
 
 def read_record(results_root: Path, sweep_id: str) -> dict[str, Any]:

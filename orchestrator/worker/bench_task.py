@@ -3,35 +3,39 @@ bench command, read its stream live, publish progress, and write the run's Parqu
 
 Worker-side configuration (environment of the worker process):
 
-* ``SHASWEEP_HOME``: worktrees, logs and the default host lock (default ``~/.cache/shasweep``)
-* ``SHASWEEP_LOCK``: the host lock file (default ``$SHASWEEP_HOME/bench.lock``)
+* ``SHASWEEP_HOME``: worktrees and logs (default ``~/.cache/shasweep``)
+* ``SHASWEEP_LOCK``: the machine-wide host lock file (default ``/tmp/shasweep-locks/bench.lock``,
+  see ``worker.machine_lock``)
 * ``SHASWEEP_BENCH_CPUS``: CPUs the bench is pinned to, e.g. ``0-7`` (default: the worker's affinity)
 
 A worker that dies mid-run takes its bench with it (parent-death signal), but not processes the bench
-started; so the holder of the host lock notes its bench's process group next to the lock, and the
-next holder first kills whatever is left of that group.
+started; so the holder of the host lock notes its run key next to the lock, and the next holder
+first kills every process still carrying that key. After every run, whatever carries the run's key
+is killed too (``worker.cleanup``), whatever its session. A run that fails anywhere after dispatch
+(its logs, the lock, the worktree, the stream, the results disk) still gets its runs row.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-import psutil
 from distributed import Event, get_worker
-from filelock import FileLock
 
-from orchestrator.contract import PROGRESS_TOPIC, RUN_KEY_VAR, PlannedRun, cancel_event_name
+from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, cancel_event_name
 from orchestrator.errors import InvalidInputError, ProtocolError
-from orchestrator.store.parquet import RunResult, write_run
-from orchestrator.worker.hostinfo import PINNED_THREAD_VARS, collect_host, parse_cpus
-from orchestrator.worker.proc import file_tail, kill_group, launch
+from orchestrator.store.parquet import RunResult
+from orchestrator.worker.bench_env import bench_env
+from orchestrator.worker.cleanup import clear_note, kill_leftover_run, kill_run_processes, note_running
+from orchestrator.worker.hostinfo import collect_host, parse_cpus
+from orchestrator.worker.machine_lock import host_lock_path, machine_lock
+from orchestrator.worker.proc import BenchProcess, file_tail, launch
+from orchestrator.worker.run_guard import failed_result, store_result
 from orchestrator.worker.stream import StreamState, follow_lines
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
 
@@ -39,10 +43,6 @@ STEP_PUBLISH_INTERVAL_S = 0.1
 CANCEL_POLL_INTERVAL_S = 0.5
 
 Publisher = Callable[[dict], None]
-
-
-def host_lock_path() -> Path:
-    return Path(os.environ.get("SHASWEEP_LOCK") or shasweep_home() / "bench.lock")
 
 
 def bench_cpus() -> set[int]:
@@ -60,26 +60,20 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     """Run ``run`` to completion under the host lock; returns its outcome dict.
 
     Failures of the bench (exit code, protocol, SHA mismatch, timeout) are outcomes, not
-    exceptions: they are written to Parquet like any run.
+    exceptions: they are written to Parquet like any run. So is any error on the worker's side.
     """
     publish = _dask_publisher()
     cancelled = _dask_cancel_check(run.sweep_id)
     log_dir = shasweep_home() / "logs" / run.sweep_id / run.run_key
-    log_dir.mkdir(parents=True, exist_ok=True)
-    lock = Path(lock_path) if lock_path else host_lock_path()
-    lock.parent.mkdir(parents=True, exist_ok=True)
     publish(_event(run, "waiting"))
-    with FileLock(lock):
-        marker = lock.with_name(f"{lock.name}.bench")
-        kill_leftover_bench(marker)
-        try:
-            with WorktreePool().checkout(run.repo, run.sha) as tree:
-                result = _run_bench(run, tree, log_dir, publish, cancelled, marker)
-        except (WorktreeError, InvalidInputError) as exc:
-            now = datetime.now(UTC)
-            result = RunResult(status="failed", error=str(exc), started_at=now, ended_at=now,
-                               exit_code=None, log_dir=str(log_dir), host=collect_host())
-        files = write_run(run, result)
+    try:
+        result = _locked_run(run, log_dir, Path(lock_path) if lock_path else host_lock_path(), publish,
+                             cancelled)
+    except (WorktreeError, InvalidInputError) as exc:
+        result = failed_result(str(exc), log_dir)
+    except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row
+        result = failed_result(f"the bench worker failed: {type(exc).__name__}: {exc}", log_dir)
+    result, files = store_result(run, result)
     outcome = {
         "run_key": run.run_key, "order": run.order, "side": run.side, "case": run.case,
         "sha": run.sha, "repeat": run.repeat, "status": result.status, "error": result.error,
@@ -91,6 +85,15 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     return outcome
 
 
+def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
+                cancelled: Callable[[], bool]) -> RunResult:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with machine_lock(lock) as marker:
+        kill_leftover_run(marker)
+        with WorktreePool().checkout(run.repo, run.sha) as tree:
+            return _run_bench(run, tree, log_dir, publish, cancelled, marker)
+
+
 def render_argv(template: tuple[str, ...] | list[str], values: dict[str, object]) -> list[str]:
     """Fill ``{name}`` placeholders; an unknown one raises InvalidInputError naming it."""
     try:
@@ -98,32 +101,6 @@ def render_argv(template: tuple[str, ...] | list[str], values: dict[str, object]
     except KeyError as exc:
         raise InvalidInputError(f"bench command uses unknown placeholder {{{exc.args[0]}}}; "
                                 f"known: {', '.join(sorted(values))}") from None
-
-
-def bench_env(run: PlannedRun, tree: Path, threads: int) -> dict[str, str]:
-    """The bench's environment: ours, the worktree first on PYTHONPATH, thread variables, the sweep's env."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH", "")) if p)
-    env.update({name: str(threads) for name in PINNED_THREAD_VARS})
-    env.update({str(k): str(v) for k, v in run.env.items()})
-    env[RUN_KEY_VAR] = run.run_key
-    return env
-
-
-def kill_leftover_bench(marker: Path) -> None:
-    """SIGKILL what is left of the bench noted in ``marker`` (``PGID RUN_KEY``): the processes of that
-    group that carry its run key, so a reused group id never hits a stranger. Then forget it."""
-    try:
-        pgid, run_key = marker.read_text().split()
-    except (FileNotFoundError, ValueError):
-        return
-    for process in psutil.process_iter():
-        try:
-            if os.getpgid(process.pid) == int(pgid) and process.environ().get(RUN_KEY_VAR) == run_key:
-                process.kill()
-        except (psutil.Error, OSError):
-            continue
-    marker.unlink(missing_ok=True)
 
 
 def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
@@ -139,22 +116,23 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     host = collect_host(env=env, cpus=cpus)
     (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
     started_at = datetime.now(UTC)
+    note_running(marker, run.run_key)
     proc = launch(argv, cwd=tree, env=env, stdout_path=log_dir / "stdout.log",
                   stderr_path=log_dir / "stderr.log", cpus=cpus)
-    marker.write_text(f"{proc.pid} {run.run_key}\n")  # the bench leads its own process group
     publish(_event(run, "started", total=_total_steps(run.params)))
     stop = _StopWatch(proc, deadline=time.monotonic() + run.timeout_s, cancelled=cancelled)
     try:
         state, protocol_error = _follow_stream(run, stream_path, stop, publish)
     finally:
         still_running = proc.poll() is None
-        kill_group(proc)
-        marker.unlink(missing_ok=True)
+        proc.kill_group()
+        kill_run_processes(run.run_key)  # daemons that left the bench's session
+        clear_note(marker)
     ended_at = datetime.now(UTC)
     status, error = _verdict(state, proc.returncode, still_running, stop, protocol_error, log_dir, run)
     return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
                      exit_code=proc.returncode, log_dir=str(log_dir), host=host,
-                     header=state.header, summary=state.summary, steps=state.steps)
+                     header=state.header, summary=state.summary, steps=state.steps, usage=proc.usage)
 
 
 def _follow_stream(run: PlannedRun, stream_path: Path, stop: _StopWatch,
@@ -182,7 +160,7 @@ def _follow_stream(run: PlannedRun, stream_path: Path, stop: _StopWatch,
 class _StopWatch:
     """Decides when to stop following the stream: the bench exited, timed out, or was cancelled."""
 
-    def __init__(self, proc: subprocess.Popen, deadline: float, cancelled: Callable[[], bool]) -> None:
+    def __init__(self, proc: BenchProcess, deadline: float, cancelled: Callable[[], bool]) -> None:
         self.proc, self.deadline, self.cancelled = proc, deadline, cancelled
         self.timed_out = self.was_cancelled = False
         self._next_cancel_check = 0.0

@@ -15,6 +15,8 @@ from pathlib import Path
 from orchestrator.contract import PROTOCOL_VERSION, StepRecord
 from orchestrator.errors import ProtocolError
 
+MAX_PHASES = 256  # phase timings one step may report (each becomes rows and, as a mean, a column)
+
 
 @dataclass
 class StreamState:
@@ -40,6 +42,8 @@ class StreamState:
             record = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ProtocolError(f"{self._where()} is not valid JSON ({exc}): {text[:200]!r}") from None
+        except RecursionError:
+            raise ProtocolError(f"{self._where()} is nested too deeply to parse: {text[:200]!r}") from None
         if not isinstance(record, dict):
             raise ProtocolError(f"{self._where()} is not a JSON object: {text[:200]!r}")
         kind = record.get("kind")
@@ -64,6 +68,8 @@ class StreamState:
         if not isinstance(record.get("step"), int) or not isinstance(phases, dict):
             raise ProtocolError(f"{self._where()}: a step record needs an integer 'step' "
                                 f"and a 'phases' object, got {record!r:.200}")
+        if len(phases) > MAX_PHASES:
+            raise ProtocolError(f"{self._where()}: {len(phases)} phases in one step; at most {MAX_PHASES}")
         try:
             ms = {str(name): float(value) for name, value in phases.items()}
         except (TypeError, ValueError):

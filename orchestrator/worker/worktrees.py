@@ -105,10 +105,11 @@ class WorktreePool:
         _git(repo, "worktree", "prune")
         _git(repo, "worktree", "add", "--detach", str(tree), sha)
 
-    def prune(self, max_age_s: float = 0.0) -> list[PrunedTree]:
+    def prune(self, max_age_s: float = 0.0, dry_run: bool = False) -> list[PrunedTree]:
         """Remove checkouts unused for more than ``max_age_s`` seconds (0: every unused one).
 
         Checkouts in use by a run are kept. Runs ``git worktree prune`` in every repository seen.
+        ``dry_run``: only list what would be removed.
         """
         removed: list[PrunedTree] = []
         if not self.root.is_dir():
@@ -120,14 +121,14 @@ class WorktreePool:
                 repos = {Path(ready.read_text()) for ready in readies}
                 for ready in readies:
                     if now - ready.stat().st_mtime >= max_age_s:
-                        pruned = self._remove_if_unused(repo_dir, ready)
+                        pruned = self._remove_if_unused(repo_dir, ready, dry_run)
                         if pruned is not None:
                             removed.append(pruned)
-                for repo in sorted(r for r in repos if r.is_dir()):
+                for repo in sorted(r for r in repos if r.is_dir() and not dry_run):
                     _git(repo, "worktree", "prune")
         return removed
 
-    def _remove_if_unused(self, repo_dir: Path, ready: Path) -> PrunedTree | None:
+    def _remove_if_unused(self, repo_dir: Path, ready: Path, dry_run: bool = False) -> PrunedTree | None:
         sha = ready.name.removesuffix(".ready")
         tree = repo_dir / sha
         repo = Path(ready.read_text())
@@ -136,6 +137,7 @@ class WorktreePool:
                 fcntl.flock(use, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return None
-            ready.unlink()
-            _discard_tree(repo, tree)
+            if not dry_run:
+                ready.unlink()
+                _discard_tree(repo, tree)
         return PrunedTree(repo=str(repo), sha=sha, path=str(tree))

@@ -92,7 +92,8 @@ def test_bad_command_input(name, seeded, monkeypatch, capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == case["code"], err
     assert case["message"] in err
-    assert "Traceback" not in err and len([line for line in err.splitlines() if "error:" in line]) == 1, err
+    kind = case.get("stderr", "error")
+    assert "Traceback" not in err and len([line for line in err.splitlines() if f"{kind}:" in line]) == 1, err
     assert after == before, "the results root changed"
     assert not home.exists(), "something was dispatched"
 

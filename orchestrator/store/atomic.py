@@ -1,0 +1,132 @@
+"""Writing files so a reader never sees half of one, and cleaning up after writers that died.
+
+Every file shasweep writes under a results root goes to ``.<name>.<pid>.tmp`` in the target's
+directory, is fsynced, renamed into place, and the directory is fsynced, so after a crash a path holds
+either its old content or its new content. A temporary file whose writer process is gone is stale:
+the next writer in that directory removes it, and so does ``shasweep gc``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+_TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.tmp\Z")
+STALE_TEMP_AGE_S = 3600.0  # a temp file this old is stale even if its pid is alive (pids are reused)
+
+
+def temp_path(path: Path) -> Path:
+    """The temporary name ``path`` is written under by this process."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def staged(path: Path) -> Iterator[Path]:
+    """Yield a temporary path to write ``path``'s content to; on success it is fsynced and renamed
+    into place, on any error removed. Stale temporary files of dead writers nearby are removed first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path.parent)
+    tmp = temp_path(path)
+    try:
+        yield tmp
+        fsync_file(tmp)
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    with staged(path) as tmp:
+        tmp.write_bytes(data)
+    return path
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_with(path: Path, writer: Callable[[Path], None]) -> Path:
+    """``writer(tmp)`` writes the content; then it is moved into place atomically."""
+    with staged(path) as tmp:
+        writer(tmp)
+    return path
+
+
+def write_in_order(writers: list[tuple[Path, Callable[[Path], None]]]) -> None:
+    """Write several files as a group: every content staged and fsynced first, then renamed into
+    place in list order. Any failure before the renames leaves every target as it was."""
+    temps = []
+    try:
+        for path, writer in writers:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(path.parent)
+            temps.append(temp_path(path))
+            writer(temps[-1])
+            fsync_file(temps[-1])
+        for (path, _), tmp in zip(writers, temps, strict=True):
+            os.replace(tmp, path)
+            fsync_dir(path.parent)
+    finally:
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)
+
+
+def is_stale_temp(path: Path, now: float | None = None) -> bool:
+    """Whether ``path`` is a ``.<name>.<pid>.tmp`` file whose writer is gone (or that is very old)."""
+    match = _TEMP.match(path.name)
+    if match is None:
+        return False
+    try:
+        age = (now or time.time()) - path.lstat().st_mtime
+    except FileNotFoundError:
+        return False
+    return age > STALE_TEMP_AGE_S or not _alive(int(match["pid"]))
+
+
+def stale_temps(directory: Path) -> list[Path]:
+    try:
+        return [p for p in directory.iterdir() if p.name.endswith(".tmp") and is_stale_temp(p)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def remove_stale_temps(directory: Path) -> list[Path]:
+    """Remove the stale temporary files directly in ``directory``; returns them."""
+    removed = stale_temps(directory)
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True

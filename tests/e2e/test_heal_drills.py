@@ -1,0 +1,130 @@
+"""Fault drills on real processes, continued: Ctrl-C as a terminal sends it (SIGINT to the client's
+whole process group), a damaged steps file healed by ``--resume``, and two shasweep homes on one
+machine that share its host lock and so never overlap."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
+from fakebench.fakerepo import COMMAND, FakeRepo, make_fake_repo  # noqa: E402
+from fakebench.waits import is_gone, wait_for  # noqa: E402
+
+from orchestrator.errors import EXIT_OK, EXIT_RUN_FAILED  # noqa: E402
+
+# The client as a terminal starts it: SIGINT at its default even when this test runs as a background
+# job of a non-interactive shell (which starts its children with SIGINT ignored).
+CLIENT = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+          "sys.argv = ['shasweep', *sys.argv[1:]]; runpy.run_module('orchestrator.cli', run_name='__main__')")
+
+
+def write_sweep(repo: FakeRepo, name: str = "drill", **overrides) -> Path:
+    """Two runs (one per commit); ``step_ms`` x 10 steps each."""
+    step_ms = overrides.pop("step_ms", 50)
+    sweep = {"name": name, "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}}, "baseline": "old",
+             "cases": ["sac/fake/none"], "known": {"tasks": [], "sims": []},
+             "command": [*COMMAND, "--step-ms", str(step_ms)], "repeats": 1, "timeout_s": 120,
+             "params": {"num_envs": 8, "warmup": 0, "measure": 10, "threads": 1}, **overrides}
+    path = repo.path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(sweep, sort_keys=False))
+    return path
+
+
+def client(repo: FakeRepo, argv: list[str], home: Path, out: Path, **env: str) -> subprocess.Popen:
+    """``shasweep ARGV`` in its own process group (as a terminal's foreground job), output to ``out``."""
+    environ = {**os.environ, "SHASWEEP_HOME": str(home), **env}
+    with open(out, "wb") as sink:
+        return subprocess.Popen([sys.executable, "-c", CLIENT, *argv], cwd=repo.path, stdout=sink,
+                                stderr=subprocess.STDOUT, env=environ, start_new_session=True)
+
+
+def bench_pids(home: Path) -> list[int]:
+    """PIDs of the benches that wrote a header under ``home``, oldest first."""
+    streams = sorted((home / "logs").glob("*/*/stream.jsonl"), key=lambda p: p.stat().st_mtime)
+    firsts = [p.read_text().partition("\n")[0] for p in streams]
+    return [json.loads(line)["audit"]["pid"] for line in firsts if line]
+
+
+@pytest.mark.slow
+def test_ctrl_c_to_the_client_process_group_is_one_clean_interruption(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    home = tmp_path / "home"
+    sweep = write_sweep(repo, step_ms=3000)  # each run takes 30 s: Ctrl-C lands in the first one
+    proc = client(repo, ["run", str(sweep), "--no-progress"], home, tmp_path / "client.out",
+                  SHASWEEP_LOCK=str(tmp_path / "bench.lock"))
+    bench = wait_for(lambda: (bench_pids(home) or [None])[0], "the first run's bench")
+    group = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+    assert proc.wait(timeout=120) == EXIT_RUN_FAILED
+    out = (tmp_path / "client.out").read_text()
+    assert "Traceback" not in out, out
+    assert "interrupted" in out, out
+    assert "workers died" not in out and "KilledWorker" not in out, out
+    for pid in [bench, *group]:
+        assert wait_for(lambda p=pid: is_gone(p), f"{pid} to exit"), "a process outlived the sweep"
+    (record_path,) = (repo.path / "results" / "sweeps").glob("drill-*.json")
+    record = json.loads(record_path.read_text())
+    assert record["status"] == "stopped" and "interrupted" in record["stopped_reason"]
+    assert [o["status"] for o in record["outcomes"]] == ["cancelled", "cancelled"]
+    rows = pd.read_parquet(repo.path / "results" / "runs")
+    assert rows["status"].tolist() == ["cancelled"], "the interrupted run has its row"
+
+
+@pytest.mark.slow
+def test_a_damaged_steps_file_is_healed_by_resume(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    home = tmp_path / "home"
+    lock = {"SHASWEEP_LOCK": str(tmp_path / "bench.lock")}
+    sweep = write_sweep(repo, step_ms=5)
+    first = client(repo, ["run", str(sweep), "--no-progress"], home, tmp_path / "first.out", **lock)
+    assert first.wait(timeout=300) == EXIT_OK, (tmp_path / "first.out").read_text()
+    root = repo.path / "results"
+    (sweep_id,) = [p.stem for p in (root / "sweeps").glob("drill-*.json")]
+    damaged = sorted((root / "steps" / f"sweep={sweep_id}").glob("*.parquet"))[0]
+    os.truncate(damaged, damaged.stat().st_size // 2)  # `truncate -s 50%`
+
+    report = client(repo, ["report", sweep_id], home, tmp_path / "report.out", **lock)
+    assert report.wait(timeout=120) == EXIT_OK, "a damaged steps file does not change any verdict"
+    out = (tmp_path / "report.out").read_text()
+    assert f"skipping damaged results file {damaged}" in out and "Traceback" not in out
+
+    resume = client(repo, ["run", "--resume", sweep_id, "--no-progress"], home, tmp_path / "resume.out",
+                    **lock)
+    assert resume.wait(timeout=300) == EXIT_OK, (tmp_path / "resume.out").read_text()
+    out = (tmp_path / "resume.out").read_text()
+    assert "resuming 1 of 2 runs" in out, out
+    pd.read_parquet(root / "steps")  # readable again as a whole
+    rows = pd.read_parquet(root / "runs")
+    assert len(rows) == 2 and rows["run_key"].is_unique and (rows["status"] == "ok").all()
+
+
+@pytest.mark.slow
+def test_two_homes_on_one_machine_share_its_lock_and_never_overlap(tmp_path, monkeypatch):
+    """Two users' sweeps (two SHASWEEP_HOMEs, two embedded clusters) with the default machine lock."""
+    monkeypatch.delenv("SHASWEEP_LOCK", raising=False)
+    for name in ("alice", "bob"):
+        (tmp_path / name).mkdir()
+    repos = [make_fake_repo(tmp_path / name) for name in ("alice", "bob")]
+    sweeps = [write_sweep(repo, name=f"user{i}", step_ms=40, repeats=3) for i, repo in enumerate(repos)]
+    outs = [tmp_path / f"user{i}.out" for i in range(2)]
+    procs = [client(repo, ["run", str(sweep), "--no-progress"], tmp_path / f"home{i}", outs[i])
+             for i, (repo, sweep) in enumerate(zip(repos, sweeps, strict=True))]
+    with ThreadPoolExecutor(2) as pool:
+        codes = list(pool.map(lambda p: p.wait(timeout=600), procs))
+    assert codes == [EXIT_OK, EXIT_OK], [out.read_text() for out in outs]
+    rows = pd.concat([pd.read_parquet(repo.path / "results" / "runs") for repo in repos])
+    spans = sorted(zip(rows["started_at"], rows["ended_at"], strict=True))
+    assert len(spans) == 12
+    overlaps = [(a, b) for a, b in zip(spans, spans[1:], strict=False) if b[0] < a[1]]
+    assert not overlaps, f"{len(overlaps)} bench runs of two homes overlapped on one machine"
