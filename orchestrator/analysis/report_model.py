@@ -20,6 +20,7 @@ import pyarrow.dataset as ds
 
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import (
     FAIL,
     INCONCLUSIVE,
@@ -110,9 +111,7 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
               for c in cases for s in sides}
     summaries = {(c, s, m): stats.summarize(ok.loc[(ok["case"] == c) & (ok["side"] == s), m])
                  for c in cases for s in sides for m in metrics}
-    comparer = Comparer(ok, baseline, str(spec.get("order")),
-                        resamples=int(spec.get("bootstrap_resamples", stats.DEFAULT_RESAMPLES)),
-                        seed=int(spec.get("bootstrap_seed", stats.DEFAULT_SEED)))
+    comparer = Comparer(ok, baseline, str(spec.get("order")), noise=str(spec.get("noise") or "cell"))
     rows = [MetricRow(c, s, m, summaries[c, s, m],
                       stats.ratio(summaries[c, s, m].median, summaries[c, baseline, m].median),
                       None if s == baseline else comparer.compare(c, s, m))
@@ -125,7 +124,7 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
     return Report(
         sweep_id=record["sweep_id"], record=record, baseline=baseline, cases=cases, sides=sides,
         metrics=metrics, rows=rows, counts=counts,
-        gates=evaluate_gates(gates, cases, sides, comparer),
+        gates=evaluate_gates(gates, cases, sides, comparer, Looks.of_spec(spec)),
         audit=_audit(runs, sides),
         failures=failures, missing=max(planned - len(runs) - len(unwritten), 0),
         drift=[] if history is None else drift.find_drift(ok, history, metrics, threshold),
