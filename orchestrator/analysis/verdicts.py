@@ -78,15 +78,19 @@ class Comparer:
     noise: str = "cell"
     _cache: dict[tuple, stats.Comparison] = field(default_factory=dict, repr=False)
     _pooled: dict[tuple, dict[bool, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict, repr=False)
+    _values: dict[tuple[str, str, str], pd.Series] = field(default_factory=dict, repr=False)
 
     def values(self, case: str, side: str, metric: str, rounds: int | None = None) -> pd.Series:
         """The metric of the ok runs of (case, side), indexed by repeat; missing values dropped."""
-        mine = self.runs[(self.runs["case"] == case) & (self.runs["side"] == side)]
-        if rounds is not None:
-            mine = mine[mine["repeat"] < rounds]
-        column = mine[metric] if metric in mine else pd.Series(np.nan, index=mine.index)
-        values = pd.to_numeric(column, errors="coerce")
-        return pd.Series(values.to_numpy(dtype=float), index=mine["repeat"].to_numpy()).dropna()
+        key = (case, side, metric)
+        if key not in self._values:
+            mine = self.runs[(self.runs["case"] == case) & (self.runs["side"] == side)]
+            column = mine[metric] if metric in mine else pd.Series(np.nan, index=mine.index)
+            values = pd.to_numeric(column, errors="coerce")
+            by_round = pd.Series(values.to_numpy(dtype=float), index=mine["repeat"].to_numpy())
+            self._values[key] = by_round.dropna()
+        values = self._values[key]
+        return values if rounds is None else values[values.index < rounds]
 
     def rounds_of(self, case: str) -> int:
         """Rounds of ``case`` that hold any run (the highest repeat + 1; 0 without runs)."""
