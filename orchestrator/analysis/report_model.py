@@ -111,7 +111,7 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
               for c in cases for s in sides}
     summaries = {(c, s, m): stats.summarize(ok.loc[(ok["case"] == c) & (ok["side"] == s), m])
                  for c in cases for s in sides for m in metrics}
-    comparer = Comparer(ok, baseline, str(spec.get("order")), noise=str(spec.get("noise") or "cell"))
+    comparer = sweep_comparer(spec, ok)
     rows = [MetricRow(c, s, m, summaries[c, s, m],
                       stats.ratio(summaries[c, s, m].median, summaries[c, baseline, m].median),
                       None if s == baseline else comparer.compare(c, s, m))
@@ -129,6 +129,21 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
         failures=failures, missing=max(planned - len(runs) - len(unwritten), 0),
         drift=[] if history is None else drift.find_drift(ok, history, metrics, threshold),
     )
+
+
+def sweep_comparer(spec: dict[str, Any], ok: pd.DataFrame) -> Comparer:
+    """The comparer of a sweep's ok runs: its baseline, order and noise mode."""
+    return Comparer(ok, spec["baseline"], str(spec.get("order")), noise=str(spec.get("noise") or "cell"))
+
+
+def sweep_gates(record: dict[str, Any], runs: pd.DataFrame) -> list[GateVerdict]:
+    """The gate verdicts of ``runs`` (audited first) as the report computes them; what an adaptive
+    sweep reads after every round."""
+    spec = record["spec"]
+    audited = apply_audit(runs, record)
+    ok = audited[audited["status"] == "ok"]
+    return evaluate_gates([GateSpec(**g) for g in spec.get("gates", [])], list(spec["cases"]),
+                          list(spec["sides"]), sweep_comparer(spec, ok), Looks.of_spec(spec))
 
 
 def _unwritten_outcomes(record: dict[str, Any], runs: pd.DataFrame) -> pd.DataFrame:
