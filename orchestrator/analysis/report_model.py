@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from orchestrator.analysis import drift, stats
+from orchestrator.analysis.disturbed import COLUMNS as DISTURBANCE_COLUMNS
+from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import (
@@ -73,6 +75,7 @@ class Report:
     failures: pd.DataFrame  # FAILURE_COLUMNS of every run that is not ok (with or without a results row)
     missing: int  # planned runs with no result
     drift: list[drift.Drift] = field(default_factory=list)  # against earlier sweeps of the same identity
+    disturbed: pd.DataFrame = field(default_factory=pd.DataFrame)  # disturbed.disturbed_runs of the ok runs
 
     @property
     def exit_code(self) -> int:
@@ -88,9 +91,9 @@ class Report:
 def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataFrame:
     """The sweep's runs, only the columns a report needs (absent columns read as null)."""
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
-                       + [("steps", pa.int64()), ("repeat", pa.int64()),
+                       + [("steps", pa.int64()), ("repeat", pa.int64()), ("host_cpu_logical", pa.int64()),
                           ("started_at", pa.timestamp("us", tz="UTC"))]
-                       + [(name, pa.float64()) for name in metrics])
+                       + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])])
     path = runs_dir(results_root, sweep_id)
     if not path.is_dir():
         return schema.empty_table().to_pandas()
@@ -128,6 +131,7 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
         audit=_audit(runs, sides),
         failures=failures, missing=max(planned - len(runs) - len(unwritten), 0),
         drift=[] if history is None else drift.find_drift(ok, history, metrics, threshold),
+        disturbed=disturbed_runs(ok),
     )
 
 
