@@ -48,6 +48,14 @@ class HostRecord:
     versions: str  # JSON object: package -> version or null
     threads: str  # JSON object: thread variable -> value or null
     affinity: str  # CPU list, e.g. "0-3,8"
+    # CPU frequency settings from /sys and, per run, the measured window (worker.disturbance)
+    cpu_governor: str | None = None
+    cpu_turbo: str | None = None  # on | off
+    isolated_cpus: str | None = None  # the kernel's isolcpus list; "" for none
+    steal_frac: float | None = None  # the host's CPU steal over the measured window
+    load_before: float | None = None  # 1-minute load average before the first measured step
+    load_after: float | None = None  # and after the last
+    step_cv: float | None = None  # CV of the measured steps' time
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -18,7 +18,10 @@ import pandas as pd
 import pyarrow as pa
 
 from orchestrator.analysis import drift, stats
+from orchestrator.analysis.disturbed import COLUMNS as DISTURBANCE_COLUMNS
+from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import (
     FAIL,
     INCONCLUSIVE,
@@ -72,6 +75,7 @@ class Report:
     failures: pd.DataFrame  # FAILURE_COLUMNS of every run that is not ok (with or without a results row)
     missing: int  # planned runs with no result
     drift: list[drift.Drift] = field(default_factory=list)  # against earlier sweeps of the same identity
+    disturbed: pd.DataFrame = field(default_factory=pd.DataFrame)  # disturbed.disturbed_runs of the ok runs
 
     @property
     def exit_code(self) -> int:
@@ -87,9 +91,9 @@ class Report:
 def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataFrame:
     """The sweep's runs, only the columns a report needs (absent columns read as null)."""
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
-                       + [("steps", pa.int64()), ("repeat", pa.int64()),
+                       + [("steps", pa.int64()), ("repeat", pa.int64()), ("host_cpu_logical", pa.int64()),
                           ("started_at", pa.timestamp("us", tz="UTC"))]
-                       + [(name, pa.float64()) for name in metrics])
+                       + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])])
     table = read_files(parquet_files(runs_dir(results_root, sweep_id)), schema=schema)
     return (schema.empty_table() if table is None else table).to_pandas()
 
@@ -108,9 +112,7 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
               for c in cases for s in sides}
     summaries = {(c, s, m): stats.summarize(ok.loc[(ok["case"] == c) & (ok["side"] == s), m])
                  for c in cases for s in sides for m in metrics}
-    comparer = Comparer(ok, baseline, str(spec.get("order")),
-                        resamples=int(spec.get("bootstrap_resamples", stats.DEFAULT_RESAMPLES)),
-                        seed=int(spec.get("bootstrap_seed", stats.DEFAULT_SEED)))
+    comparer = sweep_comparer(spec, ok)
     rows = [MetricRow(c, s, m, summaries[c, s, m],
                       stats.ratio(summaries[c, s, m].median, summaries[c, baseline, m].median),
                       None if s == baseline else comparer.compare(c, s, m))
@@ -123,11 +125,27 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
     return Report(
         sweep_id=record["sweep_id"], record=record, baseline=baseline, cases=cases, sides=sides,
         metrics=metrics, rows=rows, counts=counts,
-        gates=evaluate_gates(gates, cases, sides, comparer),
+        gates=evaluate_gates(gates, cases, sides, comparer, Looks.of_spec(spec)),
         audit=_audit(runs, sides),
         failures=failures, missing=max(planned - len(runs) - len(unwritten), 0),
         drift=[] if history is None else drift.find_drift(ok, history, metrics, threshold),
+        disturbed=disturbed_runs(ok),
     )
+
+
+def sweep_comparer(spec: dict[str, Any], ok: pd.DataFrame) -> Comparer:
+    """The comparer of a sweep's ok runs: its baseline, order and noise mode."""
+    return Comparer(ok, spec["baseline"], str(spec.get("order")), noise=str(spec.get("noise") or "cell"))
+
+
+def sweep_gates(record: dict[str, Any], runs: pd.DataFrame) -> list[GateVerdict]:
+    """The gate verdicts of ``runs`` (audited first) as the report computes them; what an adaptive
+    sweep reads after every round."""
+    spec = record["spec"]
+    audited = apply_audit(runs, record)
+    ok = audited[audited["status"] == "ok"]
+    return evaluate_gates([GateSpec(**g) for g in spec.get("gates", [])], list(spec["cases"]),
+                          list(spec["sides"]), sweep_comparer(spec, ok), Looks.of_spec(spec))
 
 
 def _unwritten_outcomes(record: dict[str, Any], runs: pd.DataFrame) -> pd.DataFrame:

@@ -1,18 +1,21 @@
 """Small pure statistics over per-run values (one value per run, e.g. each run's mean physics_ms).
 
 NaN inputs are dropped; an empty input gives NaN summaries. ``compare`` estimates how a candidate
-side relates to the baseline: the ratio of medians, a seeded percentile-bootstrap confidence interval
-of that ratio (rounds resampled jointly when the runs are paired), and a two-sided Mann-Whitney U
-p-value.
+side relates to the baseline: the ratio of medians, a confidence interval of the ratio on the log
+scale (``intervals``: a trimmed t over per-round log ratios when the runs are paired, a two-sample
+trimmed t over log values otherwise), and a two-sided rank-test p-value (Wilcoxon signed-rank over
+the per-round log ratios when paired, Mann-Whitney U otherwise).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+
+from orchestrator.analysis import intervals
 
 
 def clean(values: Iterable[float | None]) -> np.ndarray:
@@ -69,17 +72,16 @@ def summarize(values: Iterable[float | None]) -> Summary:
 
 
 DEFAULT_CONFIDENCE = 0.95
-DEFAULT_RESAMPLES = 9999
-DEFAULT_SEED = 0
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """Candidate against baseline: ratio of medians, its bootstrap interval, Mann-Whitney p-value.
+    """Candidate against baseline: ratio of medians, an interval of the ratio, a rank-test p-value.
 
-    ``low``/``high`` are NaN when no interval exists (fewer than 2 values on a side, or a baseline
-    value of 0, which a resample could turn into a median of 0); ``paired``: rounds were resampled
-    jointly.
+    The interval is ``exp(center +- t(df) * se)`` on the log scale (``bounds`` gives it at any
+    confidence; ``low``/``high`` hold it at ``confidence``); ``estimate`` is ``exp(center)``, the
+    trimmed geometric mean ratio the interval is centred on. ``low``/``high`` are NaN when no
+    interval exists (fewer than 2 values on a side, or a value <= 0). ``paired``: by round.
     """
 
     ratio: float
@@ -90,63 +92,90 @@ class Comparison:
     n_candidate: int
     n_baseline: int
     paired: bool
+    method: str = ""
+    estimate: float = math.nan
+    center: float = math.nan
+    se: float = math.nan
+    df: float = math.nan
 
     @property
     def has_interval(self) -> bool:
         return not (math.isnan(self.low) or math.isnan(self.high))
 
+    def bounds(self, confidence: float) -> tuple[float, float]:
+        """The interval at another two-sided ``confidence`` (NaN when there is none)."""
+        if not self.has_interval:
+            return math.nan, math.nan
+        low, high = intervals.LogInterval(np.asarray(self.center), np.asarray(self.se),
+                                          np.asarray(self.df)).bounds(confidence)
+        return float(low), float(high)
 
-def ratio_of_medians(candidate: np.ndarray, baseline: np.ndarray, axis: int = -1) -> np.ndarray:
-    """``median(candidate) / median(baseline)`` along ``axis`` (vectorised for the bootstrap)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.median(candidate, axis=axis) / np.median(baseline, axis=axis)
+    def at(self, confidence: float) -> Comparison:
+        """This comparison with its interval at ``confidence``."""
+        low, high = self.bounds(confidence)
+        return replace(self, low=low, high=high, confidence=confidence)
 
 
-def bootstrap_ratio_interval(candidate: np.ndarray, baseline: np.ndarray, *, paired: bool,
-                             confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
-                             seed: int = DEFAULT_SEED) -> tuple[float, float]:
-    """Percentile-bootstrap interval of the ratio of medians; ``(nan, nan)`` when there is none.
-
-    ``paired``: ``candidate[i]`` and ``baseline[i]`` come from the same round and are resampled
-    together, so what disturbed a whole round cancels in the ratio; otherwise each side is
-    resampled on its own.
-    """
-    too_few = min(candidate.size, baseline.size) < 2 or (paired and candidate.size != baseline.size)
-    if too_few or not baseline.all():  # a resample of a baseline holding a 0 could have median 0
-        return math.nan, math.nan
+def rank_p(candidate: np.ndarray, baseline: np.ndarray, *, paired: bool) -> float:
+    """Two-sided rank-test p-value: Wilcoxon signed-rank of the per-round log ratios when ``paired``
+    (exact for small samples), Mann-Whitney U otherwise; NaN when a side is empty."""
+    if not (candidate.size and baseline.size):
+        return math.nan
     from scipy import stats as sps  # imported here: it costs seconds, and most CLI calls never need it
 
-    result = sps.bootstrap((candidate, baseline), ratio_of_medians, paired=paired, vectorized=True,
-                           n_resamples=resamples, confidence_level=confidence, method="percentile",
-                           rng=np.random.default_rng(seed))
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    if not paired:
+        return float(sps.mannwhitneyu(candidate, baseline, alternative="two-sided").pvalue)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        differences = np.log(candidate) - np.log(baseline)
+    differences = differences[np.isfinite(differences)]
+    if not differences.any():
+        return 1.0  # no round differs: nothing speaks against equality
+    return float(sps.wilcoxon(differences).pvalue)
 
 
 def mann_whitney_p(candidate: np.ndarray, baseline: np.ndarray) -> float:
     """Two-sided Mann-Whitney U p-value (exact for small samples without ties); NaN when a side is empty."""
-    if not (candidate.size and baseline.size):
-        return math.nan
-    from scipy import stats as sps
+    return rank_p(candidate, baseline, paired=False)
 
-    return float(sps.mannwhitneyu(candidate, baseline, alternative="two-sided").pvalue)
+
+def log_interval(cand: np.ndarray, base: np.ndarray, *, paired: bool) -> intervals.LogInterval | None:
+    """The interval of ``cand`` against ``base`` (see ``intervals``); None without one."""
+    if min(cand.size, base.size) < 2 or not (np.all(cand > 0) and np.all(base > 0)):
+        return None
+    if paired:
+        return intervals.paired(np.log(cand) - np.log(base))
+    return intervals.unpaired(np.log(cand), np.log(base))
+
+
+def aligned(candidate: Iterable[float | None], baseline: Iterable[float | None], *,
+            paired: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The finite values of both sides; ``paired``: equal-length sequences aligned by round, a round
+    with a missing value on either side dropped from both."""
+    if not paired:
+        return clean(candidate), clean(baseline)
+    cand = np.asarray([np.nan if v is None else v for v in candidate], dtype=float)
+    base = np.asarray([np.nan if v is None else v for v in baseline], dtype=float)
+    if cand.shape != base.shape:
+        raise ValueError(f"paired samples differ in length: {cand.size} vs {base.size}")
+    both = np.isfinite(cand) & np.isfinite(base)
+    return cand[both], base[both]
 
 
 def compare(candidate: Iterable[float | None], baseline: Iterable[float | None], *, paired: bool = False,
-            confidence: float = DEFAULT_CONFIDENCE, resamples: int = DEFAULT_RESAMPLES,
-            seed: int = DEFAULT_SEED) -> Comparison:
-    """Candidate against baseline. ``paired``: equal-length sequences aligned by round; a round with
-    a missing value on either side is dropped from both."""
-    if paired:
-        cand = np.asarray([np.nan if v is None else v for v in candidate], dtype=float)
-        base = np.asarray([np.nan if v is None else v for v in baseline], dtype=float)
-        if cand.shape != base.shape:
-            raise ValueError(f"paired samples differ in length: {cand.size} vs {base.size}")
-        both = np.isfinite(cand) & np.isfinite(base)
-        cand, base = cand[both], base[both]
-    else:
-        cand, base = clean(candidate), clean(baseline)
-    low, high = bootstrap_ratio_interval(cand, base, paired=paired, confidence=confidence,
-                                         resamples=resamples, seed=seed)
-    return Comparison(ratio=ratio(median(cand), median(base)), low=low, high=high, confidence=confidence,
-                      p_value=mann_whitney_p(cand, base), n_candidate=int(cand.size),
-                      n_baseline=int(base.size), paired=paired)
+            confidence: float = DEFAULT_CONFIDENCE,
+            interval: intervals.LogInterval | None = None, method: str | None = None) -> Comparison:
+    """Candidate against baseline (see ``aligned`` for ``paired``). ``interval`` replaces the cell's
+    own one (e.g. with the sweep's pooled noise, ``method`` saying so)."""
+    cand, base = aligned(candidate, baseline, paired=paired)
+    own = log_interval(cand, base, paired=paired)
+    chosen = interval if own is not None and interval is not None else own
+    common = dict(ratio=ratio(median(cand), median(base)), confidence=confidence,
+                  p_value=rank_p(cand, base, paired=paired), n_candidate=int(cand.size),
+                  n_baseline=int(base.size), paired=paired)
+    if chosen is None:
+        return Comparison(low=math.nan, high=math.nan, **common)
+    low, high = chosen.bounds(confidence)
+    default = "trimmed t of per-round log ratios" if paired else "two-sample trimmed t of log values"
+    return Comparison(low=float(low), high=float(high), method=method or default,
+                      estimate=float(np.exp(chosen.center)), center=float(chosen.center),
+                      se=float(chosen.se), df=float(chosen.df), **common)

@@ -1,8 +1,8 @@
 """Gate verdicts from confidence intervals: PASS, FAIL or INCONCLUSIVE.
 
-For each gate and each matching (case, non-baseline side), the candidate/baseline ratio of medians
-of the gate's metric gets a seeded percentile-bootstrap interval at the gate's ``confidence``
-(``stats.compare``) and a Mann-Whitney U p-value. The verdict follows the interval alone:
+For each gate and each matching (case, non-baseline side), the candidate/baseline ratio of the gate's
+metric gets an interval at the gate's ``confidence`` (``stats.compare``: a trimmed t on the log scale,
+see ``intervals``) and a rank-test p-value. The verdict follows the interval alone:
 
 * PASS: the interval lies entirely on the good side of every bound (``low >= min_ratio``,
   ``high <= max_ratio``);
@@ -10,9 +10,14 @@ of the gate's metric gets a seeded percentile-bootstrap interval at the gate's `
   or there is nothing to compare (no ok runs on a side, a baseline median of 0);
 * INCONCLUSIVE: it straddles a bound, or no interval exists (fewer than 2 ok runs on a side).
 
+An adaptive sweep looks after every round from ``repeats`` to ``max_repeats`` (``sequential``): the
+verdict is the first look that decides, each look's interval at the confidence its share of the
+error rate allows. Every verdict also says what the sweep could see: the change from the bound it
+would detect with 80 % power (``mde``) and, when INCONCLUSIVE, about how many rounds would decide it.
+
 Runs are paired by round when the order gives every round every side once (``interleaved``,
-``randomized`` blocks) and both sides have ok runs of exactly the same repeats; then rounds are
-resampled jointly, so a disturbance that hit a whole round cancels in the ratio.
+``randomized`` blocks) and each side has at most one ok run per round: the rounds both sides ran
+(at least 2) are compared pair by pair, so a disturbance that hit a whole round cancels in the ratio.
 """
 
 from __future__ import annotations
@@ -23,16 +28,23 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from orchestrator.analysis import stats
+from orchestrator.analysis import intervals, stats
+from orchestrator.analysis.sequential import Looks
 from orchestrator.spec.schema import GateSpec
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 PAIRED_ORDERS: tuple[str, ...] = ("interleaved", "randomized")
+POWER = 0.8  # of the minimum detectable change
 
 
 @dataclass(frozen=True)
 class GateVerdict:
-    """One gate evaluated for one (case, side)."""
+    """One gate evaluated for one (case, side).
+
+    ``comparison`` is the deciding look's (or the last look's); ``mde``: the relative distance from
+    the bound a true ratio needs to be decided with 80 % power at this n; ``rounds_needed``: for an
+    INCONCLUSIVE verdict, the estimated total rounds that would decide it (None when not estimable).
+    """
 
     gate: int
     metric: str
@@ -42,6 +54,9 @@ class GateVerdict:
     comparison: stats.Comparison
     verdict: str  # PASS | FAIL | INCONCLUSIVE
     reason: str
+    mde: float | None = None
+    rounds_needed: int | None = None
+    looks: int = 1
 
     @property
     def ratio(self) -> float:
@@ -52,69 +67,163 @@ class GateVerdict:
 class Comparer:
     """Compares sides of one sweep's ok runs against the baseline, pairing by round where it can.
 
-    ``runs`` needs the columns ``case``, ``side``, ``repeat`` and the metrics asked for; results are
-    cached per (case, side, metric, confidence).
+    ``runs`` needs the columns ``case``, ``side``, ``repeat`` and the metrics asked for. ``noise``:
+    ``cell`` (each comparison's own noise) or ``pooled`` (the sweep's pooled noise of the metric,
+    see ``intervals``). ``rounds`` restricts a comparison to the runs of rounds ``< rounds`` (a look).
     """
 
     runs: pd.DataFrame
     baseline: str
     order: str
-    resamples: int = stats.DEFAULT_RESAMPLES
-    seed: int = stats.DEFAULT_SEED
-    _cache: dict[tuple[str, str, str, float], stats.Comparison] = field(default_factory=dict, repr=False)
+    noise: str = "cell"
+    _cache: dict[tuple, stats.Comparison] = field(default_factory=dict, repr=False)
+    _pooled: dict[tuple, dict[bool, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict, repr=False)
+    _values: dict[tuple[str, str, str], pd.Series] = field(default_factory=dict, repr=False)
 
-    def values(self, case: str, side: str, metric: str) -> pd.Series:
+    def values(self, case: str, side: str, metric: str, rounds: int | None = None) -> pd.Series:
         """The metric of the ok runs of (case, side), indexed by repeat; missing values dropped."""
-        mine = self.runs[(self.runs["case"] == case) & (self.runs["side"] == side)]
-        column = mine[metric] if metric in mine else pd.Series(np.nan, index=mine.index)
-        values = pd.to_numeric(column, errors="coerce")
-        return pd.Series(values.to_numpy(dtype=float), index=mine["repeat"].to_numpy()).dropna()
+        key = (case, side, metric)
+        if key not in self._values:
+            mine = self.runs[(self.runs["case"] == case) & (self.runs["side"] == side)]
+            column = mine[metric] if metric in mine else pd.Series(np.nan, index=mine.index)
+            values = pd.to_numeric(column, errors="coerce")
+            by_round = pd.Series(values.to_numpy(dtype=float), index=mine["repeat"].to_numpy())
+            self._values[key] = by_round.dropna()
+        values = self._values[key]
+        return values if rounds is None else values[values.index < rounds]
 
-    def compare(self, case: str, side: str, metric: str,
-                confidence: float = stats.DEFAULT_CONFIDENCE) -> stats.Comparison:
-        """``side`` against the baseline in ``case`` on ``metric``."""
-        key = (case, side, metric, confidence)
+    def rounds_of(self, case: str) -> int:
+        """Rounds of ``case`` that hold any run (the highest repeat + 1; 0 without runs)."""
+        repeats = self.runs.loc[self.runs["case"] == case, "repeat"]
+        return int(repeats.max()) + 1 if len(repeats) else 0
+
+    def pair(self, case: str, side: str, metric: str, rounds: int | None = None
+             ) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(candidate, baseline, paired): the rounds both ran, in round order, when they pair."""
+        cand, base = self.values(case, side, metric, rounds), self.values(case, self.baseline, metric, rounds)
+        common = sorted(set(cand.index) & set(base.index))
+        if (self.order in PAIRED_ORDERS and cand.index.is_unique and base.index.is_unique
+                and len(common) >= 2):
+            return cand[common].to_numpy(), base[common].to_numpy(), True
+        return cand.to_numpy(), base.to_numpy(), False
+
+    def compare(self, case: str, side: str, metric: str, confidence: float = stats.DEFAULT_CONFIDENCE,
+                rounds: int | None = None) -> stats.Comparison:
+        """``side`` against the baseline in ``case`` on ``metric`` (runs of rounds ``< rounds``)."""
+        key = (case, side, metric, rounds)
         if key not in self._cache:
-            cand, base = self.values(case, side, metric), self.values(case, self.baseline, metric)
-            paired = self.order in PAIRED_ORDERS and _same_rounds(cand, base)
-            if paired:
-                cand, base = cand.sort_index(), base.sort_index()
-            self._cache[key] = stats.compare(cand.to_numpy(), base.to_numpy(), paired=paired,
-                                             confidence=confidence, resamples=self.resamples, seed=self.seed)
-        return self._cache[key]
+            cand, base, paired = self.pair(case, side, metric, rounds)
+            interval, method = None, None
+            if self.noise == "pooled":
+                interval = self._pooled_interval(case, side, metric, rounds, cand, base, paired)
+                method = "pooled-noise " + ("trimmed t of per-round log ratios" if paired
+                                            else "two-sample trimmed t of log values")
+            self._cache[key] = stats.compare(cand, base, paired=paired, confidence=confidence,
+                                             interval=interval, method=method)
+        return self._cache[key].at(confidence)
+
+    def _pooled_interval(self, case: str, side: str, metric: str, rounds: int | None, cand: np.ndarray,
+                         base: np.ndarray, paired: bool) -> intervals.LogInterval | None:
+        if stats.log_interval(cand, base, paired=paired) is None:
+            return None
+        variance, df = self._pooled_noise(metric, rounds)[paired]
+        if paired:
+            own = intervals.spread(np.log(cand) - np.log(base))
+            cell = intervals.with_pooled_noise(own, variance, df)
+            return intervals.LogInterval(cell.center, np.sqrt(cell.term), cell.df)
+        cells = [intervals.with_pooled_noise(intervals.spread(np.log(v)), variance, df) for v in (cand, base)]
+        return intervals.difference(*cells)
+
+    def _pooled_noise(self, metric: str, rounds: int | None) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
+        """Per kind (paired: log-ratio cells; unpaired: log-value cells), the pooled variance and df."""
+        key = (metric, rounds)
+        if key not in self._pooled:
+            spreads: dict[bool, list[intervals.Spread]] = {True: [], False: []}
+            for case in self.runs["case"].unique():
+                for side in self.runs.loc[self.runs["case"] == case, "side"].unique():
+                    if side == self.baseline:
+                        continue
+                    cand, base, paired = self.pair(case, side, metric, rounds)
+                    if stats.log_interval(cand, base, paired=paired) is None:
+                        continue
+                    if paired:
+                        spreads[True].append(intervals.spread(np.log(cand) - np.log(base)))
+                    else:
+                        spreads[False] += [intervals.spread(np.log(cand)), intervals.spread(np.log(base))]
+            self._pooled[key] = {kind: intervals.pooled_variance(cells) if cells else (np.nan, np.nan)
+                                 for kind, cells in spreads.items()}
+        return self._pooled[key]
 
 
-def _same_rounds(cand: pd.Series, base: pd.Series) -> bool:
-    """Each side has at most one value per round, and both have the same rounds (at least 2)."""
-    return (cand.index.is_unique and base.index.is_unique and len(cand) >= 2
-            and set(cand.index) == set(base.index))
-
-
-def evaluate_gates(gates: list[GateSpec], cases: list[str], sides: list[str], comparer: Comparer
-                   ) -> list[GateVerdict]:
-    """Every gate against every matching (case, non-baseline side)."""
+def evaluate_gates(gates: list[GateSpec], cases: list[str], sides: list[str], comparer: Comparer,
+                   looks: Looks | None = None) -> list[GateVerdict]:
+    """Every gate against every matching (case, non-baseline side); ``looks``: of an adaptive sweep."""
     verdicts = []
     for index, gate in enumerate(gates):
         for case in [gate.case] if gate.case else cases:
             for side in [gate.side] if gate.side else [s for s in sides if s != comparer.baseline]:
-                verdicts.append(gate_verdict(index, gate, case, side, comparer))
+                verdicts.append(gate_verdict(index, gate, case, side, comparer, looks))
     return verdicts
 
 
-def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Comparer) -> GateVerdict:
-    """One gate for one (case, side); see the module docstring for the rules."""
-    comparison = comparer.compare(case, side, gate.metric, gate.confidence)
-    empty = [s for s in (side, comparer.baseline) if comparer.values(case, s, gate.metric).empty]
+def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Comparer,
+                 looks: Looks | None = None) -> GateVerdict:
+    """One gate for one (case, side): the first look that decides; see the module docstring."""
+    looks = looks or Looks(1, 1)
+    schedule = looks.schedule(comparer.rounds_of(case))
     bound = " and ".join(f"{op} {value:g}x" for op, value in _bounds(gate))
+    for rounds in schedule:
+        limit = rounds if looks.adaptive else None
+        comparison = comparer.compare(case, side, gate.metric, looks.confidence_at(rounds, gate.confidence),
+                                      limit)
+        verdict, reason = _decide(gate, case, side, comparer, comparison, limit)
+        if verdict != INCONCLUSIVE:
+            break
+    look = schedule.index(rounds) + 1
+    if looks.adaptive:
+        reason += f" (look {look} of {looks.last - looks.first + 1}, after {rounds} rounds)"
+    mde, needed = detectable(comparison, gate, looks.last if looks.adaptive else None)
+    return GateVerdict(index, gate.metric, case, side, bound, comparison, verdict, reason, mde,
+                       needed if verdict == INCONCLUSIVE else None, look)
+
+
+def _decide(gate: GateSpec, case: str, side: str, comparer: Comparer, comparison: stats.Comparison,
+            rounds: int | None) -> tuple[str, str]:
+    empty = [s for s in (side, comparer.baseline) if comparer.values(case, s, gate.metric, rounds).empty]
     if empty:
-        verdict, reason = FAIL, f"no ok runs with {gate.metric} on side {empty[0]!r}"
-    elif math.isnan(comparison.ratio):
-        verdict, reason = FAIL, f"ratio undefined: baseline median of {gate.metric} is 0"
-    elif not comparison.has_interval:
-        verdict, reason = INCONCLUSIVE, _why_no_interval(comparison)
-    else:
-        verdict, reason = judge(comparison, gate)
-    return GateVerdict(index, gate.metric, case, side, bound, comparison, verdict, reason)
+        return FAIL, f"no ok runs with {gate.metric} on side {empty[0]!r}"
+    if math.isnan(comparison.ratio):
+        return FAIL, f"ratio undefined: baseline median of {gate.metric} is 0"
+    if not comparison.has_interval:
+        return INCONCLUSIVE, _why_no_interval(comparison)
+    return judge(comparison, gate)
+
+
+def detectable(comparison: stats.Comparison, gate: GateSpec, max_rounds: int | None
+               ) -> tuple[float | None, int | None]:
+    """(minimum detectable change, rounds needed) from the comparison's noise and n.
+
+    The MDE is ``exp((t_conf + t_power) * se) - 1``: how far from the bound the true ratio must lie
+    for an interval at the comparison's confidence to exclude the bound with 80 % power. Rounds
+    needed scale the rounds so far by ``((z_conf + z_power) * se / distance)**2``, the distance being
+    the estimate's from the nearest bound; with ``max_rounds`` (adaptive) at the confidence of a
+    late look. None where no interval exists.
+    """
+    if not comparison.has_interval or not comparison.se > 0:
+        return None, None
+    from scipy import stats as sps
+
+    alpha = 1 - comparison.confidence
+    mde = math.expm1((sps.t.ppf(1 - alpha / 2, comparison.df) + sps.t.ppf(POWER, comparison.df))
+                     * comparison.se)
+    late_alpha = (1 - gate.confidence) / max_rounds if max_rounds else alpha
+    distance = min(abs(comparison.center - math.log(value)) for _, value in _bounds(gate))
+    n = min(comparison.n_candidate, comparison.n_baseline)
+    if distance == 0:
+        return mde, None
+    factor = (sps.norm.ppf(1 - late_alpha / 2) + sps.norm.ppf(POWER)) * comparison.se / distance
+    needed = math.ceil(n * factor ** 2)
+    return mde, needed if needed < 10_000 else None
 
 
 def judge(comparison: stats.Comparison, gate: GateSpec) -> tuple[str, str]:
@@ -143,7 +252,7 @@ def format_interval(comparison: stats.Comparison) -> str:
     """``95% CI [0.941, 0.962]``, or ``no CI``."""
     if not comparison.has_interval:
         return "no CI"
-    return f"{100 * comparison.confidence:g}% CI [{comparison.low:.3f}, {comparison.high:.3f}]"
+    return f"{100 * comparison.confidence:.4g}% CI [{comparison.low:.3f}, {comparison.high:.3f}]"
 
 
 def format_p(comparison: stats.Comparison) -> str:
@@ -159,6 +268,17 @@ def format_n(comparison: stats.Comparison) -> str:
 def _bounds(gate: GateSpec) -> list[tuple[str, float]]:
     return ([(">=", gate.min_ratio)] if gate.min_ratio is not None else []) + (
         [("<=", gate.max_ratio)] if gate.max_ratio is not None else [])
+
+
+def format_detectable(verdict: GateVerdict) -> str:
+    """``MDE 2.1%`` plus ``~14 rounds to decide`` for an INCONCLUSIVE verdict; ``-`` when unknown."""
+    if verdict.mde is None:
+        return "-"
+    text = f"MDE {100 * verdict.mde:.1f}%"
+    if verdict.verdict == INCONCLUSIVE:
+        needed = verdict.rounds_needed
+        text += f", ~{needed} rounds to decide" if needed else ", estimate on the bound"
+    return text
 
 
 def _why_no_interval(comparison: stats.Comparison) -> str:

@@ -19,6 +19,7 @@ from orchestrator.plan.expand import (
     ResolvedSweep,
     build_plan,
     check_writable,
+    max_repeats,
     resolve_sweep,
     results_root_for,
 )
@@ -96,17 +97,19 @@ def _resume(args: argparse.Namespace) -> int:
         todo = plan.todo
         print(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
               f"results under {root}", flush=True)
-        if todo:
+        if todo or plan.adaptive:
             record = record_updates.resumed(plan.record, root, datetime.now(UTC))
             _dispatch(args, plan.resolved, record, todo,
-                      lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)))
+                      lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)), plan.ok_keys)
     return _report_run(root, sweep_id)
 
 
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, runs: list[PlannedRun],
-              complete: Callable[[SweepOutcome], SweepOutcome] | None = None) -> None:
-    """Dispatch ``runs`` and store what happened (``complete`` adds runs not dispatched) in the record."""
-    from orchestrator.dispatch.dispatcher import run_sweep  # imports Dask: only when actually running
+              complete: Callable[[SweepOutcome], SweepOutcome] | None = None, done: set[str] | None = None
+              ) -> None:
+    """Dispatch ``runs`` and the adaptive rounds after them (skipping the ``done`` run keys) and store
+    what happened (``complete`` adds runs not dispatched) in the record."""
+    from orchestrator.dispatch.adaptive import run_until_decided  # imports Dask: only when actually running
 
     root, sweep_id = resolved.results_root, record["sweep_id"]
 
@@ -116,16 +119,24 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, r
         sweep_record.write_record(root, sweep_id, record)
 
     try:
-        outcome = run_sweep(runs, scheduler=args.scheduler, continue_on_error=resolved.spec.continue_on_error,
-                            show_progress=not args.no_progress, on_connect=connected)
+        outcome, adaptive = run_until_decided(
+            resolved, record, runs, done=done, scheduler=args.scheduler,
+            continue_on_error=resolved.spec.continue_on_error, show_progress=not args.no_progress,
+            on_connect=connected)
     except InvalidInputError:  # found before dispatching: the caller decides what the record keeps
         raise
     except BaseException as exc:
         reason = f"{type(exc).__name__}: {exc}"
         sweep_record.write_record(root, sweep_id, record_updates.aborted(record, reason))
         raise
-    done = complete(outcome) if complete else outcome
-    sweep_record.write_record(root, sweep_id, done.finished_record(record))
+    if adaptive is not None:
+        record["adaptive"] = adaptive
+    if outcome is None:  # nothing was left to run: the record still gets every run's outcome
+        from orchestrator.dispatch.dispatcher import SweepOutcome
+
+        outcome = SweepOutcome(runs=[], host=record.get("host") or {})
+    finished = complete(outcome) if complete else outcome
+    sweep_record.write_record(root, sweep_id, finished.finished_record(record))
 
 
 def _report_run(root: Path, sweep_id: str) -> int:
@@ -142,6 +153,13 @@ def format_plan(resolved: ResolvedSweep, runs: list[PlannedRun]) -> str:
     lines = [f"sweep {spec.name}: {len(runs)} runs ({len(spec.cases)} cases x {len(spec.sides)} sides x "
              f"{spec.repeats} repeats, order {spec.order.value}), repo {resolved.repo}",
              f"results: {resolved.results_root}"]
+    most = max_repeats(spec)
+    if most > spec.repeats:
+        extra = len(spec.cases) * len(spec.sides) * (most - spec.repeats)
+        budget = f", or until the runs took budget_s={spec.budget_s:g} s" if spec.budget_s else ""
+        lines.append(f"adaptive: min {len(runs)} runs, max {len(runs) + extra} runs: after round "
+                     f"{spec.repeats}, one more round at a time of the undecided cells and their "
+                     f"baselines, up to max_repeats={most}{budget}")
     for label, side in spec.sides.items():
         settings = resolved.settings[label]
         marker = " (baseline)" if label == spec.baseline else ""

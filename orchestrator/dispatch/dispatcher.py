@@ -30,6 +30,7 @@ CANCEL_GRACE_S = 30.0
 CANCELLED_REASON = "cancelled with `shasweep cancel`"
 
 OnConnect = Callable[[str, str | None], None]  # (scheduler address, dashboard URL)
+MoreRuns = Callable[[], list[PlannedRun]]  # the next runs to dispatch once the list is done; [] ends
 
 
 @dataclass
@@ -52,6 +53,7 @@ class SweepOutcome:
             "stopped_reason": self.stop_reason, "host": self.host, "dashboard_url": self.dashboard_url,
             "wall_s": self.wall_s, "ended": datetime.now(UTC).isoformat(timespec="seconds"),
             "outcomes": [{k: run.get(k) for k in OUTCOME_KEYS} for run in self.runs],
+            "planned_runs": len(self.runs),
         }
 
 
@@ -63,6 +65,7 @@ def run_sweep(
     show_progress: bool = True,
     lock_path: str | None = None,
     on_connect: OnConnect | None = None,
+    more: MoreRuns | None = None,
 ) -> SweepOutcome:
     """Execute ``runs`` one at a time in list order on the bench worker of ``scheduler``.
 
@@ -71,9 +74,12 @@ def run_sweep(
     running bench and stops. Runs never started are reported with status ``cancelled`` and an error
     saying why. ``on_connect`` learns the scheduler's address and the dashboard URL (the live
     ``/shasweep`` board when the scheduler has it) before the first run; the plan and the end of
-    the sweep are published on ``PROGRESS_TOPIC`` for that board.
+    the sweep are published on ``PROGRESS_TOPIC`` for that board. ``more`` (an adaptive sweep's next
+    round, ``dispatch.adaptive``) is asked for further runs whenever the list is done, until it
+    returns none or the sweep stops.
     """
     _check_plan(runs)
+    runs = list(runs)
     started = time.monotonic()
     with connect(scheduler) as conn, SweepProgress(runs, enabled=show_progress) as progress:
         client = conn.client
@@ -91,7 +97,8 @@ def run_sweep(
         stop_reason: str | None = None
         dispatch_started = time.monotonic()
         try:
-            for run in runs:
+            while len(outcomes) < len(runs) or _extend(runs, more, progress, client):
+                run = runs[len(outcomes)]
                 if cancel.is_set():
                     stop_reason = CANCELLED_REASON
                     break
@@ -119,6 +126,18 @@ def run_sweep(
         return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
                             stop_reason=stop_reason, dashboard_url=dashboard_url,
                             wall_s=time.monotonic() - started, dispatch_s=dispatch_s, workers=workers)
+
+
+def _extend(runs: list[PlannedRun], more: MoreRuns | None, progress: SweepProgress, client: Client) -> bool:
+    """Append ``more()``'s runs to ``runs`` (and to the progress and the board); whether there were any."""
+    extra = more() if more is not None else []
+    if not extra:
+        return False
+    _check_plan(runs + extra)
+    runs += extra
+    progress.add_runs(len(extra))
+    client.log_event(PROGRESS_TOPIC, _planned_message(runs))
+    return True
 
 
 def _check_plan(runs: list[PlannedRun]) -> None:

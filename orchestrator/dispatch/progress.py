@@ -39,6 +39,12 @@ class SweepProgress:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
+    def add_runs(self, count: int) -> None:
+        """The sweep grew by ``count`` runs (an adaptive round)."""
+        self.total_runs += count
+        if self._overall is not None:
+            self._progress.update(self._overall, total=self.total_runs)
+
     def say(self, text: str) -> None:
         """Print a line above the bars."""
         if self.enabled:

@@ -1,5 +1,7 @@
 """Resuming a recorded sweep (``shasweep run --resume SWEEP_ID``): re-plan it exactly as it was
-recorded and keep only the runs without an ``ok`` result.
+recorded and keep only the runs without an ``ok`` result. An adaptive sweep's plan is its first
+``repeats`` rounds plus the later-round runs its results hold; the adaptive loop
+(``dispatch.adaptive``) then replays its decisions round by round and runs what is still missing.
 
 The plan is rebuilt from the record's validated spec and its resolved SHAs (never from the refs,
 which may have moved since) under the same sweep id, so every run keeps its ``run_key``. A re-run
@@ -16,7 +18,7 @@ from omegaconf import OmegaConf
 
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError, RefError
-from orchestrator.plan.expand import ResolvedSweep, build_plan, check_writable
+from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan, check_writable, max_repeats
 from orchestrator.plan.refs import repo_root, resolve_ref
 from orchestrator.spec.load import side_settings, spec_from_config
 from orchestrator.store.parquet import run_statuses
@@ -29,13 +31,23 @@ class ResumePlan:
 
     resolved: ResolvedSweep
     record: dict[str, Any]
-    runs: list[PlannedRun]  # the whole plan, same order and run keys as the first attempt
+    runs: list[PlannedRun]  # the plan so far, same order and run keys as the first attempt
     statuses: dict[str, str | None]  # run_key -> status in the results (None: unreadable file)
+    fixed: int = 0  # how many of ``runs`` are the first ``repeats`` rounds (the rest: adaptive rounds)
+
+    @property
+    def adaptive(self) -> bool:
+        return max_repeats(self.resolved.spec) > self.resolved.spec.repeats
+
+    @property
+    def ok_keys(self) -> set[str]:
+        return {key for key, status in self.statuses.items() if status == "ok"}
 
     @property
     def todo(self) -> list[PlannedRun]:
-        """The runs to dispatch again, in plan order: every run not recorded ``ok``."""
-        return [run for run in self.runs if self.statuses.get(run.run_key) != "ok"]
+        """The runs to dispatch again, in plan order: every run of the first rounds not recorded
+        ``ok`` (later rounds are the adaptive loop's to decide)."""
+        return [run for run in self.runs[:self.fixed] if self.statuses.get(run.run_key) != "ok"]
 
     def refreshed(self) -> ResumePlan:
         """The same plan with its record and the statuses of its results as they are now."""
@@ -45,7 +57,17 @@ class ResumePlan:
     def merged_outcomes(self, dispatched: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The outcomes of the re-dispatched runs completed with the runs already ok, in plan order."""
         again = {run["run_key"]: run for run in dispatched}
-        return [again.get(run.run_key) or _ok_outcome(run) for run in self.runs]
+        earlier = [again.pop(run.run_key, None) or self._earlier_outcome(run) for run in self.runs]
+        return sorted(earlier + list(again.values()), key=lambda outcome: outcome.get("order") or 0)
+
+    def _earlier_outcome(self, run: PlannedRun) -> dict[str, Any]:
+        """The outcome of a run not dispatched this time: ok, or as its results file left it."""
+        outcome = _ok_outcome(run)
+        status = self.statuses.get(run.run_key)
+        if status == "ok":
+            return outcome
+        return outcome | {"status": status or "failed", "error": "an earlier attempt left it not ok; "
+                                                                 "the adaptive rounds no longer needed it"}
 
 
 def plan_resume(results_root: Path, sweep_id: str) -> ResumePlan:
@@ -57,9 +79,10 @@ def plan_resume(results_root: Path, sweep_id: str) -> ResumePlan:
     record = read_record(results_root, sweep_id)
     try:
         resolved = resolve_recorded(record, results_root)
-        runs = build_plan(resolved, sweep_id)
+        fixed = build_plan(resolved, sweep_id)
+        extra = adaptive_plan(resolved, sweep_id)
         statuses = run_statuses(results_root, sweep_id)
-        _check_same_plan(record, runs, statuses)
+        _check_same_plan(record, fixed, extra, statuses)
     except InvalidInputError as exc:
         raise type(exc)(f"cannot resume sweep {sweep_id!r} ({record_path(results_root, sweep_id)}): "
                         f"{exc}") from None
@@ -67,7 +90,8 @@ def plan_resume(results_root: Path, sweep_id: str) -> ResumePlan:
         raise InvalidInputError(f"cannot resume sweep {sweep_id!r}: its record "
                                 f"{record_path(results_root, sweep_id)} has an unexpected shape "
                                 f"({type(exc).__name__}: {exc})") from None
-    return ResumePlan(resolved=resolved, record=record, runs=runs, statuses=statuses)
+    ran = fixed + [run for run in extra if run.run_key in statuses]
+    return ResumePlan(resolved=resolved, record=record, runs=ran, statuses=statuses, fixed=len(fixed))
 
 
 def resolve_recorded(record: dict[str, Any], results_root: Path) -> ResolvedSweep:
@@ -88,13 +112,16 @@ def resolve_recorded(record: dict[str, Any], results_root: Path) -> ResolvedSwee
     return ResolvedSweep(spec=spec, repo=repo, results_root=results_root, shas=shas, settings=settings)
 
 
-def _check_same_plan(record: dict[str, Any], runs: list[PlannedRun], statuses: dict[str, str | None]) -> None:
-    """The re-planned runs must be the recorded ones: same count, and every recorded key among them."""
+def _check_same_plan(record: dict[str, Any], fixed: list[PlannedRun], extra: list[PlannedRun],
+                     statuses: dict[str, str | None]) -> None:
+    """The re-planned runs must be the recorded ones: a count between the first rounds' and all
+    rounds', and every recorded key among them."""
     planned = record.get("planned_runs")
-    if planned != len(runs):
-        raise InvalidInputError(f"the record plans {planned!r} runs, re-planning it gives {len(runs)}",
+    if not (isinstance(planned, int) and len(fixed) <= planned <= len(fixed) + len(extra)):
+        expected = f"{len(fixed)}" + (f" to {len(fixed) + len(extra)}" if extra else "")
+        raise InvalidInputError(f"the record plans {planned!r} runs, re-planning it gives {expected}",
                                 "planned_runs")
-    keys = {run.run_key for run in runs}
+    keys = {run.run_key for run in fixed + extra}
     recorded = {o.get("run_key") for o in record.get("outcomes") or [] if isinstance(o, dict)}
     unknown = sorted(str(key) for key in (recorded | set(statuses)) - keys)
     if unknown:

@@ -56,7 +56,8 @@ def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | 
 def to_markdown(report: Report) -> str:
     """The human-readable report."""
     sections = [_summary_md(report), _sides_md(report), *(_case_md(report, c) for c in report.cases),
-                _gates_md(report), _drift_md(report), _failures_md(report), _host_md(report)]
+                _gates_md(report), _drift_md(report), _disturbed_md(report), _failures_md(report),
+                _host_md(report)]
     return "\n\n".join(s for s in sections if s) + "\n"
 
 
@@ -97,6 +98,17 @@ def _drift_md(report: Report) -> str:
     note = (f"Each side's median against the median of earlier sweeps' medians of the same SHA, case, "
             f"variant, params, env and host; DRIFT when it moved more than {100 * threshold:g}%.")
     return "## Drift\n\n" + note + "\n\n" + markdown_table(drift_table(report))
+
+
+def _disturbed_md(report: Report) -> str:
+    if not len(report.disturbed):
+        return ""
+    rows = [[r.case, r.side, str(r.repeat), r.run_key, r.reason] for r in report.disturbed.itertuples()]
+    note = ("Ok runs the host disturbed (CPU steal, load above the CPU count, or an outlying step-time "
+            "CV). They are counted; the trimmed intervals limit their pull, and `rerun_disturbed: true` "
+            "runs each again once.")
+    return "## Disturbed runs\n\n" + note + "\n\n" + markdown_table(
+        Table(["case", "side", "repeat", "run_key", "reason"], rows))
 
 
 def _failures_md(report: Report) -> str:

@@ -11,6 +11,7 @@ from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.run_audit import AUDIT_FAILED
 from orchestrator.analysis.verdicts import (
+    format_detectable,
     format_interval,
     format_n,
     format_p,
@@ -60,7 +61,7 @@ def case_counts(report: Report, case: str) -> str:
 
 def case_table(report: Report, case: str) -> Table:
     """Per metric: each side's median [min, max] cv, then each side's ratio to the baseline, then
-    that ratio's bootstrap interval and Mann-Whitney p-value."""
+    that ratio's interval and rank-test p-value."""
     others = [s for s in report.sides if s != report.baseline]
     ratios = [f"{s} / {report.baseline}" for s in others]
     intervals = [f"{s} / {report.baseline} CI, p" for s in others]
@@ -80,19 +81,22 @@ def _interval_and_p(comparison: stats.Comparison | None) -> str:
     return "-" if comparison is None else f"{format_interval(comparison)}, p {format_p(comparison)}"
 
 
-GATES_NOTE = ("A verdict reads the bootstrap interval of the ratio of medians: PASS when it lies entirely "
-              "within the bound, FAIL when entirely outside, INCONCLUSIVE when it straddles the bound "
-              "(more repeats needed). p is the two-sided Mann-Whitney U p-value; runs are paired by "
-              "round when every round ran both sides.")
+GATES_NOTE = ("A verdict reads a t-interval of the ratio on the log scale (per-round log ratios when runs "
+              "pair by round, else both sides' log values; 10 % trimmed): PASS when it lies entirely "
+              "within the bound, FAIL when entirely outside, INCONCLUSIVE when it straddles the bound. "
+              "p is the two-sided Wilcoxon signed-rank (paired) or Mann-Whitney U p-value. MDE: the "
+              "change from the bound this noise and n detect with 80 % power; an adaptive sweep's "
+              "verdict is its first deciding look, each look at its share of the error rate.")
 
 
 def gates_table(report: Report) -> Table:
     """One row per gate verdict: the ratio, the verdict, its interval, p-value and n, and why."""
     rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), g.verdict,
-             format_interval(g.comparison), format_p(g.comparison), format_n(g.comparison), g.reason]
+             format_interval(g.comparison), format_p(g.comparison), format_n(g.comparison),
+             format_detectable(g), g.reason]
             for g in report.gates]
     return Table(["gate", "metric", "case", "side", "bound", "ratio", "verdict", "interval", "p", "n",
-                  "reason"], rows)
+                  "detectable", "reason"], rows)
 
 
 def drift_table(report: Report) -> Table:

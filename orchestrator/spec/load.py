@@ -122,6 +122,10 @@ def validate(spec: SweepSpec) -> None:
     if len(set(spec.cases)) != len(spec.cases):
         raise SpecError("cases must not repeat (use repeats for more runs)", "cases")
     _check_positive(spec.repeats, "repeats")
+    if spec.max_repeats is not None and spec.max_repeats < spec.repeats:
+        raise SpecError(f"must be >= repeats ({spec.repeats}), got {spec.max_repeats}", "max_repeats")
+    if spec.budget_s is not None:
+        _check_positive(spec.budget_s, "budget_s")
     _check_positive(spec.timeout_s, "timeout_s")
     if spec.bootstrap_resamples < 100:
         raise SpecError(f"must be >= 100, got {spec.bootstrap_resamples}", "bootstrap_resamples")

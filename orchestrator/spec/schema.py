@@ -36,6 +36,13 @@ class Order(Enum):
     randomized = "randomized"
 
 
+class NoiseMode(Enum):
+    """Whose run noise a gate's interval uses: see ``orchestrator.analysis.intervals``."""
+
+    cell = "cell"  # each (case, side) comparison its own
+    pooled = "pooled"  # the sweep's, pooled over every cell of the metric
+
+
 @dataclass
 class SideSpec:
     """One side of the A/B: a git ref plus a dotlist over ``variant``, ``params.*`` and ``env.*``."""
@@ -65,7 +72,7 @@ class GateSpec:
     max_ratio: float | None = None
     case: str | None = None  # only this case (default: every case)
     side: str | None = None  # only this side (default: every non-baseline side)
-    confidence: float = 0.95  # of the bootstrap interval the verdict is read from
+    confidence: float = 0.95  # of the interval the verdict is read from
 
 
 @dataclass
@@ -98,8 +105,12 @@ class SweepSpec:
     metrics: list[str] = field(default_factory=lambda: list(REPORT_METRICS))  # report table rows, in order
     timeout_s: float = 600.0
     continue_on_error: bool = False
-    bootstrap_resamples: int = 9999  # resamples of every bootstrap interval in the report
-    bootstrap_seed: int = 0  # the same seed gives the same intervals
+    bootstrap_resamples: int = 9999  # unused since verdicts read t-intervals; kept so older records load
+    bootstrap_seed: int = 0  # unused, as bootstrap_resamples
+    max_repeats: int | None = None  # adaptive rounds up to this many (default: repeats, a fixed sweep)
+    budget_s: float | None = None  # no further adaptive round once the runs took this long (bench wall)
+    noise: NoiseMode = NoiseMode.cell
+    rerun_disturbed: bool = False  # run a run again once when the host disturbed it
     drift_threshold: float = 0.03  # flag a side whose median moved more than this against its history
     command: list[str] = field(default_factory=lambda: list(DEFAULT_COMMAND))
     results: str = "results"  # relative: to the git repository the command runs in

@@ -32,6 +32,7 @@ from orchestrator.errors import InvalidInputError, ProtocolError
 from orchestrator.store.parquet import RunResult
 from orchestrator.worker.bench_env import bench_env
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, kill_run_processes, note_running
+from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
 from orchestrator.worker.hostinfo import collect_host, parse_cpus
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.proc import BenchProcess, file_tail, launch
@@ -113,7 +114,8 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
               "algo": run.algo, "task": run.task, "sim": run.sim, "variant": run.variant}
     argv = render_argv(run.argv_template, values)
     env = bench_env(run, tree, threads)
-    host = collect_host(env=env, cpus=cpus)
+    host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus)
+    window = MeasureWindow()
     (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
     started_at = datetime.now(UTC)
     note_running(marker, run.run_key)
@@ -122,7 +124,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     publish(_event(run, "started", total=_total_steps(run.params)))
     stop = _StopWatch(proc, deadline=time.monotonic() + run.timeout_s, cancelled=cancelled)
     try:
-        state, protocol_error = _follow_stream(run, stream_path, stop, publish)
+        state, protocol_error = _follow_stream(run, stream_path, stop, publish, window.observe)
     finally:
         still_running = proc.poll() is None
         proc.kill_group()
@@ -131,19 +133,21 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     ended_at = datetime.now(UTC)
     status, error = _verdict(state, proc.returncode, still_running, stop, protocol_error, log_dir, run)
     return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
-                     exit_code=proc.returncode, log_dir=str(log_dir), host=host,
+                     exit_code=proc.returncode, log_dir=str(log_dir), host=host | window.columns(state.steps),
                      header=state.header, summary=state.summary, steps=state.steps, usage=proc.usage)
 
 
-def _follow_stream(run: PlannedRun, stream_path: Path, stop: _StopWatch,
-                   publish: Publisher) -> tuple[StreamState, str | None]:
-    """Read the stream until ``stop`` says so; (records read, protocol error or None)."""
+def _follow_stream(run: PlannedRun, stream_path: Path, stop: _StopWatch, publish: Publisher,
+                   observe: Callable[[dict | None], None]) -> tuple[StreamState, str | None]:
+    """Read the stream until ``stop`` says so, showing ``observe`` every record; (records read,
+    protocol error or None)."""
     state = StreamState()
     total = _total_steps(run.params)
     next_publish = 0.0
     try:
         for line in follow_lines(stream_path, stop.should_stop):
             record = state.feed(line)
+            observe(record)
             kind = record.get("kind") if record else None
             if kind == "header":
                 _check_sha(state.header, run.sha)

@@ -23,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "worker": {"store", "contract", "errors"},
     "plan": {"spec", "store", "contract", "errors"},
     "dashboard": {"contract", "errors"},
-    "dispatch": {"plan", "worker", "store", "spec", "dashboard", "contract", "errors"},
+    "dispatch": {"plan", "worker", "store", "spec", "analysis", "dashboard", "contract", "errors"},
     "analysis": {"store", "spec", "contract", "errors"},
     "render": {"analysis", "store", "spec", "contract", "errors"},
     "cli": {"spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard", "contract",

@@ -81,7 +81,7 @@ def test_medians_ranges_cv_and_ratios(tmp_path):
 
 @pytest.mark.parametrize("gates, verdicts, code", [
     ([{"metric": "throughput", "min_ratio": 1.5}], [PASS], EXIT_OK),
-    ([{"metric": "throughput", "min_ratio": 2.5}], [FAIL], EXIT_GATE_FAILED),
+    ([{"metric": "throughput", "min_ratio": 2.6}], [FAIL], EXIT_GATE_FAILED),
     ([{"metric": "physics_ms", "max_ratio": 0.6}, {"metric": "physics_ms", "max_ratio": 0.4}], [PASS, FAIL],
      EXIT_GATE_FAILED),
     ([{"metric": "throughput", "min_ratio": 1.5, "max_ratio": 1.9}], [INCONCLUSIVE], EXIT_GATE_INCONCLUSIVE),

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from orchestrator.analysis import stats
 
@@ -44,23 +45,44 @@ def test_summarize_counts_only_finite_values():
 
 
 ROUNDS = [100.0, 110.0, 120.0, 130.0, 140.0]  # a machine drifting round by round
+NOISE = [1.004, 0.993, 1.011, 0.998, 0.990]  # per-run noise of the candidate on top of the drift
 
 
-def test_compare_gives_the_ratio_of_medians_and_a_reproducible_interval_around_it():
-    first = stats.compare([180.0, 200.0, 220.0], [90.0, 100.0, 110.0], resamples=2000, seed=7)
-    again = stats.compare([180.0, 200.0, 220.0], [90.0, 100.0, 110.0], resamples=2000, seed=7)
-    assert first == again, "seeded: the same inputs give the same interval"
-    assert first.ratio == 2.0 and first.low <= 2.0 <= first.high
-    assert first.low >= 180 / 110 and first.high <= 220 / 90, "a resampled median is one of the values"
-    assert (first.n_candidate, first.n_baseline, first.paired) == (3, 3, False)
+def test_compare_gives_the_ratio_of_medians_and_a_t_interval_on_the_log_scale():
+    cand, base = [180.0, 200.0, 220.0], [90.0, 100.0, 110.0]
+    result = stats.compare(cand, base)
+    assert result == stats.compare(cand, base), "deterministic: no resampling"
+    assert result.ratio == 2.0 and (result.n_candidate, result.n_baseline, result.paired) == (3, 3, False)
+    expected = sps.ttest_ind(np.log(cand), np.log(base)).confidence_interval(0.95)
+    assert (result.low, result.high) == pytest.approx((math.exp(expected.low), math.exp(expected.high)))
+    assert result.low < 180 / 110 and result.high > 220 / 90, (
+        "at n=3 the interval is not pinned to [min/max, max/min] as a percentile bootstrap's is")
+    wide = result.at(0.999)
+    assert wide.low < result.low and wide.high > result.high and wide.confidence == 0.999
 
 
 def test_pairing_by_round_cancels_what_hit_a_whole_round():
-    candidate = [0.95 * v for v in ROUNDS]
+    candidate = [0.95 * v * e for v, e in zip(ROUNDS, NOISE, strict=True)]
     paired = stats.compare(candidate, ROUNDS, paired=True)
     unpaired = stats.compare(candidate, ROUNDS, paired=False)
-    assert paired.low == pytest.approx(0.95) and paired.high == pytest.approx(0.95)
-    assert unpaired.low < 0.85 and unpaired.high > 1.05, "each side resampled alone sees the drift"
+    logs = np.log(candidate) - np.log(ROUNDS)
+    expected = sps.ttest_1samp(logs, 0.0).confidence_interval(0.95)
+    assert (paired.low, paired.high) == pytest.approx((math.exp(expected.low), math.exp(expected.high)))
+    assert paired.low < 0.95 < paired.high and paired.high < 0.97, "the per-round noise, not the drift"
+    assert unpaired.low < 0.8 and unpaired.high > 1.1, "each side on its own sees the drift"
+    assert paired.method.startswith("trimmed t of per-round") and "two-sample" in unpaired.method
+    assert paired.p_value == pytest.approx(sps.wilcoxon(logs).pvalue) and paired.p_value == 1 / 16
+
+
+def test_ten_rounds_trim_one_disturbed_round_from_each_end():
+    rng = np.random.default_rng(3)
+    base = 100 * np.exp(rng.normal(0, 0.01, 10))
+    cand = 0.95 * base * np.exp(rng.normal(0, 0.01, 10))
+    disturbed = cand.copy()
+    disturbed[4] *= 0.7  # one run hit by a noisy neighbour
+    clean, hit = stats.compare(cand, base, paired=True), stats.compare(disturbed, base, paired=True)
+    assert hit.high - hit.low < 2 * (clean.high - clean.low), "the disturbed run is trimmed, not averaged"
+    assert abs(math.log(hit.estimate / clean.estimate)) < 0.01
 
 
 def test_paired_rounds_with_a_missing_value_are_dropped_from_both_sides():
@@ -70,15 +92,19 @@ def test_paired_rounds_with_a_missing_value_are_dropped_from_both_sides():
         stats.compare([1.0, 2.0], [1.0, 2.0, 3.0], paired=True)
 
 
-def test_no_interval_from_one_run_or_a_zero_baseline():
+def test_no_interval_from_one_run_or_a_zero_value():
     assert not stats.compare([1.0, 2.0], [3.0]).has_interval
     zero = stats.compare([1.0, 2.0, 3.0], [0.0, 1.0, 2.0])
-    assert not zero.has_interval and zero.ratio == 2.0, "a resample could have a baseline median of 0"
+    assert not zero.has_interval and zero.ratio == 2.0, "a log ratio needs positive values"
     assert math.isnan(stats.compare([1.0, 2.0], []).p_value)
+    assert math.isnan(zero.bounds(0.9)[0])
 
 
-def test_mann_whitney_p_values():
-    separated = stats.mann_whitney_p(np.array([6.0, 7, 8, 9, 10]), np.array([1.0, 2, 3, 4, 5]))
+def test_rank_p_values():
+    separated = stats.rank_p(np.array([6.0, 7, 8, 9, 10]), np.array([1.0, 2, 3, 4, 5]), paired=False)
     assert separated == pytest.approx(2 / 252), "exact: 2 of the C(10, 5) orderings are this extreme"
-    assert stats.mann_whitney_p(np.array([1.0, 3, 5]), np.array([2.0, 4, 6])) > 0.5
-    assert stats.mann_whitney_p(np.array(ROUNDS), np.array(ROUNDS)) == pytest.approx(1.0)
+    assert stats.rank_p(np.array([1.0, 3, 5]), np.array([2.0, 4, 6]), paired=False) > 0.5
+    same = np.array(ROUNDS)
+    assert stats.rank_p(same, same, paired=False) == pytest.approx(1.0)
+    assert stats.rank_p(same, same, paired=True) == 1.0, "no round differs"
+    assert stats.rank_p(1.1 * same, same, paired=True) == pytest.approx(2 / 32), "exact signed-rank"

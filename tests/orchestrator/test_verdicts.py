@@ -1,14 +1,29 @@
-"""Gate verdicts from bootstrap intervals on synthetic per-run values, and how the report shows them."""
+"""Gate verdicts from log-scale t-intervals on synthetic per-run values, and how the report shows them."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from scipy import stats as sps
 from test_report import GO2, write_go2_runs, write_sweep
 
 from orchestrator.analysis.report_model import make_report
-from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, Comparer, gate_verdict
+from orchestrator.analysis.sequential import Looks
+from orchestrator.analysis.verdicts import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    Comparer,
+    format_detectable,
+    format_interval,
+    format_n,
+    format_p,
+    gate_verdict,
+)
 from orchestrator.errors import EXIT_GATE_FAILED, SpecError
 from orchestrator.render.markdown import to_markdown
 from orchestrator.spec.load import load_spec
@@ -23,7 +38,7 @@ def comparer(cand: list[float], base: list[float] = BASE, order: str = "interlea
     """Ok runs of one case: side ``cand`` and baseline ``base``, round i holding value i of each."""
     rows = [{"case": CASE, "side": side, "repeat": (repeats or list(range(len(values))))[i], "throughput": v}
             for side, values in (("cand", cand), ("base", base)) for i, v in enumerate(values)]
-    return Comparer(pd.DataFrame(rows), baseline="base", order=order, resamples=2000)
+    return Comparer(pd.DataFrame(rows), baseline="base", order=order)
 
 
 def verdict(cand: list[float], gate: GateSpec, **kwargs):
@@ -60,9 +75,9 @@ def test_a_higher_confidence_widens_the_interval_until_it_straddles():
     assert loose.reason.startswith("50% CI [") and strict.reason.startswith("99.9% CI [")
 
 
-def test_runs_pair_by_round_only_when_every_round_ran_both_sides():
+def test_runs_pair_by_round_when_each_side_ran_each_round_at_most_once():
     drifting = [100.0, 110.0, 120.0, 130.0, 140.0]
-    slower = [0.95 * v for v in drifting]
+    slower = [0.95 * v * e for v, e in zip(drifting, [1.004, 0.993, 1.011, 0.998, 0.990], strict=True)]
     gate = GateSpec(metric="throughput", min_ratio=0.97)
     paired = verdict(slower, gate, base=drifting)
     assert paired.comparison.paired and paired.verdict == FAIL, "pairing sees through the drift"
@@ -70,8 +85,36 @@ def test_runs_pair_by_round_only_when_every_round_ran_both_sides():
         unpaired = verdict(slower, gate, base=drifting, **kwargs)
         assert not unpaired.comparison.paired and unpaired.verdict == INCONCLUSIVE
     missing_round = gate_verdict(0, gate, CASE, "cand", comparer(slower[:4], base=drifting))
-    assert not missing_round.comparison.paired
+    assert missing_round.comparison.paired and format_n(missing_round.comparison) == "4 vs 4 paired", (
+        "the rounds both sides ran pair; the baseline's extra round is left out")
     assert verdict(slower, gate, base=drifting, order="randomized").comparison.paired
+
+
+def test_every_verdict_says_what_it_could_detect():
+    gate = GateSpec(metric="throughput", min_ratio=0.97)
+    close = verdict([98.1, 97.2, 96.9, 98.6, 96.4], gate)
+    c = close.comparison
+    assert close.verdict == INCONCLUSIVE and close.rounds_needed is not None and close.rounds_needed > 5
+    t = sps.t.ppf(0.975, c.df) + sps.t.ppf(0.8, c.df)
+    assert close.mde == pytest.approx(math.expm1(t * c.se))
+    assert format_detectable(close).startswith(f"MDE {100 * close.mde:.1f}%, ~{close.rounds_needed} rounds")
+    clear = verdict([90.0, 91.0, 89.0, 90.5, 89.5], gate)
+    assert clear.verdict == FAIL and clear.rounds_needed is None and clear.mde is not None
+
+
+def test_an_adaptive_verdict_is_its_first_deciding_look_at_a_spent_confidence():
+    rng = np.random.default_rng(2)
+    base = list(100 * np.exp(rng.normal(0, 0.01, 12)))
+    cand = [0.9 * b * float(np.exp(rng.normal(0, 0.01))) for b in base]
+    looks = Looks(3, 12)
+    result = gate_verdict(0, GateSpec(metric="throughput", min_ratio=0.97), CASE, "cand",
+                          comparer(cand, base=base), looks)
+    assert result.verdict == FAIL and result.looks >= 1 and "look " in result.reason
+    assert result.comparison.confidence == pytest.approx(looks.confidence_at(2 + result.looks, 0.95))
+    assert looks.confidence_at(3, 0.95) == pytest.approx(1 - 0.05 * 3 / 12)
+    assert looks.confidence_at(4, 0.95) == pytest.approx(1 - 0.05 / 12)
+    assert sum(1 - looks.confidence_at(n, 0.95) for n in range(3, 13)) == pytest.approx(0.05)
+    assert Looks(3, 3).confidence_at(3, 0.95) == 0.95 and not Looks(3, 3).adaptive
 
 
 def test_too_few_runs_is_inconclusive_and_no_runs_fails():
@@ -82,7 +125,7 @@ def test_too_few_runs_is_inconclusive_and_no_runs_fails():
     assert none.verdict == FAIL and "no ok runs with physics_ms on side 'cand'" in none.reason
 
 
-def test_report_shows_interval_p_value_n_and_verdict(tmp_path):
+def test_report_shows_interval_p_value_n_detectable_and_verdict(tmp_path):
     sweep = "ab-20260101T000000"
     gates = [{"metric": "throughput", "min_ratio": 1.5, "max_ratio": 1.9},
              {"metric": "physics_ms", "max_ratio": 0.4}]
@@ -91,11 +134,16 @@ def test_report_shows_interval_p_value_n_and_verdict(tmp_path):
     report = make_report(tmp_path, sweep)
     assert [g.verdict for g in report.gates] == [INCONCLUSIVE, FAIL]
     assert report.exit_code == EXIT_GATE_FAILED, "a failed gate outranks an inconclusive one"
+    c = report.gates[0].comparison
+    cand, base = np.log([200.0, 220.0, 180.0]), np.log([100.0, 110.0, 90.0])
+    expected = sps.ttest_ind(cand, base).confidence_interval()
+    assert (c.low, c.high) == pytest.approx((math.exp(expected.low), math.exp(expected.high)))
     md = to_markdown(report)
-    assert ("| >= 1.5x and <= 1.9x | 2.000 | **INCONCLUSIVE** | 95% CI [1.636, 2.444] | 0.1 | "
-            "3 vs 3 unpaired |") in md
-    assert "95% CI [1.636, 2.444] straddles 1.9: more repeats needed to decide" in md
-    assert "| 2.000 | 95% CI [1.636, 2.444], p 0.1 |" in md, "the case table shows the interval too"
+    interval = format_interval(c)
+    assert (f"| >= 1.5x and <= 1.9x | 2.000 | **INCONCLUSIVE** | {interval} | {format_p(c)} | "
+            f"3 vs 3 unpaired | {format_detectable(report.gates[0])} |") in md
+    assert f"{interval} straddles 1.9" in md
+    assert f"| 2.000 | {interval}, p {format_p(c)} |" in md, "the case table shows the interval too"
 
 
 def test_gate_confidence_must_lie_between_0_and_1(tmp_path):

@@ -1,0 +1,116 @@
+"""Confidence intervals of a candidate/baseline ratio on the log scale, calibrated at every n >= 2.
+
+Run-to-run noise of a benchmark is multiplicative, so everything is computed on log values and the
+interval of the log ratio is exponentiated back:
+
+* paired (run ``i`` of both sides ran in round ``i``): a one-sample t-interval of the per-round log
+  ratios ``log(cand[i] / base[i])``; whatever slowed a whole round cancels;
+* unpaired: Welch's two-sample t-interval of the difference of mean log values.
+
+Both are the 20 %-trimmed variants (Tukey-McLaughlin for one sample, Yuen for two): the
+``g = floor(0.2 n)`` lowest and highest values are trimmed from the mean and winsorized in the
+variance, with ``n - 2g - 1`` degrees of freedom. Below 5 values ``g`` is 0 and they are exactly the
+classical t and Welch intervals; from 5 values on a single disturbed run cannot drag the interval
+with it. ``noise="pooled"`` replaces every cell's variance by the sweep's pooled one (same metric),
+which gives small cells the degrees of freedom of the whole sweep; valid when every cell has the
+same run noise.
+
+Every function is vectorised over leading axes (``values[..., n]``) so the seeded coverage
+simulations in the tests run thousands of sweeps at once. Coverage is measured in
+``tests/orchestrator/test_intervals.py`` (figures in docs/design.md, "Statistics").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+TRIM = 0.1
+NOISE_MODES: tuple[str, ...] = ("cell", "pooled")
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The noise of one cell's log values: winsorized variance term and degrees of freedom.
+
+    ``term`` is ``(n - 1) * s_w**2 / (h * (h - 1))`` with ``h = n - 2g`` kept values (Yuen): the
+    squared standard error of the trimmed mean; ``df`` is ``h - 1``.
+    """
+
+    center: np.ndarray  # trimmed mean of the log values
+    term: np.ndarray
+    df: np.ndarray
+    n: np.ndarray
+
+
+def trim_count(n: int, trim: float = TRIM) -> int:
+    """Values trimmed from each end of ``n``: ``floor(trim * n)``, but never leaving fewer than 2."""
+    return max(0, min(int(np.floor(trim * n)), (n - 2) // 2))
+
+
+def spread(logs: np.ndarray, trim: float = TRIM) -> Spread:
+    """Trimmed mean and Yuen's variance term of ``logs[..., n]`` (n >= 2, all finite)."""
+    n = logs.shape[-1]
+    g = trim_count(n, trim)
+    ordered = np.sort(logs, axis=-1)
+    kept = ordered[..., g:n - g]
+    winsorized = np.clip(ordered, ordered[..., g:g + 1], ordered[..., n - g - 1:n - g])
+    h = n - 2 * g
+    var_w = winsorized.var(axis=-1, ddof=1)
+    shape = kept.shape[:-1]
+    return Spread(center=kept.mean(axis=-1), term=(n - 1) * var_w / (h * (h - 1)),
+                  df=np.full(shape, float(h - 1)), n=np.full(shape, float(n)))
+
+
+@dataclass(frozen=True)
+class LogInterval:
+    """An interval of the log ratio: ``center +- t * se`` with ``df`` degrees of freedom."""
+
+    center: np.ndarray
+    se: np.ndarray
+    df: np.ndarray
+
+    def bounds(self, confidence: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(low, high) of the ratio at two-sided ``confidence`` (exponentiated)."""
+        from scipy import stats as sps  # imported here: it costs seconds, and most CLI calls never need it
+
+        half = sps.t.ppf(0.5 + np.asarray(confidence) / 2, self.df) * self.se
+        return np.exp(self.center - half), np.exp(self.center + half)
+
+
+def paired(log_ratios: np.ndarray, trim: float = TRIM) -> LogInterval:
+    """Tukey-McLaughlin trimmed t over per-round log ratios ``[..., n]``."""
+    s = spread(log_ratios, trim)
+    return LogInterval(center=s.center, se=np.sqrt(s.term), df=s.df)
+
+
+def unpaired(cand_logs: np.ndarray, base_logs: np.ndarray, trim: float = TRIM) -> LogInterval:
+    """Two-sample trimmed t of ``mean(cand_logs) - mean(base_logs)``, the two sides' variance pooled."""
+    cand, base = spread(cand_logs, trim), spread(base_logs, trim)
+    variance, df = pooled_variance([cand, base])
+    return difference(with_pooled_noise(cand, variance, df), with_pooled_noise(base, variance, df))
+
+
+def difference(cand: Spread, base: Spread) -> LogInterval:
+    """Two independent cells' difference; both carry the same (pooled) variance and df."""
+    return LogInterval(center=cand.center - base.center, se=np.sqrt(cand.term + base.term), df=cand.df)
+
+
+def pooled_variance(spreads: list[Spread]) -> tuple[np.ndarray, np.ndarray]:
+    """(pooled winsorized variance, its degrees of freedom) over cells of one metric.
+
+    Each cell's ``term * h * (h - 1) / (n - 1)`` is its winsorized variance ``s_w**2``; they are
+    averaged with weights ``h - 1``.
+    """
+    weighted = sum(s.term * (s.df + 1) * s.df / (s.n - 1) * s.df for s in spreads)
+    df = sum(s.df for s in spreads)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return weighted / df, df
+
+
+def with_pooled_noise(cell: Spread, variance: np.ndarray, df: np.ndarray) -> Spread:
+    """``cell`` with its variance replaced by the pooled one (its own trimming kept)."""
+    h = cell.df + 1
+    term = (cell.n - 1) * variance / (h * (h - 1))
+    return Spread(center=cell.center, term=term, df=np.broadcast_to(df, cell.df.shape), n=cell.n)

@@ -1,0 +1,94 @@
+"""Adaptive rounds: after the first ``repeats`` rounds, run further rounds only for what is undecided.
+
+``run_until_decided`` is the sweep path every caller uses (``shasweep run``, ``--resume``, other
+verbs that run sweeps): it dispatches the planned runs and then, while any gate is INCONCLUSIVE,
+one more round of the undecided (case, side) cells and their baselines, in the sweep's order, until
+every gate is PASS or FAIL, ``max_repeats`` rounds ran, or the runs took ``budget_s`` seconds.
+
+The gates are read from the results as the report reads them (``report_model.sweep_gates``), and
+the decision for round ``r`` uses only the runs of rounds before ``r``, so resuming a stopped sweep
+replays the same decisions and continues where it stopped (runs already ok are not run again). Why
+the repeated looks keep the gates' error rate: ``analysis.sequential``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from orchestrator.analysis.report_model import load_runs, report_metrics, sweep_gates
+from orchestrator.analysis.verdicts import INCONCLUSIVE
+from orchestrator.contract import PlannedRun
+from orchestrator.dispatch.dispatcher import SweepOutcome, run_sweep
+from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, max_repeats
+from orchestrator.spec.schema import GateSpec
+
+DECIDED, MAX_REACHED, BUDGET_SPENT = "every gate decided", "max_repeats reached", "budget_s spent"
+
+
+@dataclass
+class AdaptiveRounds:
+    """The next adaptive round of a sweep each time it is called (``run_sweep``'s ``more``)."""
+
+    resolved: ResolvedSweep
+    record: dict[str, Any]
+    done: set[str] = field(default_factory=set)  # run keys already ok: not run again
+    next_round: int = 0
+    ended: str | None = None  # why no further round runs
+
+    def __post_init__(self) -> None:
+        self.next_round = self.next_round or self.resolved.spec.repeats
+        self._plan = adaptive_plan(self.resolved, self.record["sweep_id"])
+        spec = self.record["spec"]
+        self._metrics = report_metrics(spec, [GateSpec(**g) for g in spec.get("gates", [])])
+
+    def __call__(self) -> list[PlannedRun]:
+        spec = self.resolved.spec
+        while self.next_round < max_repeats(spec):
+            runs = load_runs(self.resolved.results_root, self.record["sweep_id"], [*self._metrics, "wall_s"])
+            if spec.budget_s is not None and runs["wall_s"].sum() >= spec.budget_s:
+                self.ended = BUDGET_SPENT
+                return []
+            cells = undecided_cells(self.record, runs[runs["repeat"] < self.next_round])
+            if not cells:
+                self.ended = DECIDED
+                return []
+            round_ = self.next_round
+            self.next_round += 1
+            batch = [run for run in self._plan if run.repeat == round_ and (run.case, run.side) in cells
+                     and run.run_key not in self.done]
+            if batch:
+                return batch
+        self.ended = self.ended or MAX_REACHED
+        return []
+
+    def summary(self) -> dict[str, Any]:
+        """What the record keeps: the planned range and why the sweep stopped adding rounds."""
+        spec = self.resolved.spec
+        return {"repeats": spec.repeats, "max_repeats": max_repeats(spec), "rounds": self.next_round,
+                "ended": self.ended}
+
+
+def undecided_cells(record: dict[str, Any], runs: Any) -> set[tuple[str, str]]:
+    """(case, side) cells an INCONCLUSIVE gate needs: its side and the baseline of its case."""
+    baseline = record["spec"]["baseline"]
+    cells = set()
+    for verdict in sweep_gates(record, runs):
+        if verdict.verdict == INCONCLUSIVE:
+            cells |= {(verdict.case, verdict.side), (verdict.case, baseline)}
+    return cells
+
+
+def run_until_decided(resolved: ResolvedSweep, record: dict[str, Any], runs: list[PlannedRun], *,
+                      done: set[str] | None = None, **dispatch: Any
+                      ) -> tuple[SweepOutcome | None, dict[str, Any] | None]:
+    """Dispatch ``runs`` (``run_sweep``'s keyword arguments in ``dispatch``), then adaptive rounds
+    while the sweep is adaptive and a gate is undecided. Returns the outcome (None when there was
+    nothing to run) and, for an adaptive sweep, ``AdaptiveRounds.summary`` for the record."""
+    if max_repeats(resolved.spec) <= resolved.spec.repeats:
+        return (run_sweep(runs, **dispatch) if runs else None), None
+    rounds = AdaptiveRounds(resolved, record, done=set(done or ()))
+    first = list(runs) or rounds()
+    if not first:
+        return None, rounds.summary()
+    return run_sweep(first, more=rounds, **dispatch), rounds.summary()

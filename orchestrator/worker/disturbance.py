@@ -1,0 +1,108 @@
+"""What else the host did while a bench measured: CPU steal and load over the measured window, the
+run's step-time variability, and the host's CPU frequency settings (``host_*`` run columns).
+
+``MeasureWindow`` is fed every stream record: it samples ``/proc/stat`` and ``/proc/loadavg`` as
+late as it can before the first measured step (at the header, then after every warm-up step) and at
+the summary. ``cpu_settings`` reads the frequency governor, turbo and isolated CPUs from ``/sys``;
+whatever a host does not expose is None. ``analysis.disturbed`` decides from these which runs a
+disturbance hit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.contract import StepRecord
+
+PROC = Path("/proc")
+SYS_CPU = Path("/sys/devices/system/cpu")
+STEP_PHASES: tuple[str, ...] = ("collector_step_ms", "env_step_ms")  # the whole step, where a bench has it
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """Cumulative CPU ticks of the whole host (``/proc/stat``) and the 1-minute load average."""
+
+    steal: int
+    total: int
+    load: float | None
+
+
+def cpu_sample(proc: Path = PROC) -> CpuSample | None:
+    """The host's CPU counters now; None where ``/proc`` does not have them."""
+    try:
+        fields = (proc / "stat").read_text().splitlines()[0].split()
+        ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    except (OSError, IndexError, ValueError):
+        return None
+    try:
+        load: float | None = float((proc / "loadavg").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
+        load = None
+    return CpuSample(steal=ticks[7] if len(ticks) > 7 else 0, total=sum(ticks), load=load)
+
+
+class MeasureWindow:
+    """Host samples around a bench's measured steps, fed the stream's records in order."""
+
+    def __init__(self, proc: Path = PROC) -> None:
+        self.proc = proc
+        self.before: CpuSample | None = None
+        self.after: CpuSample | None = None
+        self._measuring = False
+
+    def observe(self, record: dict | None) -> None:
+        kind = (record or {}).get("kind")
+        if kind == "header" or (kind == "step" and record.get("warmup") and not self._measuring):
+            self.before = cpu_sample(self.proc)
+        elif kind == "step":
+            self._measuring = True
+        elif kind == "summary":
+            self.after = cpu_sample(self.proc)
+
+    def columns(self, steps: list[StepRecord]) -> dict[str, float | None]:
+        """``steal_frac``, ``load_before``, ``load_after`` and ``step_cv`` (None where unknown)."""
+        steal = None
+        if self.before and self.after and self.after.total > self.before.total:
+            steal = (self.after.steal - self.before.steal) / (self.after.total - self.before.total)
+        return {"steal_frac": steal, "load_before": self.before.load if self.before else None,
+                "load_after": self.after.load if self.after else None, "step_cv": step_cv(steps)}
+
+
+def step_cv(steps: list[StepRecord]) -> float | None:
+    """CV (std / mean) of the measured steps' time: the whole-step phase where the bench reports one,
+    else the sum of its top-level phases; None with fewer than 2 measured steps."""
+    measured = [s.phases for s in steps if not s.warmup]
+    if len(measured) < 2:
+        return None
+    name = next((p for p in STEP_PHASES if all(p in phases for phases in measured)), None)
+    times = [phases[name] if name else sum(v for k, v in phases.items() if "." not in k)
+             for phases in measured]
+    mean = sum(times) / len(times)
+    if not mean > 0:
+        return None
+    return math.sqrt(sum((t - mean) ** 2 for t in times) / (len(times) - 1)) / mean
+
+
+def cpu_settings(cpus: set[int], sys_cpu: Path = SYS_CPU) -> dict[str, str | None]:
+    """``cpu_governor`` (of the bench's CPUs, comma-joined when they differ), ``cpu_turbo``
+    (``on``/``off``) and ``isolated_cpus`` (the kernel's ``isolcpus`` list, ``""`` for none)."""
+    governors = sorted({g for cpu in cpus
+                        if (g := _read(sys_cpu / f"cpu{cpu}" / "cpufreq" / "scaling_governor"))})
+    no_turbo = _read(sys_cpu / "intel_pstate" / "no_turbo")  # Intel: 1 = turbo off
+    boost = _read(sys_cpu / "cpufreq" / "boost")  # acpi-cpufreq / AMD: 1 = boost on
+    if no_turbo is not None:
+        turbo = {"0": "on", "1": "off"}.get(no_turbo)
+    else:
+        turbo = {"1": "on", "0": "off"}.get(boost) if boost is not None else None
+    return {"cpu_governor": ",".join(governors) or None, "cpu_turbo": turbo,
+            "isolated_cpus": _read(sys_cpu / "isolated")}
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None

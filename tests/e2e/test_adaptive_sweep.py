@@ -1,0 +1,97 @@
+"""Adaptive rounds end to end: ``shasweep run`` on an embedded cluster with the fake bench at two
+commits. A clear cell (a side twice as fast) stops after the first ``repeats`` rounds; an undecidable
+one (the baseline's own commit against a 0.1 % band) runs on to ``max_repeats``; a killed adaptive
+sweep resumed completes to the same runs."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
+from fakebench.fakerepo import COMMAND, FakeRepo, make_fake_repo  # noqa: E402
+from fakebench.waits import is_gone, wait_for  # noqa: E402
+
+from orchestrator.cli.main import main  # noqa: E402
+from orchestrator.errors import EXIT_GATE_INCONCLUSIVE  # noqa: E402
+
+REPEATS, MAX_REPEATS = 3, 6
+# fast: 2 ms a step against the baseline's 4 ms, a 2x throughput that the first look decides;
+# twin: the baseline's commit, gated to within 0.1 % at 99.999 %: no number of rounds here decides it
+EXPECTED_RUNS = {"base": MAX_REPEATS, "fast": REPEATS, "twin": MAX_REPEATS}
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch) -> FakeRepo:
+    monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
+    repo = make_fake_repo(tmp_path)
+    sweep = {"name": "adaptive", "sides": {"base": {"ref": "HEAD~1"}, "fast": {"ref": "HEAD"},
+                                          "twin": {"ref": "HEAD~1"}},
+             "baseline": "base", "cases": ["sac/fake/none"], "known": {"tasks": [], "sims": []},
+             "command": list(COMMAND), "repeats": REPEATS, "max_repeats": MAX_REPEATS, "timeout_s": 60,
+             "params": {"num_envs": 8, "warmup": 1, "measure": 10, "threads": 1},
+             "gates": [{"metric": "throughput", "side": "fast", "min_ratio": 0.9},
+                       {"metric": "throughput", "side": "twin", "min_ratio": 0.999, "max_ratio": 1.001,
+                        "confidence": 0.99999}]}
+    (repo.path / "sweep.yaml").write_text(yaml.safe_dump(sweep, sort_keys=False))
+    monkeypatch.chdir(repo.path)
+    return repo
+
+
+def check_complete(repo: FakeRepo) -> dict:
+    """Every expected run ok exactly once, rounds 0.. per side; returns the record."""
+    rows = pd.read_parquet(repo.path / "results" / "runs")
+    assert rows["run_key"].is_unique and (rows["status"] == "ok").all()
+    assert rows.groupby("side").size().to_dict() == EXPECTED_RUNS
+    for side, count in EXPECTED_RUNS.items():
+        assert sorted(rows.loc[rows["side"] == side, "repeat"]) == list(range(count))
+    (record_path,) = (repo.path / "results" / "sweeps").glob("adaptive-*.json")
+    record = json.loads(record_path.read_text())
+    assert record["status"] == "finished" and record["planned_runs"] == sum(EXPECTED_RUNS.values())
+    assert [o["status"] for o in record["outcomes"]] == ["ok"] * sum(EXPECTED_RUNS.values())
+    assert record["adaptive"]["ended"] == "max_repeats reached"
+    return record
+
+
+def test_a_clear_cell_stops_early_and_a_close_one_runs_to_max_repeats(repo, capsys):
+    assert main(["run", "sweep.yaml", "--no-progress"]) == EXIT_GATE_INCONCLUSIVE
+    check_complete(repo)
+    report = (next((repo.path / "results" / "reports").glob("adaptive-*.md"))).read_text()
+    assert "look 1 of 4, after 3 rounds" in report, "the fast side was decided at the first look"
+    assert "look 4 of 4, after 6 rounds" in report
+
+
+def test_a_killed_adaptive_sweep_resumed_completes_it(repo, tmp_path):
+    home = tmp_path / "home"
+    out = open(tmp_path / "client.out", "wb")  # noqa: SIM115 - the child writes to it
+    argv = [sys.executable, "-m", "orchestrator.cli", "run", "sweep.yaml", "--no-progress"]
+    client = subprocess.Popen(argv, cwd=repo.path, stdout=out, stderr=subprocess.STDOUT)
+    adaptive_started = 3 * REPEATS + 2  # the second run of the first adaptive round
+    wait_for(lambda: len(list((home / "logs").glob("*/*/stream.jsonl"))) >= adaptive_started,
+             "an adaptive round to start", timeout_s=240)
+    descendants = psutil.Process(client.pid).children(recursive=True)
+    client.send_signal(signal.SIGKILL)
+    client.wait()
+    for process in descendants:
+        assert wait_for(lambda p=process: is_gone(p.pid), f"{process.pid} to exit"), "orphan process"
+    (record_path,) = (repo.path / "results" / "sweeps").glob("adaptive-*.json")
+    sweep_id = record_path.stem
+    assert json.loads(record_path.read_text())["status"] == "running"
+    before = pd.read_parquet(repo.path / "results" / "runs")
+    assert len(before) < sum(EXPECTED_RUNS.values())
+
+    assert main(["run", "--resume", sweep_id, "--no-progress"]) == EXIT_GATE_INCONCLUSIVE
+    record = check_complete(repo)
+    assert len(record["resumed"]) == 1
+    after = pd.read_parquet(repo.path / "results" / "runs").set_index("run_key")
+    ok_before = before[before["status"] == "ok"]
+    assert after.loc[ok_before["run_key"], "started_at"].tolist() == ok_before["started_at"].tolist(), (
+        "runs already ok were not run again")
