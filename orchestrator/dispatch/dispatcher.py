@@ -63,6 +63,7 @@ def run_sweep(
     show_progress: bool = True,
     lock_path: str | None = None,
     on_connect: OnConnect | None = None,
+    security: object | None = None,
 ) -> SweepOutcome:
     """Execute ``runs`` one at a time in list order on the bench worker of ``scheduler``.
 
@@ -71,11 +72,13 @@ def run_sweep(
     running bench and stops. Runs never started are reported with status ``cancelled`` and an error
     saying why. ``on_connect`` learns the scheduler's address and the dashboard URL (the live
     ``/shasweep`` board when the scheduler has it) before the first run; the plan and the end of
-    the sweep are published on ``PROGRESS_TOPIC`` for that board.
+    the sweep are published on ``PROGRESS_TOPIC`` for that board. ``security``: the client's Dask
+    ``Security`` for a ``tls://`` scheduler.
     """
     _check_plan(runs)
     started = time.monotonic()
-    with connect(scheduler) as conn, SweepProgress(runs, enabled=show_progress) as progress:
+    with (connect(scheduler, security=security) as conn,
+          SweepProgress(runs, enabled=show_progress) as progress):
         client = conn.client
         dashboard_url = _board_url(client, conn.dashboard_url)
         progress.say(f"dashboard: {dashboard_url}")
