@@ -112,6 +112,7 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, r
     from orchestrator.dispatch.dispatcher import run_sweep  # imports Dask: only when actually running
 
     root, sweep_id = resolved.results_root, record["sweep_id"]
+    runs = [replace(run, token=str(record.get("client_token") or "")) for run in runs]
 
     def connected(scheduler: str, dashboard_url: str | None) -> None:
         """Record where the sweep runs, so `shasweep status` and `shasweep cancel` find its scheduler."""

@@ -85,7 +85,7 @@ def run_sweep(
         if on_connect is not None:
             on_connect(client.scheduler.address, dashboard_url)
         workers = require_bench_worker(client)
-        cancel = Event(cancel_event_name(runs[0].sweep_id), client=client)
+        cancel = Event(cancel_event_name(runs[0].sweep_id, runs[0].token), client=client)
         cancel.clear()
         host = _submit(client, bench_host_record, key="shasweep-host").result()
         client.subscribe_topic(PROGRESS_TOPIC, progress.handle_event)
@@ -118,7 +118,8 @@ def run_sweep(
             client.unsubscribe_topic(PROGRESS_TOPIC)
         dispatch_s = time.monotonic() - dispatch_started
         outcomes += [_not_run(run, stop_reason or "") for run in runs[len(outcomes):]]
-        client.log_event(PROGRESS_TOPIC, _ended_message(runs[0].sweep_id, outcomes, stop_reason))
+        client.log_event(PROGRESS_TOPIC, {**_ended_message(runs[0].sweep_id, outcomes, stop_reason),
+                                          "token": runs[0].token})
         return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
                             stop_reason=stop_reason, dashboard_url=dashboard_url,
                             wall_s=time.monotonic() - started, dispatch_s=dispatch_s, workers=workers)
@@ -147,7 +148,7 @@ def _board_url(client: Client, dashboard_link: str | None) -> str | None:
 
 def _planned_message(runs: list[PlannedRun]) -> dict:
     """The plan, for the board's queue."""
-    return {"sweep_id": runs[0].sweep_id, "event": "planned",
+    return {"sweep_id": runs[0].sweep_id, "event": "planned", "token": runs[0].token,
             "runs": [{"run_key": r.run_key, "order": r.order, "side": r.side, "case": r.case,
                       "repeat": r.repeat} for r in runs]}
 

@@ -5,6 +5,7 @@ The file itself (paths, ids, locks, atomic writes) is ``orchestrator.store.recor
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ def new_record(resolved: ResolvedSweep, sweep_id: str, created: datetime, planne
         "sweep_id": sweep_id, "created": created.astimezone(UTC).isoformat(timespec="seconds"),
         "status": "running", "repo": str(resolved.repo), "results_root": str(resolved.results_root),
         "planned_runs": planned_runs, "spec": spec_to_dict(resolved.spec), "sides": sides, "host": None,
+        "client_token": secrets.token_hex(16),
     })
 
 
