@@ -16,9 +16,10 @@ PROGRESS_TOPIC = "shasweep-progress"  # Worker.log_event topic of the bench work
 RUN_KEY_VAR = "SHASWEEP_RUN_KEY"  # in the bench's environment, inherited by every process it starts
 
 
-def cancel_event_name(sweep_id: str) -> str:
-    """Name of the Dask ``Event`` that, once set, stops the sweep's running bench."""
-    return f"shasweep-cancel-{sweep_id}"
+def cancel_event_name(sweep_id: str, token: str = "") -> str:
+    """Name of the Dask ``Event`` that, once set, stops the sweep's running bench; ``token`` (the
+    sweep's ``client_token``, known only to readers of its record) makes it unguessable."""
+    return f"shasweep-cancel-{sweep_id}-{token}" if token else f"shasweep-cancel-{sweep_id}"
 
 
 @dataclass
@@ -83,6 +84,7 @@ class PlannedRun:
     env: dict = field(default_factory=dict)  # extra environment variables for the bench process
     timeout_s: float = 600.0
     results_root: str = "results"
+    token: str = ""  # the sweep's client token: in its cancel event name and its progress messages
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.cli.results import print_report
+from orchestrator.cli.servers import add_tls_arguments, client_security
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.plan import record as record_updates
@@ -50,6 +51,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler", metavar="ADDR",
                         help="tcp://HOST:PORT of a Dask scheduler (default: an embedded LocalCluster)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_tls_arguments(parser)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -62,6 +64,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Validate, record, dispatch, then report; the exit code follows the report."""
+    client_security(args, args.scheduler)  # the TLS options checked before anything is recorded
     if args.resume is not None:
         return _resume(args)
     if args.results is not None:
@@ -112,6 +115,7 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, r
     from orchestrator.dispatch.adaptive import run_until_decided  # imports Dask: only when actually running
 
     root, sweep_id = resolved.results_root, record["sweep_id"]
+    runs = [replace(run, token=str(record.get("client_token") or "")) for run in runs]
 
     def connected(scheduler: str, dashboard_url: str | None) -> None:
         """Record where the sweep runs, so `shasweep status` and `shasweep cancel` find its scheduler."""
@@ -122,7 +126,7 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, r
         outcome, adaptive = run_until_decided(
             resolved, record, runs, done=done, scheduler=args.scheduler,
             continue_on_error=resolved.spec.continue_on_error, show_progress=not args.no_progress,
-            on_connect=connected)
+            on_connect=connected, security=client_security(args, args.scheduler))
     except InvalidInputError:  # found before dispatching: the caller decides what the record keeps
         raise
     except BaseException as exc:

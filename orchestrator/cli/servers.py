@@ -88,9 +88,28 @@ def add_server_arguments(parser: argparse.ArgumentParser, default_port: int) -> 
     """Binding and TLS options shared by both commands."""
     parser.add_argument("--host", default=LOCALHOST, help=f"address to bind (default {LOCALHOST})")
     parser.add_argument("--port", type=int, default=default_port, help=f"port (default {default_port})")
+    add_tls_arguments(parser)
+
+
+def add_tls_arguments(parser: argparse.ArgumentParser) -> None:
+    """The TLS options of every process that serves or connects to a scheduler."""
     parser.add_argument("--tls-ca-file", type=Path, metavar="PATH", help="CA certificate (PEM); enables TLS")
     parser.add_argument("--tls-cert", type=Path, metavar="PATH", help="this process's certificate (PEM)")
     parser.add_argument("--tls-key", type=Path, metavar="PATH", help="this process's private key (PEM)")
+
+
+def client_security(args: argparse.Namespace, scheduler: str | None) -> Security | None:
+    """The client's Dask ``Security`` for ``scheduler`` from the TLS options: required for a
+    ``tls://`` scheduler, refused for any other."""
+    tls = tls_files(args)
+    if tls is None:
+        if scheduler is not None and scheduler.startswith("tls://"):
+            raise InvalidInputError(f"the scheduler {scheduler} speaks TLS: give --tls-ca-file, --tls-cert "
+                                    "and --tls-key (a client certificate the scheduler's CA signed)")
+        return None
+    if scheduler is None or not scheduler.startswith("tls://"):
+        raise InvalidInputError(f"--tls-* options need --scheduler tls://HOST:PORT, got {scheduler!r}")
+    return tls.security("client")
 
 
 def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:

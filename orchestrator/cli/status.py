@@ -84,7 +84,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         if view is not None and view["sweep"]["state"] != "running":
             print(f"sweep {sweep_id} already {view['sweep']['state']}; nothing to cancel")
             return 0
-        Event(cancel_event_name(sweep_id), client=conn.client).set()
+        token = str((record or {}).get("client_token") or "")
+        Event(cancel_event_name(sweep_id, token), client=conn.client).set()
         print(f"cancel requested for sweep {sweep_id} on {address}", flush=True)
         if view is not None and args.wait_s > 0:
             view = _wait_until_stopped(conn.client, sweep_id, args.wait_s)

@@ -48,6 +48,7 @@ class SweepView:
     steps: deque = field(default_factory=lambda: deque(maxlen=MAX_STEPS))  # (step, warmup, phases)
     updated: float = field(default_factory=time.time)
     version: int = 0  # bumped on every change, so a page redraws only when needed
+    token: str | None = None  # the sweep's client token: the first message's; others are ignored
 
 
 class SweepBoard:
@@ -63,10 +64,16 @@ class SweepBoard:
             self.hosts[str(msg.get("worker"))] = msg["host"]
 
     def feed(self, msg: dict) -> None:
-        """Apply one progress message; messages without a sweep id or event are ignored."""
+        """Apply one progress message; messages without a sweep id or event, or whose token is not the
+        one the sweep's first message carried, are ignored."""
         if not isinstance(msg, dict) or not msg.get("sweep_id") or not msg.get("event"):
             return
         sweep = self._sweep(str(msg["sweep_id"]))
+        token = str(msg.get("token") or "")
+        if sweep.token is None:
+            sweep.token = token
+        elif token != sweep.token:  # not from the sweep's own client or bench task: forged
+            return
         event = msg["event"]
         if event == "planned":
             for run in msg.get("runs", []):

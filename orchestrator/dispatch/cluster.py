@@ -56,9 +56,10 @@ def free_port(start: int, host: str = LOCALHOST, tries: int = 100) -> int:
 
 
 @contextmanager
-def connect(scheduler: str | None, *,
-            dashboard_port: int = DEFAULT_DASHBOARD_PORT) -> Iterator[ClusterConnection]:
-    """Connect to ``scheduler`` (``tcp://HOST:PORT``), or start the embedded bench cluster."""
+def connect(scheduler: str | None, *, dashboard_port: int = DEFAULT_DASHBOARD_PORT,
+            security: object | None = None) -> Iterator[ClusterConnection]:
+    """Connect to ``scheduler`` (``tcp://`` or, with ``security``, ``tls://HOST:PORT``), or start the
+    embedded bench cluster."""
     from distributed import Client
 
     if scheduler is None:
@@ -67,7 +68,7 @@ def connect(scheduler: str | None, *,
         return
     check_scheduler_address(scheduler, "--scheduler")
     try:
-        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S, security=security)
     except (OSError, TimeoutError) as exc:
         raise ClusterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     with client:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,6 +66,7 @@ def run_sweep(
     lock_path: str | None = None,
     on_connect: OnConnect | None = None,
     more: MoreRuns | None = None,
+    security: object | None = None,
 ) -> SweepOutcome:
     """Execute ``runs`` one at a time in list order on the bench worker of ``scheduler``.
 
@@ -76,19 +77,21 @@ def run_sweep(
     ``/shasweep`` board when the scheduler has it) before the first run; the plan and the end of
     the sweep are published on ``PROGRESS_TOPIC`` for that board. ``more`` (an adaptive sweep's next
     round, ``dispatch.adaptive``) is asked for further runs whenever the list is done, until it
-    returns none or the sweep stops.
+    returns none or the sweep stops. ``security``: the client's Dask
+    ``Security`` for a ``tls://`` scheduler.
     """
     _check_plan(runs)
     runs = list(runs)
     started = time.monotonic()
-    with connect(scheduler) as conn, SweepProgress(runs, enabled=show_progress) as progress:
+    with (connect(scheduler, security=security) as conn,
+          SweepProgress(runs, enabled=show_progress) as progress):
         client = conn.client
         dashboard_url = _board_url(client, conn.dashboard_url)
         progress.say(f"dashboard: {dashboard_url}")
         if on_connect is not None:
             on_connect(client.scheduler.address, dashboard_url)
         workers = require_bench_worker(client)
-        cancel = Event(cancel_event_name(runs[0].sweep_id), client=client)
+        cancel = Event(cancel_event_name(runs[0].sweep_id, runs[0].token), client=client)
         cancel.clear()
         host = _submit(client, bench_host_record, key="shasweep-host").result()
         client.subscribe_topic(PROGRESS_TOPIC, progress.handle_event)
@@ -122,7 +125,8 @@ def run_sweep(
             client.unsubscribe_topic(PROGRESS_TOPIC)
         dispatch_s = time.monotonic() - dispatch_started
         outcomes += [_not_run(run, stop_reason or "") for run in runs[len(outcomes):]]
-        client.log_event(PROGRESS_TOPIC, _ended_message(runs[0].sweep_id, outcomes, stop_reason))
+        client.log_event(PROGRESS_TOPIC, {**_ended_message(runs[0].sweep_id, outcomes, stop_reason),
+                                          "token": runs[0].token})
         return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
                             stop_reason=stop_reason, dashboard_url=dashboard_url,
                             wall_s=time.monotonic() - started, dispatch_s=dispatch_s, workers=workers)
@@ -130,7 +134,7 @@ def run_sweep(
 
 def _extend(runs: list[PlannedRun], more: MoreRuns | None, progress: SweepProgress, client: Client) -> bool:
     """Append ``more()``'s runs to ``runs`` (and to the progress and the board); whether there were any."""
-    extra = more() if more is not None else []
+    extra = [replace(run, token=runs[0].token) for run in more()] if more is not None else []
     if not extra:
         return False
     _check_plan(runs + extra)
@@ -163,7 +167,7 @@ def _board_url(client: Client, dashboard_link: str | None) -> str | None:
 
 def _planned_message(runs: list[PlannedRun]) -> dict:
     """The plan, for the board's queue."""
-    return {"sweep_id": runs[0].sweep_id, "event": "planned",
+    return {"sweep_id": runs[0].sweep_id, "event": "planned", "token": runs[0].token,
             "runs": [{"run_key": r.run_key, "order": r.order, "side": r.side, "case": r.case,
                       "repeat": r.repeat} for r in runs]}
 

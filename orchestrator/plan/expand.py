@@ -23,6 +23,7 @@ from pathlib import Path
 
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError, RefError
+from orchestrator.plan.integrity import command_digest
 from orchestrator.plan.refs import find_repo_root, repo_root, resolve_ref
 from orchestrator.spec.load import parse_case, side_settings
 from orchestrator.spec.schema import Order, RunSettings, SweepSpec
@@ -118,11 +119,14 @@ def plan_cells(cases: list[str], sides: list[str], repeats: int, order: Order, s
     return [cell for block in rounds for cell in block]
 
 
-def run_key(sweep_id: str, side: str, case: str, repeat: int, sha: str, settings: RunSettings) -> str:
-    """Deterministic 20-hex key of one run: a hash of everything that identifies it."""
+def run_key(sweep_id: str, side: str, case: str, repeat: int, sha: str, settings: RunSettings,
+            command: list[str] | tuple[str, ...] = ()) -> str:
+    """Deterministic 20-hex key of one run: a hash of everything that identifies it, the bench
+    command included (``plan.integrity``)."""
     identity = {
         "sweep_id": sweep_id, "side": side, "case": case, "repeat": repeat, "sha": sha,
         "variant": settings.variant, "params": asdict(settings.params), "env": settings.env,
+        "command": command_digest(command),
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
@@ -162,7 +166,8 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
         settings = resolved.settings[side]
         sha = resolved.shas[side]
         runs.append(PlannedRun(
-            sweep_id=sweep_id, run_key=run_key(sweep_id, side, case, repeat, sha, settings), order=index,
+            sweep_id=sweep_id, run_key=run_key(sweep_id, side, case, repeat, sha, settings, spec.command),
+            order=index,
             side=side, ref=spec.sides[side].ref, sha=sha, case=case, algo=parsed.algo, task=parsed.task,
             sim=parsed.sim, variant=settings.variant, repeat=repeat, repo=str(resolved.repo),
             argv_template=tuple(spec.command), params=asdict(settings.params), env=dict(settings.env),

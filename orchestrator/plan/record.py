@@ -5,11 +5,13 @@ The file itself (paths, ids, locks, atomic writes) is ``orchestrator.store.recor
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.plan.integrity import with_digest
 from orchestrator.spec.load import spec_to_dict
 
 if TYPE_CHECKING:
@@ -18,16 +20,18 @@ if TYPE_CHECKING:
 
 def new_record(resolved: ResolvedSweep, sweep_id: str, created: datetime, planned_runs: int
                ) -> dict[str, Any]:
-    """The record of a sweep about to be dispatched: validated spec, resolved SHAs, status ``running``."""
+    """The record of a sweep about to be dispatched: validated spec, resolved SHAs, status ``running``,
+    and the digest ``--resume`` checks (``plan.integrity``)."""
     sides = {label: {"ref": side.ref, "sha": resolved.shas[label], "variant": settings.variant,
                      "params": asdict(settings.params), "env": settings.env}
              for label, side in resolved.spec.sides.items()
              for settings in [resolved.settings[label]]}
-    return {
+    return with_digest({
         "sweep_id": sweep_id, "created": created.astimezone(UTC).isoformat(timespec="seconds"),
         "status": "running", "repo": str(resolved.repo), "results_root": str(resolved.results_root),
         "planned_runs": planned_runs, "spec": spec_to_dict(resolved.spec), "sides": sides, "host": None,
-    }
+        "client_token": secrets.token_hex(16),
+    })
 
 
 def resumed(record: dict[str, Any], results_root: Path, now: datetime) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError, RefError
 from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan, check_writable, max_repeats
+from orchestrator.plan.integrity import check_digest
 from orchestrator.plan.refs import repo_root, resolve_ref
 from orchestrator.spec.load import side_settings, spec_from_config
 from orchestrator.store.parquet import run_statuses
@@ -74,11 +75,13 @@ def plan_resume(results_root: Path, sweep_id: str) -> ResumePlan:
     """Re-plan ``sweep_id`` from its record under ``results_root`` and read what its results hold.
 
     Raises ``InvalidInputError`` (exit 2) when the record is missing or unusable, a recorded SHA is
-    gone from the repository, or the re-planned run keys do not match what was recorded.
+    gone from the repository, the record's digest does not match it (``plan.integrity``), or the
+    re-planned run keys do not match what was recorded.
     """
     record = read_record(results_root, sweep_id)
     try:
         resolved = resolve_recorded(record, results_root)
+        check_digest(record)  # nothing the record says runs unless shasweep wrote it so
         fixed = build_plan(resolved, sweep_id)
         extra = adaptive_plan(resolved, sweep_id)
         statuses = run_statuses(results_root, sweep_id)

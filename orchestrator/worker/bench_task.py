@@ -64,7 +64,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     exceptions: they are written to Parquet like any run. So is any error on the worker's side.
     """
     publish = _dask_publisher()
-    cancelled = _dask_cancel_check(run.sweep_id)
+    cancelled = _dask_cancel_check(run.sweep_id, run.token)
     log_dir = shasweep_home() / "logs" / run.sweep_id / run.run_key
     publish(_event(run, "waiting"))
     try:
@@ -228,7 +228,7 @@ def _total_steps(params: dict) -> int | None:
 
 def _event(run: PlannedRun, event: str, **fields: object) -> dict:
     return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order,
-            "side": run.side, "case": run.case, "event": event, **fields}
+            "side": run.side, "case": run.case, "event": event, "token": run.token, **fields}
 
 
 def _dask_publisher() -> Publisher:
@@ -240,11 +240,11 @@ def _dask_publisher() -> Publisher:
     return lambda msg: worker.log_event(PROGRESS_TOPIC, msg)
 
 
-def _dask_cancel_check(sweep_id: str) -> Callable[[], bool]:
+def _dask_cancel_check(sweep_id: str, token: str) -> Callable[[], bool]:
     """Whether the sweep's cancel Event is set; always False outside a Dask worker."""
     try:
         get_worker()
     except ValueError:
         return lambda: False
-    event = Event(cancel_event_name(sweep_id))
+    event = Event(cancel_event_name(sweep_id, token))
     return event.is_set

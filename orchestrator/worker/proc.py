@@ -43,6 +43,12 @@ except OSError as exc:
 """
 
 
+def dying_with_parent(argv: Sequence[str], cpus: set[int] | None = None) -> list[str]:
+    """``argv`` wrapped in the exec helper: it gets SIGKILL when this process dies."""
+    cpu_list = ",".join(str(c) for c in sorted(cpus or ()))
+    return [sys.executable, "-I", "-S", "-c", _EXEC_HELPER, str(os.getpid()), cpu_list, *argv]
+
+
 class BenchProcess:
     """A running bench: its pid (which leads its own session and process group), exit code, usage."""
 
@@ -103,11 +109,9 @@ def launch(
     """
     if not argv:
         raise ValueError("empty bench command")
-    cpu_list = ",".join(str(c) for c in sorted(cpus or ()))
-    helper = [sys.executable, "-I", "-S", "-c", _EXEC_HELPER, str(os.getpid()), cpu_list, *argv]
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        popen = subprocess.Popen(helper, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
-                                 stderr=err, start_new_session=True)
+        popen = subprocess.Popen(dying_with_parent(argv, cpus), cwd=cwd, env=dict(env),
+                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
     return BenchProcess(popen)
 
 

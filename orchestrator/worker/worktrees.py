@@ -2,13 +2,22 @@
 
 Layout under the shasweep home (``$SHASWEEP_HOME``, default ``~/.cache/shasweep``)::
 
-    worktrees/<repo-id>/<sha>/          the checkout (``git worktree add --detach``)
+    worktrees/<repo-id>/<sha>/          the checkout (``git worktree add --lock --detach``)
     worktrees/<repo-id>/<sha>.ready     written once the checkout is complete; mtime = last use
     worktrees/<repo-id>/<sha>.use       flock'ed shared while a run uses the checkout
-    worktrees/<repo-id>/.pool.lock      serialises creation and removal within one repository
+    worktrees/<repo-id>/<sha>.lock      serialises creating, checking and removing that checkout
+    worktrees/<repo-id>/.pool.lock      serialises pruning within one repository
 
 A run holds a shared lock on ``<sha>.use`` while it uses the checkout; ``prune`` removes a
 checkout only if it can take that lock exclusively, so it never pulls a tree from under a run.
+
+Every checkout is registered *locked* in its repository, with the pool's path as the reason, so a
+``git worktree prune`` run by anyone else (another home, a container whose paths this machine cannot
+see) leaves it alone; shasweep itself never runs ``git worktree prune`` but forgets only its own
+registrations whose directory is gone. A checkout is reused only if it is complete (``.ready``), at
+its SHA, and has no modified tracked file (a bench that edits its code would change later runs):
+otherwise it is rebuilt. ``git worktree add`` runs under the exec helper, so a worker killed while
+checking out takes its ``git`` with it and the half-made tree is rebuilt by the next run.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -24,7 +34,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
+
+from orchestrator.worker.proc import dying_with_parent
+
+_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")
 
 
 def shasweep_home() -> Path:
@@ -45,8 +59,8 @@ def _git(repo: Path, *args: str) -> str:
 
 def _discard_tree(repo: Path, tree: Path) -> None:
     """Remove the checkout ``tree``: unregister it from ``repo`` (if it still exists), then delete it."""
-    if repo.is_dir():
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
+    if repo.is_dir():  # twice --force: also a locked registration, also one whose tree is missing
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", "--force", str(tree)],
                        capture_output=True)
     shutil.rmtree(tree, ignore_errors=True)
 
@@ -82,14 +96,15 @@ class WorktreePool:
         repo_dir = self._repo_dir(repo_path)
         repo_dir.mkdir(parents=True, exist_ok=True)
         tree = repo_dir / sha
-        use_file = repo_dir / f"{sha}.use"
-        with open(use_file, "a") as use:
+        ready = repo_dir / f"{sha}.ready"
+        with open(repo_dir / f"{sha}.use", "a") as use:
             fcntl.flock(use, fcntl.LOCK_SH)
             try:
-                with FileLock(repo_dir / ".pool.lock"):
-                    if not (repo_dir / f"{sha}.ready").exists():
+                with FileLock(repo_dir / f"{sha}.lock"):
+                    if not (ready.exists() and _is_clean_checkout(tree, sha)):
+                        ready.unlink(missing_ok=True)
                         self._create(repo_path, sha, tree)
-                    (repo_dir / f"{sha}.ready").write_text(str(repo_path))
+                    ready.write_text(str(repo_path))
                 yield tree
             finally:
                 fcntl.flock(use, fcntl.LOCK_UN)
@@ -100,16 +115,18 @@ class WorktreePool:
             _git(repo, "cat-file", "-e", f"{sha}^{{commit}}")
         except WorktreeError:
             raise WorktreeError(f"commit {sha} does not exist in repository {repo}") from None
-        if tree.exists():
-            _discard_tree(repo, tree)
-        _git(repo, "worktree", "prune")
-        _git(repo, "worktree", "add", "--detach", str(tree), sha)
+        _discard_tree(repo, tree)
+        argv = ["git", "-C", str(repo), "worktree", "add", "--lock", "--reason", f"shasweep pool {self.root}",
+                "--detach", str(tree), sha]
+        proc = subprocess.run(dying_with_parent(argv), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise WorktreeError(f"git worktree add {tree} {sha} in {repo} failed: {proc.stderr.strip()}")
 
     def prune(self, max_age_s: float = 0.0, dry_run: bool = False) -> list[PrunedTree]:
-        """Remove checkouts unused for more than ``max_age_s`` seconds (0: every unused one).
+        """Remove checkouts unused for more than ``max_age_s`` seconds (0: every unused one), and
+        half-made ones nobody is building; forget this pool's registrations whose tree is gone.
 
-        Checkouts in use by a run are kept. Runs ``git worktree prune`` in every repository seen.
-        ``dry_run``: only list what would be removed.
+        Checkouts in use by a run are kept. ``dry_run``: only list what would be removed.
         """
         removed: list[PrunedTree] = []
         if not self.root.is_dir():
@@ -121,23 +138,63 @@ class WorktreePool:
                 repos = {Path(ready.read_text()) for ready in readies}
                 for ready in readies:
                     if now - ready.stat().st_mtime >= max_age_s:
-                        pruned = self._remove_if_unused(repo_dir, ready, dry_run)
+                        pruned = self._remove_if_unused(repo_dir, ready.name.removesuffix(".ready"),
+                                                        Path(ready.read_text()), dry_run)
                         if pruned is not None:
                             removed.append(pruned)
-                for repo in sorted(r for r in repos if r.is_dir() and not dry_run):
-                    _git(repo, "worktree", "prune")
+                for repo in sorted(r for r in repos if r.is_dir()):
+                    removed += self._remove_half_made(repo_dir, repo, dry_run)
+                    if not dry_run:
+                        self._forget_missing(repo)
         return removed
 
-    def _remove_if_unused(self, repo_dir: Path, ready: Path, dry_run: bool = False) -> PrunedTree | None:
-        sha = ready.name.removesuffix(".ready")
+    def _remove_half_made(self, repo_dir: Path, repo: Path, dry_run: bool) -> list[PrunedTree]:
+        """Trees of this repository without a ``.ready`` marker whose creator is gone."""
+        half = [p for p in repo_dir.iterdir() if p.is_dir() and _SHA.match(p.name)
+                and not (repo_dir / f"{p.name}.ready").exists()]
+        found = [self._remove_if_unused(repo_dir, tree.name, repo, dry_run) for tree in sorted(half)]
+        return [tree for tree in found if tree is not None]
+
+    def _forget_missing(self, repo: Path) -> None:
+        """Drop the registrations (locked or not) of this pool's checkouts whose directory is gone."""
+        for path in _registered_trees(repo):
+            if path.parent.parent == self.root and not path.exists():
+                _discard_tree(repo, path)
+
+    def _remove_if_unused(self, repo_dir: Path, sha: str, repo: Path, dry_run: bool) -> PrunedTree | None:
         tree = repo_dir / sha
-        repo = Path(ready.read_text())
-        with open(repo_dir / f"{sha}.use", "a") as use:
-            try:
-                fcntl.flock(use, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return None
-            if not dry_run:
-                ready.unlink()
-                _discard_tree(repo, tree)
+        try:
+            with FileLock(repo_dir / f"{sha}.lock", timeout=0), open(repo_dir / f"{sha}.use", "a") as use:
+                try:
+                    fcntl.flock(use, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return None
+                if not dry_run:
+                    (repo_dir / f"{sha}.ready").unlink(missing_ok=True)
+                    _discard_tree(repo, tree)
+        except Timeout:  # being created or checked right now
+            return None
         return PrunedTree(repo=str(repo), sha=sha, path=str(tree))
+
+
+def _is_clean_checkout(tree: Path, sha: str) -> bool:
+    """``tree`` is a checkout at ``sha`` without modified tracked files (untracked files, such as
+    ``__pycache__``, are allowed)."""
+    if not (tree / ".git").exists():
+        return False
+    try:
+        head = _git(tree, "rev-parse", "HEAD")
+        status = _git(tree, "status", "--porcelain", "--untracked-files=no")
+    except WorktreeError:
+        return False
+    return head == sha and not status
+
+
+def _registered_trees(repo: Path) -> list[Path]:
+    """The worktree paths ``repo`` has registered (``git worktree list --porcelain``)."""
+    try:
+        listing = _git(repo, "worktree", "list", "--porcelain")
+    except WorktreeError:
+        return []
+    return [Path(line.removeprefix("worktree ")) for line in listing.splitlines()
+            if line.startswith("worktree ")]

@@ -60,6 +60,7 @@ def test_compose_file_is_valid_and_says_what_it_must(tmp_path):
     assert ("bind", str(tmp_path), str(tmp_path)) in mounts, "the repository, at the path clients use"
     assert ("bind", str(tmp_path / "results"), str(tmp_path / "results")) in mounts
     assert ("volume", "shasweep-home", "/var/cache/shasweep") in mounts
+    assert ("bind", "/tmp/shasweep-locks", "/tmp/shasweep-locks") in mounts, "the machine's one host lock"
 
 
 def test_compose_requires_the_repository_path():

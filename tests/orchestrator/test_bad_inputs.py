@@ -4,6 +4,7 @@ error message and its documented exit code, and leaves the results root exactly 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from fakebench.fakerepo import FakeRepo, make_fake_repo
 from orchestrator.cli.main import main
 from orchestrator.errors import ShasweepError
 from orchestrator.plan.expand import build_plan, resolve_sweep
+from orchestrator.plan.integrity import record_digest
 from orchestrator.plan.record import new_record
 from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record
@@ -56,11 +58,21 @@ def place(case: dict, repo: FakeRepo, root: Path, sweep_id: str) -> list[Path]:
             text = (CORPUS / source).read_text()
             for name, value in {"{repo}": repo.path, "{sha0}": repo.shas[0], "{sha1}": repo.shas[1]}.items():
                 text = text.replace(name, str(value))
-            path.write_text(text)
+            path.write_text(with_real_digest(text, source))
         else:
             shutil.copyfile(CORPUS / source, path)
         placed.append(path)
     return placed
+
+
+def with_real_digest(text: str, source: str) -> str:
+    """``"{digest}"`` replaced by the digest of the record as written, less an edit the case makes."""
+    if '"{digest}"' not in text:
+        return text
+    record = json.loads(text)
+    if source.endswith("edited.json"):  # the digest of the record before its command was edited
+        record["spec"].pop("command")
+    return text.replace('"{digest}"', json.dumps(record_digest(record)))
 
 
 def test_the_corpus_is_big_and_every_file_in_it_is_used():
