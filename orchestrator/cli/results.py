@@ -97,6 +97,10 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False) -> int:
         report = make_report(results_root, sweep_id)
     except pa.ArrowException as exc:  # a damaged file in the results root; pyarrow names it
         raise InvalidInputError(f"cannot read the results of sweep {sweep_id!r}: {exc}") from None
+    except (KeyError, TypeError, AttributeError) as exc:  # a hand-made or truncated record
+        record = sweep_record.record_path(results_root, sweep_id)
+        raise InvalidInputError(f"the sweep record {record} has an unexpected shape "
+                                f"({type(exc).__name__}: {exc})") from None
     readable_files(parquet_files(steps_dir(results_root, sweep_id)))  # names damaged steps files too
     md, csv = write_report(report, results_root)
     print(to_markdown(report))

@@ -61,7 +61,7 @@ def test_resolve_sweep_defaults_to_the_repo_of_the_working_directory(repo):
     resolved = resolve_sweep(_spec(), sub)
     assert resolved.repo == repo.path
     assert resolved.results_root == repo.path / "results", "relative results count from the repo top"
-    assert resolved.results_root.is_dir()
+    assert not resolved.results_root.exists(), "resolving writes nothing; `run` creates the root"
     assert resolved.shas == {"a": repo.shas[0], "b": repo.shas[1]}
 
 
