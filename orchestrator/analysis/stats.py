@@ -163,14 +163,17 @@ def aligned(candidate: Iterable[float | None], baseline: Iterable[float | None],
 
 def compare(candidate: Iterable[float | None], baseline: Iterable[float | None], *, paired: bool = False,
             confidence: float = DEFAULT_CONFIDENCE,
-            interval: intervals.LogInterval | None = None, method: str | None = None) -> Comparison:
+            interval: intervals.LogInterval | None = None, method: str | None = None,
+            rank_test: bool = True) -> Comparison:
     """Candidate against baseline (see ``aligned`` for ``paired``). ``interval`` replaces the cell's
-    own one (e.g. with the sweep's pooled noise, ``method`` saying so)."""
+    own one (e.g. with the sweep's pooled noise, ``method`` saying so); ``rank_test=False``: no
+    p-value (NaN), which is the slow part."""
     cand, base = aligned(candidate, baseline, paired=paired)
     own = log_interval(cand, base, paired=paired)
     chosen = interval if own is not None and interval is not None else own
     common = dict(ratio=ratio(median(cand), median(base)), confidence=confidence,
-                  p_value=rank_p(cand, base, paired=paired), n_candidate=int(cand.size),
+                  p_value=rank_p(cand, base, paired=paired) if rank_test else math.nan,
+                  n_candidate=int(cand.size),
                   n_baseline=int(base.size), paired=paired)
     if chosen is None:
         return Comparison(low=math.nan, high=math.nan, **common)

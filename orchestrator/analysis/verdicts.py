@@ -78,39 +78,59 @@ class Comparer:
     noise: str = "cell"
     _cache: dict[tuple, stats.Comparison] = field(default_factory=dict, repr=False)
     _pooled: dict[tuple, dict[bool, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict, repr=False)
-    _values: dict[tuple[str, str, str], pd.Series] = field(default_factory=dict, repr=False)
+    _values: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    _by_cell: dict[tuple[str, str], pd.DataFrame] | None = field(default=None, repr=False)
 
     def values(self, case: str, side: str, metric: str, rounds: int | None = None) -> pd.Series:
         """The metric of the ok runs of (case, side), indexed by repeat; missing values dropped."""
+        repeats, values = self._arrays(case, side, metric, rounds)
+        return pd.Series(values, index=repeats)
+
+    def _arrays(self, case: str, side: str, metric: str, rounds: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """(repeats, values) of ``values``, as arrays."""
         key = (case, side, metric)
         if key not in self._values:
-            mine = self.runs[(self.runs["case"] == case) & (self.runs["side"] == side)]
+            mine = self._cells().get((case, side), self.runs.iloc[:0])
             column = mine[metric] if metric in mine else pd.Series(np.nan, index=mine.index)
-            values = pd.to_numeric(column, errors="coerce")
-            by_round = pd.Series(values.to_numpy(dtype=float), index=mine["repeat"].to_numpy())
-            self._values[key] = by_round.dropna()
-        values = self._values[key]
-        return values if rounds is None else values[values.index < rounds]
+            values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+            finite = np.isfinite(values)
+            self._values[key] = (mine["repeat"].to_numpy()[finite], values[finite])
+        repeats, values = self._values[key]
+        if rounds is None:
+            return repeats, values
+        kept = repeats < rounds
+        return repeats[kept], values[kept]
+
+    def _cells(self) -> dict[tuple[str, str], pd.DataFrame]:
+        """The runs split by (case, side), once."""
+        if self._by_cell is None:
+            self._by_cell = {key: group for key, group in self.runs.groupby(["case", "side"], sort=False)}
+        return self._by_cell
 
     def rounds_of(self, case: str) -> int:
         """Rounds of ``case`` that hold any run (the highest repeat + 1; 0 without runs)."""
-        repeats = self.runs.loc[self.runs["case"] == case, "repeat"]
-        return int(repeats.max()) + 1 if len(repeats) else 0
+        repeats = [cell["repeat"].max() for (c, _), cell in self._cells().items() if c == case and len(cell)]
+        return int(max(repeats)) + 1 if repeats else 0
 
     def pair(self, case: str, side: str, metric: str, rounds: int | None = None
              ) -> tuple[np.ndarray, np.ndarray, bool]:
         """(candidate, baseline, paired): the rounds both ran, in round order, when they pair."""
-        cand, base = self.values(case, side, metric, rounds), self.values(case, self.baseline, metric, rounds)
-        common = sorted(set(cand.index) & set(base.index))
-        if (self.order in PAIRED_ORDERS and cand.index.is_unique and base.index.is_unique
-                and len(common) >= 2):
-            return cand[common].to_numpy(), base[common].to_numpy(), True
-        return cand.to_numpy(), base.to_numpy(), False
+        cand_rounds, cand = self._arrays(case, side, metric, rounds)
+        base_rounds, base = self._arrays(case, self.baseline, metric, rounds)
+        unique = len(set(cand_rounds)) == len(cand_rounds) and len(set(base_rounds)) == len(base_rounds)
+        if self.order in PAIRED_ORDERS and unique:
+            common, in_cand, in_base = np.intersect1d(cand_rounds, base_rounds, assume_unique=True,
+                                                      return_indices=True)
+            if len(common) >= 2:
+                return cand[in_cand], base[in_base], True
+        return cand, base, False
 
     def compare(self, case: str, side: str, metric: str, confidence: float = stats.DEFAULT_CONFIDENCE,
-                rounds: int | None = None) -> stats.Comparison:
-        """``side`` against the baseline in ``case`` on ``metric`` (runs of rounds ``< rounds``)."""
-        key = (case, side, metric, rounds)
+                rounds: int | None = None, rank_test: bool = True) -> stats.Comparison:
+        """``side`` against the baseline in ``case`` on ``metric`` (runs of rounds ``< rounds``);
+        ``rank_test=False`` leaves the p-value NaN (a look that only needs the interval)."""
+        key = (case, side, metric, rounds, rank_test)
         if key not in self._cache:
             cand, base, paired = self.pair(case, side, metric, rounds)
             interval, method = None, None
@@ -119,8 +139,9 @@ class Comparer:
                 method = "pooled-noise " + ("trimmed t of per-round log ratios" if paired
                                             else "two-sample trimmed t of log values")
             self._cache[key] = stats.compare(cand, base, paired=paired, confidence=confidence,
-                                             interval=interval, method=method)
-        return self._cache[key].at(confidence)
+                                             interval=interval, method=method, rank_test=rank_test)
+        cached = self._cache[key]
+        return cached if cached.confidence == confidence else cached.at(confidence)
 
     def _pooled_interval(self, case: str, side: str, metric: str, rounds: int | None, cand: np.ndarray,
                          base: np.ndarray, paired: bool) -> intervals.LogInterval | None:
@@ -174,11 +195,12 @@ def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Com
     bound = " and ".join(f"{op} {value:g}x" for op, value in _bounds(gate))
     for rounds in schedule:
         limit = rounds if looks.adaptive else None
-        comparison = comparer.compare(case, side, gate.metric, looks.confidence_at(rounds, gate.confidence),
-                                      limit)
+        confidence = looks.confidence_at(rounds, gate.confidence)
+        comparison = comparer.compare(case, side, gate.metric, confidence, limit, rank_test=False)
         verdict, reason = _decide(gate, case, side, comparer, comparison, limit)
         if verdict != INCONCLUSIVE:
             break
+    comparison = comparer.compare(case, side, gate.metric, confidence, limit)  # with its p-value
     look = schedule.index(rounds) + 1
     if looks.adaptive:
         reason += f" (look {look} of {looks.last - looks.first + 1}, after {rounds} rounds)"
@@ -189,7 +211,7 @@ def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Com
 
 def _decide(gate: GateSpec, case: str, side: str, comparer: Comparer, comparison: stats.Comparison,
             rounds: int | None) -> tuple[str, str]:
-    empty = [s for s in (side, comparer.baseline) if comparer.values(case, s, gate.metric, rounds).empty]
+    empty = [s for s in (side, comparer.baseline) if not comparer.values(case, s, gate.metric, rounds).size]
     if empty:
         return FAIL, f"no ok runs with {gate.metric} on side {empty[0]!r}"
     if math.isnan(comparison.ratio):

@@ -59,7 +59,21 @@ def cmd_plan(args: argparse.Namespace) -> int:
     resolved = _resolve(args)
     sweep_id = sweep_record.base_sweep_id(resolved.spec.name, datetime.now(UTC))
     print(format_plan(resolved, build_plan(resolved, sweep_id)))
+    for line in _noise_estimates(resolved):
+        print(line)
     return 0
+
+
+def _noise_estimates(resolved: ResolvedSweep) -> list[str]:
+    """How many rounds the gates need, from the noise of earlier sweeps of the cases on this host."""
+    import platform
+
+    from orchestrator.analysis.noise_history import noise_lines
+    from orchestrator.analysis.sequential import Looks
+
+    spec = resolved.spec
+    return noise_lines(resolved.results_root, spec.gates, list(spec.cases), platform.node(),
+                       Looks(spec.repeats, max_repeats(spec)))
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""Adaptive rounds: after the first ``repeats`` rounds, run further rounds only for what is undecided.
+"""Adaptive rounds and re-runs of disturbed runs: what a sweep dispatches after its planned runs.
 
 ``run_until_decided`` is the sweep path every caller uses (``shasweep run``, ``--resume``, other
 verbs that run sweeps): it dispatches the planned runs and then, while any gate is INCONCLUSIVE,
@@ -8,7 +8,9 @@ every gate is PASS or FAIL, ``max_repeats`` rounds ran, or the runs took ``budge
 The gates are read from the results as the report reads them (``report_model.sweep_gates``), and
 the decision for round ``r`` uses only the runs of rounds before ``r``, so resuming a stopped sweep
 replays the same decisions and continues where it stopped (runs already ok are not run again). Why
-the repeated looks keep the gates' error rate: ``analysis.sequential``.
+the repeated looks keep the gates' error rate: ``analysis.sequential``. With ``rerun_disturbed``,
+every ok run ``analysis.disturbed`` flags is run once more (same run key: its files are replaced)
+before the next round is decided.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.report_model import load_runs, report_metrics, sweep_gates
 from orchestrator.analysis.verdicts import INCONCLUSIVE
 from orchestrator.contract import PlannedRun
 from orchestrator.dispatch.dispatcher import SweepOutcome, run_sweep
-from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, max_repeats
+from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan, max_repeats
 from orchestrator.spec.schema import GateSpec
 
 DECIDED, MAX_REACHED, BUDGET_SPENT = "every gate decided", "max_repeats reached", "budget_s spent"
@@ -69,6 +72,24 @@ class AdaptiveRounds:
                 "ended": self.ended}
 
 
+@dataclass
+class DisturbedReruns:
+    """Each call: the runs of ``plan`` that finished ok but disturbed and were not re-run yet."""
+
+    resolved: ResolvedSweep
+    record: dict[str, Any]
+    plan: list[PlannedRun]
+    done: set[str] = field(default_factory=set)  # ok before this dispatch: not this one's to re-run
+    rerun: set[str] = field(default_factory=set)
+
+    def __call__(self) -> list[PlannedRun]:
+        runs = load_runs(self.resolved.results_root, self.record["sweep_id"], [])
+        ok = runs[(runs["status"] == "ok") & ~runs["run_key"].isin(self.done | self.rerun)]
+        keys = set(disturbed_runs(ok)["run_key"])
+        self.rerun |= keys
+        return [run for run in self.plan if run.run_key in keys]
+
+
 def undecided_cells(record: dict[str, Any], runs: Any) -> set[tuple[str, str]]:
     """(case, side) cells an INCONCLUSIVE gate needs: its side and the baseline of its case."""
     baseline = record["spec"]["baseline"]
@@ -82,13 +103,20 @@ def undecided_cells(record: dict[str, Any], runs: Any) -> set[tuple[str, str]]:
 def run_until_decided(resolved: ResolvedSweep, record: dict[str, Any], runs: list[PlannedRun], *,
                       done: set[str] | None = None, **dispatch: Any
                       ) -> tuple[SweepOutcome | None, dict[str, Any] | None]:
-    """Dispatch ``runs`` (``run_sweep``'s keyword arguments in ``dispatch``), then adaptive rounds
-    while the sweep is adaptive and a gate is undecided. Returns the outcome (None when there was
-    nothing to run) and, for an adaptive sweep, ``AdaptiveRounds.summary`` for the record."""
-    if max_repeats(resolved.spec) <= resolved.spec.repeats:
-        return (run_sweep(runs, **dispatch) if runs else None), None
-    rounds = AdaptiveRounds(resolved, record, done=set(done or ()))
-    first = list(runs) or rounds()
-    if not first:
-        return None, rounds.summary()
-    return run_sweep(first, more=rounds, **dispatch), rounds.summary()
+    """Dispatch ``runs`` (``run_sweep``'s keyword arguments in ``dispatch``), then re-runs of
+    disturbed runs (``rerun_disturbed``) and adaptive rounds while the sweep is adaptive and a gate is
+    undecided. Returns the outcome (None when there was nothing to run) and, for an adaptive sweep,
+    ``AdaptiveRounds.summary`` for the record."""
+    spec, done = resolved.spec, set(done or ())
+    rounds = AdaptiveRounds(resolved, record, done=done) if max_repeats(spec) > spec.repeats else None
+    reruns = None
+    if spec.rerun_disturbed:
+        plan = [*build_plan(resolved, record["sweep_id"]), *adaptive_plan(resolved, record["sweep_id"])]
+        reruns = DisturbedReruns(resolved, record, plan, done=done)
+
+    def more() -> list[PlannedRun]:
+        return (reruns() if reruns else []) or (rounds() if rounds else [])
+
+    first = list(runs) or more()
+    outcome = run_sweep(first, more=more, **dispatch) if first else None
+    return outcome, rounds.summary() if rounds else None

@@ -125,6 +125,7 @@ def run_sweep(
             client.unsubscribe_topic(PROGRESS_TOPIC)
         dispatch_s = time.monotonic() - dispatch_started
         outcomes += [_not_run(run, stop_reason or "") for run in runs[len(outcomes):]]
+        outcomes = list({outcome["run_key"]: outcome for outcome in outcomes}.values())  # a re-run's last
         client.log_event(PROGRESS_TOPIC, {**_ended_message(runs[0].sweep_id, outcomes, stop_reason),
                                           "token": runs[0].token})
         return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
@@ -133,11 +134,14 @@ def run_sweep(
 
 
 def _extend(runs: list[PlannedRun], more: MoreRuns | None, progress: SweepProgress, client: Client) -> bool:
-    """Append ``more()``'s runs to ``runs`` (and to the progress and the board); whether there were any."""
+    """Append ``more()``'s runs to ``runs`` (and to the progress and the board); whether there were any.
+    A run already in ``runs`` may come again (a re-run replaces its files and its outcome)."""
     extra = [replace(run, token=runs[0].token) for run in more()] if more is not None else []
     if not extra:
         return False
-    _check_plan(runs + extra)
+    _check_plan(extra)
+    if extra[0].sweep_id != runs[0].sweep_id:
+        raise InvalidInputError(f"more runs of sweep {extra[0].sweep_id}, not of {runs[0].sweep_id}")
     runs += extra
     progress.add_runs(len(extra))
     client.log_event(PROGRESS_TOPIC, _planned_message(runs))

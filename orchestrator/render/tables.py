@@ -38,8 +38,18 @@ def summary_lines(report: Report) -> list[str]:
         f"order: {spec.get('order')} (seed {spec.get('order_seed')}), repeats: {spec.get('repeats')}, "
         f"baseline: {report.baseline}",
         f"runs: {n_ok} ok, {len(report.failures)} not ok ({n_audit} failed their audit), "
-        f"{report.missing} not run",
+        f"{report.missing} not run, {len(report.disturbed)} disturbed",
+        *_adaptive_line(rec),
     ]
+
+
+def _adaptive_line(record: dict) -> list[str]:
+    """``adaptive: 7 of 3-30 rounds, ended: every gate decided`` for an adaptive sweep."""
+    adaptive = record.get("adaptive")
+    if not isinstance(adaptive, dict):
+        return []
+    return [f"adaptive: {adaptive.get('rounds')} of {adaptive.get('repeats')}-{adaptive.get('max_repeats')} "
+            f"rounds, ended: {adaptive.get('ended') or 'the sweep stopped'}"]
 
 
 def sides_table(report: Report) -> Table:

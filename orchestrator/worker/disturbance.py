@@ -1,9 +1,11 @@
 """What else the host did while a bench measured: CPU steal and load over the measured window, the
 run's step-time variability, and the host's CPU frequency settings (``host_*`` run columns).
 
-``MeasureWindow`` is fed every stream record: it samples ``/proc/stat`` and ``/proc/loadavg`` as
-late as it can before the first measured step (at the header, then after every warm-up step) and at
-the summary. ``cpu_settings`` reads the frequency governor, turbo and isolated CPUs from ``/sys``;
+``MeasureWindow`` is made just before the bench starts (a first sample) and fed every stream record
+as the worker reads it: it samples ``/proc/stat`` and ``/proc/loadavg`` again as late as it can
+before the first measured step (at the header, then after every warm-up step) and at the summary.
+A bench so short that the worker read all its records at once gets its whole run as window.
+``cpu_settings`` reads the frequency governor, turbo and isolated CPUs from ``/sys``;
 whatever a host does not expose is None. ``analysis.disturbed`` decides from these which runs a
 disturbance hit.
 """
@@ -49,6 +51,7 @@ class MeasureWindow:
 
     def __init__(self, proc: Path = PROC) -> None:
         self.proc = proc
+        self.start = cpu_sample(proc)
         self.before: CpuSample | None = None
         self.after: CpuSample | None = None
         self._measuring = False
@@ -64,11 +67,13 @@ class MeasureWindow:
 
     def columns(self, steps: list[StepRecord]) -> dict[str, float | None]:
         """``steal_frac``, ``load_before``, ``load_after`` and ``step_cv`` (None where unknown)."""
-        steal = None
-        if self.before and self.after and self.after.total > self.before.total:
-            steal = (self.after.steal - self.before.steal) / (self.after.total - self.before.total)
-        return {"steal_frac": steal, "load_before": self.before.load if self.before else None,
-                "load_after": self.after.load if self.after else None, "step_cv": step_cv(steps)}
+        before, after, steal = self.before, self.after, None
+        if after and not (before and after.total > before.total):
+            before = self.start  # no tick between the samples: all records were read at once
+        if before and after and after.total > before.total:
+            steal = (after.steal - before.steal) / (after.total - before.total)
+        return {"steal_frac": steal, "load_before": before.load if before else None,
+                "load_after": after.load if after else None, "step_cv": step_cv(steps)}
 
 
 def step_cv(steps: list[StepRecord]) -> float | None:

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from fakebench.fakerepo import make_fake_repo
 
+from orchestrator.analysis import power
+from orchestrator.analysis.noise_history import earlier_noise, rounds_to_pass
+from orchestrator.analysis.sequential import Looks
 from orchestrator.cli.main import main
 from orchestrator.plan.expand import adaptive_plan, build_plan, max_repeats, resolve_sweep
 from orchestrator.spec.load import load_spec
 
+GO2 = "sac/go2_joystick_flat/mujoco"
 SWEEP = {"name": "ad", "sides": {"a": {"ref": "HEAD~1"}, "b": {"ref": "HEAD"}}, "baseline": "a",
          "cases": ["sac/go2_joystick_flat/mujoco", "sac/g1_walk_flat/mujoco"], "repeats": 2,
          "gates": [{"metric": "throughput", "min_ratio": 0.97}]}
@@ -49,3 +57,40 @@ def test_plan_prints_min_and_max_runs(sweep_file, capsys):
     assert "adaptive: min 8 runs, max 40 runs" in out and "max_repeats=10" in out and "budget_s=600" in out
     assert main(["plan", str(sweep_file)]) == 0
     assert "adaptive:" not in capsys.readouterr().out, "a fixed sweep by default"
+
+
+def test_plan_estimates_rounds_from_earlier_sweeps_on_this_host(sweep_file, capsys):
+    rng = np.random.default_rng(0)
+    root = Path.cwd() / "results" / "runs"
+    for sweep in ("old-1", "old-2"):
+        (root / f"sweep={sweep}").mkdir(parents=True)
+        for side in ("a", "b"):
+            for r in range(5):
+                key = f"{sweep}{side}{r}"
+                throughput = float(1000 * np.exp(rng.normal(0, 0.02)))
+                row = {"sweep_id": sweep, "run_key": key, "case": GO2, "side": side, "status": "ok",
+                       "host_hostname": platform.node(), "throughput": throughput}
+                pq.write_table(pa.Table.from_pylist([row]), root / f"sweep={sweep}" / f"{key}.parquet")
+    other = {"sweep_id": "x", "run_key": "x", "case": GO2, "side": "a", "status": "ok",
+             "host_hostname": "another-host", "throughput": 1.0}
+    (root / "sweep=x").mkdir()
+    pq.write_table(pa.Table.from_pylist([other]), root / "sweep=x" / "x.parquet")
+    found = earlier_noise(Path.cwd() / "results", [GO2], "throughput", platform.node())[GO2]
+    assert found.sweeps == 2 and found.runs == 4 and 0.01 < found.cv < 0.03, "the other host is left out"
+    assert main(["plan", str(sweep_file), "max_repeats=20"]) == 0
+    out = capsys.readouterr().out
+    expected = rounds_to_pass(found.cv, 0.97, 1 - 0.05 / 20)
+    assert (f"estimate: sac/go2_joystick_flat/mujoco throughput run CV {100 * found.cv:.1f}% on "
+            f"{platform.node()} (2 earlier sweeps): an unchanged side clears 0.97x with 80% power after "
+            f"~{expected} rounds") in out
+    assert "g1_walk_flat" not in out.split("estimate:")[-1], "no estimate without history"
+
+
+def test_rounds_to_pass_grow_with_noise_and_shrink_with_distance():
+    assert rounds_to_pass(0.01, 0.97, 0.95) < rounds_to_pass(0.03, 0.97, 0.95)
+    assert rounds_to_pass(0.02, 0.90, 0.95) < rounds_to_pass(0.02, 0.97, 0.95)
+    assert rounds_to_pass(0.02, 1.0, 0.95) is None
+    cand, base = power.simulate(np.random.default_rng(3), 2000, 40, cv=0.02, true_ratio=1.0)
+    n = rounds_to_pass(0.02, 0.97, 0.95)
+    fixed = power.decide(cand[:, :n], base[:, :n], Looks(n, n), min_ratio=0.97)
+    assert 0.7 <= fixed.rate(power.PASS) <= 0.9, "about 80 % power at the estimated rounds"

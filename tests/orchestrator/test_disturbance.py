@@ -24,7 +24,8 @@ def fake_proc(path, steal: int, total_rest: int, load: float) -> None:
 
 def test_the_window_spans_the_measured_steps(tmp_path):
     proc = tmp_path / "proc"
-    window = MeasureWindow(proc)
+    fake_proc(proc, steal=0, total_rest=50, load=9.0)
+    window = MeasureWindow(proc)  # made as the bench starts
     fake_proc(proc, steal=0, total_rest=100, load=9.0)
     window.observe({"kind": "header"})
     fake_proc(proc, steal=10, total_rest=1000, load=0.5)
@@ -97,3 +98,35 @@ def test_a_real_run_records_the_window(tmp_path, monkeypatch):
     assert 0 <= row["host_steal_frac"] <= 1 and row["host_load_before"] >= 0 and row["host_load_after"] >= 0
     assert row["host_step_cv"] >= 0
     assert {"host_cpu_governor", "host_cpu_turbo", "host_isolated_cpus"} <= set(row.index)
+
+
+def test_the_report_lists_disturbed_runs_and_the_adaptive_rounds(tmp_path):
+    from test_report import GO2, write_run, write_sweep
+
+    from orchestrator.analysis.report_model import make_report
+    from orchestrator.render.markdown import to_markdown
+
+    sweep = "ab-20260101T000000"
+    gate = {"metric": "throughput", "min_ratio": 0.5, "case": None, "side": None}
+    adaptive = {"repeats": 3, "max_repeats": 8, "rounds": 3, "ended": "every gate decided"}
+    write_sweep(tmp_path, sweep, [gate], [GO2], adaptive=adaptive)
+    for i, load in enumerate([0.5, 12.0, 0.7]):
+        for side in ("base", "cand"):
+            write_run(tmp_path, sweep, f"{side}{i}", side, GO2, throughput=100.0 + i, host_cpu_logical=2,
+                      host_load_before=load, host_load_after=0.5, host_steal_frac=0.0, host_step_cv=0.01)
+    report = make_report(tmp_path, sweep)
+    assert sorted(report.disturbed["run_key"]) == ["base1", "cand1"]
+    md = to_markdown(report)
+    assert "## Disturbed runs" in md and "| load 12.0 on 2 CPUs |" in md
+    assert "2 disturbed" in md and "adaptive: 3 of 3-8 rounds, ended: every gate decided" in md
+
+
+def test_records_read_all_at_once_still_have_the_window_from_the_start(tmp_path):
+    proc = tmp_path / "proc"
+    fake_proc(proc, steal=0, total_rest=100, load=1.0)
+    window = MeasureWindow(proc)
+    fake_proc(proc, steal=30, total_rest=400, load=3.0)  # the bench ran; nothing was read meanwhile
+    for record in ({"kind": "header"}, {"kind": "step", "warmup": True}, {"kind": "step", "warmup": False},
+                   {"kind": "summary"}):
+        window.observe(record)
+    assert window.columns([])["steal_frac"] == pytest.approx(30 / 330)

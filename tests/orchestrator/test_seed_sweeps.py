@@ -31,7 +31,7 @@ def plan(path: Path, tmp_path: Path, *dotlist: str):
     return resolved, build_plan(resolved, "seed-20260101T000000")
 
 
-def test_seven_cases_serial_direct_then_mba_at_head(tmp_path):
+def test_seven_cases_interleaved_direct_and_mba_at_head_adaptive_to_10_rounds(tmp_path):
     resolved, runs = plan(SEVEN, tmp_path)
     spec = resolved.spec
     assert spec.cases == SEVEN_CASES and spec.baseline == "direct" and list(spec.sides) == ["direct", "mba"]
@@ -41,13 +41,17 @@ def test_seven_cases_serial_direct_then_mba_at_head(tmp_path):
     assert resolved.shas["mba"] == head and SHA.match(head)
     p = spec.params
     assert (p.num_envs, p.warmup, p.measure, p.replay_capacity, spec.repeats) == (8192, 10, 100, 64, 3)
-    assert spec.order is Order.serial and spec.timeout_s >= 1800
+    assert spec.order is Order.interleaved and spec.timeout_s >= 1800
+    assert (spec.max_repeats, spec.budget_s) == (10, 14400)
     assert [(g.metric, g.min_ratio, g.max_ratio, g.side, g.case) for g in spec.gates] == [
         ("throughput", 0.90, None, None, None)]
 
     assert len(runs) == 7 * 2 * 3 and [r.order for r in runs] == list(range(42))
-    expected = [(case, side, rep) for case in SEVEN_CASES for side in ("direct", "mba") for rep in range(3)]
+    expected = [(case, side, rep) for rep in range(3) for case in SEVEN_CASES for side in ("direct", "mba")]
     assert [(r.case, r.side, r.repeat) for r in runs] == expected
+    _, serial = plan(SEVEN, tmp_path, "order=serial", "max_repeats=3")  # the seed's order, as documented
+    assert [(r.case, r.side, r.repeat) for r in serial] == [
+        (case, side, rep) for case in SEVEN_CASES for side in ("direct", "mba") for rep in range(3)]
     assert all(r.variant == resolved.settings[r.side].variant and r.sha == head for r in runs)
     assert len({r.run_key for r in runs}) == 42
 
@@ -67,7 +71,7 @@ def test_update_state_sweep_interleaves_two_refs_and_reports_the_sub_phases(tmp_
     assert [s.ref for s in spec.sides.values()] == ["HEAD", "HEAD"], "a template: resolves in any clone"
     assert resolved.shas["before"] == resolved.shas["after"]
     assert {s.variant for s in resolved.settings.values()} == {"manager"}
-    assert spec.order is Order.interleaved and spec.repeats == 3
+    assert spec.order is Order.interleaved and spec.repeats == 3 and spec.max_repeats == 15
     assert [(r.side, r.repeat) for r in runs] == [(s, i) for i in range(3) for s in ("before", "after")]
     assert spec.metrics[:3] == ["throughput", "physics_ms", "update_state_ms"]
     assert set(SUB_PHASES) <= set(spec.metrics)

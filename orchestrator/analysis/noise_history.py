@@ -1,0 +1,91 @@
+"""Run noise of earlier sweeps, so ``shasweep plan`` can say how many rounds a gate will need.
+
+Per case and metric: the pooled standard deviation of log values within each earlier (sweep, side)
+cell of ok runs on one host, i.e. the run CV the verdicts' intervals will see. From it,
+``rounds_to_pass`` is the number of paired rounds at which an unchanged side clears a bound with
+80 % power (the MDE of ``verdicts.detectable`` solved for n).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from orchestrator.analysis.sequential import Looks
+from orchestrator.analysis.verdicts import POWER
+from orchestrator.spec.schema import GateSpec
+
+MAX_ROUNDS = 1000
+
+
+@dataclass(frozen=True)
+class Noise:
+    """The run CV of one case and metric on one host, from ``sweeps`` earlier sweeps."""
+
+    cv: float
+    sweeps: int
+    runs: int
+
+
+def earlier_noise(results_root: Path, cases: list[str], metric: str, hostname: str) -> dict[str, Noise]:
+    """Per case with at least one earlier cell of 2+ ok runs on ``hostname``: its ``Noise``."""
+    path = Path(results_root) / "runs"
+    if not path.is_dir():
+        return {}
+    schema = pa.schema([("sweep_id", pa.string()), ("case", pa.string()), ("side", pa.string()),
+                        ("status", pa.string()), ("host_hostname", pa.string()), (metric, pa.float64())])
+    runs = ds.dataset(path, format="parquet", schema=schema).to_table(
+        filter=(ds.field("status") == "ok") & (ds.field("host_hostname") == hostname)
+        & ds.field("case").isin(cases)).to_pandas()
+    runs = runs[runs[metric] > 0]
+    found = {}
+    for case, mine in runs.groupby("case"):
+        logs = np.log(mine[metric].to_numpy())
+        cells = mine.assign(log=logs).groupby(["sweep_id", "side"])["log"]
+        sizes, variances = cells.size(), cells.var(ddof=1)
+        usable = sizes >= 2
+        if not usable.any():
+            continue
+        df = float((sizes[usable] - 1).sum())
+        pooled = float(((sizes[usable] - 1) * variances[usable]).sum() / df)
+        found[str(case)] = Noise(cv=math.sqrt(math.expm1(pooled)),
+                                 sweeps=int(mine.loc[:, "sweep_id"].nunique()), runs=int(usable.sum()))
+    return found
+
+
+def rounds_to_pass(cv: float, bound: float, confidence: float) -> int | None:
+    """The fewest rounds ``n`` at which an unchanged side (true ratio 1) clears ``bound`` with 80 %
+    power at a two-sided ``confidence``: ``(t_conf + t_power)(n - 1 df) * sd / sqrt(n) <= |log bound|``,
+    the log ratio's sd being ``sqrt(2)`` run sigmas (paired or not); None when the bound is 1 or
+    beyond ``MAX_ROUNDS``."""
+    from scipy import stats as sps
+
+    distance = abs(math.log(bound))
+    sigma = math.sqrt(math.log1p(cv ** 2)) * math.sqrt(2)
+    n = np.arange(2, MAX_ROUNDS + 1)
+    reach = (sps.t.ppf(0.5 + confidence / 2, n - 1) + sps.t.ppf(POWER, n - 1)) * sigma / np.sqrt(n)
+    enough = np.nonzero(reach <= distance)[0]
+    return int(n[enough[0]]) if distance > 0 and enough.size else None
+
+
+def noise_lines(results_root: Path, gates: list[GateSpec], cases: list[str], hostname: str,
+                looks: Looks) -> list[str]:
+    """``plan``'s lines: per gate bound and case, the earlier noise and the rounds it suggests (at
+    the confidence of a late look when the sweep is adaptive)."""
+    lines = []
+    for gate in gates:
+        noise = earlier_noise(results_root, [gate.case] if gate.case else cases, gate.metric, hostname)
+        confidence = looks.confidence_at(looks.last, gate.confidence)
+        for case, found in sorted(noise.items()):
+            for bound in (b for b in (gate.min_ratio, gate.max_ratio) if b is not None):
+                rounds = rounds_to_pass(found.cv, bound, confidence)
+                lines.append(f"estimate: {case} {gate.metric} run CV {100 * found.cv:.1f}% on {hostname} "
+                             f"({found.sweeps} earlier sweeps): an unchanged side clears {bound:g}x with 80% "
+                             f"power after ~{rounds} rounds")
+    return lines
+
