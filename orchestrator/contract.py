@@ -75,6 +75,7 @@ class PlannedRun:
     env: dict = field(default_factory=dict)  # extra environment variables for the bench process
     timeout_s: float = 600.0
     results_root: str = "results"
+    pythonpath: tuple[str, ...] = (".",)  # worktree-relative directories first on the bench's PYTHONPATH
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

@@ -20,14 +20,9 @@ import pyarrow.dataset as ds
 
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
-from orchestrator.analysis.verdicts import (
-    FAIL,
-    INCONCLUSIVE,
-    Comparer,
-    GateVerdict,
-    evaluate_gates,
-)
-from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
+from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates, gates_exit_code
+from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
+from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.spec.schema import REPORT_METRICS, GateSpec
 from orchestrator.store.parquet import runs_dir
 from orchestrator.store.records import read_record
@@ -72,16 +67,14 @@ class Report:
     failures: pd.DataFrame  # FAILURE_COLUMNS of every run that is not ok (with or without a results row)
     missing: int  # planned runs with no result
     drift: list[drift.Drift] = field(default_factory=list)  # against earlier sweeps of the same identity
+    waivers: list[Waiver] = field(default_factory=list)  # the waiver log, revocations included
 
     @property
     def exit_code(self) -> int:
-        """3 (a run not ok) over 1 (a gate failed) over 4 (a gate inconclusive) over 0."""
+        """3 (a run not ok) over 1 (a gate failed, not waived) over 4 (a gate inconclusive) over 0."""
         if self.missing or len(self.failures):
             return EXIT_RUN_FAILED
-        verdicts = {g.verdict for g in self.gates}
-        if FAIL in verdicts:
-            return EXIT_GATE_FAILED
-        return EXIT_GATE_INCONCLUSIVE if INCONCLUSIVE in verdicts else EXIT_OK
+        return gates_exit_code(self.gates)
 
 
 def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataFrame:
@@ -121,14 +114,16 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
     planned = int(record.get("planned_runs", len(cases) * len(sides) * int(spec.get("repeats", 1))))
     unwritten = _unwritten_outcomes(record, runs)
     not_ok = runs.loc[runs["status"] != "ok", list(FAILURE_COLUMNS)]
+    waivers = waiver_log(record)
     failures = pd.concat([not_ok, unwritten], ignore_index=True) if len(unwritten) else not_ok
     return Report(
         sweep_id=record["sweep_id"], record=record, baseline=baseline, cases=cases, sides=sides,
         metrics=metrics, rows=rows, counts=counts,
-        gates=evaluate_gates(gates, cases, sides, comparer),
+        gates=apply_waivers(evaluate_gates(gates, cases, sides, comparer), active_waivers(waivers)),
         audit=_audit(runs, sides),
         failures=failures, missing=max(planned - len(runs) - len(unwritten), 0),
         drift=[] if history is None else drift.find_drift(ok, history, metrics, threshold),
+        waivers=waivers,
     )
 
 

@@ -22,6 +22,7 @@ from orchestrator.render.tables import (
     sides_table,
     summary_lines,
 )
+from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 
 
 def to_frame(report: Report) -> pd.DataFrame:
@@ -55,7 +56,8 @@ def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | 
 def to_markdown(report: Report) -> str:
     """The human-readable report."""
     sections = [_summary_md(report), _sides_md(report), *(_case_md(report, c) for c in report.cases),
-                _gates_md(report), _drift_md(report), _failures_md(report), _host_md(report)]
+                _gates_md(report), _waivers_md(report), _drift_md(report), _failures_md(report),
+                _host_md(report)]
     return "\n\n".join(s for s in sections if s) + "\n"
 
 
@@ -86,7 +88,14 @@ def _gates_md(report: Report) -> str:
     table = gates_table(report)
     verdict = table.header.index("verdict")
     bold = [[*row[:verdict], f"**{row[verdict]}**", *row[verdict + 1:]] for row in table.rows]
-    return "## Gates\n\n" + GATES_NOTE + "\n\n" + markdown_table(Table(table.header, bold))
+    return ("## Gates\n\n" + GATES_NOTE + "\n\n" + gates_line(report) + "\n\n"
+            + markdown_table(Table(table.header, bold)))
+
+
+def _waivers_md(report: Report) -> str:
+    if not report.waivers:
+        return ""
+    return "## Waivers\n\n" + WAIVERS_NOTE + "\n\n" + markdown_table(waivers_table(report))
 
 
 def _drift_md(report: Report) -> str:

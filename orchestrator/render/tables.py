@@ -11,6 +11,7 @@ from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.run_audit import AUDIT_FAILED
 from orchestrator.analysis.verdicts import (
+    GateVerdict,
     format_interval,
     format_n,
     format_p,
@@ -88,11 +89,18 @@ GATES_NOTE = ("A verdict reads the bootstrap interval of the ratio of medians: P
 
 def gates_table(report: Report) -> Table:
     """One row per gate verdict: the ratio, the verdict, its interval, p-value and n, and why."""
-    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), g.verdict,
+    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), verdict_text(g),
              format_interval(g.comparison), format_p(g.comparison), format_n(g.comparison), g.reason]
             for g in report.gates]
     return Table(["gate", "metric", "case", "side", "bound", "ratio", "verdict", "interval", "p", "n",
                   "reason"], rows)
+
+
+def verdict_text(verdict: GateVerdict) -> str:
+    """``PASS``, ``INCONCLUSIVE``, ``FAIL``, or ``FAIL (waived: reason)`` (``analysis.waivers``)."""
+    if verdict.waived is None:
+        return verdict.verdict
+    return f"{verdict.verdict} (waived: {one_line(verdict.waived)})"
 
 
 def drift_table(report: Report) -> Table:

@@ -62,6 +62,7 @@ class RunResult:
     header: dict | None = None
     summary: dict | None = None
     steps: list[StepRecord] = field(default_factory=list)
+    pythonpath: list[str] | None = None  # absolute directories put first on the bench's PYTHONPATH
 
     @property
     def wall_s(self) -> float:
@@ -123,6 +124,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
     columns |= {
         "params": (json.dumps(run.params, sort_keys=True), pa.string()),
         "env": (json.dumps(run.env, sort_keys=True), pa.string()),
+        "pythonpath": (None if result.pythonpath is None else json.dumps(result.pythonpath), pa.string()),
     }
     schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
     return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)

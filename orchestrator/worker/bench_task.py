@@ -100,10 +100,28 @@ def render_argv(template: tuple[str, ...] | list[str], values: dict[str, object]
                                 f"known: {', '.join(sorted(values))}") from None
 
 
+def bench_pythonpath(tree: Path, directories: tuple[str, ...] | list[str]) -> list[str]:
+    """The sweep's ``pythonpath`` directories inside the worktree ``tree``, absolute, in order; each must
+    exist there (``InvalidInputError`` naming the first that does not, or that leaves the worktree)."""
+    root = tree.resolve()
+    paths = []
+    for directory in directories:
+        path = (root / directory).resolve()
+        if not path.is_relative_to(root):
+            raise InvalidInputError(f"pythonpath directory {directory!r} leads out of the worktree {root}")
+        if not path.is_dir():
+            raise InvalidInputError(
+                f"pythonpath directory {directory!r} does not exist in the worktree {root}")
+        paths.append(str(path))
+    return paths
+
+
 def bench_env(run: PlannedRun, tree: Path, threads: int) -> dict[str, str]:
-    """The bench's environment: ours, the worktree first on PYTHONPATH, thread variables, the sweep's env."""
+    """The bench's environment: ours, the worktree's ``pythonpath`` first on PYTHONPATH, thread
+    variables, the sweep's env."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH", "")) if p)
+    first = bench_pythonpath(tree, run.pythonpath)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (*first, env.get("PYTHONPATH", "")) if p)
     env.update({name: str(threads) for name in PINNED_THREAD_VARS})
     env.update({str(k): str(v) for k, v in run.env.items()})
     env[RUN_KEY_VAR] = run.run_key
@@ -136,6 +154,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
               "algo": run.algo, "task": run.task, "sim": run.sim, "variant": run.variant}
     argv = render_argv(run.argv_template, values)
     env = bench_env(run, tree, threads)
+    pythonpath = bench_pythonpath(tree, run.pythonpath)
     host = collect_host(env=env, cpus=cpus)
     (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
     started_at = datetime.now(UTC)
@@ -154,7 +173,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     status, error = _verdict(state, proc.returncode, still_running, stop, protocol_error, log_dir, run)
     return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
                      exit_code=proc.returncode, log_dir=str(log_dir), host=host,
-                     header=state.header, summary=state.summary, steps=state.steps)
+                     header=state.header, summary=state.summary, steps=state.steps, pythonpath=pythonpath)
 
 
 def _follow_stream(run: PlannedRun, stream_path: Path, stop: _StopWatch,
