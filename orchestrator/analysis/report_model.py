@@ -20,6 +20,7 @@ import pyarrow.dataset as ds
 
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.analysis.software import SOFTWARE_COLUMNS
 from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates, gates_exit_code
 from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
 from orchestrator.errors import EXIT_RUN_FAILED
@@ -35,7 +36,7 @@ FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error"
 
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
     ("run_key", "sweep_id", "side", "case", "sha", "status", "error", *AUDIT_COLUMNS, *AUDIT_INPUT_COLUMNS,
-     *drift.IDENTITY_COLUMNS)))
+     *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS)))
 
 
 @dataclass(frozen=True)

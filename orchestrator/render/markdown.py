@@ -48,9 +48,10 @@ def _comparison_columns(comparison: stats.Comparison | None) -> dict[str, float 
 
 def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | str | None]:
     if found is None:
-        return {"history_sweeps": 0, "history_median": math.nan, "drift": math.nan, "drifted": False}
+        return {"history_sweeps": 0, "history_median": math.nan, "drift": math.nan, "drifted": False,
+                "drift_software": None}
     return {"history_sweeps": found.sweeps, "history_median": found.reference, "drift": found.change,
-            "drifted": found.flagged}
+            "drifted": found.flagged, "drift_software": "; ".join(found.software) or None}
 
 
 def to_markdown(report: Report) -> str:
@@ -103,7 +104,9 @@ def _drift_md(report: Report) -> str:
         return ""
     threshold = report.drift[0].threshold
     note = (f"Each side's median against the median of earlier sweeps' medians of the same SHA, case, "
-            f"variant, params, env and host; DRIFT when it moved more than {100 * threshold:g}%.")
+            f"variant, params, env and host; DRIFT when it moved more than {100 * threshold:g}%. "
+            f"'software vs history' names the packages the bench or host reported at other versions "
+            f"in those sweeps: a drift with a software change need not be the machine.")
     return "## Drift\n\n" + note + "\n\n" + markdown_table(drift_table(report))
 
 

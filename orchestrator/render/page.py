@@ -19,6 +19,7 @@ from orchestrator.render.tables import Table
 # Cell text -> CSS class, so verdicts and statuses stand out wherever a table shows them.
 HIGHLIGHTS: dict[str, str] = {
     "PASS": "pass", "FAIL": "fail", "INCONCLUSIVE": "warn", "DRIFT": "warn",
+    "faster (large)": "pass", "slower (large)": "fail",
     "ok": "pass", "failed": "fail", "timeout": "fail", "cancelled": "fail", "audit_failed": "fail",
 }
 WAIVED_PREFIX = "FAIL (waived"  # a waived FAIL (``tables.verdict_text``): accepted, not failing
@@ -35,6 +36,7 @@ td.waived { background: #e4e4f7; color: #2b2b7a; font-weight: bold; }
 td.warn { background: #fdf0c4; color: #6b5200; font-weight: bold; }
 .plots { display: flex; flex-wrap: wrap; gap: 12px; }
 .note { color: #555; }
+.warning { background: #fdf0c4; color: #6b5200; padding: 6px 10px; font-weight: bold; }
 """
 
 

@@ -108,10 +108,10 @@ def drift_table(report: Report) -> Table:
     shown = {"throughput"} | {g.metric for g in report.gates}
     rows = [[d.case, d.side, d.metric, format_number(d.current), format_number(d.reference),
              f"{d.latest_sweep}: {format_number(d.latest)}", str(d.sweeps), _change(d.change),
-             "DRIFT" if d.flagged else "ok"]
+             "DRIFT" if d.flagged else "ok", "; ".join(d.software) or "same"]
             for d in report.drift if d.flagged or d.metric in shown]
     return Table(["case", "side", "metric", "this sweep", "history", "latest earlier sweep", "sweeps",
-                  "change", "drift"], rows)
+                  "change", "drift", "software vs history"], rows)
 
 
 def failures_table(report: Report) -> Table:

@@ -1,7 +1,9 @@
-"""shasweep compare: medians of two sweeps side by side with the change in percent."""
+"""shasweep compare: two sweeps side by side: changes with intervals and verdicts, ratios A -> B, the
+settings and software that differ."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -34,6 +36,42 @@ def test_changes_of_the_medians(root):
     assert change["cand", "throughput"].change_pct == pytest.approx(50.0)
     assert change["cand", "physics_ms"].change_pct == pytest.approx(-20.0)
     assert math.isnan(change["cand", "d2h_ms"].change_pct), "no d2h_ms in the later sweep"
+    assert change["cand", "physics_ms"].verdict == "faster (large)", "a lower *_ms is faster"
+    assert change["base", "throughput"].verdict == "no clear change"
+    assert change["cand", "d2h_ms"].verdict == "no interval"
+    ratio = {(r.side, r.metric): r for r in comparison.ratios}
+    assert (ratio["cand", "throughput"].before.ratio, ratio["cand", "throughput"].after.ratio) == \
+        pytest.approx((2.0, 300 / 90))
+
+
+def test_highlight_threshold(root):
+    comparison = make_comparison(root, EARLIER, LATER, highlight_pct=60.0)
+    change = {(c.side, c.metric): c for c in comparison.changes}
+    assert change["cand", "throughput"].verdict == "faster", "clear, but +50% is under 60%"
+    assert change["cand", "physics_ms"].verdict == "faster"
+
+
+def test_settings_that_differ_are_named(root, capsys):
+    path = root / "sweeps" / f"{LATER}.json"
+    record = json.loads(path.read_text())
+    record["spec"]["command"] = ["{python}", "bench.py", "--fast"]
+    record["host"]["cpu_model"] = "Other CPU"
+    for side in record["sides"].values():
+        side["params"] = {"measure": 200, "num_envs": 8}
+    record["sides"]["cand"]["env"] = {"OMP_PROC_BIND": "close"}
+    path.write_text(json.dumps(record))
+    earlier = root / "sweeps" / f"{EARLIER}.json"
+    record = json.loads(earlier.read_text())
+    for side in record["sides"].values():
+        side["params"] = {"measure": 30, "num_envs": 8}
+    earlier.write_text(json.dumps(record))
+    assert main(["compare", EARLIER, LATER, "--results", str(root)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "## Warning: settings differ" in out
+    for line in ("- params.measure: 30 -> 200", "- sides.cand.env.OMP_PROC_BIND: unset -> close",
+                 "- command: unset -> {python} bench.py --fast", "- host.cpu_model: Test CPU -> Other CPU"):
+        assert line in out.splitlines(), line
+    assert "sides.base.params.measure" not in out, "a difference every side shares is named once"
 
 
 def test_cli_prints_markdown_and_writes_html(root, capsys):
@@ -42,9 +80,16 @@ def test_cli_prints_markdown_and_writes_html(root, capsys):
                  "--out", str(out)]) == EXIT_OK
     printed = capsys.readouterr().out
     assert f"# shasweep compare: {LATER} vs. {EARLIER}" in printed
-    assert "| cand | throughput | 200 [180, 220] cv 8.2% | 300 [290, 310] cv 2.7% | +50.0% |" in printed
+    assert "| cand | throughput | 200 [180, 220] cv 8.2% | 300 [290, 310] cv 2.7% | **+50.0%** | " \
+           "**[+31.8%, +72.2%]** | **faster (large)** |" in printed
+    assert "| base | throughput | 100 [90, 110] cv 8.2% | 90 [80, 100] cv 9.1% | -10.0% | " \
+           "[-27.3%, +11.1%] | no clear change |" in printed
+    assert "| cand / base | throughput | 2.000 -> 3.333 | 95% CI [1.636, 2.444] | 95% CI [2.900, 3.875] |" \
+        in printed
+    assert "No package version differs" in printed and "Warning" not in printed
     page = out.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "<td>+50.0%</td>" in page
+    assert '<td class="pass">faster (large)</td>' in page and "<td>2.000 -&gt; 3.333</td>" in page
 
 
 def test_sweeps_without_a_common_case_are_invalid_input(root, capsys):
