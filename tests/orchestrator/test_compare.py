@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 from test_report import G1, GO2, write_go2_runs, write_run, write_sweep
 
@@ -98,3 +99,30 @@ def test_sweeps_without_a_common_case_are_invalid_input(root, capsys):
     assert main(["compare", EARLIER, other, "--results", str(root)]) == EXIT_INVALID
     assert "share no case and side" in capsys.readouterr().err
     assert main(["compare", EARLIER, "nope-20260101T000000", "--results", str(root)]) == EXIT_INVALID
+
+
+def simulated_verdicts(n: int, shift: float, sweeps: int, seed: int) -> list[str]:
+    """The verdict of B's throughput against A's over ``sweeps`` simulated pairs of batches of ``n`` runs
+    each, with 3% lognormal run-to-run noise and B's true median ``shift`` times A's."""
+    from orchestrator.analysis import stats
+    from orchestrator.render.compare import Change
+
+    rng = np.random.default_rng(seed)
+    verdicts = []
+    for i in range(sweeps):
+        before, after = rng.lognormal(0, 0.03, n), shift * rng.lognormal(0, 0.03, n)
+        interval = stats.compare(after, before, resamples=1999, seed=i)
+        verdicts.append(Change(GO2, "cand", "throughput", stats.summarize(before), stats.summarize(after),
+                               interval).verdict)
+    return verdicts
+
+
+@pytest.mark.parametrize("n", [5, 8])
+def test_change_verdicts_false_alarm_rate_and_power(n):
+    """Seeded simulations: with no real change, a 'faster'/'slower' verdict (the 95% interval missing
+    1) comes up at most 8% of the time; a real +10% change is called 'faster (large)' at least 90%."""
+    same = simulated_verdicts(n, 1.0, 250, seed=n)
+    false_alarms = sum(v != "no clear change" for v in same) / len(same)
+    assert false_alarms <= 0.08, f"A/A false-alarm rate {false_alarms:.1%} at n={n}"
+    faster = simulated_verdicts(n, 1.10, 100, seed=100 + n)
+    assert sum(v == "faster (large)" for v in faster) / len(faster) >= 0.85
