@@ -135,6 +135,8 @@ def format_plan(resolved: ResolvedSweep, runs: list[PlannedRun]) -> str:
     lines = [f"sweep {spec.name}: {len(runs)} runs ({len(spec.cases)} cases x {len(spec.sides)} sides x "
              f"{spec.repeats} repeats, order {spec.order.value}), repo {resolved.repo}",
              f"results: {resolved.results_root}"]
+    if spec.pythonpath != ["."]:
+        lines.append(f"pythonpath (first on the bench's PYTHONPATH): {', '.join(spec.pythonpath)}")
     for label, side in spec.sides.items():
         settings = resolved.settings[label]
         marker = " (baseline)" if label == spec.baseline else ""

@@ -127,6 +127,12 @@ def test_a_src_layout_sweep_end_to_end(tmp_path, src_repo, monkeypatch, capsys):
     assert json.loads(record.read_text())["spec"]["pythonpath"] == ["src"]
 
 
+def test_plan_shows_the_pythonpath(tmp_path, src_repo, monkeypatch, capsys):
+    monkeypatch.chdir(src_repo.path)
+    assert main(["plan", str(sweep_yaml(tmp_path, pythonpath=["src", "."]))]) == 0
+    assert "pythonpath (first on the bench's PYTHONPATH): src, ." in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("pythonpath, message", [
     (["lib"], "pythonpath[0]: directory 'lib' does not exist in commit"),
     (["src", "/abs"], "pythonpath[1]: '/abs' must be a directory relative to the worktree"),
