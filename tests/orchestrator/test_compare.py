@@ -19,10 +19,15 @@ EARLIER, LATER = "ab-20260101T000000", "ab-20260102T000000"
 
 @pytest.fixture
 def root(tmp_path):
-    write_sweep(tmp_path, EARLIER, [], [GO2])
-    write_go2_runs(tmp_path, EARLIER)  # base 100 / cand 200 throughput
-    write_sweep(tmp_path, LATER, [], [GO2, G1])
-    for i, (base, cand) in enumerate([(90.0, 300.0), (100.0, 310.0), (80.0, 290.0)]):
+    """Five runs per side: base 100 -> 90, cand 200 -> 300 throughput; cand physics 5 -> 4 ms."""
+    write_sweep(tmp_path, EARLIER, [], [GO2], repeats=5)
+    for i, (base, cand) in enumerate([(100.0, 200.0), (110.0, 220.0), (90.0, 180.0), (105.0, 210.0),
+                                      (95.0, 190.0)]):
+        write_run(tmp_path, EARLIER, f"b{i}", "base", GO2, throughput=base, physics_ms=10.0, d2h_ms=0.0)
+        write_run(tmp_path, EARLIER, f"c{i}", "cand", GO2, throughput=cand, physics_ms=5.0, d2h_ms=0.0)
+    write_sweep(tmp_path, LATER, [], [GO2, G1], repeats=5)
+    for i, (base, cand) in enumerate([(90.0, 300.0), (100.0, 310.0), (80.0, 290.0), (95.0, 305.0),
+                                      (85.0, 295.0)]):
         write_run(tmp_path, LATER, f"b{i}", "base", GO2, throughput=base, physics_ms=10.0)
         write_run(tmp_path, LATER, f"c{i}", "cand", GO2, throughput=cand, physics_ms=4.0)
         write_run(tmp_path, LATER, f"g{i}", "base", G1, throughput=5.0, physics_ms=1.0)
@@ -43,6 +48,18 @@ def test_changes_of_the_medians(root):
     ratio = {(r.side, r.metric): r for r in comparison.ratios}
     assert (ratio["cand", "throughput"].before.ratio, ratio["cand", "throughput"].after.ratio) == \
         pytest.approx((2.0, 300 / 90))
+
+
+def test_fewer_than_five_runs_give_no_interval(tmp_path):
+    """The 'ratio earlier -> final' still shows; only the change's interval and verdict need 5 runs."""
+    write_sweep(tmp_path, EARLIER, [], [GO2])
+    write_go2_runs(tmp_path, EARLIER)
+    write_sweep(tmp_path, LATER, [], [GO2])
+    write_go2_runs(tmp_path, LATER)
+    comparison = make_comparison(tmp_path, EARLIER, LATER)
+    assert {c.verdict for c in comparison.changes} == {"no interval"}
+    (ratio,) = [r for r in comparison.ratios if r.metric == "throughput"]
+    assert ratio.before.has_interval and ratio.after.has_interval
 
 
 def test_highlight_threshold(root):
@@ -81,11 +98,12 @@ def test_cli_prints_markdown_and_writes_html(root, capsys):
                  "--out", str(out)]) == EXIT_OK
     printed = capsys.readouterr().out
     assert f"# shasweep compare: {LATER} vs. {EARLIER}" in printed
-    assert "| cand | throughput | 200 [180, 220] cv 8.2% | 300 [290, 310] cv 2.7% | **+50.0%** | " \
-           "**[+31.8%, +72.2%]** | **faster (large)** |" in printed
-    assert "| base | throughput | 100 [90, 110] cv 8.2% | 90 [80, 100] cv 9.1% | -10.0% | " \
-           "[-27.3%, +11.1%] | no clear change |" in printed
-    assert "| cand / base | throughput | 2.000 -> 3.333 | 95% CI [1.636, 2.444] | 95% CI [2.900, 3.875] |" \
+    assert "| cand | throughput | 200 [180, 220] cv 7.1% | 300 [290, 310] cv 2.4% | **+50.0%** | " \
+           "**[+36.4%, +66.7%]** | **faster (large)** |" in printed
+    assert "| base | throughput | 100 [90, 110] cv 7.1% | 90 [80, 100] cv 7.9% | -10.0% | " \
+           "[-22.7%, +5.3%] | no clear change |" in printed
+    assert "| cand | d2h_ms | 0 [0, 0] cv - | not reported | - | - | no interval |" in printed
+    assert "| cand / base | throughput | 2.000 -> 3.333 | 95% CI [1.727, 2.316] | 95% CI [3.000, 3.750] |" \
         in printed
     assert "No package version differs" in printed and "Warning" not in printed
     page = out.read_text(encoding="utf-8")
@@ -105,13 +123,13 @@ def simulated_verdicts(n: int, shift: float, sweeps: int, seed: int) -> list[str
     """The verdict of B's throughput against A's over ``sweeps`` simulated pairs of batches of ``n`` runs
     each, with 3% lognormal run-to-run noise and B's true median ``shift`` times A's."""
     from orchestrator.analysis import stats
-    from orchestrator.render.compare import Change
+    from orchestrator.render.compare import Change, change_interval
 
     rng = np.random.default_rng(seed)
     verdicts = []
     for i in range(sweeps):
         before, after = rng.lognormal(0, 0.03, n), shift * rng.lognormal(0, 0.03, n)
-        interval = stats.compare(after, before, resamples=1999, seed=i)
+        interval = change_interval(list(after), list(before), resamples=1999, seed=i)
         verdicts.append(Change(GO2, "cand", "throughput", stats.summarize(before), stats.summarize(after),
                                interval).verdict)
     return verdicts
