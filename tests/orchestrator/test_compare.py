@@ -83,9 +83,14 @@ def test_settings_that_differ_are_named(root, capsys):
     for side in record["sides"].values():
         side["params"] = {"measure": 30, "num_envs": 8}
     earlier.write_text(json.dumps(record))
-    assert main(["compare", EARLIER, LATER, "--results", str(root)]) == EXIT_OK
+    html = root / "cmp.html"
+    assert main(["compare", EARLIER, LATER, "--results", str(root), "--format", "html", "--out", str(html)]) \
+        == EXIT_OK
     out = capsys.readouterr().out
     assert "## Warning: settings differ" in out
+    page = html.read_text()
+    assert '<p class="warning">The two sweeps ran with different settings' in page
+    assert "<li>params.measure: 30 -&gt; 200</li>" in page
     for line in ("- params.measure: 30 -> 200", "- sides.cand.env.OMP_PROC_BIND: unset -> close",
                  "- command: unset -> {python} bench.py --fast", "- host.cpu_model: Test CPU -> Other CPU"):
         assert line in out.splitlines(), line
