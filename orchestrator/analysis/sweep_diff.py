@@ -12,6 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from orchestrator.spec.schema import DEFAULT_COMMAND
+
+# what a record without the key ran with (it predates the key)
+SPEC_DEFAULTS: dict[str, list[str]] = {"command": list(DEFAULT_COMMAND), "pythonpath": ["."]}
 HOST_SKIPPED: frozenset[str] = frozenset({"versions", "threads"})
 UNSET = "unset"
 
@@ -27,8 +31,8 @@ def settings_differences(before: dict[str, Any], after: dict[str, Any], sides: l
     for side, diffs in per_side.items():
         lines += [f"sides.{side}.{key}: {old} -> {new}" for key, (old, new) in sorted(diffs.items())
                   if (key, (old, new)) not in shared]
-    for name in ("command", "pythonpath"):
-        old, new = _spec(before).get(name), _spec(after).get(name)
+    for name, default in SPEC_DEFAULTS.items():
+        old, new = _spec(before).get(name, default), _spec(after).get(name, default)
         if old != new:
             lines.append(f"{name}: {_show(old)} -> {_show(new)}")
     host = _diff(_flat(_host(before)), _flat(_host(after)))

@@ -92,8 +92,12 @@ def test_settings_that_differ_are_named(root, capsys):
     assert '<p class="warning">The two sweeps ran with different settings' in page
     assert "<li>params.measure: 30 -&gt; 200</li>" in page
     for line in ("- params.measure: 30 -> 200", "- sides.cand.env.OMP_PROC_BIND: unset -> close",
-                 "- command: unset -> {python} bench.py --fast", "- host.cpu_model: Test CPU -> Other CPU"):
+                 "- host.cpu_model: Test CPU -> Other CPU"):
         assert line in out.splitlines(), line
+    (command,) = [line for line in out.splitlines() if line.startswith("- command: ")]
+    assert command.startswith("- command: {python} -m envruntime.bench --algo {algo}"), "the default"
+    assert command.endswith(" -> {python} bench.py --fast")
+    assert "pythonpath" not in out, "a record without pythonpath ran with the default"
     assert "sides.base.params.measure" not in out, "a difference every side shares is named once"
 
 
