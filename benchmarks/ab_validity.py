@@ -225,7 +225,7 @@ def main() -> int:
         with connect(None) as conn:
             for k in range(args.k):
                 for condition, path in sweeps.items():
-                    for outcome in run_one(path, conn.cluster.scheduler_address, condition):
+                    for outcome in run_one(path, conn.client.scheduler.address, condition):
                         outcomes.append(outcome)
                         print(f"[{k + 1}/{args.k}] {condition:<5} {outcome.metric:<10} {outcome.verdict:<12} "
                               f"ratio {outcome.ratio:.4f} CI [{outcome.low:.4f}, {outcome.high:.4f}] "
