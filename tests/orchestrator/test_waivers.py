@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 import yaml
 from fakebench.fakerepo import COMMAND, make_fake_repo
+from fakebench.waits import wait_for
 from test_report import GO2, write_go2_runs, write_sweep
 
 from orchestrator.analysis import stats
@@ -184,3 +187,35 @@ def test_appends_survive_a_client_rewriting_the_record_concurrently(root):
     assert [e["reason"] for e in record["waivers"]] == [f"entry {i}" for i in range(n)]
     assert record["status"] == f"running {n - 1}", "the client's own writes still land"
     assert not list((root / "sweeps").glob(".*.tmp")), "no temporary file left behind"
+
+
+@pytest.mark.slow
+def test_a_waiver_recorded_while_the_sweep_runs_survives_its_final_write(tmp_path):
+    """`shasweep run` in its own process holds the record in memory and rewrites it at the end; a
+    `shasweep waive` in between must still be there, and decide the exit code."""
+    repo = make_fake_repo(tmp_path)
+    env = {**os.environ, "SHASWEEP_HOME": str(tmp_path / "home")}
+    sweep = sweep_file(tmp_path, params={"num_envs": 8, "warmup": 1, "measure": 300, "threads": 1})
+    run = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "run", sweep, "--no-progress"],
+                           cwd=repo.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    sweeps = repo.path / "results" / "sweeps"
+
+    def dispatching() -> str | None:
+        for path in sweeps.glob("fake-ab-*.json"):
+            text = path.read_text()
+            if text.strip() and "scheduler" in json.loads(text):
+                return path.stem
+        return None
+
+    sweep_id = wait_for(dispatching, "the sweep to start dispatching", timeout_s=120)
+    waive = [sys.executable, "-m", "orchestrator.cli", "waive", sweep_id, "--case", "sac/fake/none",
+             "--side", "new", "--reason", "recorded mid-run", "--by", "qa"]
+    assert subprocess.run(waive, cwd=repo.path, env=env, capture_output=True, text=True).returncode == 0
+    out, _ = run.communicate(timeout=300)
+    assert run.returncode == EXIT_OK, out
+    record = read_record(repo.path / "results", sweep_id)
+    assert record["status"] == "finished" and [w["reason"] for w in record["waivers"]] == ["recorded mid-run"]
+    last_run_ended = pd.read_parquet(repo.path / "results" / "runs")["ended_at"].max()
+    assert last_run_ended > pd.Timestamp(record["waivers"][0]["time"]), "waived before the sweep ended"
+    assert "**FAIL (waived: recorded mid-run)**" in out
