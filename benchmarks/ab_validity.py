@@ -93,7 +93,7 @@ def bench(argv: list[str]) -> int:
         emit({"kind": "header", "protocol": 1,
               "case": {"algo": "synthetic", "task": "sha256", "sim": "none", "variant": "manager"},
               "params": {"num_envs": 1, "warmup": args.warmup, "measure": args.measure},
-              "audit": {"module_file": os.path.abspath(__file__), "git_sha": sha, "env_class": "Sha256Work",
+              "audit": {"module_file": os.path.abspath(WORK_FILE), "git_sha": sha, "env_class": "Sha256Work",
                         "iterations": iterations}})
         started, cpu_started = time.perf_counter(), time.process_time()
         for step in range(args.warmup + args.measure):

@@ -85,6 +85,7 @@ class PlannedRun:
     timeout_s: float = 600.0
     results_root: str = "results"
     token: str = ""  # the sweep's client token: in its cancel event name and its progress messages
+    pythonpath: tuple[str, ...] = (".",)  # worktree-relative directories first on the bench's PYTHONPATH
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

@@ -8,7 +8,10 @@ sweeps (by creation, none newer than this one) that ran one of this sweep's SHAs
 sweep records say which), so a report stays fast on a large root.
 
 The reference is the median of the earlier sweeps' per-sweep medians (robust to one odd sweep); the
-latest earlier sweep's median is shown next to it. A side drifted when
+latest earlier sweep's median is shown next to it. The software is not part of the match: the
+package versions the bench and the host reported (``analysis.software``) are compared with those of
+the matched earlier runs, and a drift names every package that changed (``mujoco-uni-runtime
+0.3.1 -> 0.4.0``), so a software change is not taken for the machine drifting. A side drifted when
 ``|current median / reference - 1| > threshold``. Drift is reported, never a verdict: it does not
 change the exit code.
 """
@@ -25,6 +28,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.analysis.software import SOFTWARE_COLUMNS, describe_changes, version_changes, versions_of
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import runs_dir
 from orchestrator.store.records import sweeps_dir
@@ -34,7 +38,7 @@ IDENTITY_COLUMNS: tuple[str, ...] = ("sha", "case", "variant", "params", "env", 
 DEFAULT_THRESHOLD = 0.03
 HISTORY_SWEEPS = 10  # the most recent earlier sweeps a side is compared with
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
-    ("sweep_id", "side", "status", "error", *IDENTITY_COLUMNS, *AUDIT_INPUT_COLUMNS)))
+    ("sweep_id", "side", "status", "error", *IDENTITY_COLUMNS, *AUDIT_INPUT_COLUMNS, *SOFTWARE_COLUMNS)))
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class Drift:
     latest_sweep: str  # the most recent of them
     latest: float  # its median
     threshold: float
+    software: tuple[str, ...] = ()  # packages whose versions differ from the matched earlier runs'
 
     @property
     def change(self) -> float:
@@ -110,10 +115,14 @@ def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],
     drifts = []
     for (side, *identity), mine in current.groupby(["side", *keys], sort=False):
         past = earlier[(earlier[keys] == pd.Series(identity, index=keys)).all(axis=1)]
+        if past.empty:
+            continue
+        software = tuple(describe_changes(version_changes(versions_of(past), versions_of(mine))))
         for metric in metrics:
             drift = _metric_drift(mine, past, metric, first_run, threshold)
             if drift is not None:
-                drifts.append(Drift(case=mine["case"].iloc[0], side=side, metric=metric, **drift))
+                drifts.append(Drift(case=mine["case"].iloc[0], side=side, metric=metric, software=software,
+                                    **drift))
     return drifts
 
 

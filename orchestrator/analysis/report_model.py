@@ -22,14 +22,10 @@ from orchestrator.analysis.disturbed import COLUMNS as DISTURBANCE_COLUMNS
 from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.sequential import Looks
-from orchestrator.analysis.verdicts import (
-    FAIL,
-    INCONCLUSIVE,
-    Comparer,
-    GateVerdict,
-    evaluate_gates,
-)
-from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
+from orchestrator.analysis.software import SOFTWARE_COLUMNS
+from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates, gates_exit_code
+from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
+from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.spec.schema import REPORT_METRICS, GateSpec
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import runs_dir
@@ -43,7 +39,7 @@ FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error"
 
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
     ("run_key", "sweep_id", "side", "case", "sha", "status", "error", *AUDIT_COLUMNS, *AUDIT_INPUT_COLUMNS,
-     *drift.IDENTITY_COLUMNS)))
+     *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS)))
 
 
 @dataclass(frozen=True)
@@ -76,16 +72,14 @@ class Report:
     missing: int  # planned runs with no result
     drift: list[drift.Drift] = field(default_factory=list)  # against earlier sweeps of the same identity
     disturbed: pd.DataFrame = field(default_factory=pd.DataFrame)  # disturbed.disturbed_runs of the ok runs
+    waivers: list[Waiver] = field(default_factory=list)  # the waiver log, revocations included
 
     @property
     def exit_code(self) -> int:
-        """3 (a run not ok) over 1 (a gate failed) over 4 (a gate inconclusive) over 0."""
+        """3 (a run not ok) over 1 (a gate failed, not waived) over 4 (a gate inconclusive) over 0."""
         if self.missing or len(self.failures):
             return EXIT_RUN_FAILED
-        verdicts = {g.verdict for g in self.gates}
-        if FAIL in verdicts:
-            return EXIT_GATE_FAILED
-        return EXIT_GATE_INCONCLUSIVE if INCONCLUSIVE in verdicts else EXIT_OK
+        return gates_exit_code(self.gates)
 
 
 def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataFrame:
@@ -121,15 +115,18 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
     planned = int(record.get("planned_runs", len(cases) * len(sides) * int(spec.get("repeats", 1))))
     unwritten = _unwritten_outcomes(record, runs)
     not_ok = runs.loc[runs["status"] != "ok", list(FAILURE_COLUMNS)]
+    waivers = waiver_log(record)
     failures = pd.concat([not_ok, unwritten], ignore_index=True) if len(unwritten) else not_ok
     return Report(
         sweep_id=record["sweep_id"], record=record, baseline=baseline, cases=cases, sides=sides,
         metrics=metrics, rows=rows, counts=counts,
-        gates=evaluate_gates(gates, cases, sides, comparer, Looks.of_spec(spec)),
+        gates=apply_waivers(evaluate_gates(gates, cases, sides, comparer, Looks.of_spec(spec)),
+                            active_waivers(waivers)),
         audit=_audit(runs, sides),
         failures=failures, missing=max(planned - len(runs) - len(unwritten), 0),
         drift=[] if history is None else drift.find_drift(ok, history, metrics, threshold),
         disturbed=disturbed_runs(ok),
+        waivers=waivers,
     )
 
 

@@ -4,6 +4,8 @@ Checked from the runs table alone (the header's ``audit_*`` columns and the plan
 sweep record when one is given:
 
 * the loaded SHA (``audit_git_sha``) equals the requested ``sha``;
+* the loaded module (``audit_module_file``) lies in one of the worktree directories the worker put
+  first on the bench's PYTHONPATH (``pythonpath``, the sweep's ``pythonpath`` key), when both are known;
 * the run's ``variant``, ``params``, ``env`` and ``sha`` equal the sweep record's for its side (no
   overrides beyond the sweep's), and it measured as many steps as ``params.measure`` asked for;
 * for envruntime benches (env class from the ``envruntime`` package): the backend class is the one of
@@ -16,7 +18,9 @@ list it with the failures and keep its numbers out of every median and gate.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any
 
 import pandas as pd
@@ -34,7 +38,7 @@ ENVRUNTIME_MANAGERS: tuple[str, ...] = ("action", "observation", "reward", "term
 # Runs-table columns the audit reads (``steps`` is an integer, the others strings).
 AUDIT_INPUT_COLUMNS: tuple[str, ...] = (
     "sha", "sim", "variant", "params", "env", "audit_git_sha", "audit_env_class", "audit_backend_class",
-    "audit_managers",
+    "audit_managers", "audit_module_file", "pythonpath",
 )
 
 
@@ -44,7 +48,7 @@ def audit_run(run: Mapping[str, Any], planned_side: Mapping[str, Any] | None = N
     ``planned_side`` is the sweep record's entry for the run's side (``ref``, ``sha``, ``variant``,
     ``params``, ``env``); keys it lacks are not checked.
     """
-    reasons = _sha_reasons(run) + _plan_reasons(run, planned_side or {})
+    reasons = _sha_reasons(run) + _module_reasons(run) + _plan_reasons(run, planned_side or {})
     if str(_text(run.get("audit_env_class")) or "").startswith(ENVRUNTIME_PACKAGE):
         reasons += _envruntime_reasons(run)
     return reasons
@@ -69,6 +73,16 @@ def _sha_reasons(run: Mapping[str, Any]) -> list[str]:
     if loaded is None:
         return ["the header's audit records no git_sha, so the loaded code is unproven"]
     return [] if loaded == requested else [f"loaded SHA {loaded} is not the requested {requested}"]
+
+
+def _module_reasons(run: Mapping[str, Any]) -> list[str]:
+    """The loaded module must come from one of the run's PYTHONPATH directories of its worktree."""
+    module, directories = _text(run.get("audit_module_file")), _json_list(run.get("pythonpath"))
+    if module is None or not directories:
+        return []
+    inside = any(PurePath(os.path.normpath(module)).is_relative_to(os.path.normpath(d)) for d in directories)
+    return [] if inside else [f"loaded module {module} is in none of the pythonpath directories "
+                              f"{', '.join(directories)}"]
 
 
 def _plan_reasons(run: Mapping[str, Any], planned: Mapping[str, Any]) -> list[str]:

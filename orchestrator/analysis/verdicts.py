@@ -30,6 +30,7 @@ import pandas as pd
 
 from orchestrator.analysis import intervals, stats
 from orchestrator.analysis.sequential import Looks
+from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK
 from orchestrator.spec.schema import GateSpec
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
@@ -57,10 +58,19 @@ class GateVerdict:
     mde: float | None = None
     rounds_needed: int | None = None
     looks: int = 1
+    waived: str | None = None  # a FAIL accepted by a waiver: its reason (``analysis.waivers``)
 
     @property
     def ratio(self) -> float:
         return self.comparison.ratio
+
+
+def gates_exit_code(verdicts: list[GateVerdict]) -> int:
+    """The exit code the gates alone give: 1 when a FAIL is not waived, else 4 when one is
+    INCONCLUSIVE, else 0 (a waived FAIL counts as neither)."""
+    if any(v.verdict == FAIL and v.waived is None for v in verdicts):
+        return EXIT_GATE_FAILED
+    return EXIT_GATE_INCONCLUSIVE if any(v.verdict == INCONCLUSIVE for v in verdicts) else EXIT_OK
 
 
 @dataclass

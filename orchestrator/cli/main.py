@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orchestrator.cli import gc, results, run, servers, status
+from orchestrator.cli import gc, results, run, servers, status, waive
 from orchestrator.errors import EXIT_RUN_FAILED, ShasweepError
 
 if TYPE_CHECKING:
@@ -47,6 +47,8 @@ COMMANDS: dict[str, Command] = {
     "compare": Command("compare the medians of two sweeps (A earlier, B later)",
                        results.add_compare_arguments,
                        results.cmd_compare),
+    "waive": Command("record an accepted exception: a gate's FAIL no longer fails the sweep (or --revoke it)",
+                     waive.add_waive_arguments, waive.cmd_waive),
     "history": Command("every recorded run of one case over time", results.add_history_arguments,
                        results.cmd_history),
     "status": Command("runs done/running/queued and the current step of a sweep", status.add_status_arguments,

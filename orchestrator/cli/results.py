@@ -49,6 +49,8 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep_a", metavar="SWEEP_A", help="the earlier sweep id (or latest)")
     parser.add_argument("sweep_b", metavar="SWEEP_B", help="the later sweep id (or latest)")
+    parser.add_argument("--highlight", type=float, default=5.0, metavar="PCT",
+                        help="mark a clear change of at least PCT percent as large (default: 5)")
     _results_argument(parser)
     _format_arguments(parser)
 
@@ -74,7 +76,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     root = results_root_for(args.results, Path.cwd())
     before, after = (sweep_record.resolve_sweep_id(root, s) for s in (args.sweep_a, args.sweep_b))
-    comparison = compare.make_comparison(root, before, after)
+    if not args.highlight > 0:
+        raise InvalidInputError(f"must be > 0, got {args.highlight:g}", "--highlight")
+    comparison = compare.make_comparison(root, before, after, args.highlight)
     default_html = root / "reports" / f"compare-{before}-vs-{after}.html"
     _emit(args, compare.to_markdown(comparison), lambda: compare.comparison_page(comparison), default_html)
     return 0

@@ -178,6 +178,8 @@ def format_plan(resolved: ResolvedSweep, runs: list[PlannedRun]) -> str:
         lines.append(f"adaptive: min {len(runs)} runs, max {len(runs) + extra} runs: after round "
                      f"{spec.repeats}, one more round at a time of the undecided cells and their "
                      f"baselines, up to max_repeats={most}{budget}")
+    if spec.pythonpath != ["."]:
+        lines.append(f"pythonpath (first on the bench's PYTHONPATH): {', '.join(spec.pythonpath)}")
     for label, side in spec.sides.items():
         settings = resolved.settings[label]
         marker = " (baseline)" if label == spec.baseline else ""

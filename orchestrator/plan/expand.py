@@ -24,7 +24,7 @@ from pathlib import Path
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError, RefError
 from orchestrator.plan.integrity import command_digest
-from orchestrator.plan.refs import find_repo_root, repo_root, resolve_ref
+from orchestrator.plan.refs import check_directory, find_repo_root, repo_root, resolve_ref
 from orchestrator.spec.load import parse_case, side_settings
 from orchestrator.spec.schema import Order, RunSettings, SweepSpec
 
@@ -58,6 +58,9 @@ def resolve_sweep(spec: SweepSpec, cwd: Path) -> ResolvedSweep:
     else:
         repo = repo_root((cwd / spec.repo).resolve())
     shas = {label: resolve_ref(repo, side.ref, f"sides.{label}.ref") for label, side in spec.sides.items()}
+    for i, directory in enumerate(spec.pythonpath):
+        for label, sha in shas.items():
+            check_directory(repo, sha, directory, f"pythonpath[{i}]", f"sides.{label}")
     settings = {label: side_settings(spec, label) for label in spec.sides}
     results_root = results_root_for(spec.results, cwd)
     check_results_root(results_root)
@@ -172,5 +175,6 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             sim=parsed.sim, variant=settings.variant, repeat=repeat, repo=str(resolved.repo),
             argv_template=tuple(spec.command), params=asdict(settings.params), env=dict(settings.env),
             timeout_s=spec.timeout_s, results_root=str(resolved.results_root),
+            pythonpath=tuple(spec.pythonpath),
         ))
     return runs

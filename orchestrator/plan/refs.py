@@ -51,3 +51,14 @@ def resolve_ref(repo: Path, ref: str, key: str) -> str:
     if done.returncode != 0 or not _FULL_SHA.match(sha):
         raise RefError(f"{ref!r} is not a commit in {repo}", key)
     return sha
+
+
+def check_directory(repo: Path, sha: str, directory: str, key: str, where: str) -> None:
+    """``RefError`` naming ``key`` unless ``directory`` (relative to the repository root) is a
+    directory in commit ``sha``; ``where`` names what uses that commit (e.g. ``sides.new``)."""
+    path = directory.strip("/")
+    if path in ("", "."):
+        return
+    done = git(repo, "cat-file", "-t", f"{sha}:{path}")
+    if done.stdout.strip() != "tree":
+        raise RefError(f"directory {directory!r} does not exist in commit {sha[:12]} of {where}", key)

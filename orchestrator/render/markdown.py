@@ -22,6 +22,7 @@ from orchestrator.render.tables import (
     sides_table,
     summary_lines,
 )
+from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 from orchestrator.store.atomic import write_text_atomic, write_with
 
 
@@ -48,15 +49,17 @@ def _comparison_columns(comparison: stats.Comparison | None) -> dict[str, float 
 
 def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | str | None]:
     if found is None:
-        return {"history_sweeps": 0, "history_median": math.nan, "drift": math.nan, "drifted": False}
+        return {"history_sweeps": 0, "history_median": math.nan, "drift": math.nan, "drifted": False,
+                "drift_software": None}
     return {"history_sweeps": found.sweeps, "history_median": found.reference, "drift": found.change,
-            "drifted": found.flagged}
+            "drifted": found.flagged, "drift_software": "; ".join(found.software) or None}
 
 
 def to_markdown(report: Report) -> str:
     """The human-readable report."""
     sections = [_summary_md(report), _sides_md(report), *(_case_md(report, c) for c in report.cases),
-                _gates_md(report), _drift_md(report), _disturbed_md(report), _failures_md(report),
+                _gates_md(report), _waivers_md(report), _drift_md(report), _disturbed_md(report),
+                _failures_md(report),
                 _host_md(report)]
     return "\n\n".join(s for s in sections if s) + "\n"
 
@@ -88,7 +91,14 @@ def _gates_md(report: Report) -> str:
     table = gates_table(report)
     verdict = table.header.index("verdict")
     bold = [[*row[:verdict], f"**{row[verdict]}**", *row[verdict + 1:]] for row in table.rows]
-    return "## Gates\n\n" + GATES_NOTE + "\n\n" + markdown_table(Table(table.header, bold))
+    return ("## Gates\n\n" + GATES_NOTE + "\n\n" + gates_line(report) + "\n\n"
+            + markdown_table(Table(table.header, bold)))
+
+
+def _waivers_md(report: Report) -> str:
+    if not report.waivers:
+        return ""
+    return "## Waivers\n\n" + WAIVERS_NOTE + "\n\n" + markdown_table(waivers_table(report))
 
 
 def _drift_md(report: Report) -> str:
@@ -96,7 +106,9 @@ def _drift_md(report: Report) -> str:
         return ""
     threshold = report.drift[0].threshold
     note = (f"Each side's median against the median of earlier sweeps' medians of the same SHA, case, "
-            f"variant, params, env and host; DRIFT when it moved more than {100 * threshold:g}%.")
+            f"variant, params, env and host; DRIFT when it moved more than {100 * threshold:g}%. "
+            f"'software vs history' names the packages the bench or host reported at other versions "
+            f"in those sweeps: a drift with a software change need not be the machine.")
     return "## Drift\n\n" + note + "\n\n" + markdown_table(drift_table(report))
 
 

@@ -20,8 +20,10 @@ from orchestrator.store.atomic import write_text_atomic
 # Cell text -> CSS class, so verdicts and statuses stand out wherever a table shows them.
 HIGHLIGHTS: dict[str, str] = {
     "PASS": "pass", "FAIL": "fail", "INCONCLUSIVE": "warn", "DRIFT": "warn",
+    "faster (large)": "pass", "slower (large)": "fail",
     "ok": "pass", "failed": "fail", "timeout": "fail", "cancelled": "fail", "audit_failed": "fail",
 }
+WAIVED_PREFIX = "FAIL (waived"  # a waived FAIL (``tables.verdict_text``): accepted, not failing
 BOKEH_JS = Resources(mode="inline", components=["bokeh"])
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; }
@@ -31,9 +33,11 @@ th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-al
 th { background: #f2f2f2; }
 td.pass { background: #d7f5d7; color: #145214; font-weight: bold; }
 td.fail { background: #fbd5d5; color: #8a1010; font-weight: bold; }
+td.waived { background: #e4e4f7; color: #2b2b7a; font-weight: bold; }
 td.warn { background: #fdf0c4; color: #6b5200; font-weight: bold; }
 .plots { display: flex; flex-wrap: wrap; gap: 12px; }
 .note { color: #555; }
+.warning { background: #fdf0c4; color: #6b5200; padding: 6px 10px; font-weight: bold; }
 """
 
 
@@ -85,5 +89,5 @@ def table_html(table: Table) -> str:
 
 
 def _cell(text: str) -> str:
-    css = HIGHLIGHTS.get(text)
+    css = "waived" if text.startswith(WAIVED_PREFIX) else HIGHLIGHTS.get(text)
     return f'<td class="{css}">{html.escape(text)}</td>' if css else f"<td>{html.escape(text)}</td>"

@@ -25,6 +25,7 @@ from orchestrator.render.tables import (
     sides_table,
     summary_lines,
 )
+from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import read_runs, steps_dir
 
@@ -52,7 +53,12 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
     page.items(summary_lines(report))
     if report.gates:
         page.heading("Gate verdicts")
+        page.paragraph(gates_line(report))
         page.table(gates_table(report))
+    if report.waivers:
+        page.heading("Waivers")
+        page.paragraph(WAIVERS_NOTE, "note")
+        page.table(waivers_table(report))
     page.heading("Sides")
     page.table(sides_table(report))
     phase = timeline_phase(steps)

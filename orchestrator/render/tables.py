@@ -11,6 +11,7 @@ from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.run_audit import AUDIT_FAILED
 from orchestrator.analysis.verdicts import (
+    GateVerdict,
     format_detectable,
     format_interval,
     format_n,
@@ -101,7 +102,7 @@ GATES_NOTE = ("A verdict reads a t-interval of the ratio on the log scale (per-r
 
 def gates_table(report: Report) -> Table:
     """One row per gate verdict: the ratio, the verdict, its interval, p-value and n, and why."""
-    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), g.verdict,
+    rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), verdict_text(g),
              format_interval(g.comparison), format_p(g.comparison), format_n(g.comparison),
              format_detectable(g), g.reason]
             for g in report.gates]
@@ -109,15 +110,22 @@ def gates_table(report: Report) -> Table:
                   "detectable", "reason"], rows)
 
 
+def verdict_text(verdict: GateVerdict) -> str:
+    """``PASS``, ``INCONCLUSIVE``, ``FAIL``, or ``FAIL (waived: reason)`` (``analysis.waivers``)."""
+    if verdict.waived is None:
+        return verdict.verdict
+    return f"{verdict.verdict} (waived: {one_line(verdict.waived)})"
+
+
 def drift_table(report: Report) -> Table:
     """Throughput, gate metrics and every flagged metric of each side that has history."""
     shown = {"throughput"} | {g.metric for g in report.gates}
     rows = [[d.case, d.side, d.metric, format_number(d.current), format_number(d.reference),
              f"{d.latest_sweep}: {format_number(d.latest)}", str(d.sweeps), _change(d.change),
-             "DRIFT" if d.flagged else "ok"]
+             "DRIFT" if d.flagged else "ok", "; ".join(d.software) or "same"]
             for d in report.drift if d.flagged or d.metric in shown]
     return Table(["case", "side", "metric", "this sweep", "history", "latest earlier sweep", "sweeps",
-                  "change", "drift"], rows)
+                  "change", "drift", "software vs history"], rows)
 
 
 def failures_table(report: Report) -> Table:

@@ -7,10 +7,11 @@ problem raises ``SpecError`` naming the offending key, e.g. ``params.num_envs: m
 
 from __future__ import annotations
 
+import os
 import re
 import string
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -29,7 +30,15 @@ from orchestrator.spec.bounds import (
     check_finite_floats,
     check_length,
 )
-from orchestrator.spec.schema import PLACEHOLDERS, Case, GateSpec, KnownNames, RunSettings, SweepSpec
+from orchestrator.spec.schema import (
+    PLACEHOLDERS,
+    Case,
+    GateSpec,
+    KnownNames,
+    RunSettings,
+    SweepSpec,
+    WaiverSpec,
+)
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -45,10 +54,11 @@ def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ())
     """Merge ``raw`` (a loaded YAML, or ``OmegaConf.create(spec_to_dict(...))``) and ``dotlist`` over
     the typed defaults and validate the result."""
     refuse_env_lookups(raw, "the sweep file")
-    gates = raw.get("gates")
-    if isinstance(gates, ListConfig):  # omegaconf drops the list index from errors inside list items
-        for i, gate in enumerate(gates):
-            _typed_merge(GateSpec, gate, prefix=f"gates[{i}]")
+    for name, schema in (("gates", GateSpec), ("waivers", WaiverSpec)):
+        items = raw.get(name)
+        if isinstance(items, ListConfig):  # omegaconf drops the list index from errors inside list items
+            for i, item in enumerate(items):
+                _typed_merge(schema, item, prefix=f"{name}[{i}]")
     merged = _typed_merge(SweepSpec, raw, _parse_dotlist(dotlist, "override"), prefix="")
     spec: SweepSpec = OmegaConf.to_object(merged)  # type: ignore[assignment]
     validate(spec)
@@ -137,9 +147,12 @@ def validate(spec: SweepSpec) -> None:
         raise SpecError("must be a non-empty argv list", "command")
     for i, arg in enumerate(spec.command):
         placeholders_in(arg, f"command[{i}]")
+    _check_pythonpath(spec.pythonpath)
     for i, gate in enumerate(spec.gates):
         _check_gate(gate, spec, f"gates[{i}]")
     _check_metrics(spec.metrics)
+    for i, waiver in enumerate(spec.waivers):
+        check_waiver(waiver, spec, f"waivers[{i}]")
     for label in spec.sides:
         side_settings(spec, label)
 
@@ -178,6 +191,29 @@ def _strings(value: object, key: str) -> Iterator[tuple[str, str]]:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             yield from _strings(item, f"{key}[{i}]")
+
+
+def check_waiver(waiver: WaiverSpec, spec: SweepSpec, key: str | None) -> None:
+    """``SpecError`` (naming ``key``) unless ``waiver`` names gate verdicts the sweep has: one of its
+    cases, a non-baseline side, an existing gate that checks that case and side; and gives a reason."""
+    if not waiver.reason.strip():
+        raise SpecError("a waiver needs a reason", key)
+    if waiver.case not in spec.cases:
+        raise SpecError(f"case {waiver.case!r} is not one of the sweep's cases: {', '.join(spec.cases)}", key)
+    candidates = [s for s in spec.sides if s != spec.baseline]
+    if waiver.side is not None and waiver.side not in candidates:
+        raise SpecError(f"side {waiver.side!r} has no gate verdicts; the sides compared to the baseline "
+                        f"{spec.baseline!r}: {', '.join(candidates)}", key)
+    if not spec.gates:
+        raise SpecError("the sweep has no gates to waive", key)
+    if waiver.gate is not None and not 0 <= waiver.gate < len(spec.gates):
+        raise SpecError(f"gate {waiver.gate} does not exist; the sweep's gates are 0..{len(spec.gates) - 1}",
+                        key)
+    gates = [spec.gates[waiver.gate]] if waiver.gate is not None else spec.gates
+    sides = [waiver.side] if waiver.side is not None else candidates
+    if not any(g.case in (None, waiver.case) and g.side in (None, *sides) for g in gates):
+        which = f"gate {waiver.gate} does not check" if waiver.gate is not None else "no gate checks"
+        raise SpecError(f"{which} case {waiver.case!r} on side {' or '.join(map(repr, sides))}", key)
 
 
 def spec_to_dict(spec: SweepSpec) -> dict[str, Any]:
@@ -239,6 +275,20 @@ def _check_gate(gate: GateSpec, spec: SweepSpec, key: str) -> None:
         raise SpecError(f"{gate.side!r} is not a side; sides: {', '.join(spec.sides)}", f"{key}.side")
     if gate.side == spec.baseline:
         raise SpecError(f"{gate.side!r} is the baseline; a gate compares another side to it", f"{key}.side")
+
+
+def _check_pythonpath(dirs: list[str]) -> None:
+    """Each entry a directory inside the worktree: relative, no ``..``, no path separator list."""
+    if not dirs:
+        raise SpecError("at least one directory is required, e.g. [.] or [src]", "pythonpath")
+    for i, text in enumerate(dirs):
+        key = f"pythonpath[{i}]"
+        path = PurePosixPath(text)
+        if not text.strip() or path.is_absolute() or ".." in path.parts or os.pathsep in text:
+            raise SpecError(f"{text!r} must be a directory relative to the worktree, e.g. src "
+                            f"(not absolute, no '..', no {os.pathsep!r})", key)
+    if len({PurePosixPath(d) for d in dirs}) != len(dirs):
+        raise SpecError("directories must not repeat", "pythonpath")
 
 
 def _check_positive(value: float, key: str) -> None:

@@ -76,6 +76,18 @@ class GateSpec:
 
 
 @dataclass
+class WaiverSpec:
+    """An accepted exception: a FAIL of gate ``gate`` (default: every gate) in ``case`` on ``side``
+    (default: every non-baseline side) no longer fails the sweep; ``reason`` says why."""
+
+    case: str = MISSING
+    reason: str = MISSING
+    side: str | None = None
+    gate: int | None = None  # index into ``gates``
+    by: str | None = None  # who accepted it
+
+
+@dataclass
 class KnownNames:
     """Names the benchmarked repo accepts; an empty list accepts any name (checked only syntactically)."""
 
@@ -102,6 +114,7 @@ class SweepSpec:
     order: Order = Order.interleaved
     order_seed: int = 0
     gates: list[GateSpec] = field(default_factory=list)
+    waivers: list[WaiverSpec] = field(default_factory=list)  # accepted exceptions, declared up front
     metrics: list[str] = field(default_factory=lambda: list(REPORT_METRICS))  # report table rows, in order
     timeout_s: float = 600.0
     continue_on_error: bool = False
@@ -113,6 +126,8 @@ class SweepSpec:
     rerun_disturbed: bool = False  # run a run again once when the host disturbed it
     drift_threshold: float = 0.03  # flag a side whose median moved more than this against its history
     command: list[str] = field(default_factory=lambda: list(DEFAULT_COMMAND))
+    # worktree-relative directories put first on the bench's PYTHONPATH, in order (src layout: [src])
+    pythonpath: list[str] = field(default_factory=lambda: ["."])
     results: str = "results"  # relative: to the git repository the command runs in
     known: KnownNames = field(default_factory=KnownNames)
 

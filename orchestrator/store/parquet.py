@@ -72,6 +72,7 @@ class RunResult:
     summary: dict | None = None
     steps: list[StepRecord] = field(default_factory=list)
     usage: BenchUsage | None = None  # the bench process's resource usage, when it was reaped
+    pythonpath: list[str] | None = None  # absolute directories put first on the bench's PYTHONPATH
 
     @property
     def wall_s(self) -> float:
@@ -153,6 +154,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
     columns |= {
         "params": (json.dumps(run.params, sort_keys=True), pa.string()),
         "env": (json.dumps(run.env, sort_keys=True), pa.string()),
+        "pythonpath": (None if result.pythonpath is None else json.dumps(result.pythonpath), pa.string()),
     }
     schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
     return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)

@@ -4,6 +4,11 @@ Sweep ids are ``<name>-<UTC yyyymmddTHHMMSS>``, with ``-2``, ``-3``... appended 
 taken; an id is reserved by creating its record exclusively, so two clients never share one. A
 client dispatching a sweep holds its lock (``sweeps/.<id>.lock``), so a ``--resume`` of a sweep that
 is still running fails instead of running it twice; the OS releases the lock if the client dies.
+
+Every write of a record holds its record lock (``sweeps/.<id>.json.lock``) and replaces the file
+atomically. Logs in ``APPEND_ONLY`` (the waivers) grow only through ``append_entry``; any other
+write of the record keeps the log as it is on disk, so a client rewriting the record it holds in
+memory while a sweep runs never drops an entry another process appended meanwhile.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from orchestrator.errors import InvalidInputError, UnknownSweepError
 from orchestrator.store.atomic import write_text_atomic
 
 OUTCOME_KEYS: tuple[str, ...] = ("run_key", "order", "side", "case", "repeat", "status", "error")
+APPEND_ONLY: tuple[str, ...] = ("waivers",)  # record keys holding logs that only ``append_entry`` grows
+RECORD_LOCK_TIMEOUT_S = 60.0
 
 _ID_TIME = re.compile(r"-(\d{8}T\d{6})(?:-(\d+))?\Z")
 
@@ -73,12 +80,62 @@ def sweep_lock(results_root: Path, sweep_id: str) -> Iterator[None]:
 
 
 def discard(results_root: Path, sweep_id: str) -> None:
-    """Remove the record and lock of a sweep that was reserved but never dispatched."""
+    """Remove the record and locks of a sweep that was reserved but never dispatched."""
     record_path(results_root, sweep_id).unlink(missing_ok=True)
     lock_path(results_root, sweep_id).unlink(missing_ok=True)
+    _record_lock_path(results_root, sweep_id).unlink(missing_ok=True)
+
+
+def _record_lock_path(results_root: Path, sweep_id: str) -> Path:
+    return sweeps_dir(results_root) / f".{sweep_id}.json.lock"
+
+
+@contextmanager
+def _record_lock(results_root: Path, sweep_id: str) -> Iterator[None]:
+    """Hold the lock every write of the record takes (briefly: one read and one rename)."""
+    sweeps_dir(results_root).mkdir(parents=True, exist_ok=True)
+    lock = FileLock(_record_lock_path(results_root, sweep_id), timeout=RECORD_LOCK_TIMEOUT_S)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise InvalidInputError(f"the record of sweep {sweep_id!r} stayed locked for "
+                                f"{RECORD_LOCK_TIMEOUT_S:g} s ({lock.lock_file})") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def write_record(results_root: Path, sweep_id: str, record: dict[str, Any]) -> Path:
+    """Write the record atomically, keeping the ``APPEND_ONLY`` logs as they are on disk."""
+    with _record_lock(results_root, sweep_id):
+        on_disk = _read_if_any(record_path(results_root, sweep_id))
+        kept = {key: on_disk[key] for key in APPEND_ONLY if key in on_disk}
+        return _replace_record(results_root, sweep_id, {**record, **kept})
+
+
+def append_entry(results_root: Path, sweep_id: str, key: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """Append ``entry`` to the log ``key`` of the stored record (never rewriting earlier entries) and
+    return the record as written; ``UnknownSweepError`` if there is no record."""
+    if key not in APPEND_ONLY:
+        raise ValueError(f"{key!r} is not an append-only log of the sweep record")
+    with _record_lock(results_root, sweep_id):
+        record = read_record(results_root, sweep_id)
+        record[key] = [*record.get(key, []), entry]
+        _replace_record(results_root, sweep_id, record)
+    return record
+
+
+def _read_if_any(path: Path) -> dict[str, Any]:
+    """The record at ``path``; empty when there is none yet (reserved) or it cannot be parsed."""
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _replace_record(results_root: Path, sweep_id: str, record: dict[str, Any]) -> Path:
     """Write the record atomically (temporary file, fsync, rename)."""
     text = json.dumps(record, indent=2, default=str) + "\n"  # key order kept: sides in declaration order
     return write_text_atomic(record_path(results_root, sweep_id), text)

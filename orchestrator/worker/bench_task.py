@@ -30,7 +30,7 @@ from distributed import Event, get_worker
 from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, cancel_event_name
 from orchestrator.errors import InvalidInputError, ProtocolError
 from orchestrator.store.parquet import RunResult
-from orchestrator.worker.bench_env import bench_env
+from orchestrator.worker.bench_env import bench_env, worktree_dirs
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, kill_run_processes, note_running
 from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
 from orchestrator.worker.hostinfo import collect_host, parse_cpus
@@ -114,6 +114,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
               "algo": run.algo, "task": run.task, "sim": run.sim, "variant": run.variant}
     argv = render_argv(run.argv_template, values)
     env = bench_env(run, tree, threads)
+    pythonpath = worktree_dirs(tree, run.pythonpath)
     host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus)
     window = MeasureWindow()
     (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
@@ -134,7 +135,8 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     status, error = _verdict(state, proc.returncode, still_running, stop, protocol_error, log_dir, run)
     return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
                      exit_code=proc.returncode, log_dir=str(log_dir), host=host | window.columns(state.steps),
-                     header=state.header, summary=state.summary, steps=state.steps, usage=proc.usage)
+                     header=state.header, summary=state.summary, steps=state.steps, usage=proc.usage,
+                     pythonpath=pythonpath)
 
 
 def _follow_stream(run: PlannedRun, stream_path: Path, stop: _StopWatch, publish: Publisher,

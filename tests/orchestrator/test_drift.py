@@ -112,3 +112,30 @@ def test_the_html_report_shows_the_drift_highlighted(root):
     page = write_sweep_html(root, make_report(root, CURRENT)).read_text(encoding="utf-8")
     assert "Drift against earlier sweeps of the same SHAs" in page
     assert '<td class="warn">DRIFT</td>' in page
+
+
+def write_versioned(root, sweep_id: str, day: int, base: list[float], versions: dict | None) -> None:
+    """A sweep whose base side's bench reported ``versions`` in its header audit (None: no versions)."""
+    write_sweep(root, sweep_id, [], [GO2])
+    audit = {} if versions is None else {"audit_versions": json.dumps(versions)}
+    for i, value in enumerate(base):
+        write_run(root, sweep_id, f"{sweep_id}-base{i}", "base", GO2, throughput=value, repeat=i,
+                  host_hostname="bench1", started_at=T0 + timedelta(days=day, minutes=i), **audit)
+
+
+def test_a_drift_names_the_packages_the_earlier_sweeps_ran_at_other_versions(tmp_path):
+    write_versioned(tmp_path, "ab-20260101T000000", 1, [100.0, 100.0], {"rt": "0.3.1", "numpy": "2.1"})
+    write_versioned(tmp_path, "ab-20260102T000000", 2, [100.0, 100.0], {"rt": "0.3.1", "numpy": "2.1"})
+    write_versioned(tmp_path, CURRENT, 3, [92.0, 92.0], {"rt": "0.4.0", "numpy": "2.1", "new": "1"})
+    base = drift_of(make_report(tmp_path, CURRENT), "base")
+    assert base.flagged and base.software == ("new absent -> 1", "rt 0.3.1 -> 0.4.0")
+    md = to_markdown(make_report(tmp_path, CURRENT))
+    assert "| -8.0% | DRIFT | new absent -> 1; rt 0.3.1 -> 0.4.0 |" in md
+
+
+def test_a_bench_that_reports_no_versions_names_no_change(tmp_path):
+    write_versioned(tmp_path, "ab-20260101T000000", 1, [100.0, 100.0], None)
+    write_versioned(tmp_path, CURRENT, 3, [92.0, 92.0], {"rt": "0.4.0"})
+    base = drift_of(make_report(tmp_path, CURRENT), "base")
+    assert base.flagged and base.software == ()
+    assert "| -8.0% | DRIFT | same |" in to_markdown(make_report(tmp_path, CURRENT))

@@ -44,7 +44,9 @@ def main() -> int:
               "audit": {"module_file": os.path.abspath(__file__), "git_sha": git_sha(),
                         "env_class": "FakeEnv", "managers": ["action", "reward"],
                         "threads": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")},
-                        "pid": os.getpid(), "pythonpath": os.environ.get("PYTHONPATH", "")}})
+                        "pid": os.getpid(), "pythonpath": os.environ.get("PYTHONPATH", ""),
+                        # the packages it "runs on", as a host's installed versions would be
+                        "versions": json.loads(os.environ.get("FAKE_BENCH_VERSIONS") or "{}")}})
         emit({"kind": "note", "text": "unknown kinds are ignored by readers"})
         if args.mode == "fail":
             emit({"kind": "error", "type": "ValueError", "message": "unknown task 'fake'"})

@@ -1,0 +1,32 @@
+"""How waivers show in the reports: the gate counts with waived FAILs apart and the waiver log
+(``analysis.waivers``); a waived FAIL's verdict cell is ``tables.verdict_text``."""
+
+from __future__ import annotations
+
+from orchestrator.analysis.report_model import Report
+from orchestrator.analysis.waivers import REVOKE, active_waivers, gate_counts, waived_count
+from orchestrator.render.tables import Table, one_line
+
+WAIVERS_NOTE = ("Accepted exceptions, in the order recorded (the sweep YAML's first, then `shasweep "
+                "waive`); a revocation cancels the earlier waivers of the same gate, case and side. A "
+                "waived FAIL keeps its verdict but no longer makes the exit code 1.")
+
+
+def gates_line(report: Report) -> str:
+    """``gates: PASS 6 / FAIL 0 / FAIL waived 1 / INCONCLUSIVE 0``."""
+    return "gates: " + " / ".join(f"{name} {n}" for name, n in gate_counts(report.gates).items())
+
+
+def waivers_table(report: Report) -> Table:
+    """Every entry of the waiver log; a waiver in force says how many FAILs it waives."""
+    active = {id(w) for w in active_waivers(report.waivers)}
+
+    def state(entry) -> str:
+        if entry.action == REVOKE:
+            return "revocation"
+        if id(entry) not in active:
+            return "revoked"
+        return f"in force: waives {waived_count(report.gates, entry)} FAIL(s)"
+
+    rows = [[w.time, w.by, w.action, w.describe(), one_line(w.reason), state(w)] for w in report.waivers]
+    return Table(["time", "by", "action", "applies to", "reason", "state"], rows)
