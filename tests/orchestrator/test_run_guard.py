@@ -75,9 +75,11 @@ def test_the_bench_environment_has_one_base_and_keeps_the_worktree_first(tmp_pat
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")  # what the embedded cluster's nanny injects
     monkeypatch.setenv("PYTHONPATH", "/inherited")
     run = make_run(repo, repo.shas[0], results_root=tmp_path / "results", env={"PYTHONPATH": "/mine"})
-    env = env_module.bench_env(run, Path("/tree"), threads=2)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    env = env_module.bench_env(run, tree, threads=2)
     assert "MALLOC_TRIM_THRESHOLD_" not in env
-    assert env["PYTHONPATH"] == os.pathsep.join(["/tree", "/mine", "/inherited"])
+    assert env["PYTHONPATH"] == os.pathsep.join([str(tree.resolve()), "/mine", "/inherited"])
     assert env["OMP_NUM_THREADS"] == "2" and env["SHASWEEP_RUN_KEY"] == run.run_key
     outcome = execute_run(run)
     audit = row_of(outcome)["audit_pythonpath"]

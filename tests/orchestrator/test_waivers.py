@@ -99,7 +99,7 @@ def test_a_waiver_naming_no_such_verdict_is_invalid_input(root, capsys, args, me
 
 def verdict(kind: str, waived: str | None = None) -> GateVerdict:
     comparison = stats.Comparison(2.0, math.nan, math.nan, 0.95, math.nan, 3, 3, False)
-    return GateVerdict(0, "throughput", GO2, "cand", "<= 1.5x", comparison, kind, "why", waived)
+    return GateVerdict(0, "throughput", GO2, "cand", "<= 1.5x", comparison, kind, "why", waived=waived)
 
 
 def test_the_exit_code_rule():
@@ -126,7 +126,7 @@ def sweep_file(tmp_path, **extra) -> str:
     sweep = {"name": "fake-ab", "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}},
              "baseline": "old", "cases": ["sac/fake/none"], "known": {"tasks": [], "sims": []},
              "command": list(COMMAND),
-             "params": {"num_envs": 8, "warmup": 1, "measure": 4, "threads": 1}, "repeats": 2,
+             "params": {"num_envs": 8, "warmup": 1, "measure": 4, "threads": 1}, "repeats": 4,
              "timeout_s": 60, "gates": [{"metric": "throughput", "max_ratio": 1.0}], **extra}
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(sweep))
