@@ -64,7 +64,8 @@ def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.Dat
     """The audited ok runs of the latest ``HISTORY_SWEEPS`` other recorded sweeps that ran a SHA of
     ``record``'s sweep and were created no later: identity, start time and ``metrics``."""
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
-                       + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64())]
+                       + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64()),
+                          ("audited", pa.bool_())]
                        + [(name, pa.float64()) for name in metrics])
     shas = {side.get("sha") for side in (record.get("sides") or {}).values()} - {None}
     earlier = [sweep for created, sweep in sweeps_with_shas(results_root, shas)

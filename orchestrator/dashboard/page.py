@@ -16,13 +16,16 @@ from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 from distributed import Scheduler
 
+from orchestrator.contract import AUDIT_FAILED
+from orchestrator.contract import STATUSES as FINAL_STATUSES
 from orchestrator.dashboard.board import CHART_PHASES, SweepBoard
 from orchestrator.dashboard.plugin import board_of
 
 REFRESH_MS = 500
 LATEST = "(latest)"
 STATUS_COLORS = {"queued": "#777777", "waiting": "#c77c00", "running": "#1f6fd1", "ok": "#1a8a3a",
-                 "failed": "#c0392b", "timeout": "#c0392b", "cancelled": "#8e44ad"}
+                 "failed": "#c0392b", "timeout": "#c0392b", "cancelled": "#8e44ad",
+                 AUDIT_FAILED: "#c0392b"}
 TABLE_FIELDS: tuple[str, ...] = ("order", "side", "case", "repeat", "status", "progress", "throughput",
                                  "error", "status_color")
 
@@ -126,7 +129,7 @@ def sweep_doc(scheduler: Scheduler, extra: dict, doc: Document) -> None:
 def _summary_html(snap: dict) -> str:
     counts = snap["counts"]
     total = len(snap["runs"])
-    finished = sum(counts[s] for s in ("ok", "failed", "timeout", "cancelled"))
+    finished = sum(counts.get(s, 0) for s in FINAL_STATUSES)
     parts = [f"<b>{html.escape(snap['sweep_id'])}</b>: {snap['state']}, {finished}/{total} runs done"]
     parts += [f"{n} {status}" for status, n in counts.items() if n and status != "ok"]
     current = next((r for r in snap["runs"] if r["run_key"] == snap["current"]), None)

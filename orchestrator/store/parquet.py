@@ -52,7 +52,7 @@ _ARROW_TYPES: dict[object, pa.DataType] = {str: pa.string(), int: pa.int64(), fl
 class RunResult:
     """What executing one run produced, ready to be written."""
 
-    status: str  # ok | failed | timeout | cancelled
+    status: str  # ok | failed | timeout | cancelled | audit_failed
     error: str | None
     started_at: datetime
     ended_at: datetime
@@ -62,6 +62,7 @@ class RunResult:
     header: dict | None = None
     summary: dict | None = None
     steps: list[StepRecord] = field(default_factory=list)
+    audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
 
     @property
     def wall_s(self) -> float:
@@ -115,6 +116,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "exit_code": (result.exit_code, pa.int64()),
         "steps": (sum(not s.warmup for s in result.steps), pa.int64()),
         "log_dir": (result.log_dir, pa.string()),
+        "audited": (result.audited, pa.bool_()),
     }
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
     columns |= {f"host_{name}": (result.host.get(name), kind) for name, kind in _host_types().items()}

@@ -24,6 +24,7 @@ from orchestrator.errors import InvalidInputError, UnknownSweepError
 
 OUTCOME_KEYS: tuple[str, ...] = ("run_key", "order", "side", "case", "repeat", "status", "error")
 
+RECORD_MODE = 0o644
 _ID_TIME = re.compile(r"-(\d{8}T\d{6})(?:-(\d+))?\Z")
 
 
@@ -85,6 +86,7 @@ def write_record(results_root: Path, sweep_id: str, record: dict[str, Any]) -> P
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{sweep_id}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, RECORD_MODE)  # mkstemp makes it 0600; records are read like every other result
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(record, out, indent=2, default=str)  # key order kept: sides in declaration order
             out.write("\n")

@@ -32,6 +32,7 @@ from orchestrator.errors import InvalidInputError, ProtocolError
 from orchestrator.store.parquet import RunResult, write_run
 from orchestrator.worker.hostinfo import PINNED_THREAD_VARS, collect_host, parse_cpus
 from orchestrator.worker.proc import file_tail, kill_group, launch
+from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.stream import StreamState, follow_lines
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
 
@@ -79,6 +80,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
             now = datetime.now(UTC)
             result = RunResult(status="failed", error=str(exc), started_at=now, ended_at=now,
                                exit_code=None, log_dir=str(log_dir), host=collect_host())
+        result = audit_result(run, result)
         files = write_run(run, result)
     outcome = {
         "run_key": run.run_key, "order": run.order, "side": run.side, "case": run.case,
