@@ -123,10 +123,11 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, r
 
 def _report_run(root: Path, sweep_id: str) -> int:
     """The report at the end of ``run``, with how to resume when a run is not ok."""
-    code = print_report(root, sweep_id, html=True)
-    if code == EXIT_RUN_FAILED:
-        print(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")
-    return code
+    def resume_hint(code: int) -> None:
+        if code == EXIT_RUN_FAILED:
+            print(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")
+
+    return print_report(root, sweep_id, html=True, before_verdict=resume_hint)
 
 
 def format_plan(resolved: ResolvedSweep, runs: list[PlannedRun]) -> str:
