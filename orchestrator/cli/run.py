@@ -67,7 +67,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     runs = build_plan(resolved, sweep_id)
     record = record_updates.new_record(resolved, sweep_id, created, len(runs))
     sweep_record.write_record(root, sweep_id, record)
-    print(f"sweep {sweep_id}: {len(runs)} runs, results under {root}", flush=True)
+    say(f"sweep {sweep_id}: {len(runs)} runs, results under {root}")
     try:
         with sweep_record.sweep_lock(root, sweep_id):
             _dispatch(args, resolved, record, runs)
@@ -87,8 +87,8 @@ def _resume(args: argparse.Namespace) -> int:
     with sweep_record.sweep_lock(root, sweep_id):
         plan = plan.refreshed()  # what is ok now that no other client runs the sweep
         todo = plan.todo
-        print(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
-              f"results under {root}", flush=True)
+        say(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
+            f"results under {root}")
         if todo:
             record = record_updates.resumed(plan.record, root, datetime.now(UTC))
             _dispatch(args, plan.resolved, record, todo,
@@ -125,9 +125,16 @@ def _report_run(root: Path, sweep_id: str) -> int:
     """The report at the end of ``run``, with how to resume when a run is not ok."""
     def resume_hint(code: int) -> None:
         if code == EXIT_RUN_FAILED:
-            print(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")
+            say(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")
 
     return print_report(root, sweep_id, html=True, before_verdict=resume_hint)
+
+
+def say(text: str) -> None:
+    """One line for the terminal, wrapped to its width (a long path folded, not cut)."""
+    from orchestrator.render.terminal import terminal_console
+
+    terminal_console().print(text, overflow="fold")
 
 
 def format_plan(resolved: ResolvedSweep, runs: list[PlannedRun]) -> str:
