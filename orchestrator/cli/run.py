@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep", type=Path, help="sweep YAML file")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                        help="dotlist overrides, e.g. params.num_envs=64 repeats=1 sides.b.ref=main")
+                        help="dotlist overrides of the sweep's keys, e.g. params.num_envs=64 repeats=1 "
+                             "sides.b.ref=main; +KEY=VALUE adds a key it lacks, e.g. +sides.c.ref=main")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +37,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--resume", metavar="SWEEP_ID|latest",
                         help="run again the runs of a recorded sweep that are not ok (same SHAs, run keys)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                        help="dotlist overrides, e.g. params.num_envs=64 repeats=1 sides.b.ref=main")
+                        help="dotlist overrides of the sweep's keys, e.g. params.num_envs=64 repeats=1 "
+                             "sides.b.ref=main; +KEY=VALUE adds a key it lacks, e.g. +sides.c.ref=main")
     parser.add_argument("--results", metavar="DIR",
                         help="with --resume: the results root holding the sweep (default: 'results' in the "
                              "git repo of the current directory); a new sweep's is its results key")

@@ -17,6 +17,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from orchestrator.errors import SpecError
+from orchestrator.spec.overrides import plain_overrides
 from orchestrator.spec.schema import PLACEHOLDERS, Case, GateSpec, KnownNames, RunSettings, SweepSpec
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -36,6 +37,8 @@ def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ())
     if isinstance(gates, ListConfig):  # omegaconf drops the list index from errors inside list items
         for i, gate in enumerate(gates):
             _typed_merge(GateSpec, gate, prefix=f"gates[{i}]")
+    if dotlist:
+        dotlist = plain_overrides(_untyped_base(raw), dotlist)
     merged = _typed_merge(SweepSpec, raw, _parse_dotlist(dotlist, "override"), prefix="")
     spec: SweepSpec = OmegaConf.to_object(merged)  # type: ignore[assignment]
     validate(spec)
@@ -213,6 +216,15 @@ def _parse_dotlist(items: list[str] | tuple[str, ...], key: str) -> DictConfig:
         return OmegaConf.from_dotlist(list(items))
     except OmegaConfBaseException as exc:
         raise SpecError(f"cannot parse {list(items)}: {_first_line(exc)}", key) from None
+
+
+def _untyped_base(raw: DictConfig) -> DictConfig:
+    """The sweep's keys before overrides: the schema's defaults with the YAML over them (unchecked; the
+    typed merge reports what is wrong with it)."""
+    try:
+        return OmegaConf.merge(OmegaConf.structured(SweepSpec), raw)
+    except OmegaConfBaseException:
+        return raw
 
 
 def _typed_merge(schema: type | Any, *configs: DictConfig, prefix: str) -> DictConfig:
