@@ -95,7 +95,7 @@ def run_sweep(
                 if cancel.is_set():
                     stop_reason = CANCELLED_REASON
                     break
-                future = _submit(client, execute_run, run, lock_path=lock_path, key=f"shasweep-{run.run_key}")
+                future = _submit(client, execute_run, run, lock_path=lock_path, key=task_key(run))
                 try:
                     outcome = _await_run(client, future, run)
                 except KeyboardInterrupt:
@@ -119,6 +119,12 @@ def run_sweep(
         return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
                             stop_reason=stop_reason, dashboard_url=dashboard_url,
                             wall_s=time.monotonic() - started, dispatch_s=dispatch_s, workers=workers)
+
+
+def task_key(run: PlannedRun) -> str:
+    """The bench task's Dask key prefix: it names side, case and repeat, so the Dask dashboard tells
+    runs apart (``shasweep-new-sac.go2_joystick_flat.mujoco-r2-<run_key>``)."""
+    return f"shasweep-{run.side}-{run.case.replace('/', '.')}-r{run.repeat}-{run.run_key}"
 
 
 def _check_plan(runs: list[PlannedRun]) -> None:
@@ -153,7 +159,7 @@ def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None)
     """Every run's final status (also of runs never started) and why the sweep stopped, if it did."""
     return {"sweep_id": sweep_id, "event": "ended", "stop_reason": stop_reason,
             "outcomes": [{k: o.get(k) for k in ("run_key", "order", "side", "case", "status", "error",
-                                                 "throughput")} for o in outcomes]}
+                                                 "throughput", "wall_s")} for o in outcomes]}
 
 
 def _submit(client: Client, func, *args, key: str, **kwargs) -> Future:

@@ -8,7 +8,6 @@ go: the dashboard URL and the one line per finished run are still printed.
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 from datetime import timedelta
@@ -27,6 +26,7 @@ from rich.progress import (
 from rich.text import Text
 
 from orchestrator.contract import PlannedRun
+from orchestrator.dashboard.board import eta_seconds
 
 
 class EtaColumn(ProgressColumn):
@@ -38,12 +38,6 @@ class EtaColumn(ProgressColumn):
             return Text("")
         left = max(0.0, eta_at - time.monotonic())
         return Text(f"ETA {timedelta(seconds=round(left))}", style="progress.remaining")
-
-
-def eta_seconds(walls: list[float], runs_left: int) -> float | None:
-    """Seconds until the sweep ends, from a run's end: mean finished wall x runs left (None: no run
-    finished yet)."""
-    return statistics.fmean(walls) * max(runs_left, 0) if walls else None
 
 
 class SweepProgress:

@@ -89,7 +89,8 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         "started_at": result.started_at.isoformat(), "ended_at": result.ended_at.isoformat(),
         "log_dir": str(log_dir), "runs_file": str(files.runs), "steps_file": str(files.steps),
     }
-    publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput))
+    publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
+                   wall_s=result.wall_s))
     return outcome
 
 
