@@ -125,6 +125,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
     columns |= {
         "params": (json.dumps(run.params, sort_keys=True), pa.string()),
         "env": (json.dumps(run.env, sort_keys=True), pa.string()),
+        "command": (json.dumps(list(run.argv_template)), pa.string()),  # the argv template, placeholders kept
     }
     schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
     return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)
