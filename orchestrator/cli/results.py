@@ -85,7 +85,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     root = results_root_for(args.results, Path.cwd())
     query = history.HistoryQuery(case=args.case, side=args.side, sha=args.sha, metric=args.metric)
     runs = history.load_history(root, query)
-    default_html = root / "reports" / f"history-{args.case.replace('/', '_')}.html"
+    default_html = root / "reports" / history.html_file_name(query)
     _emit(args, history.to_markdown(runs, query), lambda: history.history_page(runs, query), default_html)
     return 0
 

@@ -154,22 +154,26 @@ def timeline_plot(steps: pd.DataFrame, runs: pd.DataFrame, sides: list[str], pha
 
 
 def history_plot(history: pd.DataFrame, metric: str, title: str) -> figure:
-    """``metric`` of every run over its start time; ok runs as dots per side, others as crosses."""
+    """``metric`` of every run over its start time; ok runs as dots, one series per params/command
+    label (``settings``), joined in time order; others as crosses."""
     fig = _figure(title, x_axis_type="datetime", y_label=metric, x_label="run started (UTC)")
-    sides = list(dict.fromkeys(history["side"]))
-    colors = side_colors(sides)
-    fields = ["started_at", "sweep_id", "side", "sha", "status", metric]
-    for side in sides:
-        mine = history[(history["side"] == side) & (history["status"] == "ok")]
-        fig.scatter("started_at", metric, source=_source(mine, fields), color=colors[side], size=8,
-                    legend_label=side)
+    series = list(dict.fromkeys(history["settings"]))
+    colors = side_colors(series)
+    fields = ["started_at", "sweep_id", "side", "sha", "status", "settings", metric]
+    for label in series:
+        mine = history[(history["settings"] == label) & (history["status"] == "ok")]
+        fig.line("started_at", metric, source=_source(mine, fields), color=colors[label], alpha=0.5)
+        fig.scatter("started_at", metric, source=_source(mine, fields), color=colors[label], size=8,
+                    legend_label=label)
     others = history[history["status"] != "ok"]
     if len(others):
         fig.scatter("started_at", metric, source=_source(others, fields), marker="x", color="#d62728",
                     size=11, line_width=2, legend_label="not ok")
     fig.add_tools(HoverTool(tooltips=[("sweep", "@sweep_id"), ("side", "@side"), ("sha", "@sha"),
-                                      (metric, f"@{{{metric}}}"), ("status", "@status")]))
+                                      ("params/command", "@settings"), (metric, f"@{{{metric}}}"),
+                                      ("status", "@status")]))
     fig.legend.location = "bottom_left"
+    _pad_y(fig, history[metric])
     return fig
 
 
