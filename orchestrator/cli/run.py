@@ -133,10 +133,14 @@ def _report_run(root: Path, sweep_id: str) -> int:
 
 
 def say(text: str) -> None:
-    """One line for the terminal, wrapped to its width (a long path folded, not cut)."""
+    """One line: on a terminal wrapped to its width (a long path folded, not cut); piped, as is."""
     from orchestrator.render.terminal import terminal_console
 
-    terminal_console().print(text, overflow="fold")
+    console = terminal_console()
+    if console.is_terminal:
+        console.print(text, overflow="fold")
+    else:
+        print(text, flush=True)
 
 
 def format_plan(resolved: ResolvedSweep, runs: list[PlannedRun]) -> str:
