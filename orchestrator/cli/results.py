@@ -103,7 +103,7 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False,
         raise InvalidInputError(f"cannot read the results of sweep {sweep_id!r}: {exc}") from None
     md, csv = write_report(report, results_root)
     console = terminal_console()
-    console.print(render_report(report))
+    console.print(render_report(report, console.width))
     written = [md, csv, write_verdicts_json(report, results_root)]
     if html:
         from orchestrator.render.sweep_page import write_sweep_html  # imports Bokeh: only when asked

@@ -28,7 +28,7 @@ def terminal_console() -> Console:
     return Console(highlight=False, soft_wrap=False)
 
 
-def render_report(report: Report) -> RenderableType:
+def render_report(report: Report, width: int) -> RenderableType:
     """The compact report: summary, sides, one table per case (medians of the ok runs, the ratio to
     the baseline and its interval), gates, runs not ok, drift."""
     parts: list[RenderableType] = [Text(f"shasweep report: {report.sweep_id}", style="bold")]
@@ -39,7 +39,7 @@ def render_report(report: Report) -> RenderableType:
     if report.gates:
         parts.append(_gates(report))
     if len(report.failures):
-        parts.append(_failures(report))
+        parts.append(_failures(report, width))
     drifted = [d for d in report.drift if d.flagged]
     if drifted:
         parts.append(Text("DRIFT: " + "; ".join(f"{d.case} {d.side} {d.metric} {100 * d.change:+.1f}% vs "
@@ -118,12 +118,17 @@ def _interval(comparison: stats.Comparison | None) -> str:
     return f"{100 * comparison.confidence:g}% [{comparison.low:.3f}, {comparison.high:.3f}]"
 
 
-def _failures(report: Report) -> RichTable:
+def _failures(report: Report, width: int) -> RichTable:
+    """One line per run not ok; the error is cut to the width left (the full text is in the Markdown)."""
     table = _table("runs not ok")
-    table.add_column("run", no_wrap=True)
-    table.add_column("side", no_wrap=True)
-    table.add_column("status", no_wrap=True, style="red")
-    table.add_column("error", no_wrap=True, overflow="ellipsis", ratio=1)
-    for f in report.failures.itertuples():
-        table.add_row(str(f.run_key)[:SHORT_SHA], str(f.side), str(f.status), one_line(f.error))
+    rows = [(str(f.run_key)[:SHORT_SHA], str(f.side), str(f.status), one_line(f.error))
+            for f in report.failures.itertuples()]
+    names = ("run", "side", "status")
+    widths = [max(len(name), *(len(row[i]) for row in rows)) for i, name in enumerate(names)]
+    for name, column_width in zip(names, widths, strict=True):
+        table.add_column(name, no_wrap=True, width=column_width, style="red" if name == "status" else "")
+    left = width - sum(widths) - 2 * len(widths)  # a column's padding: 1 on each side, none at the edges
+    table.add_column("error", no_wrap=True, overflow="ellipsis", max_width=max(left, 10))
+    for row in rows:
+        table.add_row(*row)
     return table

@@ -65,6 +65,8 @@ def test_report_fits_the_terminal_and_ends_with_the_verdict(tmp_path, columns):
     assert text[-1] == "PASS 2 / FAIL 4 / INCONCLUSIVE 0 — exit 3 (1 run(s) not ok, 5 not run)"
     assert_fits(lines, columns)
     assert "a" * 10 in "\n".join(lines) and "a" * 11 not in "\n".join(lines), "short SHAs"
+    (failed,) = [line for line in lines if line.startswith("g1-failed-")]
+    assert failed.split()[1:4] == ["cand", "failed", "ValueError:"], "run, side, status, then the error"
 
 
 @pytest.mark.slow
