@@ -101,9 +101,18 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
 
 def write_sweep_html(results_root: Path, report: Report) -> Path:
     """Render ``report`` with its sweep's runs and steps to ``<results>/reports/<id>.html``."""
-    runs = apply_audit(read_runs(results_root, report.sweep_id), report.record)
+    runs = mark_disturbed(apply_audit(read_runs(results_root, report.sweep_id), report.record), report)
     page = sweep_page(report, runs, load_steps(results_root, report.sweep_id))
     return page.write(results_root / "reports" / f"{report.sweep_id}.html")
+
+
+def mark_disturbed(runs: pd.DataFrame, report: Report) -> pd.DataFrame:
+    """``runs`` with a ``disturbed`` column when the report lists disturbed runs (``report.disturbed``:
+    a frame with their ``run_key``, where the report model computes it)."""
+    flagged = getattr(report, "disturbed", None)
+    if not isinstance(flagged, pd.DataFrame) or "run_key" not in flagged or not len(runs):
+        return runs
+    return runs.assign(disturbed=runs["run_key"].isin(flagged["run_key"]))
 
 
 def forest_plots(report: Report) -> list[Model]:

@@ -168,3 +168,14 @@ def test_breakdown_of_a_case_without_ok_runs_is_an_empty_chart():
                          "physics_ms": [None, None], "update_state_ms": [None, None]})
     fig = breakdown_plot(runs, ["a", "b"], "no ok run")
     assert not fig.legend
+
+
+def test_runs_the_report_lists_as_disturbed_are_marked():
+    from types import SimpleNamespace
+
+    from orchestrator.render.sweep_page import mark_disturbed
+
+    runs = pd.DataFrame({"run_key": ["a", "b", "c"]})
+    report = SimpleNamespace(disturbed=pd.DataFrame({"run_key": ["b"], "reason": ["load 9 on 2 CPUs"]}))
+    assert mark_disturbed(runs, report)["disturbed"].tolist() == [False, True, False]
+    assert "disturbed" not in mark_disturbed(runs, SimpleNamespace())
