@@ -44,7 +44,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "git repo of the current directory); a new sweep's is its results key")
     parser.add_argument("--scheduler", metavar="ADDR",
                         help="tcp://HOST:PORT of a Dask scheduler (default: an embedded LocalCluster)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (the dashboard URL and one line per finished run remain)")
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
