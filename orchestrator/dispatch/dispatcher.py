@@ -104,6 +104,7 @@ def run_sweep(
                     stop_reason = "interrupted by the user (Ctrl-C)"
                 outcomes.append(outcome)
                 progress.run_finished(outcome)
+                client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
                 if stop_reason is None and cancel.is_set():
                     stop_reason = CANCELLED_REASON
                 if stop_reason is None and outcome["status"] != "ok" and not continue_on_error:
@@ -153,6 +154,14 @@ def _planned_message(runs: list[PlannedRun]) -> dict:
     return {"sweep_id": runs[0].sweep_id, "event": "planned",
             "runs": [{"run_key": r.run_key, "order": r.order, "side": r.side, "case": r.case,
                       "repeat": r.repeat} for r in runs]}
+
+
+def _finished_message(run: PlannedRun, outcome: dict) -> dict:
+    """The run's outcome as the client got it, for the board: it arrives even when the worker died
+    before publishing its own (the board keeps whichever final status came first)."""
+    return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order, "side": run.side,
+            "case": run.case, "event": "finished",
+            **{k: outcome.get(k) for k in ("status", "error", "throughput", "wall_s")}}
 
 
 def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None) -> dict:

@@ -170,3 +170,16 @@ def test_charts_hold_every_point_with_padding():
 def test_task_keys_name_side_case_and_repeat(tmp_path, repo):
     run = make_run(repo, repo.shas[1], order=3, results_root=tmp_path)
     assert task_key(run) == f"shasweep-cand-sac.fake.none-r3-{run.run_key}"
+
+
+def test_the_clients_outcome_ends_a_run_whose_worker_died():
+    """The dispatcher publishes each outcome too: a run whose worker died mid-run leaves 'running'."""
+    board = SweepBoard()
+    board.feed(msg("planned", {}, runs=RUNS))
+    board.feed(msg("started", RUNS[0], total=10))
+    board.feed(msg("finished", RUNS[0], status="failed", error="the bench worker left the cluster"))
+    board.feed(msg("started", RUNS[1], total=10))
+    board.feed(msg("finished", RUNS[0], status="ok", throughput=1.0))  # late: the first final status stays
+    snap = board.snapshot("s1")
+    assert [r["status"] for r in snap["runs"]] == ["failed", "running", "queued"]
+    assert " #1 " in summary_html(snap) and "1/3 runs done" in summary_html(snap)
