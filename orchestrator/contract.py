@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-STATUSES: tuple[str, ...] = ("ok", "failed", "timeout", "cancelled")
+AUDIT_FAILED = "audit_failed"  # ran to the end, but failed its audit (orchestrator.worker.run_audit)
+STATUSES: tuple[str, ...] = ("ok", "failed", "timeout", "cancelled", AUDIT_FAILED)
 PROTOCOL_VERSION = 1  # the run protocol version this orchestrator reads (docs/design.md, "Run protocol")
 PROGRESS_TOPIC = "shasweep-progress"  # Worker.log_event topic of the bench worker's progress events
 RUN_KEY_VAR = "SHASWEEP_RUN_KEY"  # in the bench's environment, inherited by every process it starts

@@ -1,11 +1,12 @@
 """Drift: has a side's median moved against earlier sweeps of the same code on the same host?
 
 A side of the current sweep is compared with the ok (audited) runs of *earlier* sweeps (first run
-started before this sweep's first run) that share its identity: SHA, case, variant, params, env and
-host (hostname and CPU model). The side labels may differ between sweeps; runs with an unknown
-identity field are never matched. Only the partitions of the latest ``HISTORY_SWEEPS`` recorded
-sweeps (by creation, none newer than this one) that ran one of this sweep's SHAs are read (their
-sweep records say which), so a report stays fast on a large root.
+started before this sweep's first run) that share its identity: SHA, case, variant, params, env, the
+bench command's argv template and host (hostname and CPU model). The side labels may differ between
+sweeps; runs with an unknown identity field are never matched, except the command, which rows
+written before it was recorded lack: those match only each other. Only the partitions of the latest
+``HISTORY_SWEEPS`` recorded sweeps (by creation, none newer than this one) that ran one of this
+sweep's SHAs are read (their sweep records say which), so a report stays fast on a large root.
 
 The reference is the median of the earlier sweeps' per-sweep medians (robust to one odd sweep); the
 latest earlier sweep's median is shown next to it. The software is not part of the match: the
@@ -33,8 +34,9 @@ from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import runs_dir
 from orchestrator.store.records import sweeps_dir
 
-IDENTITY_COLUMNS: tuple[str, ...] = ("sha", "case", "variant", "params", "env", "host_hostname",
+IDENTITY_COLUMNS: tuple[str, ...] = ("sha", "case", "variant", "params", "env", "command", "host_hostname",
                                      "host_cpu_model")
+UNRECORDED_COMMAND = ""  # the command of rows written before it was a column
 DEFAULT_THRESHOLD = 0.03
 HISTORY_SWEEPS = 10  # the most recent earlier sweeps a side is compared with
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
@@ -70,7 +72,8 @@ def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.Dat
     """The audited ok runs of the latest ``HISTORY_SWEEPS`` other recorded sweeps that ran a SHA of
     ``record``'s sweep and were created no later: identity, start time and ``metrics``."""
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
-                       + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64())]
+                       + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64()),
+                          ("audited", pa.bool_())]
                        + [(name, pa.float64()) for name in metrics])
     shas = {side.get("sha") for side in (record.get("sides") or {}).values()} - {None}
     earlier = [sweep for created, sweep in sweeps_with_shas(results_root, shas)
@@ -105,11 +108,11 @@ def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],
     Both frames need ``sweep_id``, ``side``, ``started_at``, the identity columns and ``metrics``.
     """
     keys = list(IDENTITY_COLUMNS)
-    current = current.dropna(subset=keys)
+    current = _with_command(current).dropna(subset=keys)
     start = current["started_at"].min()
     if current.empty or pd.isna(start):
         return []
-    history = history.dropna(subset=[*keys, "started_at"])
+    history = _with_command(history).dropna(subset=[*keys, "started_at"])
     first_run = history.groupby("sweep_id")["started_at"].min()
     earlier = history[history["sweep_id"].isin(first_run[first_run < start].index)]
     drifts = []
@@ -124,6 +127,12 @@ def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],
                 drifts.append(Drift(case=mine["case"].iloc[0], side=side, metric=metric, software=software,
                                     **drift))
     return drifts
+
+
+def _with_command(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with a missing command (older rows) as ``UNRECORDED_COMMAND``."""
+    command = runs["command"] if "command" in runs else pd.Series(None, index=runs.index, dtype=object)
+    return runs.assign(command=command.fillna(UNRECORDED_COMMAND))
 
 
 def _metric_drift(mine: pd.DataFrame, past: pd.DataFrame, metric: str, first_run: pd.Series,

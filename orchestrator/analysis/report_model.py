@@ -2,8 +2,9 @@
 the baseline with their interval (``verdicts``), gate verdicts, drift against earlier sweeps of the
 same SHA and host (``drift``), each side's runtime audit, and the runs that were not ok.
 
-Reads only the sweep's partition ``runs/sweep=<id>/`` and only the columns it needs. Every ok run is
-audited first (``run_audit``): one that fails counts as not ok. Rendering is ``orchestrator.render``'s.
+Reads only the sweep's partition ``runs/sweep=<id>/`` and only the columns it needs. A run's status
+holds the worker's audit verdict; older rows without one are audited here (``run_audit``); an audit
+failure counts as not ok. Rendering is ``orchestrator.render``'s.
 """
 
 
@@ -86,6 +87,7 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
     """The sweep's runs, only the columns a report needs (absent columns read as null)."""
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
                        + [("steps", pa.int64()), ("repeat", pa.int64()), ("host_cpu_logical", pa.int64()),
+                          ("audited", pa.bool_()),
                           ("started_at", pa.timestamp("us", tz="UTC"))]
                        + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])])
     table = read_files(parquet_files(runs_dir(results_root, sweep_id)), schema=schema)

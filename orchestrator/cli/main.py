@@ -9,15 +9,10 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from importlib import metadata
 
-from orchestrator.cli import gc, results, run, servers, status, waive
+from orchestrator.cli import gc, results, run, servers, status, sweeps, waive
 from orchestrator.errors import EXIT_RUN_FAILED, ShasweepError
-
-if TYPE_CHECKING:
-    pass
-
-
 
 EPILOG = """exit codes:
   0  all runs ok and every gate passed
@@ -28,6 +23,21 @@ EPILOG = """exit codes:
 """
 
 
+OTHER_EPILOG = """exit codes:
+  0  done
+  2  invalid input (arguments, sweep id, results root)
+  3  a run, system or cluster failure
+"""
+
+
+def package_version() -> str:
+    """The installed shasweep distribution's version."""
+    try:
+        return metadata.version("shasweep")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 @dataclass(frozen=True)
 class Command:
     """A subcommand: how to declare its arguments and the function that runs it (returns an exit code)."""
@@ -35,14 +45,17 @@ class Command:
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     handler: Callable[[argparse.Namespace], int]
+    judges_gates: bool = False  # its exit code follows the sweep's verdict: its help shows EPILOG
 
 
 COMMANDS: dict[str, Command] = {
-    "run": Command("run a sweep and report it", run.add_run_arguments, run.cmd_run),
+    "run": Command("run a sweep and report it", run.add_run_arguments, run.cmd_run, judges_gates=True),
     "plan": Command("validate a sweep and print its plan, running nothing", run.add_sweep_arguments,
                     run.cmd_plan),
     "report": Command("print and write the report of a stored sweep", results.add_report_arguments,
-                      results.cmd_report),
+                      results.cmd_report, judges_gates=True),
+    "list": Command("the recorded sweeps, newest first: status, runs, verdict counts",
+                    sweeps.add_list_arguments, sweeps.cmd_list),
     "gc": Command("remove unused bench worktrees", gc.add_gc_arguments, gc.cmd_gc),
     "compare": Command("compare the medians of two sweeps (A earlier, B later)",
                        results.add_compare_arguments,
@@ -66,9 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="shasweep", description="A/B performance sweeps of git SHAs on a pinned Dask bench worker.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():
-        sub = subparsers.add_parser(name, help=command.help, description=command.help, epilog=EPILOG,
+        epilog = EPILOG if command.judges_gates else OTHER_EPILOG
+        sub = subparsers.add_parser(name, help=command.help, description=command.help, epilog=epilog,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
         command.add_arguments(sub)
         sub.set_defaults(handler=command.handler)

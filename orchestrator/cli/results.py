@@ -13,7 +13,7 @@ import pyarrow as pa
 from orchestrator.analysis.report_model import make_report
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan.expand import results_root_for
-from orchestrator.render.markdown import to_markdown, write_report
+from orchestrator.render.markdown import write_report
 from orchestrator.store import records as sweep_record
 from orchestrator.store.atomic import write_text_atomic
 from orchestrator.store.damaged import parquet_files, readable_files
@@ -56,7 +56,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_history_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--case", required=True, metavar="ALGO/TASK/SIM")
+    parser.add_argument("--case", required=True, metavar="ALGO/TASK/SIM",
+                        help="the case, as the sweep's cases list it, e.g. sac/go2_joystick_flat/mujoco")
     parser.add_argument("--side", help="only runs of this side label")
     parser.add_argument("--sha", metavar="PREFIX", help="only runs of SHAs starting with PREFIX")
     parser.add_argument("--metric", default="throughput", help="throughput (default) or a *_ms phase")
@@ -91,12 +92,18 @@ def cmd_history(args: argparse.Namespace) -> int:
     root = results_root_for(args.results, Path.cwd())
     query = history.HistoryQuery(case=args.case, side=args.side, sha=args.sha, metric=args.metric)
     runs = history.load_history(root, query)
-    default_html = root / "reports" / f"history-{args.case.replace('/', '_')}.html"
+    default_html = root / "reports" / history.html_file_name(query)
     _emit(args, history.to_markdown(runs, query), lambda: history.history_page(runs, query), default_html)
     return 0
 
 
-def print_report(results_root: Path, sweep_id: str, html: bool = False) -> int:
+def print_report(results_root: Path, sweep_id: str, html: bool = False,
+                 before_verdict: Callable[[int], None] | None = None) -> int:
+    """Print the compact report, write the full one (Markdown, CSV, verdicts JSON, HTML if asked),
+    and end with the verdict line; ``before_verdict(exit code)`` may print just above it."""
+    from orchestrator.render.terminal import render_report, report_verdict_line, terminal_console
+    from orchestrator.render.verdicts_json import write_verdicts_json
+
     try:
         report = make_report(results_root, sweep_id)
     except pa.ArrowException as exc:  # a damaged file in the results root; pyarrow names it
@@ -107,12 +114,17 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False) -> int:
                                 f"({type(exc).__name__}: {exc})") from None
     readable_files(parquet_files(steps_dir(results_root, sweep_id)))  # names damaged steps files too
     md, csv = write_report(report, results_root)
-    print(to_markdown(report))
-    print(f"report written to {md} and {csv}")
+    console = terminal_console()
+    console.print(render_report(report, console.width))
+    written = [md, csv, write_verdicts_json(report, results_root)]
     if html:
         from orchestrator.render.sweep_page import write_sweep_html  # imports Bokeh: only when asked
 
-        print(f"HTML report written to {write_sweep_html(results_root, report)}")
+        written.append(write_sweep_html(results_root, report))
+    console.print(f"full report in {md.parent}: " + ", ".join(p.name for p in written), overflow="fold")
+    if before_verdict is not None:
+        before_verdict(report.exit_code)
+    console.print(report_verdict_line(report), overflow="fold")
     return report.exit_code
 
 

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep", type=Path, help="sweep YAML file")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                        help="dotlist overrides, e.g. params.num_envs=64 repeats=1 sides.b.ref=main")
+                        help="dotlist overrides of the sweep's keys, e.g. params.num_envs=64 repeats=1 "
+                             "sides.b.ref=main; +KEY=VALUE adds a key it lacks, e.g. +sides.c.ref=main")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,13 +45,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--resume", metavar="SWEEP_ID|latest",
                         help="run again the runs of a recorded sweep that are not ok (same SHAs, run keys)")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
-                        help="dotlist overrides, e.g. params.num_envs=64 repeats=1 sides.b.ref=main")
+                        help="dotlist overrides of the sweep's keys, e.g. params.num_envs=64 repeats=1 "
+                             "sides.b.ref=main; +KEY=VALUE adds a key it lacks, e.g. +sides.c.ref=main")
     parser.add_argument("--results", metavar="DIR",
                         help="with --resume: the results root holding the sweep (default: 'results' in the "
                              "git repo of the current directory); a new sweep's is its results key")
     parser.add_argument("--scheduler", metavar="ADDR",
                         help="tcp://HOST:PORT of a Dask scheduler (default: an embedded LocalCluster)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (the dashboard URL and one line per finished run remain)")
     add_tls_arguments(parser)
 
 
@@ -92,7 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     runs = build_plan(resolved, sweep_id)
     record = record_updates.new_record(resolved, sweep_id, created, len(runs))
     sweep_record.write_record(root, sweep_id, record)
-    print(f"sweep {sweep_id}: {len(runs)} runs, results under {root}", flush=True)
+    say(f"sweep {sweep_id}: {len(runs)} runs, results under {root}")
     try:
         with sweep_record.sweep_lock(root, sweep_id):
             _dispatch(args, resolved, record, runs)
@@ -112,8 +115,8 @@ def _resume(args: argparse.Namespace) -> int:
     with sweep_record.sweep_lock(root, sweep_id):
         plan = plan.refreshed()  # what is ok now that no other client runs the sweep
         todo = plan.todo
-        print(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
-              f"results under {root}", flush=True)
+        say(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
+            f"results under {root}")
         if todo or plan.adaptive:
             record = record_updates.resumed(plan.record, root, datetime.now(UTC))
             _dispatch(args, plan.resolved, record, todo,
@@ -159,10 +162,22 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, r
 
 def _report_run(root: Path, sweep_id: str) -> int:
     """The report at the end of ``run``, with how to resume when a run is not ok."""
-    code = print_report(root, sweep_id, html=True)
-    if code == EXIT_RUN_FAILED:
-        print(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")
-    return code
+    def resume_hint(code: int) -> None:
+        if code == EXIT_RUN_FAILED:
+            say(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")
+
+    return print_report(root, sweep_id, html=True, before_verdict=resume_hint)
+
+
+def say(text: str) -> None:
+    """One line: on a terminal wrapped to its width (a long path folded, not cut); piped, as is."""
+    from orchestrator.render.terminal import terminal_console
+
+    console = terminal_console()
+    if console.is_terminal:
+        console.print(text, overflow="fold")
+    else:
+        print(text, flush=True)
 
 
 def format_plan(resolved: ResolvedSweep, runs: list[PlannedRun]) -> str:

@@ -8,6 +8,7 @@ timings of the run that is running (or ran last). ``snapshot`` returns plain dic
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections import OrderedDict, deque
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,7 @@ class RunView:
     error: str | None = None
     done: int = 0  # steps read so far
     total: int | None = None  # warm-up + measured steps
+    wall_s: float | None = None  # how long the finished run took
 
 
 @dataclass
@@ -134,7 +136,7 @@ class SweepBoard:
                                     dict(msg.get("phases") or {})))
         elif event == "finished":
             run.status = msg.get("status") or "failed"
-            run.error, run.throughput = msg.get("error"), msg.get("throughput")
+            run.error, run.throughput, run.wall_s = msg.get("error"), msg.get("throughput"), msg.get("wall_s")
             if run.status == "ok" and run.total:  # ok means every step ran; step messages are sampled
                 run.done = run.total
 
@@ -145,8 +147,15 @@ class SweepBoard:
             run.status = outcome.get("status") or run.status
             run.error = outcome.get("error", run.error)
             run.throughput = outcome.get("throughput", run.throughput)
+            run.wall_s = outcome.get("wall_s", run.wall_s)
         sweep.stop_reason = msg.get("stop_reason")
         sweep.state = "stopped" if sweep.stop_reason else "finished"
+
+
+def eta_seconds(walls: list[float], runs_left: int) -> float | None:
+    """Seconds until a sweep ends, from a run's end: the mean wall time of its finished runs times the
+    runs left (None: no run finished yet). The client's sweep bar and the board both use it."""
+    return statistics.fmean(walls) * max(runs_left, 0) if walls else None
 
 
 def _run_view(msg: dict) -> RunView:

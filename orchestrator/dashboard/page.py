@@ -1,28 +1,37 @@
 """The ``/shasweep`` Bokeh page of the Dask dashboard: the sweep's queue, live phases, throughput.
 
 Served by the scheduler's dashboard; it reads the ``BoardPlugin`` state of that scheduler every
-``REFRESH_MS`` and redraws only when the shown sweep changed.
+``REFRESH_MS`` and redraws only when the shown sweep changed. The header, the table and the charts
+are all drawn from one snapshot, and the header's running run is the table's (``live_run``), so they
+never disagree. Chart ranges are set from the data with padding (throughput from 0, every planned
+run on the x axis), never auto-fitted to one point.
 """
 
 from __future__ import annotations
 
 import html
 import statistics
+from datetime import timedelta
 
 from bokeh.document import Document
 from bokeh.layouts import column, row
-from bokeh.models import ColumnDataSource, DataTable, Div, Select, StringFormatter, TableColumn
+from bokeh.models import ColumnDataSource, DataTable, Div, Range1d, Select, StringFormatter, TableColumn
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 from distributed import Scheduler
 
-from orchestrator.dashboard.board import CHART_PHASES, SweepBoard
+from orchestrator.contract import AUDIT_FAILED
+from orchestrator.contract import STATUSES as FINAL_STATUSES
+from orchestrator.dashboard.board import CHART_PHASES, LIVE_STATUSES, SweepBoard, eta_seconds
 from orchestrator.dashboard.plugin import board_of
 
 REFRESH_MS = 500
+PAD = 0.1  # of a chart's data span, above the highest value
+CASE_PX_PER_CHAR = 7.5
 LATEST = "(latest)"
 STATUS_COLORS = {"queued": "#777777", "waiting": "#c77c00", "running": "#1f6fd1", "ok": "#1a8a3a",
-                 "failed": "#c0392b", "timeout": "#c0392b", "cancelled": "#8e44ad"}
+                 "failed": "#c0392b", "timeout": "#c0392b", "cancelled": "#8e44ad",
+                 AUDIT_FAILED: "#c0392b"}
 TABLE_FIELDS: tuple[str, ...] = ("order", "side", "case", "repeat", "status", "progress", "throughput",
                                  "error", "status_color")
 
@@ -39,8 +48,10 @@ class BoardPage:
         self.runs = ColumnDataSource({name: [] for name in TABLE_FIELDS})
         self.phases = ColumnDataSource({"step": [], **{name: [] for name in CHART_PHASES}})
         self.throughput = ColumnDataSource({"order": [], "throughput": [], "side": [], "color": []})
-        self.root = column(row(self.select), self.summary, self._table(), row(self._phase_chart(),
-                           self._throughput_chart()), self.hosts, sizing_mode="stretch_width")
+        self._case_column = TableColumn(field="case", title="case", width=220)
+        self._phase_fig, self._throughput_fig = self._phase_chart(), self._throughput_chart()
+        self.root = column(row(self.select), self.summary, self._table(), row(self._phase_fig,
+                           self._throughput_fig), self.hosts, sizing_mode="stretch_width")
 
     def update(self) -> None:
         """Refresh the sweep list and, if the shown sweep changed, every widget."""
@@ -56,17 +67,14 @@ class BoardPage:
         if snap is None:
             self.summary.text = "no sweep yet: start one with <code>shasweep run SWEEP.yaml</code>"
             return
-        self.summary.text = _summary_html(snap)
+        self.summary.text = summary_html(snap)
         runs = snap["runs"]
-        self.runs.data = {
-            "order": [r["order"] for r in runs], "side": [r["side"] for r in runs],
-            "case": [r["case"] for r in runs], "repeat": [r["repeat"] for r in runs],
-            "status": [r["status"] for r in runs], "progress": [_progress(r) for r in runs],
-            "throughput": [_number(r["throughput"]) for r in runs],
-            "error": [(r["error"] or "").splitlines()[0] if r["error"] else "" for r in runs],
-            "status_color": [STATUS_COLORS.get(r["status"], "#000000") for r in runs],
-        }
+        self.runs.data = table_data(snap)
+        longest = max((len(r["case"]) for r in runs), default=0)
+        self._case_column.width = max(220, int(CASE_PX_PER_CHAR * longest))  # the whole case visible
         self.phases.data = {name: snap["phases"][name] for name in ("step", *CHART_PHASES)}
+        _fit(self._phase_fig, [0, *snap["phases"]["step"]],
+             [v for name in CHART_PHASES for v in snap["phases"][name]])
         done = [r for r in runs if r["status"] == "ok" and r["throughput"] is not None]
         sides = list(dict.fromkeys(r["side"] for r in runs))
         self.throughput.data = {
@@ -74,11 +82,12 @@ class BoardPage:
             "side": [r["side"] for r in done],
             "color": [Category10_10[sides.index(r["side"]) % 10] for r in done],
         }
+        _fit(self._throughput_fig, [r["order"] for r in runs], [r["throughput"] for r in done])
 
     def _table(self) -> DataTable:
         status = StringFormatter(text_color="status_color", font_style="bold")
         columns = [TableColumn(field="order", title="#", width=40), TableColumn(field="side", title="side"),
-                   TableColumn(field="case", title="case", width=220),
+                   self._case_column,
                    TableColumn(field="repeat", title="repeat", width=60),
                    TableColumn(field="status", title="status", formatter=status),
                    TableColumn(field="progress", title="steps"),
@@ -89,7 +98,8 @@ class BoardPage:
 
     def _phase_chart(self) -> figure:
         fig = figure(title="current run: phase timings per vector step", x_axis_label="step",
-                     y_axis_label="ms", height=320, width=700, tools="pan,wheel_zoom,box_zoom,reset")
+                     y_axis_label="ms", height=320, width=700, tools="pan,wheel_zoom,box_zoom,reset",
+                     x_range=Range1d(-0.5, 1.0), y_range=Range1d(0.0, 1.0))
         for name, color in zip(CHART_PHASES, Category10_10, strict=False):
             fig.line("step", name, source=self.phases, color=color, legend_label=name, line_width=2)
         fig.add_layout(fig.legend[0], "right")
@@ -97,7 +107,8 @@ class BoardPage:
 
     def _throughput_chart(self) -> figure:
         fig = figure(title="finished runs: throughput per side", x_axis_label="run #",
-                     y_axis_label="env steps/s", height=320, width=560, tools="pan,wheel_zoom,box_zoom,reset")
+                     y_axis_label="env steps/s", height=320, width=560, tools="pan,wheel_zoom,box_zoom,reset",
+                     x_range=Range1d(-0.5, 1.0), y_range=Range1d(0.0, 1.0))
         fig.scatter("order", "throughput", source=self.throughput, color="color", size=10,
                     legend_field="side")
         fig.legend.location = "bottom_right"
@@ -123,16 +134,44 @@ def sweep_doc(scheduler: Scheduler, extra: dict, doc: Document) -> None:
     doc.theme = BOKEH_THEME
 
 
-def _summary_html(snap: dict) -> str:
-    counts = snap["counts"]
-    total = len(snap["runs"])
-    finished = sum(counts[s] for s in ("ok", "failed", "timeout", "cancelled"))
-    parts = [f"<b>{html.escape(snap['sweep_id'])}</b>: {snap['state']}, {finished}/{total} runs done"]
+def live_run(snap: dict) -> dict | None:
+    """The run the table shows waiting or running (the latest in plan order if several)."""
+    live = [r for r in snap["runs"] if r["status"] in LIVE_STATUSES]
+    return max(live, key=lambda r: r["order"]) if live else None
+
+
+def table_data(snap: dict) -> dict[str, list]:
+    """The run table's columns, one row per run in plan order."""
+    runs = snap["runs"]
+    return {
+        "order": [r["order"] for r in runs], "side": [r["side"] for r in runs],
+        "case": [r["case"] for r in runs], "repeat": [r["repeat"] for r in runs],
+        "status": [r["status"] for r in runs], "progress": [_progress(r) for r in runs],
+        "throughput": [_number(r["throughput"]) for r in runs],
+        "error": [(r["error"] or "").splitlines()[0] if r["error"] else "" for r in runs],
+        "status_color": [STATUS_COLORS.get(r["status"], "#000000") for r in runs],
+    }
+
+
+def summary_html(snap: dict) -> str:
+    """The header: state, runs done (counted from the same rows the table shows), the running run,
+    the ETA, each side's median throughput, why the sweep stopped."""
+    runs = snap["runs"]
+    finished = [r for r in runs if r["status"] in FINAL_STATUSES]
+    parts = [f"<b>{html.escape(snap['sweep_id'])}</b>: {snap['state']}, "
+             f"{len(finished)}/{len(runs)} runs done"]
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run["status"]] = counts.get(run["status"], 0) + 1
     parts += [f"{n} {status}" for status, n in counts.items() if n and status != "ok"]
-    current = next((r for r in snap["runs"] if r["run_key"] == snap["current"]), None)
-    if current is not None and current["status"] in ("waiting", "running"):
-        parts.append(f"running #{current['order']} {html.escape(current['side'])} "
+    current = live_run(snap)
+    if current is not None:
+        parts.append(f"{current['status']} #{current['order']} {html.escape(current['side'])} "
                      f"{html.escape(current['case'])} {_progress(current)}")
+    walls = [r["wall_s"] for r in finished if isinstance(r.get("wall_s"), int | float)]
+    eta = eta_seconds(walls, len(runs) - len(finished)) if snap["state"] == "running" else None
+    if eta is not None:
+        parts.append(f"ETA {timedelta(seconds=round(eta))} (mean run {statistics.fmean(walls):.1f} s)")
     lines = [", ".join(parts)]
     by_side: dict[str, list[float]] = {}
     for run in snap["runs"]:
@@ -143,6 +182,17 @@ def _summary_html(snap: dict) -> str:
     if snap["stop_reason"]:
         lines.append(f"stopped: {html.escape(snap['stop_reason'])}")
     return "<br>".join(lines)
+
+
+def _fit(fig: figure, xs: list[float], ys: list[float | None]) -> None:
+    """Set ``fig``'s ranges to hold every x (half a step of margin) and every y from 0 to above the
+    highest, so one point is never a hairline axis and a later point is never cut off."""
+    finite_x = [float(x) for x in xs if x is not None]
+    finite_y = [float(y) for y in ys if y is not None]
+    fig.x_range.start = min(finite_x, default=0.0) - 0.5
+    fig.x_range.end = max(finite_x, default=1.0) + 0.5
+    fig.y_range.start = 0.0
+    fig.y_range.end = (max(finite_y, default=0.0) * (1 + PAD)) or 1.0
 
 
 def _hosts_html(hosts: dict[str, dict]) -> str:

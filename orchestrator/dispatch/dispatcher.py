@@ -105,7 +105,7 @@ def run_sweep(
                 if cancel.is_set():
                     stop_reason = CANCELLED_REASON
                     break
-                future = _submit(client, execute_run, run, lock_path=lock_path, key=f"shasweep-{run.run_key}")
+                future = _submit(client, execute_run, run, lock_path=lock_path, key=task_key(run))
                 try:
                     outcome = _await_run(client, future, run)
                 except KeyboardInterrupt:
@@ -114,6 +114,7 @@ def run_sweep(
                     stop_reason = "interrupted by the user (Ctrl-C)"
                 outcomes.append(outcome)
                 progress.run_finished(outcome)
+                client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
                 if stop_reason is None and cancel.is_set():
                     stop_reason = CANCELLED_REASON
                 if stop_reason is None and outcome["status"] != "ok" and not continue_on_error:
@@ -148,6 +149,12 @@ def _extend(runs: list[PlannedRun], more: MoreRuns | None, progress: SweepProgre
     return True
 
 
+def task_key(run: PlannedRun) -> str:
+    """The bench task's Dask key prefix: it names side, case and repeat, so the Dask dashboard tells
+    runs apart (``shasweep-new-sac.go2_joystick_flat.mujoco-r2-<run_key>``)."""
+    return f"shasweep-{run.side}-{run.case.replace('/', '.')}-r{run.repeat}-{run.run_key}"
+
+
 def _check_plan(runs: list[PlannedRun]) -> None:
     if not runs:
         raise InvalidInputError("the sweep plan has no runs")
@@ -176,11 +183,19 @@ def _planned_message(runs: list[PlannedRun]) -> dict:
                       "repeat": r.repeat} for r in runs]}
 
 
+def _finished_message(run: PlannedRun, outcome: dict) -> dict:
+    """The run's outcome as the client got it, for the board: it arrives even when the worker died
+    before publishing its own (the board keeps whichever final status came first)."""
+    return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order, "side": run.side,
+            "case": run.case, "event": "finished",
+            **{k: outcome.get(k) for k in ("status", "error", "throughput", "wall_s")}}
+
+
 def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None) -> dict:
     """Every run's final status (also of runs never started) and why the sweep stopped, if it did."""
     return {"sweep_id": sweep_id, "event": "ended", "stop_reason": stop_reason,
             "outcomes": [{k: o.get(k) for k in ("run_key", "order", "side", "case", "status", "error",
-                                                 "throughput")} for o in outcomes]}
+                                                 "throughput", "wall_s")} for o in outcomes]}
 
 
 def _submit(client: Client, func, *args, key: str, **kwargs) -> Future:

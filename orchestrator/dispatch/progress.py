@@ -1,17 +1,43 @@
 """Live progress of a sweep on the client: one bar for the sweep, one for the running bench.
 
 Fed by the worker's ``log_event`` messages (``contract.PROGRESS_TOPIC``) and by the dispatcher
-when a run's outcome arrives. Disabled, every method is a no-op.
+when a run's outcome arrives. The sweep bar's ETA is the mean wall time of the finished runs times
+the runs left, counted down from the last run's end. Disabled (``--no-progress``), only the bars
+go: the dashboard URL and the one line per finished run are still printed.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from datetime import timedelta
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
 
 from orchestrator.contract import PlannedRun
+from orchestrator.dashboard.board import eta_seconds
+
+
+class EtaColumn(ProgressColumn):
+    """``ETA 0:03:20`` from the task's ``eta_at`` field (a ``time.monotonic()`` instant), if set."""
+
+    def render(self, task: Task) -> Text:
+        eta_at = task.fields.get("eta_at")
+        if eta_at is None:
+            return Text("")
+        left = max(0.0, eta_at - time.monotonic())
+        return Text(f"ETA {timedelta(seconds=round(left))}", style="progress.remaining")
 
 
 class SweepProgress:
@@ -24,12 +50,14 @@ class SweepProgress:
         self._lock = threading.Lock()
         self._progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            EtaColumn(),
             console=console or Console(stderr=True), disable=not enabled,
         )
         self._overall: TaskID | None = None
         self._current: TaskID | None = None
         self._current_key: str | None = None
         self._finished: set[str] = set()
+        self._walls: list[float] = []
 
     def __enter__(self) -> SweepProgress:
         self._progress.start()
@@ -46,9 +74,8 @@ class SweepProgress:
             self._progress.update(self._overall, total=self.total_runs)
 
     def say(self, text: str) -> None:
-        """Print a line above the bars."""
-        if self.enabled:
-            self._progress.console.print(text, highlight=False)
+        """Print a line (above the bars when they are shown)."""
+        self._progress.console.print(text, highlight=False)
 
     def handle_event(self, event: tuple[float, dict]) -> None:
         """``Client.subscribe_topic`` handler for the worker's progress messages."""
@@ -74,8 +101,13 @@ class SweepProgress:
         with self._lock:
             self._finished.add(outcome["run_key"])
             self._replace_current(None, None, total=None)
+            if isinstance(outcome.get("wall_s"), int | float):
+                self._walls.append(float(outcome["wall_s"]))
             if self._overall is not None:
                 self._progress.advance(self._overall)
+                left = eta_seconds(self._walls, self.total_runs - len(self._finished))
+                self._progress.update(self._overall,
+                                      eta_at=None if left is None else time.monotonic() + left)
         throughput = outcome.get("throughput")
         detail = f"throughput {throughput:,.1f}" if throughput is not None else (outcome.get("error") or "")
         self.say(f"#{outcome.get('order')} {outcome.get('side')} {outcome.get('case')}: "

@@ -2,7 +2,9 @@
 
 All sweeps under ``<results>/runs`` are read (no sweep record needed); runs are audited with the
 checks that need no record (loaded SHA, measured steps, envruntime backend and managers) and shown
-oldest first, optionally only one side or the SHAs starting with a prefix.
+oldest first, optionally only one side or the SHAs starting with a prefix. Runs measured with
+different params or bench commands are not comparable: each distinct (params, command) gets a label
+(``P1``, ``P2``... in order of first use), its own median and its own series in the plot.
 """
 
 from __future__ import annotations
@@ -64,23 +66,52 @@ def load_history(results_root: Path, query: HistoryQuery) -> pd.DataFrame:
         if mine.empty:
             raise InvalidInputError(f"no runs of {query.describe()}", "--sha")
     order = [c for c in ("started_at", "sweep_id", "order") if c in mine]
-    return apply_audit(mine).sort_values(order).reset_index(drop=True)
+    history = apply_audit(mine).sort_values(order).reset_index(drop=True)
+    return history.assign(settings=_settings_keys(history).map(settings_labels(history)))
+
+
+SETTINGS_PREFIX = "P"
+
+
+def _settings_keys(history: pd.DataFrame) -> pd.Series:
+    """One text per run that is equal exactly when params and command are."""
+    columns = [history[c].fillna("-").astype(str) if c in history else pd.Series("-", index=history.index)
+               for c in ("params", "command")]
+    return columns[0] + " | " + columns[1]
+
+
+def settings_labels(history: pd.DataFrame) -> dict[str, str]:
+    """(params | command) text -> ``P1``, ``P2``... in order of first use."""
+    keys = list(dict.fromkeys(_settings_keys(history)))
+    return {key: f"{SETTINGS_PREFIX}{i + 1}" for i, key in enumerate(keys)}
+
+
+def settings_lines(history: pd.DataFrame) -> list[str]:
+    """``P1: params {...}; command [...]`` for every label."""
+    lines = []
+    for key, label in settings_labels(history).items():
+        params, _, command = key.partition(" | ")
+        lines.append(f"{label}: params {params}; command {command}")
+    return lines
 
 
 def history_table(history: pd.DataFrame, metric: str) -> Table:
-    """One row per run: when, which sweep, side, SHA and variant, status, the metric, any error."""
+    """One row per run: when, which sweep, side, SHA and variant, params/command label, status, the
+    metric, any error."""
     rows = [[_time(r.get("started_at")), r["sweep_id"], r["side"], str(r["sha"])[:12], str(r["variant"]),
-             r["status"], format_number(_float(r[metric])), one_line(r["error"])]
+             r["settings"], r["status"], format_number(_float(r[metric])), one_line(r["error"])]
             for r in history.to_dict("records")]
-    return Table(["started (UTC)", "sweep", "side", "sha", "variant", "status", metric, "error"], rows)
+    return Table(["started (UTC)", "sweep", "side", "sha", "variant", "params/command", "status", metric,
+                  "error"], rows)
 
 
 def summary_line(history: pd.DataFrame, query: HistoryQuery) -> str:
-    """How many runs matched and the median of the ok ones."""
-    ok = history.loc[history["status"] == "ok", query.metric]
+    """How many runs matched and the median of the ok ones, per params/command label."""
+    ok = history[history["status"] == "ok"]
+    medians = ", ".join(f"{label} {format_number(stats.median(ok.loc[ok['settings'] == label, metric]))}"
+                        for metric in [query.metric] for label in dict.fromkeys(history["settings"]))
     return (f"{len(history)} runs of {query.describe()} ({len(ok)} ok) in "
-            f"{history['sweep_id'].nunique()} sweeps; median {query.metric} of ok runs: "
-            f"{format_number(stats.median(ok))}")
+            f"{history['sweep_id'].nunique()} sweeps; median {query.metric} of ok runs: {medians}")
 
 
 def title(query: HistoryQuery) -> str:
@@ -88,13 +119,20 @@ def title(query: HistoryQuery) -> str:
 
 
 def to_markdown(history: pd.DataFrame, query: HistoryQuery) -> str:
-    return (f"# {title(query)}\n\n{summary_line(history, query)}\n\n"
+    legend = "\n".join(f"- {line}" for line in settings_lines(history))
+    return (f"# {title(query)}\n\n{summary_line(history, query)}\n\n{legend}\n\n"
             + markdown_table(history_table(history, query.metric)) + "\n")
+
+
+def html_file_name(query: HistoryQuery) -> str:
+    """``history-<case>-<metric>.html`` (``/`` in the case as ``_``)."""
+    return f"history-{query.case.replace('/', '_')}-{query.metric}.html"
 
 
 def history_page(history: pd.DataFrame, query: HistoryQuery) -> Page:
     page = Page(title(query))
     page.paragraph(summary_line(history, query))
+    page.items(settings_lines(history))
     page.figures([history_plot(history, query.metric, f"{query.describe()}: {query.metric} per run")])
     page.table(history_table(history, query.metric))
     return page

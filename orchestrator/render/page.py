@@ -36,6 +36,12 @@ td.fail { background: #fbd5d5; color: #8a1010; font-weight: bold; }
 td.waived { background: #e4e4f7; color: #2b2b7a; font-weight: bold; }
 td.warn { background: #fdf0c4; color: #6b5200; font-weight: bold; }
 .plots { display: flex; flex-wrap: wrap; gap: 12px; }
+.scroll { overflow-x: auto; max-width: 100%; }
+td.nowrap { white-space: nowrap; }
+.banner { font-size: 1.25em; font-weight: bold; padding: 0.6em 1em; border-radius: 6px; margin: 0.5em 0 1em; }
+.banner.pass { background: #d7f5d7; color: #145214; } .banner.fail { background: #fbd5d5; color: #8a1010; }
+.banner.warn { background: #fdf0c4; color: #6b5200; }
+[title] { text-decoration: underline dotted #999; }
 .note { color: #555; }
 .warning { background: #fdf0c4; color: #6b5200; padding: 6px 10px; font-weight: bold; }
 """
@@ -47,6 +53,10 @@ class Page:
 
     title: str
     _blocks: list[str | Model] = field(default_factory=list)
+
+    def banner(self, text: str, css_class: str) -> None:
+        """A verdict banner (``css_class``: pass, fail or warn)."""
+        self._blocks.append(f'<div class="banner {css_class}" id="verdict">{html.escape(text)}</div>')
 
     def heading(self, text: str, level: int = 2) -> None:
         self._blocks.append(f"<h{level}>{html.escape(text)}</h{level}>")
@@ -82,12 +92,15 @@ class Page:
 
 
 def table_html(table: Table) -> str:
-    """An HTML table; cells whose text is a verdict or status get its highlight class."""
+    """An HTML table (scrolling sideways rather than overflowing the page); cells whose text is a
+    verdict or status get its highlight class, cells with a hover text show it on hover."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
-    rows = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in table.rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    rows = "".join("<tr>" + "".join(_cell(c, table.hovers.get((i, j))) for j, c in enumerate(row)) + "</tr>"
+                   for i, row in enumerate(table.rows))
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
 
 
-def _cell(text: str) -> str:
+def _cell(text: str, hover: str | None = None) -> str:
     css = "waived" if text.startswith(WAIVED_PREFIX) else HIGHLIGHTS.get(text)
-    return f'<td class="{css}">{html.escape(text)}</td>' if css else f"<td>{html.escape(text)}</td>"
+    attrs = (f' class="{css}"' if css else "") + (f' title="{html.escape(hover)}"' if hover else "")
+    return f"<td{attrs}>{html.escape(text)}</td>"

@@ -19,7 +19,7 @@ BREAKDOWN_PHASES: tuple[str, ...] = (
 SUBPHASE_PREFIX = "update_state."
 UPDATE_STATE_REST = "update_state.other_ms"
 WIDTH, HEIGHT = 560, 320
-RUN_FIELDS: list[str] = ["side", "throughput", "run_key", "sha", "status", "color"]
+RUN_FIELDS: list[str] = ["side", "throughput", "run_key", "sha", "status", "repeat", "color"]
 
 
 def side_colors(sides: list[str]) -> dict[str, str]:
@@ -28,11 +28,13 @@ def side_colors(sides: list[str]) -> dict[str, str]:
     return {side: palette[i % len(palette)] for i, side in enumerate(sides)}
 
 
-def throughput_plot(runs: pd.DataFrame, sides: list[str], title: str) -> figure:
+def throughput_plot(runs: pd.DataFrame, sides: list[str], title: str, paired: bool = False) -> figure:
     """Per-run throughput by side: a box (quartiles, min-max whiskers, median) and the runs as points.
 
     ``runs`` holds one case's runs; only ``status == ok`` runs make the boxes, runs that failed
-    their audit but reported a throughput are drawn as red crosses.
+    their audit but reported a throughput are drawn as red crosses. ``paired``: the runs of one
+    round (``repeat``) are joined by a line across the sides. Runs flagged in a ``disturbed``
+    column get an orange ring.
     """
     fig = _figure(title, x_range=sides, y_label="throughput (env steps / s)")
     ok = runs[(runs["status"] == "ok") & runs["throughput"].notna()]
@@ -43,18 +45,46 @@ def throughput_plot(runs: pd.DataFrame, sides: list[str], title: str) -> figure:
         fig.segment("side", "q0", "side", "q100", source=boxes, color="#555")
         fig.vbar("side", 0.5, "q25", "q75", source=boxes, fill_color="#e8e8e8", line_color="#555")
         fig.rect("side", "q50", 0.5, 0.001, source=boxes, line_color="#222", line_width=2)
+    if paired:
+        _join_rounds(fig, ok, sides)
     colors = side_colors(sides)
     points = ok.assign(color=ok["side"].map(colors).fillna("#999"))
-    fig.scatter(jitter("side", width=0.25, range=fig.x_range), "throughput",
-                source=_source(points, RUN_FIELDS), color="color", size=8, alpha=0.8, legend_label="ok run")
+    x = "side" if paired else jitter("side", width=0.25, range=fig.x_range)
+    fig.scatter(x, "throughput", source=_source(points, RUN_FIELDS), color="color", size=8, alpha=0.8,
+                legend_label="ok run")
+    if "disturbed" in ok:
+        disturbed = ok[ok["disturbed"].fillna(False).astype(bool)]
+        if len(disturbed):
+            fig.scatter("side", "throughput", source=_source(disturbed, RUN_FIELDS), marker="circle",
+                        fill_alpha=0, line_color="#ff7f0e", line_width=2, size=15, legend_label="disturbed")
     rejected = runs[(runs["status"] == "audit_failed") & runs["throughput"].notna()]
     if len(rejected):
         fig.scatter("side", "throughput", source=_source(rejected, RUN_FIELDS), marker="x", color="#d62728",
                     size=12, line_width=2, legend_label="failed its audit")
-    fig.add_tools(HoverTool(tooltips=[("run", "@run_key"), ("sha", "@sha"),
+    fig.add_tools(HoverTool(tooltips=[("run", "@run_key"), ("round", "@repeat"), ("sha", "@sha"),
                                       ("throughput", "@throughput{0,0}"), ("status", "@status")]))
     fig.legend.location = "bottom_right"
+    _pad_y(fig, runs["throughput"])
     return fig
+
+
+def _join_rounds(fig: figure, ok: pd.DataFrame, sides: list[str]) -> None:
+    """A thin grey line per round through its runs, in side order."""
+    xs, ys = [], []
+    for _, round_runs in ok.groupby("repeat"):
+        by_side = round_runs.groupby("side")["throughput"].first().reindex(sides).dropna()
+        if len(by_side) >= 2:
+            xs.append(list(by_side.index))
+            ys.append(by_side.tolist())
+    if xs:
+        fig.multi_line(xs, ys, color="#888", alpha=0.6, line_width=1, legend_label="one round")
+
+
+def _pad_y(fig: figure, values: pd.Series) -> None:
+    """A y range from 0 to above the highest value, so no point sits on (or past) the frame."""
+    finite = pd.to_numeric(values, errors="coerce").dropna()
+    if len(finite):
+        fig.y_range.end = float(finite.max()) * 1.1 or 1.0
 
 
 def breakdown_phases(runs: pd.DataFrame) -> list[str]:
@@ -124,22 +154,26 @@ def timeline_plot(steps: pd.DataFrame, runs: pd.DataFrame, sides: list[str], pha
 
 
 def history_plot(history: pd.DataFrame, metric: str, title: str) -> figure:
-    """``metric`` of every run over its start time; ok runs as dots per side, others as crosses."""
+    """``metric`` of every run over its start time; ok runs as dots, one series per params/command
+    label (``settings``), joined in time order; others as crosses."""
     fig = _figure(title, x_axis_type="datetime", y_label=metric, x_label="run started (UTC)")
-    sides = list(dict.fromkeys(history["side"]))
-    colors = side_colors(sides)
-    fields = ["started_at", "sweep_id", "side", "sha", "status", metric]
-    for side in sides:
-        mine = history[(history["side"] == side) & (history["status"] == "ok")]
-        fig.scatter("started_at", metric, source=_source(mine, fields), color=colors[side], size=8,
-                    legend_label=side)
+    series = list(dict.fromkeys(history["settings"]))
+    colors = side_colors(series)
+    fields = ["started_at", "sweep_id", "side", "sha", "status", "settings", metric]
+    for label in series:
+        mine = history[(history["settings"] == label) & (history["status"] == "ok")]
+        fig.line("started_at", metric, source=_source(mine, fields), color=colors[label], alpha=0.5)
+        fig.scatter("started_at", metric, source=_source(mine, fields), color=colors[label], size=8,
+                    legend_label=label)
     others = history[history["status"] != "ok"]
     if len(others):
         fig.scatter("started_at", metric, source=_source(others, fields), marker="x", color="#d62728",
                     size=11, line_width=2, legend_label="not ok")
     fig.add_tools(HoverTool(tooltips=[("sweep", "@sweep_id"), ("side", "@side"), ("sha", "@sha"),
-                                      (metric, f"@{{{metric}}}"), ("status", "@status")]))
+                                      ("params/command", "@settings"), (metric, f"@{{{metric}}}"),
+                                      ("status", "@status")]))
     fig.legend.location = "bottom_left"
+    _pad_y(fig, history[metric])
     return fig
 
 

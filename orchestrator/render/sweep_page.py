@@ -1,6 +1,9 @@
-"""The HTML report of one sweep: the Markdown report's tables plus, per case, the throughput of every
-run by side, the phase breakdown per side and the per-step timeline of every run; gate verdicts and
-runs that are not ok (audit failures included) highlighted. Written to ``<results>/reports/<id>.html``.
+"""The HTML report of one sweep: a verdict banner (counts and exit code), a forest plot per gate
+metric (each ratio with its interval and the bounds), the Markdown report's tables (a compact Sides
+table: short SHAs and class names, the full text on hover), and per case the throughput of every run
+by side (joined per round when paired, disturbed runs ringed), the phase breakdown per side and the
+per-step timeline of every run; runs that are not ok (audit failures included) highlighted. Written
+to ``<results>/reports/<id>.html``.
 """
 
 from __future__ import annotations
@@ -9,9 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.dataset as ds
+from bokeh.model import Model
 
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.run_audit import apply_audit
+from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
+from orchestrator.render.forest import forest_plot, gate_bounds
 from orchestrator.render.page import Page
 from orchestrator.render.plots import breakdown_plot, throughput_plot, timeline_plot
 from orchestrator.render.tables import (
@@ -25,6 +31,7 @@ from orchestrator.render.tables import (
     sides_table,
     summary_lines,
 )
+from orchestrator.render.terminal import SHORT_SHA, report_verdict_line
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import read_runs, steps_dir
@@ -32,6 +39,7 @@ from orchestrator.store.parquet import read_runs, steps_dir
 # The per-step timeline shows the first of these a sweep's steps report.
 TIMELINE_PHASES: tuple[str, ...] = ("collector_step_ms", "env_step_ms", "physics_ms")
 STEP_COLUMNS: list[str] = ["run_key", "step", "warmup", "phase", "ms"]
+BANNER_CLASSES: dict[int, str] = {EXIT_OK: "pass", EXIT_GATE_INCONCLUSIVE: "warn"}  # any other exit: fail
 
 
 def load_steps(results_root: Path, sweep_id: str, phases: tuple[str, ...] = TIMELINE_PHASES) -> pd.DataFrame:
@@ -50,17 +58,19 @@ def timeline_phase(steps: pd.DataFrame) -> str | None:
 def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
     """The page of ``report``; ``runs`` (audited, every column) and ``steps`` feed the plots."""
     page = Page(f"shasweep report: {report.sweep_id}")
+    page.banner(report_verdict_line(report), BANNER_CLASSES.get(report.exit_code, "fail"))
     page.items(summary_lines(report))
     if report.gates:
         page.heading("Gate verdicts")
         page.paragraph(gates_line(report))
+        page.figures(forest_plots(report))
         page.table(gates_table(report))
     if report.waivers:
         page.heading("Waivers")
         page.paragraph(WAIVERS_NOTE, "note")
         page.table(waivers_table(report))
     page.heading("Sides")
-    page.table(sides_table(report))
+    page.table(compact_sides_table(report))
     phase = timeline_phase(steps)
     for case in report.cases:
         page.heading(case)
@@ -73,7 +83,9 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
         if not len(mine):
             page.paragraph("no runs of this case left results", "note")
             continue
-        figures = [throughput_plot(mine, report.sides, f"{case}: throughput per run"),
+        paired = any(r.comparison.paired for r in report.rows
+                     if r.case == case and r.metric == "throughput" and r.comparison is not None)
+        figures = [throughput_plot(mine, report.sides, f"{case}: throughput per run", paired=paired),
                    breakdown_plot(mine, report.sides, f"{case}: phase breakdown")]
         case_steps = steps[(steps["phase"] == phase) & steps["run_key"].isin(mine["run_key"])]
         if len(case_steps):
@@ -93,9 +105,61 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
 
 def write_sweep_html(results_root: Path, report: Report) -> Path:
     """Render ``report`` with its sweep's runs and steps to ``<results>/reports/<id>.html``."""
-    runs = apply_audit(read_runs(results_root, report.sweep_id), report.record)
+    runs = mark_disturbed(apply_audit(read_runs(results_root, report.sweep_id), report.record), report)
     page = sweep_page(report, runs, load_steps(results_root, report.sweep_id))
     return page.write(results_root / "reports" / f"{report.sweep_id}.html")
+
+
+def mark_disturbed(runs: pd.DataFrame, report: Report) -> pd.DataFrame:
+    """``runs`` with a ``disturbed`` column when the report lists disturbed runs (``report.disturbed``:
+    a frame with their ``run_key``, where the report model computes it)."""
+    flagged = getattr(report, "disturbed", None)
+    if not isinstance(flagged, pd.DataFrame) or "run_key" not in flagged or not len(runs):
+        return runs
+    return runs.assign(disturbed=runs["run_key"].isin(flagged["run_key"]))
+
+
+def forest_plots(report: Report) -> list[Model]:
+    """One forest plot per gate metric, in the order the gates list them."""
+    spec_gates = report.record["spec"].get("gates") or []
+    metrics = list(dict.fromkeys(g.metric for g in report.gates))
+    return [forest_plot(m, verdicts, gate_bounds(spec_gates, verdicts), f"gates on {m}")
+            for m in metrics for verdicts in [[g for g in report.gates if g.metric == m]]]
+
+
+def compact_sides_table(report: Report) -> Table:
+    """The Sides table, narrow: short SHAs and class names, thread settings in one cell line; every
+    shortened cell has its full text on hover."""
+    full = sides_table(report)
+    shorteners = {"sha": _short_sha, "loaded sha": _short_sha, "env class": _short_class,
+                  "backend class": _short_class, "bench threads": _short_threads}
+    rows, hovers = [], {}
+    for i, row in enumerate(full.rows):
+        short = []
+        for j, (name, cell) in enumerate(zip(full.header, row, strict=True)):
+            text = shorteners.get(name, str)(cell)
+            if text != cell:
+                hovers[i, j] = cell
+            short.append(text)
+        rows.append(short)
+    return Table(full.header, rows, hovers)
+
+
+def _short_sha(text: str) -> str:
+    return ", ".join(sha[:SHORT_SHA] for sha in text.split(", "))
+
+
+def _short_class(text: str) -> str:
+    return ", ".join(name.rsplit(".", 1)[-1] for name in text.split(", "))
+
+
+def _short_threads(text: str) -> str:
+    """``OMP=2 MKL=2 ...`` with one value everywhere as ``7 vars = 2``."""
+    pairs = [item.partition("=") for item in text.split()]
+    values = {value for _, sep, value in pairs if sep}
+    if len(pairs) > 2 and len(values) == 1 and all(sep for _, sep, _ in pairs) and "," not in text:
+        return f"{len(pairs)} vars = {values.pop()}"
+    return text
 
 
 def _rows_of_case(table: Table, case: str) -> Table:

@@ -5,7 +5,7 @@ formats every renderer shares, so Markdown, the terminal and HTML show the same 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
@@ -25,6 +25,7 @@ class Table:
 
     header: list[str]
     rows: list[list[str]]
+    hovers: dict[tuple[int, int], str] = field(default_factory=dict)  # (row, column) -> full text (HTML)
 
 
 def summary_lines(report: Report) -> list[str]:

@@ -30,6 +30,7 @@ from orchestrator.spec.bounds import (
     check_finite_floats,
     check_length,
 )
+from orchestrator.spec.overrides import plain_overrides
 from orchestrator.spec.schema import (
     PLACEHOLDERS,
     Case,
@@ -59,6 +60,8 @@ def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ())
         if isinstance(items, ListConfig):  # omegaconf drops the list index from errors inside list items
             for i, item in enumerate(items):
                 _typed_merge(schema, item, prefix=f"{name}[{i}]")
+    if dotlist:
+        dotlist = plain_overrides(_untyped_base(raw), dotlist)
     merged = _typed_merge(SweepSpec, raw, _parse_dotlist(dotlist, "override"), prefix="")
     spec: SweepSpec = OmegaConf.to_object(merged)  # type: ignore[assignment]
     validate(spec)
@@ -320,6 +323,15 @@ def _parse_dotlist(items: list[str] | tuple[str, ...], key: str) -> DictConfig:
         raise SpecError(f"cannot parse {list(items)}: {_first_line(exc)}", key) from None
     refuse_env_lookups(parsed, key)
     return parsed
+
+
+def _untyped_base(raw: DictConfig) -> DictConfig:
+    """The sweep's keys before overrides: the schema's defaults with the YAML over them (unchecked; the
+    typed merge reports what is wrong with it)."""
+    try:
+        return OmegaConf.merge(OmegaConf.structured(SweepSpec), raw)
+    except OmegaConfBaseException:
+        return raw
 
 
 def _typed_merge(schema: type | Any, *configs: DictConfig, prefix: str) -> DictConfig:

@@ -61,7 +61,7 @@ _ARROW_TYPES: dict[object, pa.DataType] = {str: pa.string(), int: pa.int64(), fl
 class RunResult:
     """What executing one run produced, ready to be written."""
 
-    status: str  # ok | failed | timeout | cancelled
+    status: str  # ok | failed | timeout | cancelled | audit_failed
     error: str | None
     started_at: datetime
     ended_at: datetime
@@ -73,6 +73,7 @@ class RunResult:
     steps: list[StepRecord] = field(default_factory=list)
     usage: BenchUsage | None = None  # the bench process's resource usage, when it was reaped
     pythonpath: list[str] | None = None  # absolute directories put first on the bench's PYTHONPATH
+    audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
 
     @property
     def wall_s(self) -> float:
@@ -146,6 +147,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "bench_user_s": (result.usage.user_s if result.usage else None, pa.float64()),
         "bench_sys_s": (result.usage.sys_s if result.usage else None, pa.float64()),
         "bench_max_rss_mib": (result.usage.max_rss_mib if result.usage else None, pa.float64()),
+        "audited": (result.audited, pa.bool_()),
     }
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
     columns |= {f"host_{name}": (result.host.get(name), kind) for name, kind in _host_types().items()}
@@ -155,6 +157,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "params": (json.dumps(run.params, sort_keys=True), pa.string()),
         "env": (json.dumps(run.env, sort_keys=True), pa.string()),
         "pythonpath": (None if result.pythonpath is None else json.dumps(result.pythonpath), pa.string()),
+        "command": (json.dumps(list(run.argv_template)), pa.string()),  # the argv template, placeholders kept
     }
     schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
     return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)

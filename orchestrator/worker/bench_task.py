@@ -36,6 +36,7 @@ from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
 from orchestrator.worker.hostinfo import collect_host, parse_cpus
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.proc import BenchProcess, file_tail, launch
+from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
 from orchestrator.worker.stream import StreamState, follow_lines
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
@@ -74,7 +75,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         result = failed_result(str(exc), log_dir)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row
         result = failed_result(f"the bench worker failed: {type(exc).__name__}: {exc}", log_dir)
-    result, files = store_result(run, result)
+    result, files = store_result(run, audit_result(run, result))
     outcome = {
         "run_key": run.run_key, "order": run.order, "side": run.side, "case": run.case,
         "sha": run.sha, "repeat": run.repeat, "status": result.status, "error": result.error,
@@ -82,7 +83,8 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         "started_at": result.started_at.isoformat(), "ended_at": result.ended_at.isoformat(),
         "log_dir": str(log_dir), "runs_file": str(files.runs), "steps_file": str(files.steps),
     }
-    publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput))
+    publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
+                   wall_s=result.wall_s))
     return outcome
 
 

@@ -7,6 +7,7 @@ the bench runs, yielding each complete line as soon as it lands.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -74,11 +75,21 @@ class StreamState:
             ms = {str(name): float(value) for name, value in phases.items()}
         except (TypeError, ValueError):
             raise ProtocolError(f"{self._where()}: non-numeric phase timing in {phases!r:.200}") from None
+        _check_timings(ms, f"{self._where()} (step {record['step']})")
+        if self.steps and record["step"] <= self.steps[-1].step:
+            raise ProtocolError(f"{self._where()}: step {record['step']} does not follow step "
+                                f"{self.steps[-1].step} (step numbers must increase)")
         warmup = bool(record.get("warmup", False))
         self.steps.append(StepRecord(step=record["step"], warmup=warmup, phases=ms))
 
     def _on_summary(self, record: dict) -> None:
         self._require_header("summary")
+        means = record.get("phase_means_ms")
+        numbers = {name: value for name, value in (means.items() if isinstance(means, dict) else ())
+                   if isinstance(value, int | float) and not isinstance(value, bool)}
+        if isinstance(record.get("throughput"), int | float):
+            numbers["throughput"] = record["throughput"]
+        _check_timings(numbers, f"{self._where()} (summary)")
         self.summary = record
 
     def _on_error(self, record: dict) -> None:
@@ -97,6 +108,13 @@ class StreamState:
             return None
         kind = self.error.get("type") or "error"
         return f"{kind}: {self.error.get('message', '')}"
+
+
+def _check_timings(values: dict[str, float], where: str) -> None:
+    """A timing (or throughput) that is negative, NaN or infinite is a broken bench, never a number."""
+    bad = [f"{name}={value!r}" for name, value in values.items() if not (math.isfinite(value) and value >= 0)]
+    if bad:
+        raise ProtocolError(f"{where}: negative, NaN or infinite values: {', '.join(bad[:5])}")
 
 
 _HANDLERS: dict[str, Callable[[StreamState, dict], None]] = {

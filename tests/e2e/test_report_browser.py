@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
-from test_html_report import FIGURES_PER_CASE, SWEEP, make_results  # noqa: E402
+from test_html_report import FIGURES_PER_CASE, FOREST_PLOTS, SWEEP, make_results  # noqa: E402
 
 from orchestrator.analysis.report_model import make_report  # noqa: E402
 from orchestrator.render.sweep_page import write_sweep_html  # noqa: E402
@@ -32,6 +32,18 @@ COUNT_CANVASES = """(() => {
   const count = (root) => [...root.querySelectorAll('*')].reduce(
       (n, el) => n + (el.tagName === 'CANVAS' ? 1 : 0) + (el.shadowRoot ? count(el.shadowRoot) : 0), 0);
   return count(document);
+})()"""
+
+# Where the banner is, and how wide and tall the Sides table came out.
+LAYOUT = """(() => {
+  const banner = document.getElementById('verdict').getBoundingClientRect();
+  const heading = [...document.querySelectorAll('h2')].find(h => h.textContent === 'Sides');
+  const table = heading.nextElementSibling.querySelector('table');
+  const rows = [...table.querySelectorAll('tbody tr')].map(r => r.getBoundingClientRect().height);
+  return {banner: {top: banner.top, text: document.getElementById('verdict').textContent},
+          sides_width: table.getBoundingClientRect().width, sides_row_height: Math.max(...rows),
+          body_width: document.body.getBoundingClientRect().width,
+          page_width: document.documentElement.scrollWidth};
 })()"""
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None,
@@ -108,7 +120,7 @@ def test_plots_render_and_nothing_is_fetched(tmp_path, browser):
     browser.call("Page.navigate", session, url=page_path.as_uri())
     browser.wait_for("Page.loadEventFired")
 
-    expected = FIGURES_PER_CASE * len(report.cases)
+    expected = FIGURES_PER_CASE * len(report.cases) + FOREST_PLOTS
     deadline, canvases = time.monotonic() + TIMEOUT_S, 0
     while canvases < expected and time.monotonic() < deadline:
         canvases = browser.call("Runtime.evaluate", session, expression=COUNT_CANVASES,
@@ -118,6 +130,14 @@ def test_plots_render_and_nothing_is_fetched(tmp_path, browser):
     roots = browser.call("Runtime.evaluate", session, returnByValue=True,
                          expression="Bokeh.documents.flatMap(d => d.roots()).length")["result"]["value"]
     assert roots == expected
+
+    layout = browser.call("Runtime.evaluate", session, returnByValue=True,
+                          expression=LAYOUT)["result"]["value"]
+    assert layout["banner"]["top"] < 120
+    assert layout["banner"]["text"].endswith("— exit 3 (1 run(s) not ok, 2 not run)")
+    assert layout["sides_width"] <= layout["body_width"], "the Sides table fits the page"
+    assert layout["sides_row_height"] < 60, "no Sides cell wraps into a tall block"
+    assert layout["page_width"] <= 1280, "nothing overflows the window sideways"
 
     shot = browser.call("Page.captureScreenshot", session, format="png", captureBeyondViewport=True)["data"]
     assert len(shot) > 10_000, "a screenshot of a page with plots is not blank"

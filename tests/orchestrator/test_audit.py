@@ -9,9 +9,12 @@ import pytest
 from test_report import GO2, SHAS, write_go2_runs, write_run, write_sweep
 
 from orchestrator.analysis.report_model import make_report
-from orchestrator.analysis.run_audit import AUDIT_FAILED, ENVRUNTIME_MANAGERS, apply_audit, audit_run
+from orchestrator.analysis.run_audit import AUDIT_FAILED, apply_audit
+from orchestrator.contract import StepRecord
 from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.render.markdown import to_markdown
+from orchestrator.worker.run_audit import ENVRUNTIME_MANAGERS, numbers_reasons
+from orchestrator.worker.run_audit import audit_row as audit_run
 
 PARAMS = {"num_envs": 64, "warmup": 2, "measure": 5}
 PLANNED = {"ref": "main", "sha": "a" * 40, "variant": "manager", "params": PARAMS, "env": {}}
@@ -91,3 +94,21 @@ def test_report_counts_an_audit_failure_as_a_failed_run(tmp_path):
     md = to_markdown(report)
     assert "(1 failed their audit)" in md
     assert f"| c3 | {GO2} | cand | audit_failed | audit: loaded SHA {SHAS['base']}" in md
+
+
+def _steps(ms: float, n: int, warmup: int = 1) -> list[StepRecord]:
+    return [StepRecord(step=i, warmup=i < warmup, phases={"collector_step_ms": ms, "physics_ms": ms / 2})
+            for i in range(warmup + n)]
+
+
+def test_summary_numbers_are_cross_checked():
+    steps = _steps(10.0, 4)  # 4 measured steps of at least 10 ms: at most 64 x 4 / 0.04 s = 6400/s
+    assert numbers_reasons({"throughput": 6000.0, "measure_wall_s": 64 * 4 / 6000.0}, steps, 64) == []
+    assert numbers_reasons({"throughput": 6000.0 * 1.04, "measure_wall_s": 64 * 4 / 6000.0}, steps, 64) == []
+    window = numbers_reasons({"throughput": 6000.0, "measure_wall_s": 64 * 4 / 5000.0}, steps, 64)
+    assert len(window) == 1 and "6000 disagrees with num_envs 64 x 4 measured steps" in window[0]
+    assert "= 5000" in window[0]
+    fast = numbers_reasons({"throughput": 60000.0, "measure_wall_s": 64 * 4 / 60000.0}, steps, 64)
+    assert len(fast) == 1 and "exceeds 6400, the most the step timings allow" in fast[0]
+    assert "without a positive measure_wall_s" in numbers_reasons({"throughput": 1.0}, steps, 64)[0]
+    assert numbers_reasons(None, steps, 64) == [] and numbers_reasons({"throughput": 1.0}, [], 64) == []

@@ -58,6 +58,9 @@ def test_threads_zero_means_the_affinity_size(tmp_path, repo, monkeypatch):
     ("malformed", "stream line 3 is not valid JSON"),
     ("protocol2", "bench speaks run protocol 2"),
     ("no-summary", "exited 0 without a summary record"),
+    ("negative", "(step 1): negative, NaN or infinite values: physics_ms=-"),
+    ("nan", "(step 1): negative, NaN or infinite values: physics_ms=nan"),
+    ("repeat-step", "step 1 does not follow step 1 (step numbers must increase)"),
 ])
 def test_failures_are_failed_runs_with_the_reason(tmp_path, repo, mode, message):
     outcome = execute_run(make_run(repo, repo.shas[0], results_root=tmp_path / "results",
@@ -66,6 +69,19 @@ def test_failures_are_failed_runs_with_the_reason(tmp_path, repo, mode, message)
     assert message in outcome["error"]
     row = run_row(outcome)
     assert row["status"] == "failed" and message in row["error"] and pd.isna(row["throughput"])
+
+
+def test_a_summary_throughput_the_steps_do_not_support_fails_the_audit(tmp_path, repo):
+    """10x the throughput num_envs x steps / window gives: stored audit_failed, naming both numbers."""
+    outcome = execute_run(make_run(repo, repo.shas[0], results_root=tmp_path / "results",
+                                   extra_args=("--mode", "inflate")))
+    assert outcome["status"] == "audit_failed"
+    row = run_row(outcome)
+    assert row["status"] == "audit_failed" and row["audited"]
+    assert "disagrees with num_envs 8 x 3 measured steps / measure_wall_s" in row["error"]
+    assert "the most the step timings allow" in row["error"]
+    honest = run_row(execute_run(make_run(repo, repo.shas[0], results_root=tmp_path / "results", order=1)))
+    assert honest["status"] == "ok" and honest["audited"] and pd.isna(honest["error"])
 
 
 def test_sha_mismatch_names_the_imported_code(tmp_path, repo):

@@ -21,6 +21,23 @@ def test_help_lists_commands_and_exit_codes(capsys):
     assert "1  all runs ok, at least one gate failed" in out and "3  a run failed" in out
 
 
+def test_each_subcommand_help_shows_only_its_exit_codes(capsys):
+    for name in ("run", "report"):
+        assert main([name, "--help"]) == 0
+        assert "1  all runs ok, at least one gate failed" in capsys.readouterr().out
+    for name in ("gc", "list", "status", "history", "compare"):
+        assert main([name, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "gate" not in out and "2  invalid input" in out, name
+    assert main(["history", "--help"]) == 0
+    assert "--case ALGO/TASK/SIM  the case" in " ".join(capsys.readouterr().out.split("\n"))
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("shasweep ")
+
+
 @pytest.mark.parametrize("argv", [[], ["frobnicate"], ["run"], ["report"], ["gc", "--max-age-s", "soon"]])
 def test_usage_errors_exit_2(argv, capsys):
     assert main(argv) == EXIT_INVALID
@@ -71,8 +88,23 @@ def test_run_end_to_end_reports_the_difference_between_two_commits(tmp_path, mon
     assert csv.loc[("new", "throughput"), "ratio"] > 1.3
     assert csv.loc[("new", "throughput"), "sha"] == repo.shas[1]
     assert (csv["n_ok"] == 3).all()
-    assert f"| old | HEAD~1 | {repo.shas[0]} |" in out and f"| new | HEAD | {repo.shas[1]} |" in out
-    assert "<= 0.6x | 0.500 | **PASS**" in out and "<= 1x" in out and "**FAIL**" in out
+    md = (results / "reports" / f"{sweep_id}.md").read_text()
+    assert f"| old | HEAD~1 | {repo.shas[0]} |" in md and f"| new | HEAD | {repo.shas[1]} |" in md
+    assert "<= 0.6x | 0.500 | **PASS**" in md and "<= 1x" in md and "**FAIL**" in md
+    assert repo.shas[0][:10] in out and repo.shas[0] not in out, "the terminal shows short SHAs"
+    assert out.rstrip().splitlines()[-1] == "PASS 1 / FAIL 1 / INCONCLUSIVE 0 — exit 1"
+    verdicts = json.loads((results / "reports" / f"{sweep_id}.verdicts.json").read_text())
+    assert verdicts["exit_code"] == EXIT_GATE_FAILED and verdicts["counts"]["FAIL"] == 1
+    assert [(v["metric"], v["verdict"], v["n_candidate"]) for v in verdicts["verdicts"]] == [
+        ("physics_ms", "PASS", 3), ("throughput", "FAIL", 3)]
+    assert all(v["low"] <= v["ratio"] <= v["high"] and v["waived"] is False for v in verdicts["verdicts"])
 
     assert main(["report", "latest"]) == EXIT_GATE_FAILED
-    assert f"# shasweep report: {sweep_id}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"shasweep report: {sweep_id}" in out
+    assert out.rstrip().splitlines()[-1] == "PASS 1 / FAIL 1 / INCONCLUSIVE 0 — exit 1"
+
+    assert main(["list"]) == 0
+    (listed,) = capsys.readouterr().out.splitlines()
+    assert listed.startswith(sweep_id) and " finished " in listed and "runs ok 4/4 " in listed
+    assert listed.endswith("PASS 1 / FAIL 1 / INCONCLUSIVE 0 — exit 1")

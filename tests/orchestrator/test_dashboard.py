@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from bokeh.client import pull_session
@@ -11,11 +12,13 @@ from bokeh.models import ColumnDataSource, Div
 from distributed import Client, LocalCluster
 from fakebench.fakerepo import make_fake_repo, make_run
 
+from orchestrator.contract import STATUSES as FINAL_STATUSES
 from orchestrator.dashboard import page_url
 from orchestrator.dashboard.board import MAX_SWEEPS, SweepBoard
+from orchestrator.dashboard.page import BoardPage, summary_html, table_data
 from orchestrator.dashboard.plugin import board_snapshot
 from orchestrator.dispatch.cluster import DASHBOARD_PRELOAD
-from orchestrator.dispatch.dispatcher import run_sweep
+from orchestrator.dispatch.dispatcher import run_sweep, task_key
 
 RUNS = [{"run_key": f"k{i}", "order": i, "side": "ab"[i % 2], "case": "sac/fake/none", "repeat": i // 2}
         for i in range(3)]
@@ -119,3 +122,64 @@ def test_a_sweep_feeds_the_board_and_the_page_serves_it(tmp_path, repo):
     assert any("<b>test-sweep</b>: finished, 2/2 runs done" in text for text in texts)
     assert any("base: median throughput" in text for text in texts)
     assert [t["status"] for t in tables] == [["ok", "ok"]] and tables[0]["side"] == ["base", "cand"]
+
+
+def test_header_and_table_agree_while_a_sweep_runs(tmp_path, repo):
+    """Snapshots taken while a real sweep runs: the header's runs-done count and running run are the
+    table's, and the axes hold every point."""
+    params = {"num_envs": 8, "warmup": 1, "measure": 10, "threads": 1}
+    runs = [make_run(repo, repo.shas[i % 2], order=i, results_root=tmp_path / "results", params=params,
+                     extra_args=("--step-ms", "20")) for i in range(4)]
+    seen_running = 0
+    with board_cluster() as cluster, Client(cluster) as client:
+        with ThreadPoolExecutor(1) as pool:
+            sweep = pool.submit(run_sweep, runs, scheduler=cluster.scheduler_address, continue_on_error=False,
+                                show_progress=False)
+            while not sweep.done():
+                snap = client.run_on_scheduler(board_snapshot, sweep_id="test-sweep")["sweep"]
+                if snap is None:
+                    continue
+                header, table = summary_html(snap), table_data(snap)
+                final = sum(status in FINAL_STATUSES for status in table["status"])
+                assert f"{final}/{len(runs)} runs done" in header
+                live = [order for order, status in zip(table["order"], table["status"], strict=True)
+                        if status in ("waiting", "running")]
+                if live:
+                    seen_running += 1
+                    assert f" #{max(live)} " in header, (header, table)
+                else:
+                    assert "running #" not in header and "waiting #" not in header
+                if final and snap["state"] == "running":
+                    assert "ETA " in header
+            assert not sweep.result().stopped_early
+    assert seen_running > 0, "the sweep was observed while a run was running"
+
+
+def test_charts_hold_every_point_with_padding():
+    board = SweepBoard()
+    page = BoardPage(board)
+    board.feed(msg("planned", {}, runs=RUNS))
+    for run, throughput in zip(RUNS, (22419.0, 22420.5, 30000.0), strict=True):
+        board.feed(msg("finished", run, status="ok", throughput=throughput, wall_s=2.0))
+    page.update()
+    fig = page._throughput_fig
+    assert (fig.y_range.start, fig.x_range.start, fig.x_range.end) == (0.0, -0.5, 2.5)
+    assert fig.y_range.end > 30000.0, "the highest point is inside the frame, not on its edge"
+
+
+def test_task_keys_name_side_case_and_repeat(tmp_path, repo):
+    run = make_run(repo, repo.shas[1], order=3, results_root=tmp_path)
+    assert task_key(run) == f"shasweep-cand-sac.fake.none-r3-{run.run_key}"
+
+
+def test_the_clients_outcome_ends_a_run_whose_worker_died():
+    """The dispatcher publishes each outcome too: a run whose worker died mid-run leaves 'running'."""
+    board = SweepBoard()
+    board.feed(msg("planned", {}, runs=RUNS))
+    board.feed(msg("started", RUNS[0], total=10))
+    board.feed(msg("finished", RUNS[0], status="failed", error="the bench worker left the cluster"))
+    board.feed(msg("started", RUNS[1], total=10))
+    board.feed(msg("finished", RUNS[0], status="ok", throughput=1.0))  # late: the first final status stays
+    snap = board.snapshot("s1")
+    assert [r["status"] for r in snap["runs"]] == ["failed", "running", "queued"]
+    assert " #1 " in summary_html(snap) and "1/3 runs done" in summary_html(snap)

@@ -20,14 +20,14 @@ CURRENT = "ab-20260103T000000"
 
 
 def write_runs(root, sweep_id: str, day: int, base: list[float], cand: list[float], host: str = "bench1",
-               params: str = "{}") -> None:
+               params: str = "{}", **columns) -> None:
     """One recorded sweep's runs, started on ``day``; the same SHAs (test_report.SHAS) in every sweep."""
     write_sweep(root, sweep_id, [], [GO2])
     for side, values in (("base", base), ("cand", cand)):
         for i, value in enumerate(values):
             write_run(root, sweep_id, f"{sweep_id}-{side}{i}", side, GO2, throughput=value, physics_ms=10.0,
                       repeat=i, host_hostname=host, params=params,
-                      started_at=T0 + timedelta(days=day, minutes=i))
+                      started_at=T0 + timedelta(days=day, minutes=i), **columns)
 
 
 def drift_of(report, side: str, metric: str = "throughput"):
@@ -79,6 +79,17 @@ def test_history_must_match_host_and_params_and_be_earlier(tmp_path):
     write_runs(tmp_path, CURRENT, 3, [50.0, 50.0], [100.0, 100.0])
     report = make_report(tmp_path, CURRENT)
     assert report.drift == [] and "## Drift" not in to_markdown(report)
+
+
+def test_a_changed_bench_command_is_no_history(tmp_path):
+    """Same SHA, params and host but another bench command: no false DRIFT; the same command drifts."""
+    old, new = json.dumps(["{python}", "bench.py", "--fast"]), json.dumps(["{python}", "bench.py"])
+    write_runs(tmp_path, "ab-20260101T000000", 1, [100.0, 100.0], [200.0, 200.0], command=old)
+    write_runs(tmp_path, CURRENT, 3, [50.0, 50.0], [100.0, 100.0], command=new)
+    assert make_report(tmp_path, CURRENT).drift == []
+    write_runs(tmp_path, "ab-20260102T000000", 2, [100.0, 100.0], [200.0, 200.0], command=new)
+    report = make_report(tmp_path, CURRENT)
+    assert drift_of(report, "base").flagged and drift_of(report, "base").sweeps == 1
 
 
 def test_unrecorded_sweeps_and_failed_runs_are_no_history(tmp_path):

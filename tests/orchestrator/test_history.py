@@ -53,9 +53,29 @@ def test_cli_markdown_and_html(root, capsys):
     assert main([*argv, "--format", "html", "--out", str(out)]) == EXIT_OK
     printed = capsys.readouterr().out
     assert "2 runs of sac/g1_walk_flat/mujoco, side cand (1 ok) in 2 sweeps" in printed
-    assert "| 2026-01-02 00:00:00 | s1 | cand | bbbbbbbbbbbb | manager | ok | 150 |" in printed
+    assert "| 2026-01-02 00:00:00 | s1 | cand | bbbbbbbbbbbb | manager | P1 | ok | 150 |" in printed
+    assert "- P1: params {" in printed and "; command [" in printed
     page = out.read_text(encoding="utf-8")
     assert page.count("data-root-id=") == 1 and '<td class="fail">audit_failed</td>' in page
+
+
+def test_each_distinct_params_is_its_own_series_and_median(root, capsys):
+    """Runs with another params.num_envs are never mixed under one median or one line."""
+    for day, throughput in [(4, 400.0), (5, 420.0)]:
+        run = planned(root.parent, f"s3-{day}", "s3")
+        run = dataclasses.replace(run, params={**run.params, "num_envs": 4096})
+        result = outcome(throughput=throughput)
+        write_run(run, dataclasses.replace(result, started_at=result.started_at + timedelta(days=day),
+                                           steps=result.steps))
+    history = load_history(root, HistoryQuery(case=CASE, side="base"))
+    assert history["settings"].tolist() == ["P1", "P1", "P2", "P2"]
+    assert main(["history", "--case", CASE, "--side", "base", "--metric", "throughput", "--format", "html",
+                 "--results", str(root)]) == EXIT_OK
+    printed = capsys.readouterr().out
+    assert "median throughput of ok runs: P1 105, P2 410" in printed
+    assert '"num_envs": 4096' in printed.split("- P2: ")[1].splitlines()[0]
+    page = (root / "reports" / f"history-{CASE.replace('/', '_')}-throughput.html").read_text()
+    assert page.count("data-root-id=") == 1
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -12,13 +12,14 @@ from test_report import G1, GO2, SHAS, write_go2_runs, write_run, write_sweep
 
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_RUN_FAILED
-from orchestrator.render.plots import UPDATE_STATE_REST, breakdown_phases, phase_medians
+from orchestrator.render.plots import UPDATE_STATE_REST, breakdown_phases, phase_medians, throughput_plot
 from orchestrator.render.sweep_page import load_steps, timeline_phase
 
 SWEEP = "ab-20260101T000000"
 GATES = [{"metric": "throughput", "min_ratio": 1.5, "max_ratio": None, "case": None, "side": None},
          {"metric": "physics_ms", "max_ratio": 0.4, "min_ratio": None, "case": None, "side": None}]
 FIGURES_PER_CASE = 3  # throughput per run, phase breakdown, per-step timeline
+FOREST_PLOTS = 2  # one per gate metric
 
 
 def write_steps(root, sweep_id: str, key: str, phase_ms: dict[str, float], warmup: int = 2,
@@ -71,7 +72,7 @@ def test_the_page_is_self_contained(page):
 
 
 def test_every_case_has_its_three_plots(page):
-    assert page.count("data-root-id=") == 2 * FIGURES_PER_CASE
+    assert page.count("data-root-id=") == 2 * FIGURES_PER_CASE + FOREST_PLOTS
     for title in ("throughput per run", "phase breakdown", "env_step_ms per step (warm-up shaded)"):
         assert page.count(f"{GO2}: {title}") == 1 and page.count(f"{G1}: {title}") == 1
 
@@ -81,6 +82,58 @@ def test_verdicts_and_audit_failures_are_highlighted(page):
     assert '<td class="fail">audit_failed</td>' in page
     assert f"audit: loaded SHA {SHAS['base']} is not the requested {SHAS['cand']}" in page
     assert "no ok runs" in page, "G1's candidate side ran nothing"
+
+
+def test_the_verdict_banner_comes_first_and_each_gate_metric_has_a_forest_plot(page):
+    body = page[page.index("</head>"):]
+    banner = body.index('<div class="banner fail" id="verdict">')
+    assert banner < body.index("<ul>") and banner < body.index("<table>")
+    assert "PASS 1 / FAIL 3 / INCONCLUSIVE 0 — exit 3 (1 run(s) not ok, 2 not run)" in body
+    assert page.count("gates on throughput") == 1 and page.count("gates on physics_ms") == 1
+
+
+def test_the_sides_table_is_compact_with_the_full_text_on_hover(page):
+    sides = page[page.index("<h2>Sides</h2>"):]
+    sides = sides[:sides.index("</table>")]
+    assert f'<td title="{SHAS["cand"]}">{SHAS["cand"][:10]}</td>' in sides
+    assert SHAS["cand"] not in sides.replace(f'title="{SHAS["cand"]}"', "").replace(f'title="{SHAS["base"]}, '
+                                                                                  f'{SHAS["cand"]}"', "")
+
+
+def test_forest_plot_draws_every_interval_and_bound_inside_its_range():
+    from bokeh.models import Span
+
+    from orchestrator.analysis.stats import Comparison
+    from orchestrator.analysis.verdicts import GateVerdict
+    from orchestrator.render.forest import forest_plot, gate_bounds
+
+    wide = Comparison(1.02, 0.70, 1.40, 0.95, 0.5, 5, 5, True)
+    tight = Comparison(0.80, 0.78, 0.83, 0.95, 0.01, 5, 5, True)
+    verdicts = [GateVerdict(0, "throughput", "a/b/c", "x", ">= 0.9x", wide, "INCONCLUSIVE", ""),
+                GateVerdict(0, "throughput", "a/b/d", "x", ">= 0.9x", tight, "FAIL", "")]
+    bounds = gate_bounds([{"min_ratio": 0.9, "max_ratio": None}], verdicts)
+    assert bounds == [0.9]
+    fig = forest_plot("throughput", verdicts, bounds, "gates on throughput")
+    assert fig.x_range.start < 0.70 and fig.x_range.end > 1.40, "no interval end is cut"
+    spans = [s.location for s in fig.center if isinstance(s, Span)]
+    assert 0.9 in spans and 1.0 in spans
+    assert list(fig.y_range.factors) == ["a/b/d · x", "a/b/c · x"]
+
+
+def test_paired_runs_are_joined_per_round_and_disturbed_runs_ringed():
+    from bokeh.models import MultiLine, Scatter
+
+    runs = pd.DataFrame({"side": ["a", "b", "a", "b"], "repeat": [0, 0, 1, 1], "status": ["ok"] * 4,
+                         "throughput": [100.0, 120.0, 90.0, 115.0], "run_key": list("wxyz"), "sha": ["s"] * 4,
+                         "disturbed": [False, False, True, False]})
+    fig = throughput_plot(runs, ["a", "b"], "t", paired=True)
+    (lines,) = [r for r in fig.renderers if isinstance(r.glyph, MultiLine)]
+    assert lines.data_source.data["ys"] == [[100.0, 120.0], [90.0, 115.0]]
+    rings = [r for r in fig.renderers if isinstance(r.glyph, Scatter) and r.glyph.fill_alpha == 0]
+    assert len(rings) == 1 and rings[0].data_source.data["run_key"] == ["y"]
+    assert fig.y_range.end > 120.0, "the highest point is inside the frame"
+    unpaired = throughput_plot(runs, ["a", "b"], "t", paired=False)
+    assert not [r for r in unpaired.renderers if isinstance(r.glyph, MultiLine)]
 
 
 def test_breakdown_splits_update_state_into_its_subphases():
@@ -115,3 +168,14 @@ def test_breakdown_of_a_case_without_ok_runs_is_an_empty_chart():
                          "physics_ms": [None, None], "update_state_ms": [None, None]})
     fig = breakdown_plot(runs, ["a", "b"], "no ok run")
     assert not fig.legend
+
+
+def test_runs_the_report_lists_as_disturbed_are_marked():
+    from types import SimpleNamespace
+
+    from orchestrator.render.sweep_page import mark_disturbed
+
+    runs = pd.DataFrame({"run_key": ["a", "b", "c"]})
+    report = SimpleNamespace(disturbed=pd.DataFrame({"run_key": ["b"], "reason": ["load 9 on 2 CPUs"]}))
+    assert mark_disturbed(runs, report)["disturbed"].tolist() == [False, True, False]
+    assert "disturbed" not in mark_disturbed(runs, SimpleNamespace())

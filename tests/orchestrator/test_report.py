@@ -144,8 +144,11 @@ def test_cli_report_latest_writes_markdown_and_csv(tmp_path, capsys):
     assert latest_sweep_id(tmp_path) == "ab-20260101T000000"
     assert main(["report", "latest", "--results", str(tmp_path)]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "# shasweep report: ab-20260101T000000" in out and "**PASS**" in out and SHAS["cand"] in out
-    assert "| throughput | 100 [90, 110] cv 8.2% | 200 [180, 220] cv 8.2% | 2.000 |" in out
+    assert "shasweep report: ab-20260101T000000" in out and SHAS["cand"][:10] in out
+    assert out.splitlines()[-1] == "PASS 1 / FAIL 0 / INCONCLUSIVE 0 — exit 0"
+    md = (tmp_path / "reports" / "ab-20260101T000000.md").read_text()
+    assert "# shasweep report: ab-20260101T000000" in md and "**PASS**" in md and SHAS["cand"] in md
+    assert "| throughput | 100 [90, 110] cv 8.2% | 200 [180, 220] cv 8.2% | 2.000 |" in md
     csv = pd.read_csv(tmp_path / "reports" / "ab-20260101T000000.csv")
     tp = csv[(csv.metric == "throughput") & (csv.side == "cand")].iloc[0]
     assert (tp["median"], tp["ratio"], tp["n_ok"], tp["sha"]) == (200.0, 2.0, 3, SHAS["cand"])

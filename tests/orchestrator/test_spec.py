@@ -63,9 +63,15 @@ def test_defaults_and_types(tmp_path):
 
 def test_dotlist_overrides_win_over_the_yaml(tmp_path):
     spec = load_spec(write_yaml(tmp_path, BASE), ["params.num_envs=64", "repeats=1", "order=randomized",
-                                                  "sides.cand.ref=main", "env.OMP_PROC_BIND=close"])
+                                                  "sides.cand.ref=main", "+env.OMP_PROC_BIND=close"])
     assert (spec.params.num_envs, spec.repeats, spec.order) == (64, 1, Order.randomized)
     assert spec.sides["cand"].ref == "main" and spec.env == {"OMP_PROC_BIND": "close"}
+
+
+def test_a_plus_override_adds_a_key(tmp_path):
+    spec = load_spec(write_yaml(tmp_path, BASE), ["+sides.new.ref=main", "sides.base.ref=v1"])
+    assert list(spec.sides) == ["base", "cand", "new"] and spec.sides["new"].ref == "main"
+    assert spec.sides["base"].ref == "v1"
 
 
 def test_side_overrides_change_only_that_side(tmp_path):
@@ -103,7 +109,7 @@ INVALID = [
     ("zero-timeout", BASE, ["timeout_s=0"], "timeout_s: must be > 0"),
     ("bad-order", BASE, ["order=shuffled"], "order: Invalid value 'shuffled'"),
     ("unknown-variant", BASE, ["variant=fused"], "variant: unknown variant 'fused'"),
-    ("bad-env-name", BASE, ["env.1X=2"], "env.1X: '1X' is not a valid"),
+    ("bad-env-name", BASE, ["+env.1X=2"], "env.1X: '1X' is not a valid"),
     ("unknown-placeholder", changed(command=["{python}", "{nope}"]), [],
      "command[1]: unknown placeholder {nope}"),
     ("empty-command", changed(command=[]), [], "command: must be a non-empty argv list"),
@@ -124,6 +130,14 @@ INVALID = [
      "sides.cand.overrides[0]: 'variant' is not of the form key=value"),
     ("override-syntax", BASE, ["repeats"], "override[0]: 'repeats' is not of the form key=value"),
     ("override-unknown-key", BASE, ["params.nope=1"], "params.nope"),
+    ("override-typo-side", BASE, ["sides.manger.ref=HEAD~1"],
+     "override[0]: 'sides.manger.ref' is not in the sweep; to add it, write +sides.manger.ref=HEAD~1 "
+     "(sides has: base, cand)"),
+    ("override-add-existing", BASE, ["+repeats=2"],
+     "override[0]: 'repeats' is already in the sweep; change it with repeats=2 (no '+')"),
+    ("override-add-existing-side", BASE, ["+sides.cand.ref=main"],
+     "'sides.cand.ref' is already in the sweep"),
+    ("override-plus-only", BASE, ["+=1"], "override[0]: '+=1' is not of the form key=value or +key=value"),
     ("unresolvable-ref", BASE, ["sides.cand.ref=nope"], "sides.cand.ref: 'nope' is not a commit in"),
     ("not-a-repo", BASE, ["repo=/"], "repo: '/' is not a git repository"),
 ]

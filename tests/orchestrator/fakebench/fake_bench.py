@@ -30,7 +30,10 @@ def main() -> int:
     parser.add_argument("--step-ms", type=float, default=WORK_MS)
     parser.add_argument("--threads", default="")
     parser.add_argument("--mode", default="ok",
-                        choices=["ok", "fail", "crash", "hang", "malformed", "protocol2", "no-summary"])
+                        choices=["ok", "fail", "crash", "hang", "malformed", "protocol2", "no-summary",
+                                 "negative", "nan", "repeat-step", "inflate"])
+    parser.add_argument("--inflate-unless", default="",
+                        help="report a throughput 10x too high unless this file exists")
     parser.add_argument("--child-pid-file", default="")
     args = parser.parse_args()
     print("fake bench stdout noise", flush=True)
@@ -69,13 +72,20 @@ def main() -> int:
             time.sleep(args.step_ms / 1000)
             ms = (time.perf_counter() - t0) * 1000
             phases = {"physics_ms": ms * 0.75, "update_state_ms": ms * 0.25, "work_setting_ms": WORK_MS}
+            if step == args.warmup and args.mode in ("negative", "nan"):
+                phases["physics_ms"] = -ms if args.mode == "negative" else float("nan")
+            if step == args.warmup + 1 and args.mode == "repeat-step":
+                step -= 1
             emit({"kind": "step", "step": step, "warmup": step < args.warmup, "resets": 0, "later_field": 1,
                   "phases": phases})
         wall = time.perf_counter() - started
         if args.mode != "no-summary":
             means = {"physics_ms": args.step_ms * 0.75, "update_state_ms": args.step_ms * 0.25,
                      "work_setting_ms": WORK_MS}
-            emit({"kind": "summary", "throughput": args.num_envs * args.measure / wall,
+            unless = args.inflate_unless
+            lying = args.mode == "inflate" or bool(unless) and not os.path.exists(unless)
+            factor = 10 if lying else 1
+            emit({"kind": "summary", "throughput": args.num_envs * args.measure / wall * factor,
                   "measure_wall_s": wall, "phase_means_ms": means})
     return 0
 

@@ -1,0 +1,40 @@
+"""The one line a command that judges gates ends with: ``PASS 6 / FAIL 1 / INCONCLUSIVE 0 — exit 1``.
+
+Shared by ``run``, ``report`` and ``bisect`` (and written into ``reports/<id>.verdicts.json`` as
+counted here). A verdict is anything with a ``verdict`` (PASS, FAIL or INCONCLUSIVE) and, optionally,
+a ``waived`` flag (default False): a waived FAIL is counted apart, never as a FAIL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+VERDICTS: tuple[str, ...] = ("PASS", "FAIL", "INCONCLUSIVE")
+WAIVED = "WAIVED"
+
+
+class Judged(Protocol):
+    verdict: str
+
+
+def is_waived(verdict: Judged) -> bool:
+    return bool(getattr(verdict, "waived", False))
+
+
+def verdict_counts(verdicts: Iterable[Judged]) -> dict[str, int]:
+    """``{"PASS": n, "FAIL": n, "INCONCLUSIVE": n, "WAIVED": n}``; a waived verdict counts only as WAIVED."""
+    counts = dict.fromkeys((*VERDICTS, WAIVED), 0)
+    for verdict in verdicts:
+        key = WAIVED if is_waived(verdict) else verdict.verdict
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def verdict_line(verdicts: Iterable[Judged], exit_code: int, note: str | None = None) -> str:
+    """``PASS 6 / FAIL 1 / INCONCLUSIVE 0 — exit 1``; ``WAIVED n`` joins when a verdict was waived,
+    ``note`` (e.g. why exit 3) follows the exit code in parentheses."""
+    counts = verdict_counts(verdicts)
+    shown = [*VERDICTS, *([WAIVED] if counts[WAIVED] else [])]
+    line = " / ".join(f"{name} {counts[name]}" for name in shown) + f" — exit {exit_code}"
+    return f"{line} ({note})" if note else line

@@ -1,0 +1,62 @@
+"""``reports/<id>.verdicts.json``: every gate verdict with its interval and n, and the exit code, for CI.
+
+Written atomically (temporary file, rename) and 0644. Numbers that do not exist (no interval) are
+``null``. A verdict's ``waived`` flag (default false) is kept, and waived verdicts are counted apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from orchestrator.analysis.report_model import Report
+from orchestrator.render.terminal import report_verdict_line
+from orchestrator.render.verdict_line import is_waived, verdict_counts
+
+FILE_MODE = 0o644
+FORMAT_VERSION = 1
+
+
+def verdicts_document(report: Report) -> dict[str, Any]:
+    """The JSON document of ``report``'s verdicts."""
+    n_ok = sum(ok for ok, _ in report.counts.values())
+    return {
+        "format": FORMAT_VERSION, "sweep_id": report.sweep_id, "exit_code": report.exit_code,
+        "verdict_line": report_verdict_line(report),
+        "counts": verdict_counts(report.gates),
+        "runs": {"ok": n_ok, "not_ok": len(report.failures), "not_run": report.missing},
+        "verdicts": [_gate(g) for g in report.gates],
+    }
+
+
+def _gate(gate: Any) -> dict[str, Any]:
+    comparison = _finite(dataclasses.asdict(gate.comparison))
+    return {"gate": gate.gate, "metric": gate.metric, "case": gate.case, "side": gate.side,
+            "bound": gate.bound, "verdict": gate.verdict, "waived": is_waived(gate),
+            "reason": gate.reason, **comparison}
+
+
+def _finite(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in values.items()}
+
+
+def write_verdicts_json(report: Report, results_root: Path) -> Path:
+    """Write ``<results>/reports/<id>.verdicts.json`` atomically; returns its path."""
+    path = results_root / "reports" / f"{report.sweep_id}.verdicts.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(verdicts_document(report), out, indent=2, allow_nan=False, default=str)
+            out.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,69 @@
+"""The command line's ``KEY=VALUE`` overrides follow the omegaconf/Hydra convention: ``KEY=VALUE``
+changes a key the sweep already has, ``+KEY=VALUE`` adds one it does not have (``+sides.new.ref=main``,
+``+env.OMP_PROC_BIND=close``). Anything else is a typo that would silently change the sweep (a third
+side from ``sides.manger.ref=HEAD~1``), so it is an error naming the key."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
+
+from orchestrator.errors import SpecError
+
+ADD_PREFIX = "+"
+_ABSENT = object()
+
+
+def plain_overrides(base: DictConfig, dotlist: list[str] | tuple[str, ...]) -> list[str]:
+    """``dotlist`` with every key checked against ``base`` (the sweep before overrides) and the ``+``
+    of added keys removed; ``SpecError`` names a key that is missing without ``+`` or present with it."""
+    plain = []
+    for i, item in enumerate(dotlist):
+        key, sep, value = item.partition("=")
+        adds = key.startswith(ADD_PREFIX)
+        name = key.removeprefix(ADD_PREFIX).strip()
+        if not sep or not name:
+            raise SpecError(f"{item!r} is not of the form key=value or +key=value", f"override[{i}]")
+        exists = has_key(base, name)
+        if adds and exists:
+            raise SpecError(f"{name!r} is already in the sweep; change it with {name}={value} (no '+')",
+                            f"override[{i}]")
+        if not adds and not exists and _open_parent(base, name):
+            raise SpecError(f"{name!r} is not in the sweep; to add it, write +{name}={value}"
+                            f"{_near(base, name)}", f"override[{i}]")
+        plain.append(f"{name}={value}")
+    return plain
+
+
+def has_key(config: DictConfig, key: str) -> bool:
+    """Whether ``key`` (dotted, ``a[0]`` allowed) exists in ``config``, a mandatory unset value included."""
+    try:
+        return OmegaConf.select(config, key, default=_ABSENT, throw_on_missing=True) is not _ABSENT
+    except MissingMandatoryValue:
+        return True
+    except OmegaConfBaseException:
+        return False
+
+
+def _deepest_parent(config: DictConfig, key: str) -> tuple[str, DictConfig]:
+    """The deepest mapping above ``key`` that exists, and its dotted name ('' for the root)."""
+    parts = key.split(".")
+    for depth in range(len(parts) - 1, 0, -1):
+        parent = ".".join(parts[:depth])
+        node = OmegaConf.select(config, parent, default=None) if has_key(config, parent) else None
+        if isinstance(node, DictConfig):
+            return parent, node
+    return "", config
+
+
+def _open_parent(config: DictConfig, key: str) -> bool:
+    """Whether the mapping ``key`` would land in takes new keys (``sides``, ``env``); a typed one
+    (the schema's dataclasses) rejects them itself, naming the key."""
+    _, node = _deepest_parent(config, key)
+    return OmegaConf.get_type(node) is dict
+
+
+def _near(config: DictConfig, key: str) -> str:
+    """``' (sides has: old, new)'``: the keys the deepest existing parent of ``key`` has."""
+    parent, node = _deepest_parent(config, key)
+    return f" ({parent} has: {', '.join(map(str, node.keys())) or 'nothing'})" if parent else ""
