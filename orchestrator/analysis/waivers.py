@@ -107,11 +107,3 @@ def _entry(raw: dict[str, Any]) -> Waiver | None:
     return Waiver(action=raw["action"], case=raw["case"], side=side if isinstance(side, str) else None,
                   gate=gate, reason=str(raw.get("reason") or ""), by=str(raw.get("by") or "-"),
                   time=str(raw.get("time") or "-"))
-
-
-def gate_counts(verdicts: list[GateVerdict]) -> dict[str, int]:
-    """Verdicts counted with waived FAILs apart: ``{"PASS": 6, "FAIL": 0, "FAIL waived": 1, ...}``."""
-    counts = {"PASS": 0, "FAIL": 0, "FAIL waived": 0, "INCONCLUSIVE": 0}
-    for v in verdicts:
-        counts["FAIL waived" if v.waived is not None else v.verdict] += 1
-    return counts

@@ -16,7 +16,7 @@ from rich.text import Text
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS
-from orchestrator.render.tables import format_number, one_line, summary_lines
+from orchestrator.render.tables import format_number, one_line, summary_lines, verdict_text
 from orchestrator.render.verdict_line import verdict_line
 
 SHORT_SHA = 10
@@ -100,9 +100,7 @@ def _gates(report: Report) -> RichTable:
     table.add_column("interval", overflow="fold")
     table.add_column("case", overflow="fold")
     for g in report.gates:
-        waived = getattr(g, "waived", False)
-        verdict = Text(f"{g.verdict} (waived)" if waived else g.verdict,
-                       style="dim" if waived else VERDICT_STYLES.get(g.verdict, ""))
+        verdict = Text(verdict_text(g), style="dim" if g.waived else VERDICT_STYLES.get(g.verdict, ""))
         table.add_row(verdict, g.metric, g.side, g.bound, _ratio(g.ratio), _interval(g.comparison), g.case)
     return table
 

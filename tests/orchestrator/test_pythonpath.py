@@ -91,21 +91,20 @@ def test_code_imported_from_outside_the_pythonpath_fails_the_audit(tmp_path, src
     loads that copy, whose git SHA is the right one, so only the module check catches it."""
     monkeypatch.setenv("PYTHONPATH", str(src_repo.path / "src"))
     outcome = execute_run(src_run(src_repo, tmp_path, (".",)))
-    assert outcome["status"] == "ok", outcome["error"]
+    assert outcome["status"] == AUDIT_FAILED, "the worker audits the run when it ends"
     row = row_of(outcome)
     assert row["audit_git_sha"] == src_repo.shas[1]
     assert row["audit_module_file"] == str(src_repo.path / "src" / "srcpkg" / "bench.py")
-    verdict = audited(row)
-    assert verdict["status"] == AUDIT_FAILED
     loaded = f"{src_repo.path}/src/srcpkg/bench.py"
-    assert f"loaded module {loaded} is in none of the pythonpath" in verdict["error"]
+    assert f"loaded module {loaded} is in none of the pythonpath" in outcome["error"]
+    assert audited(row)["status"] == AUDIT_FAILED, "and a report-time audit of the row agrees"
 
 
 def sweep_yaml(tmp_path: Path, **extra) -> Path:
     sweep = {
         "name": "src-ab", "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}}, "baseline": "old",
         "cases": ["sac/fake/none"], "known": {"tasks": [], "sims": []}, "command": list(SRC_COMMAND),
-        "params": {"num_envs": 8, "warmup": 1, "measure": 4, "threads": 1}, "repeats": 2, "timeout_s": 60,
+        "params": {"num_envs": 8, "warmup": 1, "measure": 4, "threads": 1}, "repeats": 4, "timeout_s": 60,
         "gates": [{"metric": "physics_ms", "max_ratio": 0.6}, {"metric": "throughput", "max_ratio": 1.0}],
         **extra,
     }
@@ -118,10 +117,11 @@ def sweep_yaml(tmp_path: Path, **extra) -> Path:
 def test_a_src_layout_sweep_end_to_end(tmp_path, src_repo, monkeypatch, capsys):
     monkeypatch.chdir(src_repo.path)
     assert main(["run", str(sweep_yaml(tmp_path, pythonpath=["src"])), "--no-progress"]) == EXIT_GATE_FAILED
-    out = capsys.readouterr().out
-    assert "<= 0.6x | 0.500 | **PASS**" in out, "the faster second commit was measured from src/"
+    capsys.readouterr()
+    (md,) = (src_repo.path / "results" / "reports").glob("src-ab-*.md")
+    assert "<= 0.6x | 0.500 | **PASS**" in md.read_text(), "the faster second commit was measured from src/"
     runs = pd.read_parquet(src_repo.path / "results" / "runs")
-    assert (runs["status"] == "ok").all() and len(runs) == 4
+    assert (runs["status"] == "ok").all() and len(runs) == 8
     assert runs["audit_module_file"].str.endswith("/src/srcpkg/bench.py").all()
     (record,) = (src_repo.path / "results" / "sweeps").glob("src-ab-*.json")
     assert json.loads(record.read_text())["spec"]["pythonpath"] == ["src"]

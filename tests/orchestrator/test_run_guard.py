@@ -58,7 +58,8 @@ def test_a_read_only_home_still_gives_the_run_its_row(tmp_path, repo, monkeypatc
 def test_a_setsid_daemon_the_bench_started_is_killed_after_the_run(tmp_path, repo):
     pid_file = tmp_path / "daemon.pid"
     outcome = execute_run(make_run(repo, repo.shas[0], results_root=tmp_path / "results",
-                                   command=misbehaving("daemon", "--pid-file", str(pid_file))))
+                                   command=misbehaving("daemon", "--pid-file", str(pid_file)),
+                                   params={"num_envs": 8, "warmup": 0, "measure": 2, "threads": 1}))
     assert outcome["status"] == "ok", outcome["error"]
     daemon = int(pid_file.read_text())
     assert is_gone(daemon), "the daemon outlived its run"

@@ -40,9 +40,11 @@ def waive(root, *args: str) -> int:
 
 
 def report(root, capsys, *args: str) -> tuple[int, str]:
+    """The exit code and the Markdown report it wrote (the terminal shows a compact rendering)."""
     capsys.readouterr()
     code = main(["report", SWEEP, "--results", str(root), *args])
-    return code, capsys.readouterr().out
+    printed = capsys.readouterr().out
+    return code, (root / "reports" / f"{SWEEP}.md").read_text() + printed
 
 
 def test_a_waived_fail_no_longer_fails_the_sweep(root, capsys):
@@ -55,7 +57,7 @@ def test_a_waived_fail_no_longer_fails_the_sweep(root, capsys):
     assert code == EXIT_OK
     assert "| 0 | throughput | sac/go2_joystick_flat/mujoco | cand | <= 1.5x | 2.000 | " \
            "**FAIL (waived: known slow path)** |" in md
-    assert "gates: PASS 1 / FAIL 0 / FAIL waived 1 / INCONCLUSIVE 0" in md
+    assert "gates: PASS 1 / FAIL 0 / INCONCLUSIVE 0 / WAIVED 1" in md
     assert "## Waivers" in md and "| release-board | waive | gate 0, case sac/go2_joystick_flat/mujoco, " \
                                   "side cand | known slow path | in force: waives 1 FAIL(s) |" in md
     page = (root / "reports" / f"{SWEEP}.html").read_text()
@@ -156,7 +158,9 @@ def test_a_sweep_whose_every_fail_is_waived_in_its_yaml_exits_0(tmp_path, monkey
     waiver = {"case": "sac/fake/none", "side": "new", "gate": 0, "reason": "faster is fine", "by": "qa"}
     assert main(["run", sweep_file(tmp_path, waivers=[waiver]), "--no-progress"]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "**FAIL (waived: faster is fine)**" in out and "FAIL waived 1" in out
+    assert "FAIL (waived: faster is fine)" in out and out.rstrip().endswith("WAIVED 1 — exit 0")
+    (md,) = (repo.path / "results" / "reports").glob("*.md")
+    assert "**FAIL (waived: faster is fine)**" in md.read_text()
 
 
 APPENDER = """
@@ -218,4 +222,4 @@ def test_a_waiver_recorded_while_the_sweep_runs_survives_its_final_write(tmp_pat
     assert record["status"] == "finished" and [w["reason"] for w in record["waivers"]] == ["recorded mid-run"]
     last_run_ended = pd.read_parquet(repo.path / "results" / "runs")["ended_at"].max()
     assert last_run_ended > pd.Timestamp(record["waivers"][0]["time"]), "waived before the sweep ended"
-    assert "**FAIL (waived: recorded mid-run)**" in out
+    assert "FAIL (waived: recorded mid-run)" in out

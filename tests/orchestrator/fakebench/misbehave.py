@@ -16,6 +16,13 @@ import sys
 import time
 
 
+def _module_file() -> str:
+    """The benchmarked repository's module when run in a fake repo's worktree (its ``fake_bench.py``),
+    else this file: the run audit checks the loaded module lies in the worktree."""
+    in_tree = os.path.abspath("fake_bench.py")
+    return in_tree if os.path.exists(in_tree) else os.path.abspath(__file__)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stream", required=True)
@@ -30,7 +37,7 @@ def main() -> int:
         emit({"kind": "header", "protocol": 1,
               "case": {"algo": "sac", "task": "fake", "sim": "none", "variant": "manager"},
               "params": {"num_envs": 8, "warmup": 0, "measure": 2},
-              "audit": {"module_file": os.path.abspath(__file__), "git_sha": sha, "pid": os.getpid()}})
+              "audit": {"module_file": _module_file(), "git_sha": sha, "pid": os.getpid()}})
         if args.mode == "daemon":
             daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
                                       start_new_session=True, stdin=subprocess.DEVNULL,
