@@ -133,11 +133,6 @@ def rank_p(candidate: np.ndarray, baseline: np.ndarray, *, paired: bool) -> floa
     return float(sps.wilcoxon(differences).pvalue)
 
 
-def mann_whitney_p(candidate: np.ndarray, baseline: np.ndarray) -> float:
-    """Two-sided Mann-Whitney U p-value (exact for small samples without ties); NaN when a side is empty."""
-    return rank_p(candidate, baseline, paired=False)
-
-
 def log_interval(cand: np.ndarray, base: np.ndarray, *, paired: bool) -> intervals.LogInterval | None:
     """The interval of ``cand`` against ``base`` (see ``intervals``); None without one."""
     if min(cand.size, base.size) < 2 or not (np.all(cand > 0) and np.all(base > 0)):

@@ -34,7 +34,7 @@ class ResumePlan:
     record: dict[str, Any]
     runs: list[PlannedRun]  # the plan so far, same order and run keys as the first attempt
     statuses: dict[str, str | None]  # run_key -> status in the results (None: unreadable file)
-    fixed: int = 0  # how many of ``runs`` are the first ``repeats`` rounds (the rest: adaptive rounds)
+    fixed: int | None = None  # how many of ``runs`` are the first ``repeats`` rounds (None: all)
 
     @property
     def adaptive(self) -> bool:
