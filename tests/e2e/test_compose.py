@@ -74,7 +74,8 @@ def test_the_services_commands_run_a_sweep_submitted_with_scheduler(tmp_path, mo
     repo = make_fake_repo(tmp_path)
     cpu = str(min(os.sched_getaffinity(0)))
     config = compose_config({"SHASWEEP_REPO": str(repo.path), "BENCH_CPUS": cpu})
-    port, dashboard = free_port(18786), free_port(18787)
+    port = free_port(18786)
+    dashboard = free_port(port + 1)  # never the same port, even when the first free ones are taken
     local = {"0.0.0.0": "127.0.0.1", "8786": str(port), "0.0.0.0:8787": f"127.0.0.1:{dashboard}",
              "tcp://scheduler:8786": f"tcp://127.0.0.1:{port}"}
     scheduler_argv = on_loopback(config["services"]["scheduler"]["command"], local)

@@ -1,6 +1,7 @@
 """Fault drills on real processes, continued: Ctrl-C as a terminal sends it (SIGINT to the client's
-whole process group), a damaged steps file healed by ``--resume``, and two shasweep homes on one
-machine that share its host lock and so never overlap."""
+whole process group), a damaged steps file healed by ``--resume``, two shasweep homes on one
+machine that share its host lock and so never overlap, and the embedded cluster's nanny settings
+kept out of the bench's environment."""
 
 from __future__ import annotations
 
@@ -128,3 +129,24 @@ def test_two_homes_on_one_machine_share_its_lock_and_never_overlap(tmp_path, mon
     assert len(spans) == 12
     overlaps = [(a, b) for a, b in zip(spans, spans[1:], strict=False) if b[0] < a[1]]
     assert not overlaps, f"{len(overlaps)} bench runs of two homes overlapped on one machine"
+
+
+@pytest.mark.slow
+def test_the_embedded_cluster_gives_the_bench_the_same_environment_as_shasweep_worker(tmp_path, monkeypatch):
+    """The embedded cluster's nanny injects MALLOC_TRIM_THRESHOLD_ into its worker; the bench must
+    not inherit it, or one SHA would measure under other malloc settings than on `shasweep worker`."""
+    from fakebench.fakerepo import make_run
+
+    from orchestrator.dispatch.dispatcher import run_sweep
+
+    monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SHASWEEP_LOCK", str(tmp_path / "bench.lock"))
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    repo = make_fake_repo(tmp_path)
+    misbehave = Path(__file__).resolve().parents[1] / "orchestrator" / "fakebench" / "misbehave.py"
+    run = make_run(repo, repo.shas[0], results_root=tmp_path / "results",
+                   command=("{python}", str(misbehave), "--stream", "{stream}", "--mode", "env"))
+    outcome = run_sweep([run], scheduler=None, continue_on_error=False, show_progress=False)
+    assert outcome.runs[0]["status"] == "ok", outcome.runs[0]["error"]
+    row = pd.read_parquet(tmp_path / "results" / "runs").iloc[0]
+    assert pd.isna(row["audit_malloc_trim_threshold"]), "the nanny's malloc setting reached the bench"

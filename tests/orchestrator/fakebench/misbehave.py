@@ -5,7 +5,7 @@ Run from the worktree (its cwd), so ``git rev-parse HEAD`` there is the SHA unde
 * ``--mode daemon``: starts a ``setsid`` daemon (a new session, out of the bench's process group)
   that sleeps, writes its pid to ``--pid-file``, then completes a normal run.
 * ``--mode deep-json``: writes a step record nested 10,000 levels deep, then sleeps.
-* ``--mode edit-tree``: modifies a tracked file of its worktree, then completes a normal run.
+* ``--mode env``: a normal run whose header audit also reports ``MALLOC_TRIM_THRESHOLD_``.
 """
 
 import argparse
@@ -26,7 +26,7 @@ def _module_file() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stream", required=True)
-    parser.add_argument("--mode", required=True, choices=["daemon", "deep-json", "edit-tree"])
+    parser.add_argument("--mode", required=True, choices=["daemon", "deep-json", "env"])
     parser.add_argument("--pid-file", default="")
     args = parser.parse_args()
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -37,7 +37,8 @@ def main() -> int:
         emit({"kind": "header", "protocol": 1,
               "case": {"algo": "sac", "task": "fake", "sim": "none", "variant": "manager"},
               "params": {"num_envs": 8, "warmup": 0, "measure": 2},
-              "audit": {"module_file": _module_file(), "git_sha": sha, "pid": os.getpid()}})
+              "audit": {"module_file": _module_file(), "git_sha": sha, "pid": os.getpid(),
+                        "malloc_trim_threshold": os.environ.get("MALLOC_TRIM_THRESHOLD_")}})
         if args.mode == "daemon":
             daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
                                       start_new_session=True, stdin=subprocess.DEVNULL,
@@ -47,9 +48,6 @@ def main() -> int:
         if args.mode == "deep-json":
             stream.write('{"kind": "step", "step": 0, "phases": ' + "[" * 10_000 + "]" * 10_000 + "}\n")
             time.sleep(600)
-        if args.mode == "edit-tree":
-            with open("fake_bench.py", "a") as f:
-                f.write("\n# edited by the bench\n")
         for step in range(2):
             emit({"kind": "step", "step": step, "warmup": False, "phases": {"physics_ms": 1.0}})
         emit({"kind": "summary", "throughput": 8000.0, "measure_wall_s": 0.002,
