@@ -62,6 +62,8 @@ class RunResult:
     header: dict | None = None
     summary: dict | None = None
     steps: list[StepRecord] = field(default_factory=list)
+    worktree: str | None = None  # the checkout the bench ran in
+    audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
 
     @property
     def wall_s(self) -> float:
@@ -116,10 +118,14 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "steps": (sum(not s.warmup for s in result.steps), pa.int64()),
         "log_dir": (result.log_dir, pa.string()),
     }
+    columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string())}
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
+    columns |= {name: (value, pa.float64()) for name, value in reported_metrics(result.summary).items()}
     columns |= {f"host_{name}": (result.host.get(name), kind) for name, kind in _host_types().items()}
     columns |= {f"audit_{name}": (value, pa.string())
                 for name, value in flatten_audit((result.header or {}).get("audit")).items()}
+    modules = None if result.audit_modules is None else json.dumps(result.audit_modules, sort_keys=True)
+    columns["audit_modules"] = (modules, pa.string())  # measured by the worker, never the bench's word
     columns |= {
         "params": (json.dumps(run.params, sort_keys=True), pa.string()),
         "env": (json.dumps(run.env, sort_keys=True), pa.string()),
@@ -151,6 +157,13 @@ def phase_means(summary: dict | None) -> dict[str, float | None]:
         if isinstance(name, str) and name.endswith("_ms"):
             means[name] = _float_or_none(value)
     return means
+
+
+def reported_metrics(summary: dict | None) -> dict[str, float | None]:
+    """The summary's other numbers (``metrics``: protocol json's mapping, protocol time's RSS)."""
+    reported = (summary or {}).get("metrics")
+    reported = reported if isinstance(reported, dict) else {}
+    return {str(name): _float_or_none(value) for name, value in reported.items()}
 
 
 def flatten_audit(audit: object) -> dict[str, str | None]:

@@ -102,6 +102,8 @@ class WorktreePool:
             raise WorktreeError(f"commit {sha} does not exist in repository {repo}") from None
         if tree.exists():
             _discard_tree(repo, tree)
+        for stale in tree.parent.glob(f"{sha}.prepared-*"):  # a new checkout is prepared anew
+            stale.unlink()
         _git(repo, "worktree", "prune")
         _git(repo, "worktree", "add", "--detach", str(tree), sha)
 
