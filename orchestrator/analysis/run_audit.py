@@ -3,9 +3,12 @@
 Checked from the runs table alone (the header's ``audit_*`` columns and the planned columns), plus the
 sweep record when one is given:
 
-* the loaded SHA (``audit_git_sha``) equals the requested ``sha``;
+* run protocol v1: the loaded SHA (``audit_git_sha``) equals the requested ``sha``;
+* every module of the sweep's ``audit_modules`` was imported from the SHA's worktree (``module_audit``);
 * the run's ``variant``, ``params``, ``env`` and ``sha`` equal the sweep record's for its side (no
-  overrides beyond the sweep's), and it measured as many steps as ``params.measure`` asked for;
+  overrides beyond the sweep's), and it measured as many steps as ``params.measure`` asked for (when
+  the command passes ``{measure}`` or the protocol is ``time``; a json run without per-step samples
+  has no step count to check);
 * for envruntime benches (env class from the ``envruntime`` package): the backend class is the one of
   the requested ``sim``, and a ``manager`` variant built all six managers.
 
@@ -21,6 +24,8 @@ from typing import Any
 
 import pandas as pd
 
+from orchestrator.analysis.module_audit import module_reasons
+
 AUDIT_FAILED = "audit_failed"
 ENVRUNTIME_PACKAGE = "envruntime."
 # The envruntime contract (envruntime/backends/__init__.py SIMS, envruntime/envs/manager_based.py),
@@ -34,17 +39,20 @@ ENVRUNTIME_MANAGERS: tuple[str, ...] = ("action", "observation", "reward", "term
 # Runs-table columns the audit reads (``steps`` is an integer, the others strings).
 AUDIT_INPUT_COLUMNS: tuple[str, ...] = (
     "sha", "sim", "variant", "params", "env", "audit_git_sha", "audit_env_class", "audit_backend_class",
-    "audit_managers",
+    "audit_managers", "protocol", "worktree", "audit_modules",
 )
 
 
-def audit_run(run: Mapping[str, Any], planned_side: Mapping[str, Any] | None = None) -> list[str]:
+def audit_run(run: Mapping[str, Any], planned_side: Mapping[str, Any] | None = None, *,
+              modules: list[str] | tuple[str, ...] = (), check_measure: bool = True) -> list[str]:
     """Why ``run`` (one runs-table row) fails its audit; empty when it passes.
 
     ``planned_side`` is the sweep record's entry for the run's side (``ref``, ``sha``, ``variant``,
-    ``params``, ``env``); keys it lacks are not checked.
+    ``params``, ``env``); keys it lacks are not checked. ``modules``: the sweep's ``audit_modules``;
+    ``check_measure``: whether ``params.measure`` is a step count the bench was given.
     """
-    reasons = _sha_reasons(run) + _plan_reasons(run, planned_side or {})
+    sha = _sha_reasons(run) if (_text(run.get("protocol")) or "v1") == "v1" else []
+    reasons = sha + _plan_reasons(run, planned_side or {}, check_measure) + module_reasons(run, modules)
     if str(_text(run.get("audit_env_class")) or "").startswith(ENVRUNTIME_PACKAGE):
         reasons += _envruntime_reasons(run)
     return reasons
@@ -55,9 +63,14 @@ def apply_audit(runs: pd.DataFrame, record: Mapping[str, Any] | None = None) -> 
     if runs.empty or "status" not in runs:
         return runs
     sides = (record or {}).get("sides") or {}
+    spec = (record or {}).get("spec") or {}
+    modules = list(spec.get("audit_modules") or [])
+    check_measure = spec.get("protocol") == "time" or not spec.get("command") \
+        or any("{measure}" in str(arg) for arg in spec.get("command") or [])
     audited = runs.copy()
     for index, run in audited[audited["status"] == "ok"].iterrows():
-        reasons = audit_run(run.to_dict(), sides.get(run.get("side")))
+        reasons = audit_run(run.to_dict(), sides.get(run.get("side")), modules=modules,
+                            check_measure=check_measure)
         if reasons:
             audited.loc[index, "status"] = AUDIT_FAILED
             audited.loc[index, "error"] = "audit: " + "; ".join(reasons)
@@ -71,7 +84,7 @@ def _sha_reasons(run: Mapping[str, Any]) -> list[str]:
     return [] if loaded == requested else [f"loaded SHA {loaded} is not the requested {requested}"]
 
 
-def _plan_reasons(run: Mapping[str, Any], planned: Mapping[str, Any]) -> list[str]:
+def _plan_reasons(run: Mapping[str, Any], planned: Mapping[str, Any], check_measure: bool) -> list[str]:
     reasons = []
     for key in ("sha", "variant"):
         if key in planned and _text(run.get(key)) != planned[key]:
@@ -81,7 +94,8 @@ def _plan_reasons(run: Mapping[str, Any], planned: Mapping[str, Any]) -> list[st
         if key in planned:
             reasons += _mapping_reasons(key, _json_object(run.get(key)), planned[key])
     steps, measure = _number(run.get("steps")), _number((params or {}).get("measure"))
-    if steps is not None and measure is not None and steps != measure:
+    counted = steps is not None and (steps > 0 or (_text(run.get("protocol")) or "v1") == "v1")
+    if check_measure and counted and measure is not None and steps != measure:
         reasons.append(f"measured {steps:g} steps, params.measure asked for {measure:g}")
     return reasons
 

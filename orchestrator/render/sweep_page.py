@@ -25,6 +25,7 @@ from orchestrator.render.tables import (
     sides_table,
     summary_lines,
 )
+from orchestrator.spec.anyrepo import is_envruntime_command
 from orchestrator.store.parquet import read_runs, steps_dir
 
 # The per-step timeline shows the first of these a sweep's steps report.
@@ -33,19 +34,34 @@ STEP_COLUMNS: list[str] = ["run_key", "step", "warmup", "phase", "ms"]
 
 
 def load_steps(results_root: Path, sweep_id: str, phases: tuple[str, ...] = TIMELINE_PHASES) -> pd.DataFrame:
-    """The sweep's per-step timings of ``phases`` only (empty when it wrote none)."""
+    """The sweep's per-step timings of ``phases`` only; when it timed none of them (a bench of another
+    repository), of the first phase its steps report. Empty when it wrote none."""
     path = steps_dir(results_root, sweep_id)
     if not path.is_dir():
         return pd.DataFrame(columns=STEP_COLUMNS)
-    table = ds.dataset(path, format="parquet").to_table(columns=STEP_COLUMNS,
-                                                         filter=ds.field("phase").isin(list(phases)))
+    dataset = ds.dataset(path, format="parquet")
+    table = dataset.to_table(columns=STEP_COLUMNS, filter=ds.field("phase").isin(list(phases)))
+    if not table.num_rows:
+        present = dataset.to_table(columns=["phase"]).column("phase").to_pylist()
+        if present:
+            table = dataset.to_table(columns=STEP_COLUMNS, filter=ds.field("phase") == present[0])
     return table.to_pandas()
 
 
 def timeline_phase(steps: pd.DataFrame) -> str | None:
-    """The first of ``TIMELINE_PHASES`` present in ``steps``."""
-    present = set(steps["phase"])
-    return next((p for p in TIMELINE_PHASES if p in present), None)
+    """The first of ``TIMELINE_PHASES`` present in ``steps``, else the first phase it holds."""
+    present = list(dict.fromkeys(steps["phase"]))
+    return next((p for p in TIMELINE_PHASES if p in present), present[0] if present else None)
+
+
+def throughput_label(record: dict) -> str:
+    """The throughput axis: envruntime's env steps, protocol time's runs, else the bench's own unit."""
+    spec = record.get("spec") or {}
+    if spec.get("protocol") == "time":
+        return "throughput (runs / s)"
+    if not spec.get("command") or is_envruntime_command(spec["command"]):
+        return "throughput (env steps / s)"
+    return "throughput (as the bench reports it, per s)"
 
 
 def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
@@ -69,7 +85,8 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
         if not len(mine):
             page.paragraph("no runs of this case left results", "note")
             continue
-        figures = [throughput_plot(mine, report.sides, f"{case}: throughput per run"),
+        figures = [throughput_plot(mine, report.sides, f"{case}: throughput per run",
+                                   throughput_label(report.record)),
                    breakdown_plot(mine, report.sides, f"{case}: phase breakdown")]
         case_steps = steps[(steps["phase"] == phase) & steps["run_key"].isin(mine["run_key"])]
         if len(case_steps):

@@ -15,6 +15,7 @@ from orchestrator.analysis.verdicts import (
     format_n,
     format_p,
 )
+from orchestrator.spec.anyrepo import is_envruntime_command
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,13 @@ def failures_table(report: Report) -> Table:
 
 def host_lines(report: Report) -> list[str]:
     """The bench host's record, one ``key: value`` per line."""
-    host = report.record.get("host") or {}
+    host = dict(report.record.get("host") or {})
+    spec = report.record.get("spec") or {}
+    if host and spec.get("command") and not is_envruntime_command(spec["command"]):
+        # the worker's own package list is envruntime's; another repository's bench reports its own
+        reported = sorted({v for side in report.sides for v in report.audit[side].get("versions", "-")
+                           .split(", ") if v != "-"})
+        host["versions"] = "; ".join(reported) or "not reported by the bench"
     # The record's thread variables are the bench worker's own (a Dask nanny sets them to 1); each
     # bench's real settings are in its audit, shown per side under "bench threads".
     return [f"{k}: {v}" for k, v in sorted(host.items()) if k != "threads"] or ["not recorded"]

@@ -91,8 +91,9 @@ def check_generic_params(params: dict[str, Any], protocol: Protocol) -> list[tup
 def effective_known(spec: SweepSpec) -> KnownNames:
     """``known`` with unset lists filled: envruntime's names for its command, no check otherwise."""
     fallback = ENVRUNTIME_KNOWN if is_envruntime_command(spec.command) else KnownNames([], [], [], [])
+    names = ("algos", "tasks", "sims", "variants")
     return KnownNames(**{name: getattr(spec.known, name) if getattr(spec.known, name) is not None
-                         else list(getattr(fallback, name)) for name in ("algos", "tasks", "sims", "variants")})
+                         else list(getattr(fallback, name)) for name in names})
 
 
 def case_parts(text: str) -> Case | None:
@@ -158,10 +159,13 @@ def check_protocol(spec: SweepSpec) -> None:
                             f"{spec.protocol.value}", "json")
         return
     if spec.json is None:
-        raise SpecError("protocol json needs a json block: {throughput: <dotted path>, phases: {...}}", "json")
+        raise SpecError("protocol json needs a json block: {throughput: <dotted path>, phases: {...}}",
+                        "json")
     paths = {"json.throughput": spec.json.throughput}
     paths |= {f"json.phases.{name}": path for name, path in spec.json.phases.items()}
     paths |= {f"json.metrics.{name}": path for name, path in spec.json.metrics.items()}
+    if spec.json.versions is not None:
+        paths["json.versions"] = spec.json.versions
     for key, path in paths.items():
         if not isinstance(path, str) or not _DOTTED_PATH.match(path):
             raise SpecError(f"{path!r} is not a dotted path like results.0.mean_ms", key)

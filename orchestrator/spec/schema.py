@@ -114,6 +114,7 @@ class JsonMapping:
     throughput: str = MISSING
     phases: dict[str, str] = field(default_factory=dict)  # <name>_ms -> path
     metrics: dict[str, str] = field(default_factory=dict)  # any other number: column name -> path
+    versions: str | None = None  # path to an object {package: version} the bench reports
 
 
 @dataclass

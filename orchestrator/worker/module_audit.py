@@ -19,7 +19,7 @@ MODULES_VAR = "SHASWEEP_AUDIT_MODULES"  # comma-separated module names
 SIDE_FILE_VAR = "SHASWEEP_AUDIT_FILE"  # where each process appends its line
 MAX_SIDE_FILE_BYTES = 4 * 2**20
 
-SITECUSTOMIZE = '''"""Written by shasweep (orchestrator/worker/module_audit.py): records where modules came from."""
+SITECUSTOMIZE = '''"""Written by shasweep (orchestrator/worker/module_audit.py): where modules came from."""
 import atexit
 import json
 import os
@@ -51,7 +51,8 @@ def _shasweep_chain():
         candidate = os.path.join(entry or ".", "sitecustomize.py")
         if os.path.realpath(entry or ".") != here and os.path.isfile(candidate):
             with open(candidate) as f:
-                exec(compile(f.read(), candidate, "exec"), {"__name__": "sitecustomize", "__file__": candidate})
+                code = compile(f.read(), candidate, "exec")
+            exec(code, {"__name__": "sitecustomize", "__file__": candidate})
             return
 
 

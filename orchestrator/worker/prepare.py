@@ -24,7 +24,8 @@ class PrepareError(RuntimeError):
     """A prepare command failed; the message carries its exit and log tail."""
 
 
-def ensure_prepared(argvs: Sequence[Sequence[str]], tree: Path, env: dict[str, str], timeout_s: float) -> None:
+def ensure_prepared(argvs: Sequence[Sequence[str]], tree: Path, env: dict[str, str],
+                    timeout_s: float) -> None:
     """Run ``argvs`` (rendered) in ``tree`` unless this very list already succeeded there."""
     if not argvs:
         return

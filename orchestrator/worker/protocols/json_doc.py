@@ -46,8 +46,11 @@ class JsonDocReader(BenchReader):
             return f"result document {self.result_path} is not valid JSON: {exc}"
         try:
             self.summary, self.steps = map_document(document, self.run.json_mapping)
+            versions = versions_of(document, self.run.json_mapping.get("versions"))
         except JsonPathError as exc:
+            self.summary, self.steps = None, []
             return f"result document {self.result_path}: {exc}"
+        self.header = {"audit": {"versions": versions}} if versions is not None else None
         return None
 
 
@@ -67,8 +70,28 @@ def map_document(document: object, mapping: dict) -> tuple[dict, list[StepRecord
     return summary, steps
 
 
+def versions_of(document: object, path: str | None) -> dict[str, str] | None:
+    """The ``{package: version}`` object at ``path`` (``json.versions``), values as text."""
+    if path is None:
+        return None
+    node = walk(document, path, "json.versions")
+    if not isinstance(node, dict):
+        raise JsonPathError(f"json.versions: {path!r} is {_describe(node)}, not an object")
+    return {str(k): str(v) for k, v in node.items()}
+
+
 def lookup(document: object, path: str, key: str) -> float | list[float]:
     """The number or list of numbers at dotted ``path``; ``JsonPathError`` naming ``key`` otherwise."""
+    node = walk(document, path, key)
+    if _is_number(node):
+        return float(node)
+    if isinstance(node, list) and node and all(_is_number(v) for v in node):
+        return [float(v) for v in node]
+    raise JsonPathError(f"{key}: {path!r} is {_describe(node)}, not a number or a non-empty list of numbers")
+
+
+def walk(document: object, path: str, key: str) -> object:
+    """The value at dotted ``path`` (integer parts index lists); ``JsonPathError`` naming ``key``."""
     node = document
     walked: list[str] = []
     for part in path.split("."):
@@ -86,11 +109,7 @@ def lookup(document: object, path: str, key: str) -> float | list[float]:
             raise JsonPathError(f"{key}: {path!r} reaches {_describe(node)} at {_where(walked)}, "
                                 f"which has no {part!r}")
         walked.append(part)
-    if _is_number(node):
-        return float(node)
-    if isinstance(node, list) and node and all(_is_number(v) for v in node):
-        return [float(v) for v in node]
-    raise JsonPathError(f"{key}: {path!r} is {_describe(node)}, not a number or a non-empty list of numbers")
+    return node
 
 
 def _mean(value: float | list[float]) -> float:
