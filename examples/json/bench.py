@@ -26,7 +26,8 @@ for _ in range(args.repeat):
 
 
 def phase(samples):
-    return {"mean_ms": statistics.fmean(samples), "median_ms": statistics.median(samples), "samples_ms": samples}
+    return {"mean_ms": statistics.fmean(samples), "median_ms": statistics.median(samples),
+            "samples_ms": samples}
 
 
 document = {"benchmark": "wordcount", "versions": {"python": platform.python_version()},

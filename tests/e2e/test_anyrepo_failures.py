@@ -84,7 +84,7 @@ def test_a_failing_prepare_fails_that_shas_runs_with_its_log_and_caches_nothing(
     repo, sweeps = demo
     prepare = [["{python}", "-c", "import sys; print('toolchain missing'); sys.exit(5)"]]
     sweep = write_sweep(sweeps / "prep.yaml", sweeps / "sweep.yaml", prepare=prepare)
-    for attempt in range(2):
+    for _ in range(2):  # the second sweep prepares again: nothing was cached
         proc, results = run(tmp_path, sweep, repo, "continue_on_error=true")
         assert proc.returncode == 3, proc.stdout + proc.stderr
     runs = pd.read_parquet(results / "runs")

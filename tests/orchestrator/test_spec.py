@@ -55,7 +55,8 @@ def changed(**changes) -> dict:
 def test_defaults_and_types(tmp_path):
     spec = load_spec(write_yaml(tmp_path, BASE))
     assert spec.variant == "manager" and spec.repeats == 3 and spec.order is Order.interleaved
-    assert spec.params["num_envs"] == 16 and spec.params["replay_capacity"] == 64 and spec.params["threads"] == 0
+    assert spec.params == {"num_envs": 16, "warmup": 1, "measure": 2, "replay_capacity": 64, "seed": 0,
+                           "threads": 0}, "envruntime's command gets its params defaults"
     assert spec.command == list(DEFAULT_COMMAND) and spec.results == "results" and spec.repo is None
     assert spec.timeout_s == 600.0 and spec.continue_on_error is False
     assert spec.gates[0].min_ratio == 0.9 and spec.gates[0].max_ratio is None
