@@ -9,6 +9,9 @@ import pandas as pd
 import pytest
 from anyrepo_helpers import EXAMPLES, make_demo_repo, shasweep
 
+from orchestrator.render.plots import breakdown_phases
+from orchestrator.store.parquet import read_runs
+
 pytestmark = pytest.mark.slow
 
 
@@ -66,6 +69,8 @@ def test_json_example_maps_the_document_and_keeps_per_step_samples(tmp_path, dem
     for metric in ("throughput", "count_words_ms", "top10_ms", "distinct_words"):
         assert f"| {metric} " in report, report
     assert "torch" not in report and "mujoco" not in report
+    assert "versions: python=" in report, "the host section shows the versions the bench reported"
+    assert breakdown_phases(read_runs(results)) == ["count_words_ms", "top10_ms"]
 
 
 def test_time_example_times_the_whole_command_and_prepares_each_sha_once(tmp_path, demo):
@@ -86,3 +91,4 @@ def test_time_example_times_the_whole_command_and_prepares_each_sha_once(tmp_pat
     assert len(list(home.rglob("*.prepare-*.log"))) == 2
     html = next((results / "reports").glob("*.html")).read_text()
     assert "runs / s" in html and "env steps" not in html
+    assert breakdown_phases(read_runs(results)) == ["user_ms", "sys_ms"], "wall_ms is the whole, not a part"

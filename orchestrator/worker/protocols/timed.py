@@ -42,7 +42,7 @@ class TimedReader(BenchReader):
     def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
         samples: list[tuple[float, float, float, float]] = []  # wall, user, sys ms; rss MiB
         for index in range(self.warmup + self.measure):
-            if stop.expired():
+            if stop.expired():  # first asked here, in the task's thread (the watcher asks later)
                 return None
             began = time.perf_counter()
             proc = start()
