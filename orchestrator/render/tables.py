@@ -39,6 +39,9 @@ def summary_lines(report: Report) -> list[str]:
         f"baseline: {report.baseline}",
         f"runs: {n_ok} ok, {len(report.failures)} not ok ({n_audit} failed their audit), "
         f"{report.missing} not run",
+        *([f"protocol: {spec.get('protocol', 'v1')}; modules audited: "
+           f"{', '.join(spec.get('audit_modules') or []) or '-'}"]
+          if spec.get("protocol", "v1") != "v1" or spec.get("audit_modules") else []),
     ]
 
 
