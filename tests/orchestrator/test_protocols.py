@@ -147,3 +147,14 @@ def test_install_keeps_the_orchestrator_free_of_the_workload(tmp_path):
                "    if not m.name.endswith('__main__'):\n"
                "        importlib.import_module(m.name)\n")
     subprocess.run([sys.executable, "-c", blocker], check=True, cwd=root)
+
+
+def test_a_v1_bench_without_kinds_is_told_what_is_missing(tmp_path, repo):
+    code = ("import json, sys; f = open(sys.argv[1], 'w');"
+            "[f.write(json.dumps({{'step': i, 'phases': {{'x_ms': 1.0}}}}) + '\\n') for i in range(3)]")
+    run = make_run(repo, repo.shas[0], results_root=tmp_path / "results",
+                   command=("{python}", "-c", code, "{stream}"), params={})  # {{ }}: literal braces
+    outcome = execute_run(run)
+    assert outcome["status"] == "failed"
+    assert "without a header record" in outcome["error"] and '3 of its records had no known "kind"' in \
+        outcome["error"]

@@ -20,10 +20,12 @@ class StreamReader(BenchReader):
 
     def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
         self.state = StreamState()
+        self.kindless = 0  # records the reader skipped: no known "kind"
         proc = start()
         try:
             for line in follow_lines(self.stream_path, lambda: stop.should_stop(proc)):
                 record = self.state.feed(line)
+                self.kindless += record is None and bool(line.strip())
                 kind = record.get("kind") if record else None
                 if kind == "header":
                     check_sha(self.state.header, self.run.sha)
@@ -43,7 +45,9 @@ class StreamReader(BenchReader):
             return f"bench reported an error: {self.state.error_message()}"
         if self.state.header is None or self.state.summary is None:
             missing = "header" if self.state.header is None else "summary"
-            return f"bench exited 0 without a {missing} record (stream: {self.stream_path})"
+            hint = (f"; {self.kindless} of its records had no known \"kind\" (header, step, summary or "
+                    "error)" if self.kindless else "")
+            return f"bench exited 0 without a {missing} record (stream: {self.stream_path}{hint})"
         return None
 
 
