@@ -93,3 +93,20 @@ def test_a_failing_prepare_fails_that_shas_runs_with_its_log_and_caches_nothing(
     assert runs["error"].str.contains("toolchain missing").all(), "the log tail is in the error"
     home = tmp_path / "home" / "worktrees"
     assert not list(home.rglob("*.prepared-*")) and len(list(home.rglob("*.prepare-*.log"))) == 2
+
+
+def test_resume_finds_the_bench_through_the_recorded_sweep_dir(tmp_path, demo):
+    repo, sweeps = demo
+    proc, results = run(tmp_path, sweeps / "sweep.yaml", repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = pd.read_parquet(results / "runs")
+    lost = next((results / "runs").rglob("*.parquet"))
+    lost.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = shasweep("run", "--resume", "latest", "--results", str(results), cwd=elsewhere,
+                     home=tmp_path / "home")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "resuming 1 of 2 runs" in again.stdout
+    runs = pd.read_parquet(results / "runs")
+    assert sorted(runs["run_key"]) == sorted(first["run_key"]) and (runs["status"] == "ok").all()
