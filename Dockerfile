@@ -14,7 +14,7 @@ COPY orchestrator ./orchestrator
 COPY envruntime ./envruntime
 
 ARG CONSTRAINTS=constraints-cpu.txt
-ARG EXTRAS=""
+ARG EXTRAS="[envruntime]"
 RUN pip install --no-cache-dir -c "${CONSTRAINTS}" ".${EXTRAS}"
 
 # Worktrees, bench logs and the host lock; writable by the repository owner's uid the worker runs as.

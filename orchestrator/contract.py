@@ -73,20 +73,25 @@ class PlannedRun:
     side: str
     ref: str  # as written in the sweep
     sha: str  # the full SHA the ref resolved to
-    case: str  # "algo/task/sim"
-    algo: str
-    task: str
-    sim: str
+    case: str  # any name; envruntime's are "algo/task/sim"
+    algo: str | None  # the case's parts when it has the form algo/task/sim, else None
+    task: str | None
+    sim: str | None
     variant: str
     repeat: int
     repo: str  # absolute path of the git repository the SHA lives in
-    argv_template: tuple[str, ...]  # placeholders: see orchestrator.spec.load.PLACEHOLDERS
-    params: dict = field(default_factory=dict)  # num_envs, warmup, measure, replay_capacity, seed, threads
+    argv_template: tuple[str, ...]  # placeholders: see orchestrator.spec.schema.BUILTIN_PLACEHOLDERS
+    params: dict = field(default_factory=dict)  # free-form; each key is a placeholder
     env: dict = field(default_factory=dict)  # extra environment variables for the bench process
     timeout_s: float = 600.0
     results_root: str = "results"
     token: str = ""  # the sweep's client token: in its cancel event name and its progress messages
     pythonpath: tuple[str, ...] = (".",)  # worktree-relative directories first on the bench's PYTHONPATH
+    protocol: str = "v1"  # v1 | json | time (docs/design.md, "Protocols")
+    json_mapping: dict = field(default_factory=dict)  # protocol json: throughput, phases, metrics paths
+    audit_modules: tuple[str, ...] = ()  # modules that must be imported from the SHA's worktree
+    prepare: tuple[tuple[str, ...], ...] = ()  # argvs run once per new worktree of the SHA
+    sweep_dir: str = ""  # absolute directory of the sweep YAML ({sweep_dir})
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

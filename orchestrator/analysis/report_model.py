@@ -29,10 +29,11 @@ from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers,
 from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.spec.schema import REPORT_METRICS, GateSpec
 from orchestrator.store.damaged import parquet_files, read_files
-from orchestrator.store.parquet import runs_dir
+from orchestrator.store.parquet import read_runs, runs_dir
 from orchestrator.store.records import read_record
 
-AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha", "audit_threads")
+AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha", "audit_threads",
+                                  "audit_versions")
 
 
 FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error")
@@ -101,7 +102,7 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
     spec = record["spec"]
     baseline, cases, sides = spec["baseline"], list(spec["cases"]), list(spec["sides"])
     gates = [GateSpec(**g) for g in spec.get("gates", [])]
-    metrics = report_metrics(spec, gates)
+    metrics = report_metrics(spec, gates, runs)
     ok = runs[runs["status"] == "ok"]
     counts = {(c, s): (int(((ok["case"] == c) & (ok["side"] == s)).sum()),
                        int(((runs["case"] == c) & (runs["side"] == s) & (runs["status"] != "ok")).sum()))
@@ -153,11 +154,28 @@ def _unwritten_outcomes(record: dict[str, Any], runs: pd.DataFrame) -> pd.DataFr
     return outcomes[(outcomes["status"] != "ok") & ~outcomes["run_key"].isin(runs["run_key"])]
 
 
-def report_metrics(spec: dict[str, Any], gates: list[GateSpec]) -> list[str]:
-    """The sweep's ``metrics`` (``REPORT_METRICS`` for records without them) plus any other metric a gate
-    uses."""
-    listed = list(spec.get("metrics") or REPORT_METRICS)
+def report_metrics(spec: dict[str, Any], gates: list[GateSpec],
+                   runs: pd.DataFrame | None = None) -> list[str]:
+    """The sweep's ``metrics`` (``REPORT_METRICS`` for records without the key; for ``metrics: null``,
+    the throughput, phases and metrics its ``runs`` reported) plus any other metric a gate uses."""
+    if "metrics" not in spec:
+        listed = list(REPORT_METRICS)
+    elif spec["metrics"] is None:
+        listed = reported_metrics(runs if runs is not None else pd.DataFrame())
+    else:
+        listed = list(spec["metrics"])
     return listed + sorted({g.metric for g in gates} - set(listed))
+
+
+def reported_metrics(runs: pd.DataFrame) -> list[str]:
+    """``throughput`` and every float column of the runs that some ok run reported besides the run's
+    own bookkeeping: the phases (``*_ms``) first, then the other metrics, each in column order."""
+    ok = runs[runs["status"] == "ok"] if "status" in runs else runs
+    own = {"throughput", "wall_s", "measure_wall_s", "steps", "exit_code", "repeat", "order"}
+    numeric = [c for c in ok.columns if c not in own and not c.startswith(("host_", "audit_"))
+               and pd.api.types.is_float_dtype(ok[c]) and ok[c].notna().any()]
+    return ["throughput", *[c for c in numeric if c.endswith("_ms")],
+            *[c for c in numeric if not c.endswith("_ms")]]
 
 
 def _audit(runs: pd.DataFrame, sides: list[str]) -> dict[str, dict[str, str]]:
@@ -191,6 +209,8 @@ def make_report(results_root: Path, sweep_id: str) -> Report:
     """Read the record and runs of ``sweep_id`` and build its report."""
     record = read_record(results_root, sweep_id)
     spec = record["spec"]
-    metrics = report_metrics(spec, [GateSpec(**g) for g in spec.get("gates", [])])
+    gates = [GateSpec(**g) for g in spec.get("gates", [])]
+    reported = read_runs(results_root, sweep_id) if spec.get("metrics", []) is None else None
+    metrics = report_metrics(spec, gates, reported)
     return build_report(record, load_runs(results_root, sweep_id, metrics),
                         drift.load_history(results_root, record, metrics))

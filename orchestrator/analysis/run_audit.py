@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from orchestrator.contract import AUDIT_FAILED
-from orchestrator.worker.run_audit import AUDIT_INPUT_COLUMNS, audit_failure, audit_row
+from orchestrator.worker.run_audit import AUDIT_INPUT_COLUMNS, audit_failure, audit_options, audit_row
 
 __all__ = ["AUDIT_FAILED", "AUDIT_INPUT_COLUMNS", "apply_audit"]
 
@@ -26,11 +26,13 @@ def apply_audit(runs: pd.DataFrame, record: Mapping[str, Any] | None = None) -> 
     if runs.empty or "status" not in runs:
         return runs
     sides = (record or {}).get("sides") or {}
+    spec = (record or {}).get("spec") or {}
+    options = audit_options(spec.get("audit_modules") or [], spec.get("protocol"), spec.get("command"))
     audited = runs.copy()
     stored = (audited["audited"].fillna(False).astype(bool) if "audited" in audited
               else pd.Series(False, index=audited.index))
     for index, run in audited[(audited["status"] == "ok") & ~stored].iterrows():
-        reasons = audit_row(run.to_dict(), sides.get(run.get("side")))
+        reasons = audit_row(run.to_dict(), sides.get(run.get("side")), **options)
         if reasons:
             audited.loc[index, "status"] = AUDIT_FAILED
             audited.loc[index, "error"] = audit_failure(reasons)

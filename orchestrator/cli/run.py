@@ -199,12 +199,16 @@ def format_plan(resolved: ResolvedSweep, runs: list[PlannedRun]) -> str:
         settings = resolved.settings[label]
         marker = " (baseline)" if label == spec.baseline else ""
         lines.append(f"side {label}{marker}: {side.ref} = {resolved.shas[label]}, "
-                     f"variant {settings.variant}, num_envs {settings.params.num_envs}")
+                     f"variant {settings.variant}, params {_params_text(settings.params)}")
     row = "{:>4}  {:<12} {:<40} {:>3}  {:<12}  {}"
     lines.append(row.format("#", "side", "case", "rep", "sha", "run_key"))
     lines += [row.format(r.order, r.side, r.case, r.repeat, r.sha[:12], r.run_key) for r in runs]
     return "\n".join(lines)
 
 
+def _params_text(params: dict) -> str:
+    return " ".join(f"{name}={value}" for name, value in params.items()) or "-"
+
+
 def _resolve(args: argparse.Namespace) -> ResolvedSweep:
-    return resolve_sweep(load_spec(args.sweep, args.overrides), Path.cwd())
+    return resolve_sweep(load_spec(args.sweep, args.overrides), Path.cwd(), args.sweep.resolve().parent)

@@ -18,14 +18,15 @@ import json
 import os
 import random
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError, RefError
 from orchestrator.plan.integrity import command_digest
 from orchestrator.plan.refs import check_directory, find_repo_root, repo_root, resolve_ref
-from orchestrator.spec.load import parse_case, side_settings
+from orchestrator.spec.anyrepo import case_parts
+from orchestrator.spec.load import side_settings
 from orchestrator.spec.schema import Order, RunSettings, SweepSpec
 
 Cell = tuple[str, str, int]  # (case, side, repeat)
@@ -46,10 +47,12 @@ class ResolvedSweep:
     results_root: Path
     shas: dict[str, str]  # side label -> full SHA
     settings: dict[str, RunSettings]  # side label -> variant, params, env after overrides
+    sweep_dir: Path | None = None  # the sweep YAML's directory ({sweep_dir}); None: the repo
 
 
-def resolve_sweep(spec: SweepSpec, cwd: Path) -> ResolvedSweep:
-    """Resolve repo, refs and results root of ``spec`` for a command run in ``cwd``."""
+def resolve_sweep(spec: SweepSpec, cwd: Path, sweep_dir: Path | None = None) -> ResolvedSweep:
+    """Resolve repo, refs and results root of ``spec`` for a command run in ``cwd``; ``sweep_dir`` is
+    the directory of the sweep YAML (``{sweep_dir}``)."""
     cwd_repo = find_repo_root(cwd)
     if spec.repo is None:
         if cwd_repo is None:
@@ -64,7 +67,8 @@ def resolve_sweep(spec: SweepSpec, cwd: Path) -> ResolvedSweep:
     settings = {label: side_settings(spec, label) for label in spec.sides}
     results_root = results_root_for(spec.results, cwd)
     check_results_root(results_root)
-    return ResolvedSweep(spec=spec, repo=repo, results_root=results_root, shas=shas, settings=settings)
+    return ResolvedSweep(spec=spec, repo=repo, results_root=results_root, shas=shas, settings=settings,
+                         sweep_dir=sweep_dir.resolve() if sweep_dir is not None else None)
 
 
 def results_root_for(results: str | Path, cwd: Path) -> Path:
@@ -128,7 +132,7 @@ def run_key(sweep_id: str, side: str, case: str, repeat: int, sha: str, settings
     command included (``plan.integrity``)."""
     identity = {
         "sweep_id": sweep_id, "side": side, "case": case, "repeat": repeat, "sha": sha,
-        "variant": settings.variant, "params": asdict(settings.params), "env": settings.env,
+        "variant": settings.variant, "params": settings.params, "env": settings.env,
         "command": command_digest(command),
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
@@ -163,18 +167,22 @@ def adaptive_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
 def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order: int = 0
           ) -> list[PlannedRun]:
     spec = resolved.spec
+    json_mapping = vars(spec.json) if spec.json is not None else {}
     runs = []
     for index, (case, side, repeat) in enumerate(cells, start=first_order):
-        parsed = parse_case(case, spec.known, "cases")
+        parts = case_parts(case)
         settings = resolved.settings[side]
         sha = resolved.shas[side]
         runs.append(PlannedRun(
             sweep_id=sweep_id, run_key=run_key(sweep_id, side, case, repeat, sha, settings, spec.command),
             order=index,
-            side=side, ref=spec.sides[side].ref, sha=sha, case=case, algo=parsed.algo, task=parsed.task,
-            sim=parsed.sim, variant=settings.variant, repeat=repeat, repo=str(resolved.repo),
-            argv_template=tuple(spec.command), params=asdict(settings.params), env=dict(settings.env),
-            timeout_s=spec.timeout_s, results_root=str(resolved.results_root),
+            side=side, ref=spec.sides[side].ref, sha=sha, case=case, algo=parts and parts.algo,
+            task=parts and parts.task, sim=parts and parts.sim, variant=settings.variant, repeat=repeat,
+            repo=str(resolved.repo), argv_template=tuple(spec.command), params=dict(settings.params),
+            env=dict(settings.env), timeout_s=spec.timeout_s, results_root=str(resolved.results_root),
             pythonpath=tuple(spec.pythonpath),
+            protocol=spec.protocol.value, json_mapping=dict(json_mapping),
+            audit_modules=tuple(spec.audit_modules), prepare=tuple(tuple(argv) for argv in spec.prepare),
+            sweep_dir=str(resolved.sweep_dir or resolved.repo),
         ))
     return runs

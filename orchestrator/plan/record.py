@@ -6,7 +6,6 @@ The file itself (paths, ids, locks, atomic writes) is ``orchestrator.store.recor
 from __future__ import annotations
 
 import secrets
-from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,13 +22,14 @@ def new_record(resolved: ResolvedSweep, sweep_id: str, created: datetime, planne
     """The record of a sweep about to be dispatched: validated spec, resolved SHAs, status ``running``,
     and the digest ``--resume`` checks (``plan.integrity``)."""
     sides = {label: {"ref": side.ref, "sha": resolved.shas[label], "variant": settings.variant,
-                     "params": asdict(settings.params), "env": settings.env}
+                     "params": settings.params, "env": settings.env}
              for label, side in resolved.spec.sides.items()
              for settings in [resolved.settings[label]]}
     return with_digest({
         "sweep_id": sweep_id, "created": created.astimezone(UTC).isoformat(timespec="seconds"),
         "status": "running", "repo": str(resolved.repo), "results_root": str(resolved.results_root),
         "planned_runs": planned_runs, "spec": spec_to_dict(resolved.spec), "sides": sides, "host": None,
+        "sweep_dir": str(resolved.sweep_dir) if resolved.sweep_dir is not None else None,
         "client_token": secrets.token_hex(16),
     })
 

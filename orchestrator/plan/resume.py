@@ -112,7 +112,9 @@ def resolve_recorded(record: dict[str, Any], results_root: Path) -> ResolvedSwee
         shas[label] = sha
     settings = {label: side_settings(spec, label) for label in spec.sides}
     check_writable(results_root)
-    return ResolvedSweep(spec=spec, repo=repo, results_root=results_root, shas=shas, settings=settings)
+    sweep_dir = record.get("sweep_dir")
+    return ResolvedSweep(spec=spec, repo=repo, results_root=results_root, shas=shas, settings=settings,
+                         sweep_dir=Path(sweep_dir) if isinstance(sweep_dir, str) else None)
 
 
 def _check_same_plan(record: dict[str, Any], fixed: list[PlannedRun], extra: list[PlannedRun],

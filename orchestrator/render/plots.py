@@ -18,6 +18,7 @@ BREAKDOWN_PHASES: tuple[str, ...] = (
 )
 SUBPHASE_PREFIX = "update_state."
 UPDATE_STATE_REST = "update_state.other_ms"
+WHOLE_RUN_PHASE = "wall_ms"  # protocol time: user_ms and sys_ms are the parts shown
 WIDTH, HEIGHT = 560, 320
 RUN_FIELDS: list[str] = ["side", "throughput", "run_key", "sha", "status", "repeat", "color"]
 
@@ -28,7 +29,8 @@ def side_colors(sides: list[str]) -> dict[str, str]:
     return {side: palette[i % len(palette)] for i, side in enumerate(sides)}
 
 
-def throughput_plot(runs: pd.DataFrame, sides: list[str], title: str, paired: bool = False) -> figure:
+def throughput_plot(runs: pd.DataFrame, sides: list[str], title: str, paired: bool = False,
+                    y_label: str = "throughput (env steps / s)") -> figure:
     """Per-run throughput by side: a box (quartiles, min-max whiskers, median) and the runs as points.
 
     ``runs`` holds one case's runs; only ``status == ok`` runs make the boxes, runs that failed
@@ -36,7 +38,7 @@ def throughput_plot(runs: pd.DataFrame, sides: list[str], title: str, paired: bo
     round (``repeat``) are joined by a line across the sides. Runs flagged in a ``disturbed``
     column get an orange ring.
     """
-    fig = _figure(title, x_range=sides, y_label="throughput (env steps / s)")
+    fig = _figure(title, x_range=sides, y_label=y_label)
     ok = runs[(runs["status"] == "ok") & runs["throughput"].notna()]
     quartiles = ok.groupby("side")["throughput"].quantile([0.0, 0.25, 0.5, 0.75, 1.0]).unstack()
     boxes = ColumnDataSource({"side": list(quartiles.index), **{f"q{int(q * 100)}": quartiles[q].tolist()
@@ -88,7 +90,11 @@ def _pad_y(fig: figure, values: pd.Series) -> None:
 
 
 def breakdown_phases(runs: pd.DataFrame) -> list[str]:
-    """The phases a breakdown stacks: the standard ones, with update_state split into its sub-phases."""
+    """The phases a breakdown stacks: envruntime's, with update_state split into its sub-phases; for a
+    bench that reports none of those, every ``*_ms`` phase it reported but ``wall_ms`` (a whole)."""
+    if not any(p in runs and runs[p].notna().any() for p in BREAKDOWN_PHASES):
+        return [c for c in runs.columns
+                if c.endswith("_ms") and c != WHOLE_RUN_PHASE and runs[c].notna().any()]
     subphases = sorted(c for c in runs.columns
                        if c.startswith(SUBPHASE_PREFIX) and c.endswith("_ms") and runs[c].notna().any())
     phases = []

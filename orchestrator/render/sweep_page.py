@@ -33,6 +33,7 @@ from orchestrator.render.tables import (
 )
 from orchestrator.render.terminal import SHORT_SHA, report_verdict_line
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
+from orchestrator.spec.anyrepo import is_envruntime_command
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import read_runs, steps_dir
 
@@ -43,16 +44,32 @@ BANNER_CLASSES: dict[int, str] = {EXIT_OK: "pass", EXIT_GATE_INCONCLUSIVE: "warn
 
 
 def load_steps(results_root: Path, sweep_id: str, phases: tuple[str, ...] = TIMELINE_PHASES) -> pd.DataFrame:
-    """The sweep's per-step timings of ``phases`` only (empty when it wrote none)."""
-    table = read_files(parquet_files(steps_dir(results_root, sweep_id)), columns=STEP_COLUMNS,
-                       filter=ds.field("phase").isin(list(phases)))
+    """The sweep's per-step timings of ``phases`` only; when it timed none of them (a bench of another
+    repository), of the first phase its steps report. Empty when it wrote none."""
+    files = parquet_files(steps_dir(results_root, sweep_id))
+    table = read_files(files, columns=STEP_COLUMNS, filter=ds.field("phase").isin(list(phases)))
+    if table is not None and not table.num_rows:
+        present = read_files(files, columns=["phase"])
+        first = present.column("phase").to_pylist()[:1] if present is not None else []
+        if first:
+            table = read_files(files, columns=STEP_COLUMNS, filter=ds.field("phase") == first[0])
     return pd.DataFrame(columns=STEP_COLUMNS) if table is None else table.to_pandas()
 
 
 def timeline_phase(steps: pd.DataFrame) -> str | None:
-    """The first of ``TIMELINE_PHASES`` present in ``steps``."""
-    present = set(steps["phase"])
-    return next((p for p in TIMELINE_PHASES if p in present), None)
+    """The first of ``TIMELINE_PHASES`` present in ``steps``, else the first phase it holds."""
+    present = list(dict.fromkeys(steps["phase"]))
+    return next((p for p in TIMELINE_PHASES if p in present), present[0] if present else None)
+
+
+def throughput_label(record: dict) -> str:
+    """The throughput axis: envruntime's env steps, protocol time's runs, else the bench's own unit."""
+    spec = record.get("spec") or {}
+    if spec.get("protocol") == "time":
+        return "throughput (runs / s)"
+    if not spec.get("command") or is_envruntime_command(spec["command"]):
+        return "throughput (env steps / s)"
+    return "throughput (as the bench reports it, per s)"
 
 
 def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
@@ -85,7 +102,8 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
             continue
         paired = any(r.comparison.paired for r in report.rows
                      if r.case == case and r.metric == "throughput" and r.comparison is not None)
-        figures = [throughput_plot(mine, report.sides, f"{case}: throughput per run", paired=paired),
+        figures = [throughput_plot(mine, report.sides, f"{case}: throughput per run", paired=paired,
+                                   y_label=throughput_label(report.record)),
                    breakdown_plot(mine, report.sides, f"{case}: phase breakdown")]
         case_steps = steps[(steps["phase"] == phase) & steps["run_key"].isin(mine["run_key"])]
         if len(case_steps):

@@ -17,6 +17,7 @@ from orchestrator.analysis.verdicts import (
     format_n,
     format_p,
 )
+from orchestrator.spec.anyrepo import is_envruntime_command
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ def summary_lines(report: Report) -> list[str]:
         f"runs: {n_ok} ok, {len(report.failures)} not ok ({n_audit} failed their audit), "
         f"{report.missing} not run, {len(report.disturbed)} disturbed",
         *_adaptive_line(rec),
+        *([f"protocol: {spec.get('protocol', 'v1')}; modules audited: "
+           f"{', '.join(spec.get('audit_modules') or []) or '-'}"]
+          if spec.get("protocol", "v1") != "v1" or spec.get("audit_modules") else []),
     ]
 
 
@@ -137,7 +141,13 @@ def failures_table(report: Report) -> Table:
 
 def host_lines(report: Report) -> list[str]:
     """The bench host's record, one ``key: value`` per line."""
-    host = report.record.get("host") or {}
+    host = dict(report.record.get("host") or {})
+    spec = report.record.get("spec") or {}
+    if host and spec.get("command") and not is_envruntime_command(spec["command"]):
+        # the worker's own package list is envruntime's; another repository's bench reports its own
+        reported = sorted({v for side in report.sides for v in report.audit[side].get("versions", "-")
+                           .split(", ") if v != "-"})
+        host["versions"] = "; ".join(reported) or "not reported by the bench"
     # The record's thread variables are the bench worker's own (a Dask nanny sets them to 1); each
     # bench's real settings are in its audit, shown per side under "bench threads".
     return [f"{k}: {v}" for k, v in sorted(host.items()) if k != "threads"] or ["not recorded"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import string
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -19,6 +18,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from orchestrator.errors import SpecError
+from orchestrator.spec import anyrepo
+from orchestrator.spec.anyrepo import placeholders_in
 from orchestrator.spec.bounds import (
     MAX_BOOTSTRAP_RESAMPLES,
     MAX_LABEL_LENGTH,
@@ -32,7 +33,6 @@ from orchestrator.spec.bounds import (
 )
 from orchestrator.spec.overrides import plain_overrides
 from orchestrator.spec.schema import (
-    PLACEHOLDERS,
     Case,
     GateSpec,
     KnownNames,
@@ -40,6 +40,9 @@ from orchestrator.spec.schema import (
     SweepSpec,
     WaiverSpec,
 )
+
+__all__ = ["load_spec", "spec_from_config", "side_settings", "parse_case", "placeholders_in", "validate",
+           "spec_to_dict"]
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -79,16 +82,27 @@ def side_settings(spec: SweepSpec, label: str) -> RunSettings:
     except SpecError as exc:
         raise SpecError(f"{exc} (a side may override only variant, params.* and env.*)", key) from None
     settings: RunSettings = OmegaConf.to_object(merged)  # type: ignore[assignment]
-    _check_run_settings(settings, spec.known, key)
+    try:
+        settings.params = anyrepo.normalized_params(settings.params, spec.command, "params")
+    except SpecError as exc:
+        raise SpecError(f"{exc}", key) from None
+    _check_run_settings(settings, spec, key)
     return settings
 
 
-def parse_case(text: str, known: KnownNames, key: str) -> Case:
-    """Parse ``algo/task/sim``; names must be known when the corresponding ``known`` list is non-empty."""
-    parts = text.split("/")
-    if len(parts) != 3 or not all(_LABEL.match(p) for p in parts):
+def parse_case(text: str, known: KnownNames, key: str, *, shaped: bool = True) -> Case | None:
+    """The parts of case ``text``, each known when the corresponding ``known`` list is non-empty.
+
+    ``shaped``: the case must be ``algo/task/sim`` (envruntime's command); otherwise any non-empty
+    name is a case, and only one of that shape has parts (else None).
+    """
+    if not shaped:
+        anyrepo.check_case_name(text, key)
+    case = anyrepo.case_parts(text)
+    if case is None:
+        if not shaped:
+            return None
         raise SpecError(f"{text!r} is not a case of the form algo/task/sim", key)
-    case = Case(*parts)
     for kind, value, allowed in (("algo", case.algo, known.algos), ("task", case.task, known.tasks),
                                  ("sim", case.sim, known.sims)):
         if allowed and value not in allowed:
@@ -97,26 +111,14 @@ def parse_case(text: str, known: KnownNames, key: str) -> Case:
     return case
 
 
-def placeholders_in(arg: str, key: str) -> list[str]:
-    """The ``{name}`` placeholders in one argv element; unknown or malformed ones raise ``SpecError``."""
-    try:
-        parsed = [(name, fmt, conv) for _, name, fmt, conv in string.Formatter().parse(arg)
-                  if name is not None]
-    except ValueError as exc:
-        raise SpecError(f"malformed placeholder in {arg!r}: {exc}", key) from None
-    for name, fmt, conv in parsed:
-        if name not in PLACEHOLDERS:
-            raise SpecError(f"unknown placeholder {{{name}}} in {arg!r}; valid: "
-                            + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS), key)
-        if fmt or conv:
-            raise SpecError(f"placeholder {{{name}}} in {arg!r} takes no format spec or conversion", key)
-    return [name for name, _, _ in parsed]
-
-
 def validate(spec: SweepSpec) -> None:
-    """Semantic checks the schema cannot express (labels, counts, cases, gates, command, caps)."""
+    """Semantic checks the schema cannot express (labels, counts, cases, gates, command, caps); fills
+    in envruntime's params defaults and report metrics for its default command."""
     check_finite_floats(spec)
     _check_sizes(spec)
+    spec.params = anyrepo.normalized_params(spec.params, spec.command, "params")
+    if spec.metrics is None:
+        spec.metrics = anyrepo.default_metrics(spec)
     if not _LABEL.match(spec.name):
         raise SpecError(f"{spec.name!r} must be letters, digits, '_', '.', '-' (it names files)", "name")
     if not spec.sides:
@@ -130,8 +132,9 @@ def validate(spec: SweepSpec) -> None:
         raise SpecError(f"{spec.baseline!r} is not a side; sides: {', '.join(spec.sides)}", "baseline")
     if not spec.cases:
         raise SpecError("at least one case (algo/task/sim) is required", "cases")
+    known, shaped = anyrepo.effective_known(spec), anyrepo.is_envruntime_command(spec.command)
     for i, text in enumerate(spec.cases):
-        parse_case(text, spec.known, f"cases[{i}]")
+        parse_case(text, known, f"cases[{i}]", shaped=shaped)
     if len(set(spec.cases)) != len(spec.cases):
         raise SpecError("cases must not repeat (use repeats for more runs)", "cases")
     _check_positive(spec.repeats, "repeats")
@@ -145,19 +148,21 @@ def validate(spec: SweepSpec) -> None:
     if spec.bootstrap_seed < 0:
         raise SpecError(f"must be >= 0, got {spec.bootstrap_seed}", "bootstrap_seed")
     _check_positive(spec.drift_threshold, "drift_threshold")
-    _check_run_settings(RunSettings(spec.variant, spec.params, spec.env), spec.known, None)
+    _check_run_settings(RunSettings(spec.variant, spec.params, spec.env), spec, None)
     if not spec.command:
         raise SpecError("must be a non-empty argv list", "command")
-    for i, arg in enumerate(spec.command):
-        placeholders_in(arg, f"command[{i}]")
+    anyrepo.check_protocol(spec)
+    anyrepo.check_audit_modules(spec.audit_modules)
+    anyrepo.check_prepare(spec.prepare)
     _check_pythonpath(spec.pythonpath)
+    extra = anyrepo.reported_metric_names(spec)
     for i, gate in enumerate(spec.gates):
-        _check_gate(gate, spec, f"gates[{i}]")
-    _check_metrics(spec.metrics)
+        _check_gate(gate, spec, f"gates[{i}]", extra)
+    if spec.metrics is not None:
+        _check_metrics(spec.metrics, extra)
     for i, waiver in enumerate(spec.waivers):
         check_waiver(waiver, spec, f"waivers[{i}]")
-    for label in spec.sides:
-        side_settings(spec, label)
+    anyrepo.check_command(spec, {label: side_settings(spec, label).params for label in spec.sides})
 
 
 def _check_sizes(spec: SweepSpec) -> None:
@@ -169,6 +174,8 @@ def _check_sizes(spec: SweepSpec) -> None:
     for i, case in enumerate(spec.cases):
         check_length(case, 3 * MAX_LABEL_LENGTH + 2, f"cases[{i}]")
     check_at_most(spec.repeats, MAX_REPEATS, "repeats")
+    if spec.max_repeats is not None:
+        check_at_most(spec.max_repeats, MAX_REPEATS, "max_repeats")
     check_at_most(spec.bootstrap_resamples, MAX_BOOTSTRAP_RESAMPLES, "bootstrap_resamples")
     runs = len(spec.cases) * len(spec.sides) * max(spec.repeats, 0)
     if runs > MAX_RUNS:
@@ -224,17 +231,21 @@ def spec_to_dict(spec: SweepSpec) -> dict[str, Any]:
     return OmegaConf.to_container(OmegaConf.structured(spec), enum_to_str=True)  # type: ignore[return-value]
 
 
-def _check_run_settings(settings: RunSettings, known: KnownNames, where: str | None) -> None:
+def _check_run_settings(settings: RunSettings, spec: SweepSpec, where: str | None) -> None:
     """Check variant, params and env; ``where`` names the side overrides they came from, if any."""
+    known = anyrepo.effective_known(spec)
     if known.variants and settings.variant not in known.variants:
         _fail("variant", f"unknown variant {settings.variant!r}; known: {', '.join(known.variants)}", where)
     p = settings.params
-    for name in ("num_envs", "measure", "replay_capacity"):
-        if getattr(p, name) <= 0:
-            _fail(f"params.{name}", f"must be > 0, got {getattr(p, name)}", where)
-    for name in ("warmup", "seed", "threads"):
-        if getattr(p, name) < 0:
-            _fail(f"params.{name}", f"must be >= 0, got {getattr(p, name)}", where)
+    if anyrepo.is_envruntime_command(spec.command):
+        for name in ("num_envs", "measure", "replay_capacity"):
+            if p[name] <= 0:
+                _fail(f"params.{name}", f"must be > 0, got {p[name]}", where)
+        for name in ("warmup", "seed", "threads"):
+            if p[name] < 0:
+                _fail(f"params.{name}", f"must be >= 0, got {p[name]}", where)
+    for key, problem in anyrepo.check_generic_params(p, spec.protocol):
+        _fail(key, problem, where)
     for name, value in settings.env.items():
         if not _ENV_NAME.match(name):
             _fail(f"env.{name}", f"{name!r} is not a valid environment variable name", where)
@@ -247,22 +258,23 @@ def _fail(key: str, message: str, where: str | None) -> None:
     raise SpecError(f"{key}: {message}", where) if where else SpecError(message, key)
 
 
-def _check_metric(metric: str, key: str) -> None:
-    if not _METRIC.match(metric):
-        raise SpecError(f"metric {metric!r} must be 'throughput' or a phase name ending in '_ms'", key)
+def _check_metric(metric: str, key: str, extra: set[str]) -> None:
+    if not _METRIC.match(metric) and metric not in extra:
+        also = "".join(f", {name!r}" for name in sorted(extra))
+        raise SpecError(f"metric {metric!r} must be 'throughput' or a phase name ending in '_ms'{also}", key)
 
 
-def _check_metrics(metrics: list[str]) -> None:
+def _check_metrics(metrics: list[str], extra: set[str]) -> None:
     if not metrics:
         raise SpecError("at least one metric is required, e.g. [throughput, physics_ms]", "metrics")
     for i, metric in enumerate(metrics):
-        _check_metric(metric, f"metrics[{i}]")
+        _check_metric(metric, f"metrics[{i}]", extra)
     if len(set(metrics)) != len(metrics):
         raise SpecError("metrics must not repeat", "metrics")
 
 
-def _check_gate(gate: GateSpec, spec: SweepSpec, key: str) -> None:
-    _check_metric(gate.metric, f"{key}.metric")
+def _check_gate(gate: GateSpec, spec: SweepSpec, key: str, extra: set[str]) -> None:
+    _check_metric(gate.metric, f"{key}.metric", extra)
     if gate.min_ratio is None and gate.max_ratio is None:
         raise SpecError("needs min_ratio (higher is better) or max_ratio (lower is better)", key)
     for bound in ("min_ratio", "max_ratio"):

@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from omegaconf import MISSING
 
+# Placeholders every command may use; every ``params.<name>`` is one too, and ``{algo} {task} {sim}``
+# are the parts of a case of the form ``algo/task/sim`` (README, "Benchmarking your own repository").
+BUILTIN_PLACEHOLDERS: tuple[str, ...] = (
+    "python", "stream", "result", "worktree", "sweep_dir", "case", "variant", "threads",
+)
+CASE_PLACEHOLDERS: tuple[str, ...] = ("algo", "task", "sim")
+# The placeholders a ``prepare`` command may use (it runs once per SHA, not per run).
+PREPARE_PLACEHOLDERS: tuple[str, ...] = ("python", "worktree", "sweep_dir")
+# envruntime's default placeholders (its ``ParamsSpec`` keys included), as documented in README.
 PLACEHOLDERS: tuple[str, ...] = (
     "python", "algo", "task", "sim", "variant", "num_envs", "warmup", "measure",
     "replay_capacity", "seed", "threads", "stream",
@@ -26,6 +36,14 @@ DEFAULT_COMMAND: tuple[str, ...] = (
 # Metrics a report tabulates for every case and side by default (the sweep's ``metrics`` key);
 # gates may use any numeric run column.
 REPORT_METRICS: tuple[str, ...] = ("throughput", "physics_ms", "update_state_ms", "reset_done_ms", "d2h_ms")
+
+
+class Protocol(Enum):
+    """How the orchestrator reads a bench run (docs/design.md, "Protocols")."""
+
+    v1 = "v1"  # NDJSON records streamed to {stream}
+    json = "json"  # one JSON document written to {result}, mapped by the ``json`` block
+    time = "time"  # the whole command timed from outside, like hyperfine
 
 
 class Order(Enum):
@@ -89,13 +107,33 @@ class WaiverSpec:
 
 @dataclass
 class KnownNames:
-    """Names the benchmarked repo accepts; an empty list accepts any name (checked only syntactically)."""
+    """Names the benchmarked repo accepts; an empty list accepts any name (checked only syntactically).
 
-    algos: list[str] = field(default_factory=lambda: ["sac", "flashsac"])
-    tasks: list[str] = field(
-        default_factory=lambda: ["go2_joystick_flat", "g1_walk_flat", "g1_motion_tracking"])
-    sims: list[str] = field(default_factory=lambda: ["mujoco", "motrix", "mjwarp"])
-    variants: list[str] = field(default_factory=lambda: ["manager", "direct"])
+    A list left unset (None) means envruntime's names for envruntime's default command and no check
+    for any other command (``ENVRUNTIME_KNOWN``).
+    """
+
+    algos: list[str] | None = None
+    tasks: list[str] | None = None
+    sims: list[str] | None = None
+    variants: list[str] | None = None
+
+
+ENVRUNTIME_KNOWN = KnownNames(
+    algos=["sac", "flashsac"], tasks=["go2_joystick_flat", "g1_walk_flat", "g1_motion_tracking"],
+    sims=["mujoco", "motrix", "mjwarp"], variants=["manager", "direct"],
+)
+
+
+@dataclass
+class JsonMapping:
+    """Where a ``protocol: json`` bench's result document holds its numbers: dotted paths whose
+    integer parts index lists, e.g. ``results.0.phase_ms.env_step_ms.samples_ms``."""
+
+    throughput: str = MISSING
+    phases: dict[str, str] = field(default_factory=dict)  # <name>_ms -> path
+    metrics: dict[str, str] = field(default_factory=dict)  # any other number: column name -> path
+    versions: str | None = None  # path to an object {package: version} the bench reports
 
 
 @dataclass
@@ -108,14 +146,18 @@ class SweepSpec:
     baseline: str = MISSING
     cases: list[str] = field(default_factory=list)
     variant: str = "manager"
-    params: ParamsSpec = field(default_factory=ParamsSpec)
+    # Free-form: every key is a placeholder. envruntime's default command gets ``ParamsSpec``'s keys,
+    # defaults and checks (and only those keys).
+    params: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     repeats: int = 3
     order: Order = Order.interleaved
     order_seed: int = 0
     gates: list[GateSpec] = field(default_factory=list)
     waivers: list[WaiverSpec] = field(default_factory=list)  # accepted exceptions, declared up front
-    metrics: list[str] = field(default_factory=lambda: list(REPORT_METRICS))  # report table rows, in order
+    # report table rows, in order; unset: REPORT_METRICS for envruntime's default command, else
+    # throughput and every phase and metric the runs reported
+    metrics: list[str] | None = None
     timeout_s: float = 600.0
     continue_on_error: bool = False
     bootstrap_resamples: int = 9999  # unused since verdicts read t-intervals; kept so older records load
@@ -130,6 +172,10 @@ class SweepSpec:
     pythonpath: list[str] = field(default_factory=lambda: ["."])
     results: str = "results"  # relative: to the git repository the command runs in
     known: KnownNames = field(default_factory=KnownNames)
+    protocol: Protocol = Protocol.v1
+    json: JsonMapping | None = None  # required for (and only for) protocol: json
+    audit_modules: list[str] = field(default_factory=list)  # must be imported from the SHA's worktree
+    prepare: list[list[str]] = field(default_factory=list)  # argvs run once per new worktree
 
 
 @dataclass
@@ -137,13 +183,13 @@ class RunSettings:
     """The per-run keys a side may override."""
 
     variant: str
-    params: ParamsSpec
+    params: dict[str, Any]
     env: dict[str, str]
 
 
 @dataclass(frozen=True)
 class Case:
-    """A parsed ``algo/task/sim`` case string."""
+    """The parts of a case string of the form ``algo/task/sim``."""
 
     algo: str
     task: str

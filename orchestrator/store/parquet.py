@@ -74,6 +74,8 @@ class RunResult:
     usage: BenchUsage | None = None  # the bench process's resource usage, when it was reaped
     pythonpath: list[str] | None = None  # absolute directories put first on the bench's PYTHONPATH
     audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
+    worktree: str | None = None  # the checkout the bench ran in
+    audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
 
     @property
     def wall_s(self) -> float:
@@ -149,10 +151,14 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "bench_max_rss_mib": (result.usage.max_rss_mib if result.usage else None, pa.float64()),
         "audited": (result.audited, pa.bool_()),
     }
+    columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string())}
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
+    columns |= {name: (value, pa.float64()) for name, value in reported_metrics(result.summary).items()}
     columns |= {f"host_{name}": (result.host.get(name), kind) for name, kind in _host_types().items()}
     columns |= {f"audit_{name}": (value, pa.string())
                 for name, value in flatten_audit((result.header or {}).get("audit")).items()}
+    modules = None if result.audit_modules is None else json.dumps(result.audit_modules, sort_keys=True)
+    columns["audit_modules"] = (modules, pa.string())  # measured by the worker, never the bench's word
     columns |= {
         "params": (json.dumps(run.params, sort_keys=True), pa.string()),
         "env": (json.dumps(run.env, sort_keys=True), pa.string()),
@@ -186,6 +192,13 @@ def phase_means(summary: dict | None) -> dict[str, float | None]:
         if isinstance(name, str) and name.endswith("_ms"):
             means[name] = _float_or_none(value)
     return means
+
+
+def reported_metrics(summary: dict | None) -> dict[str, float | None]:
+    """The summary's other numbers (``metrics``: protocol json's mapping, protocol time's RSS)."""
+    reported = (summary or {}).get("metrics")
+    reported = reported if isinstance(reported, dict) else {}
+    return {str(name): _float_or_none(value) for name, value in reported.items()}
 
 
 def flatten_audit(audit: object) -> dict[str, str | None]:

@@ -27,18 +27,20 @@ from pathlib import Path
 
 from distributed import Event, get_worker
 
-from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, cancel_event_name
-from orchestrator.errors import InvalidInputError, ProtocolError
+from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, StepRecord, cancel_event_name
+from orchestrator.errors import InvalidInputError
 from orchestrator.store.parquet import RunResult
+from orchestrator.worker import module_audit
 from orchestrator.worker.bench_env import bench_env, worktree_dirs
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, kill_run_processes, note_running
 from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
 from orchestrator.worker.hostinfo import collect_host, parse_cpus
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
+from orchestrator.worker.prepare import PrepareError, ensure_prepared
 from orchestrator.worker.proc import BenchProcess, file_tail, launch
+from orchestrator.worker.protocols import BenchReader, OnStep, make_reader
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
-from orchestrator.worker.stream import StreamState, follow_lines
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
 
 STEP_PUBLISH_INTERVAL_S = 0.1
@@ -71,7 +73,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     try:
         result = _locked_run(run, log_dir, Path(lock_path) if lock_path else host_lock_path(), publish,
                              cancelled)
-    except (WorktreeError, InvalidInputError) as exc:
+    except (WorktreeError, InvalidInputError, PrepareError) as exc:
         result = failed_result(str(exc), log_dir)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row
         result = failed_result(f"the bench worker failed: {type(exc).__name__}: {exc}", log_dir)
@@ -106,76 +108,93 @@ def render_argv(template: tuple[str, ...] | list[str], values: dict[str, object]
                                 f"known: {', '.join(sorted(values))}") from None
 
 
+def placeholder_values(run: PlannedRun, tree: Path, reader: BenchReader, threads: int) -> dict[str, object]:
+    """What the command's placeholders stand for in this run (README, "Benchmarking your own repository")."""
+    values: dict[str, object] = {
+        **run.params, "threads": threads, "python": sys.executable, "stream": str(reader.stream_path),
+        "result": str(reader.result_path), "worktree": str(tree), "sweep_dir": run.sweep_dir or run.repo,
+        "case": run.case, "variant": run.variant}
+    values |= {name: part for name in ("algo", "task", "sim") if (part := getattr(run, name)) is not None}
+    return values
+
+
 def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
                cancelled: Callable[[], bool], marker: Path) -> RunResult:
     cpus = bench_cpus()
     threads = int(run.params.get("threads", 0)) or len(cpus)
-    stream_path = log_dir / "stream.jsonl"
-    stream_path.unlink(missing_ok=True)
-    values = {**run.params, "threads": threads, "python": sys.executable, "stream": str(stream_path),
-              "algo": run.algo, "task": run.task, "sim": run.sim, "variant": run.variant}
+    reader = make_reader(run, log_dir)
+    values = placeholder_values(run, tree, reader, threads)
     argv = render_argv(run.argv_template, values)
     env = bench_env(run, tree, threads)
     pythonpath = worktree_dirs(tree, run.pythonpath)
+    ensure_prepared([render_argv(a, values) for a in run.prepare], tree, env, run.timeout_s)
+    side_file = module_audit.install(log_dir, run.audit_modules, env) if run.audit_modules else None
     host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus)
     window = MeasureWindow()
+    reader.on_record = window.observe
     (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
     started_at = datetime.now(UTC)
     note_running(marker, run.run_key)
-    proc = launch(argv, cwd=tree, env=env, stdout_path=log_dir / "stdout.log",
-                  stderr_path=log_dir / "stderr.log", cpus=cpus)
-    publish(_event(run, "started", total=_total_steps(run.params)))
-    stop = _StopWatch(proc, deadline=time.monotonic() + run.timeout_s, cancelled=cancelled)
+    procs: list[BenchProcess] = []
+
+    def start() -> BenchProcess:
+        proc = launch(argv, cwd=tree, env=env, stdout_path=log_dir / "stdout.log",
+                      stderr_path=log_dir / "stderr.log", cpus=cpus)
+        procs.append(proc)
+        return proc
+
+    publish(_event(run, "started", total=reader.total_steps))
+    stop = _StopWatch(deadline=time.monotonic() + run.timeout_s, cancelled=cancelled)
     try:
-        state, protocol_error = _follow_stream(run, stream_path, stop, publish, window.observe)
+        protocol_error = reader.execute(start, stop, _step_publisher(run, publish, reader.total_steps))
     finally:
-        still_running = proc.poll() is None
-        proc.kill_group()
+        still_running = bool(procs) and procs[-1].poll() is None
+        for proc in procs:
+            proc.kill_group()
         kill_run_processes(run.run_key)  # daemons that left the bench's session
         clear_note(marker)
+    window.finish()
     ended_at = datetime.now(UTC)
-    status, error = _verdict(state, proc.returncode, still_running, stop, protocol_error, log_dir, run)
+    exit_code = procs[-1].returncode if procs else None
+    status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run)
+    kept = status == "ok" or run.protocol == "v1"
     return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
-                     exit_code=proc.returncode, log_dir=str(log_dir), host=host | window.columns(state.steps),
-                     header=state.header, summary=state.summary, steps=state.steps, usage=proc.usage,
-                     pythonpath=pythonpath)
+                     exit_code=exit_code, log_dir=str(log_dir), host=host | window.columns(reader.steps),
+                     # v1 keeps what the stream said even when the run failed; the other protocols
+                     # keep no number of a failed run
+                     header=reader.header, summary=reader.summary if kept else None,
+                     steps=reader.steps if kept else [], usage=procs[-1].usage if procs else None,
+                     pythonpath=pythonpath, worktree=str(tree.resolve()),
+                     audit_modules=module_audit.read_modules(side_file, run.audit_modules)
+                     if side_file else None)
 
 
-def _follow_stream(run: PlannedRun, stream_path: Path, stop: _StopWatch, publish: Publisher,
-                   observe: Callable[[dict | None], None]) -> tuple[StreamState, str | None]:
-    """Read the stream until ``stop`` says so, showing ``observe`` every record; (records read,
-    protocol error or None)."""
-    state = StreamState()
-    total = _total_steps(run.params)
+def _step_publisher(run: PlannedRun, publish: Publisher, total: int | None) -> OnStep:
+    """Publish a step at most every ``STEP_PUBLISH_INTERVAL_S``."""
     next_publish = 0.0
-    try:
-        for line in follow_lines(stream_path, stop.should_stop):
-            record = state.feed(line)
-            observe(record)
-            kind = record.get("kind") if record else None
-            if kind == "header":
-                _check_sha(state.header, run.sha)
-            elif kind == "step" and (now := time.monotonic()) >= next_publish:
-                next_publish = now + STEP_PUBLISH_INTERVAL_S
-                step = state.steps[-1]
-                publish(_event(run, "step", step=step.step, warmup=step.warmup, done=len(state.steps),
-                               total=total, phases=step.phases))
-    except ProtocolError as exc:
-        return state, str(exc)
-    return state, None
+
+    def on_step(step: StepRecord, done: int) -> None:
+        nonlocal next_publish
+        if (now := time.monotonic()) >= next_publish:
+            next_publish = now + STEP_PUBLISH_INTERVAL_S
+            publish(_event(run, "step", step=step.step, warmup=step.warmup, done=done, total=total,
+                           phases=step.phases))
+    return on_step
 
 
 class _StopWatch:
-    """Decides when to stop following the stream: the bench exited, timed out, or was cancelled."""
+    """Decides when to stop waiting for the bench: it exited, timed out, or was cancelled."""
 
-    def __init__(self, proc: BenchProcess, deadline: float, cancelled: Callable[[], bool]) -> None:
-        self.proc, self.deadline, self.cancelled = proc, deadline, cancelled
+    def __init__(self, deadline: float, cancelled: Callable[[], bool]) -> None:
+        self.deadline, self.cancelled = deadline, cancelled
         self.timed_out = self.was_cancelled = False
         self._next_cancel_check = 0.0
 
-    def should_stop(self) -> bool:
-        if self.proc.poll() is not None:
-            return True
+    def should_stop(self, proc: BenchProcess) -> bool:
+        return proc.poll() is not None or self.expired()
+
+    def expired(self) -> bool:
+        """Past the deadline, or the sweep was cancelled (checked at most every CANCEL_POLL_INTERVAL_S)."""
         now = time.monotonic()
         if now >= self.deadline:
             self.timed_out = True
@@ -186,26 +205,24 @@ class _StopWatch:
         return self.was_cancelled
 
 
-def _verdict(state: StreamState, exit_code: int, killed: bool, stop: _StopWatch,
+def _verdict(reader: BenchReader, exit_code: int | None, killed: bool, stop: _StopWatch,
              protocol_error: str | None, log_dir: Path, run: PlannedRun) -> tuple[str, str | None]:
-    """(status, error) of a finished bench process."""
+    """(status, error) of a finished bench run."""
     if protocol_error is not None:
         return "failed", protocol_error
-    if killed and stop.timed_out:
+    if (killed or exit_code is None or exit_code < 0) and stop.timed_out:
         return "timeout", f"no exit after timeout_s={run.timeout_s:g}; killed its process group"
-    if killed and stop.was_cancelled:
+    if (killed or exit_code is None or exit_code < 0) and stop.was_cancelled:
         return "cancelled", "sweep cancelled while the bench was running; killed its process group"
     stderr = f"stderr tail:\n{file_tail(log_dir / 'stderr.log')}"
+    if exit_code is None:
+        return "failed", "the bench command never started"
     if exit_code < 0:
         return "failed", f"bench was killed by signal {-exit_code} ({_signal_name(-exit_code)}); {stderr}"
     if exit_code != 0:
-        return "failed", f"bench exited with code {exit_code}: {state.error_message() or stderr}"
-    if state.error is not None:
-        return "failed", f"bench reported an error: {state.error_message()}"
-    if state.header is None or state.summary is None:
-        missing = "header" if state.header is None else "summary"
-        return "failed", f"bench exited 0 without a {missing} record (stream: {log_dir / 'stream.jsonl'})"
-    return "ok", None
+        return "failed", f"bench exited with code {exit_code}: {reader.bench_error() or stderr}"
+    problem = reader.complete()
+    return ("failed", problem) if problem else ("ok", None)
 
 
 def _signal_name(number: int) -> str:
@@ -213,21 +230,6 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return "unknown signal"
-
-
-def _check_sha(header: dict | None, sha: str) -> None:
-    audit = (header or {}).get("audit") or {}
-    loaded = audit.get("git_sha")
-    if loaded != sha:
-        raise ProtocolError(f"the bench imported code at SHA {loaded} from {audit.get('module_file')}, "
-                            f"not the requested SHA {sha}")
-
-
-def _total_steps(params: dict) -> int | None:
-    try:
-        return int(params["warmup"]) + int(params["measure"])
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def _event(run: PlannedRun, event: str, **fields: object) -> dict:

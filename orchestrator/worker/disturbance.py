@@ -65,6 +65,12 @@ class MeasureWindow:
         elif kind == "summary":
             self.after = cpu_sample(self.proc)
 
+    def finish(self) -> None:
+        """The run ended: the closing sample, unless a summary record already took it (a protocol
+        without a stream has no records, so its window is the whole run)."""
+        if self.after is None:
+            self.after = cpu_sample(self.proc)
+
     def columns(self, steps: list[StepRecord]) -> dict[str, float | None]:
         """``steal_frac``, ``load_before``, ``load_after`` and ``step_cv`` (None where unknown)."""
         before, after, steal = self.before, self.after, None

@@ -4,11 +4,15 @@ Computed by the bench worker when the run finishes (``audit_result``), stored as
 (``audit_failed``, the reasons as its error, ``audited`` true); ``analysis.run_audit`` applies the
 same row checks at report time to older rows that were stored without it. The checks:
 
-* the loaded SHA (``audit_git_sha``) equals the requested ``sha``;
+* run protocol v1: the loaded SHA (``audit_git_sha``) equals the requested ``sha``;
+* every module of the sweep's ``audit_modules`` was imported from the SHA's worktree
+  (``module_audit.module_reasons``, from what the worker itself recorded);
 * the loaded module (``audit_module_file``) lies in one of the worktree directories the worker put
   first on the bench's PYTHONPATH (``pythonpath``, the sweep's ``pythonpath`` key), when both are known;
 * the run's ``variant``, ``params``, ``env`` and ``sha`` equal the planned ones for its side (no
-  overrides beyond the sweep's), and it measured as many steps as ``params.measure`` asked for;
+  overrides beyond the sweep's), and it measured as many steps as ``params.measure`` asked for (when
+  the command passes ``{measure}`` or the protocol is ``time``; a json run without per-step samples
+  has no step count to check);
 * for envruntime benches (env class from the ``envruntime`` package): the backend class is the one of
   the requested ``sim``, and a ``manager`` variant built all six managers;
 * the summary's throughput agrees within ``THROUGHPUT_TOLERANCE`` with ``num_envs * measured steps /
@@ -29,6 +33,7 @@ from typing import Any
 
 from orchestrator.contract import AUDIT_FAILED, PlannedRun, StepRecord
 from orchestrator.store.parquet import RunResult, run_table
+from orchestrator.worker.module_audit import module_reasons
 
 ENVRUNTIME_PACKAGE = "envruntime."
 # The envruntime contract (envruntime/backends SIMS, envruntime/envs/manager_based.py), restated here
@@ -42,18 +47,30 @@ ENVRUNTIME_MANAGERS: tuple[str, ...] = ("action", "observation", "reward", "term
 # Runs-table columns the row audit reads (``steps`` is an integer, the others strings).
 AUDIT_INPUT_COLUMNS: tuple[str, ...] = (
     "sha", "sim", "variant", "params", "env", "audit_git_sha", "audit_env_class", "audit_backend_class",
-    "audit_managers", "audit_module_file", "pythonpath",
+    "audit_managers", "audit_module_file", "pythonpath", "protocol", "worktree", "audit_modules",
 )
 THROUGHPUT_TOLERANCE = 0.05  # relative disagreement above which a summary's throughput is not believed
 
 
-def audit_row(run: Mapping[str, Any], planned_side: Mapping[str, Any] | None = None) -> list[str]:
+def audit_options(modules: Sequence[str], protocol: str | None, command: Sequence[str] | None
+                  ) -> dict[str, Any]:
+    """``audit_row``'s keyword arguments for a sweep's ``audit_modules``, ``protocol`` and ``command``:
+    ``params.measure`` is a step count the bench was given only when the command passes ``{measure}``
+    (the default envruntime command does) or the protocol is ``time``."""
+    check_measure = protocol == "time" or not command or any("{measure}" in str(arg) for arg in command)
+    return {"modules": tuple(modules), "check_measure": check_measure}
+
+
+def audit_row(run: Mapping[str, Any], planned_side: Mapping[str, Any] | None = None, *,
+              modules: Sequence[str] = (), check_measure: bool = True) -> list[str]:
     """Why ``run`` (one runs-table row as a mapping) fails its audit; empty when it passes.
 
     ``planned_side`` holds what was planned for the run's side (``sha``, ``variant``, ``params``,
-    ``env``); keys it lacks are not checked.
+    ``env``); keys it lacks are not checked. ``modules`` and ``check_measure``: ``audit_options``.
     """
-    reasons = _sha_reasons(run) + _module_reasons(run) + _plan_reasons(run, planned_side or {})
+    sha = _sha_reasons(run) if (_text(run.get("protocol")) or "v1") == "v1" else []
+    reasons = (sha + _module_reasons(run) + _plan_reasons(run, planned_side or {}, check_measure)
+               + module_reasons(run, modules))
     if str(_text(run.get("audit_env_class")) or "").startswith(ENVRUNTIME_PACKAGE):
         reasons += _envruntime_reasons(run)
     return reasons
@@ -116,7 +133,7 @@ def _module_reasons(run: Mapping[str, Any]) -> list[str]:
                               f"{', '.join(directories)}"]
 
 
-def _plan_reasons(run: Mapping[str, Any], planned: Mapping[str, Any]) -> list[str]:
+def _plan_reasons(run: Mapping[str, Any], planned: Mapping[str, Any], check_measure: bool) -> list[str]:
     reasons = []
     for key in ("sha", "variant"):
         if key in planned and _text(run.get(key)) != planned[key]:
@@ -126,7 +143,8 @@ def _plan_reasons(run: Mapping[str, Any], planned: Mapping[str, Any]) -> list[st
         if key in planned:
             reasons += _mapping_reasons(key, _json_object(run.get(key)), planned[key])
     steps, measure = _number(run.get("steps")), _number((params or {}).get("measure"))
-    if steps is not None and measure is not None and steps != measure:
+    counted = steps is not None and (steps > 0 or (_text(run.get("protocol")) or "v1") == "v1")
+    if check_measure and counted and measure is not None and steps != measure:
         reasons.append(f"measured {steps:g} steps, params.measure asked for {measure:g}")
     return reasons
 
@@ -193,7 +211,8 @@ def audit_result(run: PlannedRun, result: RunResult) -> RunResult:
     if result.status != "ok":
         return replace(result, audited=True)
     planned = {"sha": run.sha, "variant": run.variant, "params": run.params, "env": run.env}
-    reasons = (audit_row(run_table(run, result).to_pylist()[0], planned)
+    options = audit_options(run.audit_modules, run.protocol, run.argv_template)
+    reasons = (audit_row(run_table(run, result).to_pylist()[0], planned, **options)
                + numbers_reasons(result.summary, result.steps, run.params.get("num_envs")))
     if not reasons:
         return replace(result, audited=True)

@@ -116,6 +116,8 @@ class WorktreePool:
         except WorktreeError:
             raise WorktreeError(f"commit {sha} does not exist in repository {repo}") from None
         _discard_tree(repo, tree)
+        for stale in tree.parent.glob(f"{sha}.prepared-*"):  # a new checkout is prepared anew
+            stale.unlink()
         argv = ["git", "-C", str(repo), "worktree", "add", "--lock", "--reason", f"shasweep pool {self.root}",
                 "--detach", str(tree), sha]
         proc = subprocess.run(dying_with_parent(argv), capture_output=True, text=True)

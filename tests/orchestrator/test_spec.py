@@ -55,7 +55,8 @@ def changed(**changes) -> dict:
 def test_defaults_and_types(tmp_path):
     spec = load_spec(write_yaml(tmp_path, BASE))
     assert spec.variant == "manager" and spec.repeats == 3 and spec.order is Order.interleaved
-    assert spec.params.num_envs == 16 and spec.params.replay_capacity == 64 and spec.params.threads == 0
+    assert spec.params == {"num_envs": 16, "warmup": 1, "measure": 2, "replay_capacity": 64, "seed": 0,
+                           "threads": 0}, "envruntime's command gets its params defaults"
     assert spec.command == list(DEFAULT_COMMAND) and spec.results == "results" and spec.repo is None
     assert spec.timeout_s == 600.0 and spec.continue_on_error is False
     assert spec.gates[0].min_ratio == 0.9 and spec.gates[0].max_ratio is None
@@ -64,7 +65,7 @@ def test_defaults_and_types(tmp_path):
 def test_dotlist_overrides_win_over_the_yaml(tmp_path):
     spec = load_spec(write_yaml(tmp_path, BASE), ["params.num_envs=64", "repeats=1", "order=randomized",
                                                   "sides.cand.ref=main", "+env.OMP_PROC_BIND=close"])
-    assert (spec.params.num_envs, spec.repeats, spec.order) == (64, 1, Order.randomized)
+    assert (spec.params["num_envs"], spec.repeats, spec.order) == (64, 1, Order.randomized)
     assert spec.sides["cand"].ref == "main" and spec.env == {"OMP_PROC_BIND": "close"}
 
 
@@ -78,8 +79,8 @@ def test_side_overrides_change_only_that_side(tmp_path):
     data = changed(sides__base__overrides=["params.num_envs=32", "env.A=1"])
     spec = load_spec(write_yaml(tmp_path, data))
     base, cand = side_settings(spec, "base"), side_settings(spec, "cand")
-    assert (base.variant, base.params.num_envs, base.env) == ("manager", 32, {"A": "1"})
-    assert (cand.variant, cand.params.num_envs, cand.env) == ("direct", 16, {})
+    assert (base.variant, base.params["num_envs"], base.env) == ("manager", 32, {"A": "1"})
+    assert (cand.variant, cand.params["num_envs"], cand.env) == ("direct", 16, {})
 
 
 def test_known_name_lists_are_configurable(tmp_path):

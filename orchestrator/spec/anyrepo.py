@@ -1,0 +1,215 @@
+"""The spec checks for benchmarking any repository: free-form params and cases, the command's
+placeholders, ``protocol`` with its ``json`` block, ``audit_modules`` and ``prepare``.
+
+envruntime's names, params keys and their checks apply to envruntime's default command only
+(``is_envruntime_command``); any other command gets free-form params (every key a placeholder) and
+free-form case names (``algo/task/sim`` ones also give ``{algo} {task} {sim}``).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import asdict
+from typing import Any
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from orchestrator.errors import SpecError
+from orchestrator.spec.schema import (
+    BUILTIN_PLACEHOLDERS,
+    CASE_PLACEHOLDERS,
+    DEFAULT_COMMAND,
+    ENVRUNTIME_KNOWN,
+    PREPARE_PLACEHOLDERS,
+    REPORT_METRICS,
+    Case,
+    KnownNames,
+    ParamsSpec,
+    Protocol,
+    SweepSpec,
+)
+
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+_DOTTED_PATH = re.compile(r"[^.\s]+(\.[^.\s]+)*\Z")
+# Run columns a ``json.metrics`` name must not take (the store writes these itself).
+RESERVED_COLUMNS: frozenset[str] = frozenset((
+    "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant", "repeat", "order",
+    "status", "error", "started_at", "ended_at", "wall_s", "throughput", "measure_wall_s", "exit_code",
+    "steps", "log_dir", "params", "env", "protocol", "sweep",
+))
+TIME_METRICS: tuple[str, ...] = ("max_rss_mib",)  # what protocol time reports besides its *_ms phases
+
+
+def is_envruntime_command(command: list[str] | tuple[str, ...]) -> bool:
+    """Whether ``command`` is envruntime's default bench command (its keys and checks apply)."""
+    return list(command) == list(DEFAULT_COMMAND)
+
+
+def normalized_params(params: dict[str, Any] | ParamsSpec, command: list[str], key: str) -> dict[str, Any]:
+    """envruntime's command: ``params`` over ``ParamsSpec`` (its keys only, its defaults filled in);
+    any other command: ``params`` as written, each a scalar under a placeholder-able name."""
+    if isinstance(params, ParamsSpec):
+        params = asdict(params)
+    if is_envruntime_command(command):
+        try:
+            merged = OmegaConf.merge(OmegaConf.structured(ParamsSpec), OmegaConf.create(dict(params)))
+            typed: ParamsSpec = OmegaConf.to_object(merged)  # type: ignore[assignment]
+        except OmegaConfBaseException as exc:
+            full = ".".join(k for k in (key, getattr(exc, "full_key", "") or "") if k)
+            raise SpecError(str(getattr(exc, "msg", exc)).splitlines()[0], full) from None
+        return asdict(typed)
+    for name, value in params.items():
+        if not PARAM_NAME.match(str(name)):
+            raise SpecError(f"{name!r} must be letters, digits and '_' (it is the placeholder {{{name}}})",
+                            f"{key}.{name}")
+        if name in BUILTIN_PLACEHOLDERS[:-1] or name in CASE_PLACEHOLDERS:  # threads is a param
+            raise SpecError(f"{{{name}}} is a built-in placeholder; choose another name", f"{key}.{name}")
+        if not isinstance(value, bool | int | float | str):
+            raise SpecError(f"must be a number, a string or a bool, got {value!r}", f"{key}.{name}")
+    return dict(params)
+
+
+def check_generic_params(params: dict[str, Any], protocol: Protocol) -> list[tuple[str, str]]:
+    """(key, problem) for the params the orchestrator itself reads: ``threads``, and ``warmup`` and
+    ``measure`` of protocol time."""
+    counts = {"threads": 0}
+    if protocol is Protocol.time:
+        counts |= {"warmup": 0, "measure": 1}
+    problems = []
+    for name, minimum in counts.items():
+        if name in params:
+            value = params[name]
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                problems.append((f"params.{name}", f"must be an integer >= {minimum}, got {value!r}"))
+    return problems
+
+
+def effective_known(spec: SweepSpec) -> KnownNames:
+    """``known`` with unset lists filled: envruntime's names for its command, no check otherwise."""
+    fallback = ENVRUNTIME_KNOWN if is_envruntime_command(spec.command) else KnownNames([], [], [], [])
+    names = ("algos", "tasks", "sims", "variants")
+    return KnownNames(**{name: getattr(spec.known, name) if getattr(spec.known, name) is not None
+                         else list(getattr(fallback, name)) for name in names})
+
+
+def case_parts(text: str) -> Case | None:
+    """The parts of ``algo/task/sim``; None for a case of any other shape."""
+    parts = text.split("/")
+    if len(parts) == 3 and all(_LABEL.match(p) for p in parts):
+        return Case(*parts)
+    return None
+
+
+def check_case_name(text: str, key: str) -> None:
+    """Any non-empty name on one line."""
+    if not text.strip() or text != text.strip() or any(ord(c) < 32 for c in text):
+        raise SpecError(f"{text!r} is not a case name (non-empty, one line, no surrounding spaces)", key)
+
+
+def placeholders_in(arg: str, key: str) -> list[str]:
+    """The ``{name}`` placeholders in one argv element (``{{`` and ``}}`` are literal braces)."""
+    try:
+        parsed = [(name, fmt, conv) for _, name, fmt, conv in string.Formatter().parse(arg)
+                  if name is not None]
+    except ValueError as exc:
+        raise SpecError(f"malformed placeholder in {arg!r}: {exc} (write {{{{ and }}}} for a literal brace)",
+                        key) from None
+    for name, fmt, conv in parsed:
+        if fmt or conv:
+            raise SpecError(f"placeholder {{{name}}} in {arg!r} takes no format spec or conversion", key)
+    return [name for name, _, _ in parsed]
+
+
+def check_command(spec: SweepSpec, params_by_side: dict[str, dict[str, Any]]) -> None:
+    """Every placeholder of ``command`` is provided on every side; a json command writes ``{result}``."""
+    unshaped = next(((i, c) for i, c in enumerate(spec.cases) if case_parts(c) is None), None)
+    used: set[str] = set()
+    for i, arg in enumerate(spec.command):
+        key = f"command[{i}]"
+        for name in placeholders_in(arg, key):
+            used.add(name)
+            if name in CASE_PLACEHOLDERS:
+                if unshaped is not None:
+                    raise SpecError(f"{{{name}}} in {arg!r} needs every case of the form algo/task/sim; "
+                                    f"cases[{unshaped[0]}] {unshaped[1]!r} is not", key)
+                continue
+            if name in BUILTIN_PLACEHOLDERS:
+                continue
+            for side, params in params_by_side.items():
+                if name not in params:
+                    where = "" if len(params_by_side) == 1 else f" on side {side!r}"
+                    raise SpecError(f"unknown placeholder {{{name}}} in {arg!r}: no param provides it{where} "
+                                    f"(set params.{name}, or use one of "
+                                    + ", ".join(f"{{{p}}}" for p in BUILTIN_PLACEHOLDERS + CASE_PLACEHOLDERS)
+                                    + ")", key)
+    if spec.protocol is Protocol.json and "result" not in used:
+        raise SpecError("protocol json reads the document the bench writes to {result}, but the command "
+                        "never passes {result} to it", "command")
+
+
+def check_protocol(spec: SweepSpec) -> None:
+    """``json`` given exactly for protocol json, with valid paths and names."""
+    if spec.protocol is not Protocol.json:
+        if spec.json is not None:
+            raise SpecError(f"a json block maps a protocol json document; this sweep's protocol is "
+                            f"{spec.protocol.value}", "json")
+        return
+    if spec.json is None:
+        raise SpecError("protocol json needs a json block: {throughput: <dotted path>, phases: {...}}",
+                        "json")
+    paths = {"json.throughput": spec.json.throughput}
+    paths |= {f"json.phases.{name}": path for name, path in spec.json.phases.items()}
+    paths |= {f"json.metrics.{name}": path for name, path in spec.json.metrics.items()}
+    if spec.json.versions is not None:
+        paths["json.versions"] = spec.json.versions
+    for key, path in paths.items():
+        if not isinstance(path, str) or not _DOTTED_PATH.match(path):
+            raise SpecError(f"{path!r} is not a dotted path like results.0.mean_ms", key)
+    for name in spec.json.phases:
+        if not PARAM_NAME.match(name.replace(".", "_")) or not name.endswith("_ms"):
+            raise SpecError(f"phase name {name!r} must end in '_ms' (letters, digits, '_', '.')",
+                            f"json.phases.{name}")
+    for name in spec.json.metrics:
+        if not PARAM_NAME.match(name) or name in RESERVED_COLUMNS or name.endswith("_ms") \
+                or name.startswith(("host_", "audit_")):
+            raise SpecError(f"metric name {name!r} must be letters, digits, '_', not end in '_ms' (a phase), "
+                            "not start with host_ or audit_, and not be a run column", f"json.metrics.{name}")
+
+
+def check_audit_modules(modules: list[str]) -> None:
+    for i, name in enumerate(modules):
+        if not isinstance(name, str) or not MODULE_NAME.match(name):
+            raise SpecError(f"{name!r} is not a module name like mypkg.core", f"audit_modules[{i}]")
+    if len(set(modules)) != len(modules):
+        raise SpecError("modules must not repeat", "audit_modules")
+
+
+def check_prepare(prepare: list[list[str]]) -> None:
+    for i, argv in enumerate(prepare):
+        if not argv:
+            raise SpecError("must be a non-empty argv list, e.g. [uv, sync]", f"prepare[{i}]")
+        for j, arg in enumerate(argv):
+            key = f"prepare[{i}][{j}]"
+            for name in placeholders_in(arg, key):
+                if name not in PREPARE_PLACEHOLDERS:
+                    raise SpecError(f"placeholder {{{name}}} in {arg!r}: prepare runs once per SHA and takes "
+                                    "only " + ", ".join(f"{{{p}}}" for p in PREPARE_PLACEHOLDERS), key)
+
+
+def reported_metric_names(spec: SweepSpec) -> set[str]:
+    """Metric names besides ``throughput`` and ``*_ms`` phases the sweep's protocol reports."""
+    if spec.protocol is Protocol.time:
+        return set(TIME_METRICS)
+    if spec.protocol is Protocol.json and spec.json is not None:
+        return set(spec.json.metrics)
+    return set()
+
+
+def default_metrics(spec: SweepSpec) -> list[str] | None:
+    """The report rows of a sweep that lists none: envruntime's for its command; None (the phases
+    and metrics its runs report, found at report time) for any other."""
+    return list(REPORT_METRICS) if is_envruntime_command(spec.command) else None

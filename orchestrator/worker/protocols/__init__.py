@@ -1,0 +1,76 @@
+"""The run protocols: how the bench task reads one bench run (docs/design.md, "Protocols").
+
+Every protocol is a ``BenchReader``: the bench task renders the command, then calls ``execute`` with
+a ``start`` that launches one process of it (the task's own launch helper: logs, CPU pinning, the
+host lock's marker) and a ``StopSignal``; after the last process exited 0, ``complete`` reads what
+the bench left behind. ``header``, ``summary`` and ``steps`` are then what the store writes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from orchestrator.contract import PlannedRun, StepRecord
+from orchestrator.worker.proc import BenchProcess
+
+Start = Callable[[], BenchProcess]
+OnStep = Callable[[StepRecord, int], None]  # (the step, how many steps so far)
+
+
+class StopSignal(Protocol):
+    """When to stop waiting for the bench: it exited, timed out or the sweep was cancelled."""
+
+    def should_stop(self, proc: BenchProcess) -> bool: ...
+
+    def expired(self) -> bool: ...
+
+
+class BenchReader(ABC):
+    """What one protocol does between rendering the command and the run's verdict."""
+
+    def __init__(self, run: PlannedRun, log_dir: Path) -> None:
+        self.run = run
+        self.stream_path = log_dir / "stream.jsonl"  # {stream}
+        self.result_path = log_dir / "result.json"  # {result}
+        self.header: dict | None = None
+        self.summary: dict | None = None  # throughput, measure_wall_s, phase_means_ms, metrics
+        self.steps: list[StepRecord] = []
+        self.on_record: Callable[[dict | None], None] = lambda record: None  # each streamed record, in order
+        for path in (self.stream_path, self.result_path):
+            path.unlink(missing_ok=True)
+
+    @property
+    def total_steps(self) -> int | None:
+        """How many steps the run will report, when known in advance (for progress)."""
+        return None
+
+    @abstractmethod
+    def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
+        """Run the command to its end or until ``stop``; a protocol error, or None."""
+
+    def bench_error(self) -> str | None:
+        """The bench's own account of a failure, when its protocol carries one."""
+        return None
+
+    def complete(self) -> str | None:
+        """After a clean exit: read what the bench left; why it is unusable, or None."""
+        return None
+
+
+def int_param(params: dict, name: str, default: int) -> int:
+    try:
+        return int(params.get(name, default))
+    except (TypeError, ValueError):
+        return default
+
+
+def make_reader(run: PlannedRun, log_dir: Path) -> BenchReader:
+    """The reader of ``run.protocol``."""
+    from orchestrator.worker.protocols import json_doc, timed, v1
+
+    readers: dict[str, type[BenchReader]] = {"v1": v1.StreamReader, "json": json_doc.JsonDocReader,
+                                             "time": timed.TimedReader}
+    return readers[run.protocol](run, log_dir)

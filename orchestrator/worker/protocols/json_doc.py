@@ -1,0 +1,134 @@
+"""Protocol json: the bench writes one JSON document to ``{result}``; the sweep's ``json`` block says
+where its numbers are (dotted paths, integer parts index lists).
+
+A path leading to a number gives the run's mean; one leading to a list of numbers gives the per-step
+samples of the measured window (step rows) and their mean. Anything else fails the run, naming the
+key, the path and what was there; a failed run keeps no number of the document.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from statistics import fmean
+
+from orchestrator.contract import StepRecord
+from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal
+
+MAX_DOCUMENT_BYTES = 64 * 2**20
+POLL_S = 0.05
+
+
+class JsonPathError(ValueError):
+    """A dotted path that does not lead to a number or a list of numbers."""
+
+
+class JsonDocReader(BenchReader):
+    """Waits for the command, then reads and maps ``{result}``."""
+
+    def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
+        proc = start()
+        while not stop.should_stop(proc):
+            time.sleep(POLL_S)
+        return None
+
+    def complete(self) -> str | None:
+        try:
+            size = self.result_path.stat().st_size
+        except FileNotFoundError:
+            return f"bench exited 0 without writing its result document {self.result_path} ({{result}})"
+        if size > MAX_DOCUMENT_BYTES:
+            return f"result document {self.result_path} is {size} bytes, over the {MAX_DOCUMENT_BYTES} limit"
+        try:
+            document = json.loads(self.result_path.read_bytes())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return f"result document {self.result_path} is not valid JSON: {exc}"
+        try:
+            self.summary, self.steps = map_document(document, self.run.json_mapping)
+            versions = versions_of(document, self.run.json_mapping.get("versions"))
+        except JsonPathError as exc:
+            self.summary, self.steps = None, []
+            return f"result document {self.result_path}: {exc}"
+        self.header = {"audit": {"versions": versions}} if versions is not None else None
+        return None
+
+
+def map_document(document: object, mapping: dict) -> tuple[dict, list[StepRecord]]:
+    """(summary, steps) of ``document`` under ``mapping`` (``throughput``, ``phases``, ``metrics``)."""
+    throughput = _mean(lookup(document, mapping["throughput"], "json.throughput"))
+    phases = {name: lookup(document, path, f"json.phases.{name}")
+              for name, path in (mapping.get("phases") or {}).items()}
+    metrics = {name: _mean(lookup(document, path, f"json.metrics.{name}"))
+               for name, path in (mapping.get("metrics") or {}).items()}
+    steps = [StepRecord(step=i, warmup=False,
+                        phases={name: values[i] for name, values in phases.items()
+                                if isinstance(values, list) and i < len(values)})
+             for i in range(max((len(v) for v in phases.values() if isinstance(v, list)), default=0))]
+    summary = {"throughput": throughput, "phase_means_ms": {name: _mean(v) for name, v in phases.items()},
+               "metrics": metrics}
+    return summary, steps
+
+
+def versions_of(document: object, path: str | None) -> dict[str, str] | None:
+    """The ``{package: version}`` object at ``path`` (``json.versions``), values as text."""
+    if path is None:
+        return None
+    node = walk(document, path, "json.versions")
+    if not isinstance(node, dict):
+        raise JsonPathError(f"json.versions: {path!r} is {_describe(node)}, not an object")
+    return {str(k): str(v) for k, v in node.items()}
+
+
+def lookup(document: object, path: str, key: str) -> float | list[float]:
+    """The number or list of numbers at dotted ``path``; ``JsonPathError`` naming ``key`` otherwise."""
+    node = walk(document, path, key)
+    if _is_number(node):
+        return float(node)
+    if isinstance(node, list) and node and all(_is_number(v) for v in node):
+        return [float(v) for v in node]
+    raise JsonPathError(f"{key}: {path!r} is {_describe(node)}, not a number or a non-empty list of numbers")
+
+
+def walk(document: object, path: str, key: str) -> object:
+    """The value at dotted ``path`` (integer parts index lists); ``JsonPathError`` naming ``key``."""
+    node = document
+    walked: list[str] = []
+    for part in path.split("."):
+        if isinstance(node, dict):
+            if part not in node:
+                raise JsonPathError(f"{key}: {path!r} has no {part!r} at {_where(walked)} "
+                                    f"(there: {_describe(node)})")
+            node = node[part]
+        elif isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise JsonPathError(f"{key}: {path!r} needs a list index < {len(node)} at {_where(walked)}, "
+                                    f"got {part!r}")
+            node = node[int(part)]
+        else:
+            raise JsonPathError(f"{key}: {path!r} reaches {_describe(node)} at {_where(walked)}, "
+                                f"which has no {part!r}")
+        walked.append(part)
+    return node
+
+
+def _mean(value: float | list[float]) -> float:
+    return fmean(value) if isinstance(value, list) else value
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _where(walked: list[str]) -> str:
+    return repr(".".join(walked)) if walked else "the top"
+
+
+def _describe(node: object) -> str:
+    """A short account of a JSON value for an error message."""
+    if isinstance(node, dict):
+        keys = ", ".join(map(str, list(node)[:8])) + (", ..." if len(node) > 8 else "")
+        return f"an object with keys {keys}" if node else "an empty object"
+    if isinstance(node, list):
+        return f"a list of {len(node)}" + (f" starting {json.dumps(node[0])[:40]}" if node else "")
+    return f"{type(node).__name__} {json.dumps(node)[:60]}" if node is not None else "null"

@@ -1,0 +1,94 @@
+"""The three example sweeps (examples/) end to end: real `shasweep run` processes against a generated
+repository whose code knows nothing of shasweep, each bench kept outside the repository's history."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from anyrepo_helpers import EXAMPLES, make_demo_repo, shasweep
+
+from orchestrator.render.plots import breakdown_phases
+from orchestrator.store.parquet import read_runs
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def demo(tmp_path):
+    repo = tmp_path / "demo-repo"
+    return repo, make_demo_repo(repo)
+
+
+def run_example(name: str, tmp_path, repo, *extra: str):
+    results = tmp_path / "results"
+    proc = shasweep("run", str(EXAMPLES / name / "sweep.yaml"), f"repo={repo}", f"results={results}", *extra,
+                    cwd=tmp_path, home=tmp_path / "home")
+    runs = pd.read_parquet(results / "runs")
+    steps = pd.read_parquet(results / "steps")
+    return proc, results, runs, steps
+
+
+def assert_imported_from_each_worktree(runs: pd.DataFrame) -> None:
+    for run in runs.itertuples():
+        modules = json.loads(run.audit_modules)
+        assert modules["demolib"].startswith(run.worktree + "/"), modules
+    assert runs.groupby("sha")["worktree"].nunique().eq(1).all() and runs["worktree"].nunique() == 2
+
+
+def test_v1_example_bench_with_the_copied_protocol_writer(tmp_path, demo):
+    repo, shas = demo
+    proc, results, runs, steps = run_example("v1", tmp_path, repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(runs) == 6 and (runs["status"] == "ok").all()
+    assert (runs["audit_git_sha"] == runs["sha"]).all() and set(runs["sha"]) == set(shas)
+    assert_imported_from_each_worktree(runs)
+    measured = steps[~steps["warmup"]]
+    assert measured.groupby("run_key")["step"].nunique().eq(20).all()
+    report = next((results / "reports").glob("*.md")).read_text()
+    assert "count_words_ms" in report and "physics_ms" not in report
+    html = next((results / "reports").glob("*.html")).read_text()
+    assert "env steps" not in html
+
+
+def test_json_example_maps_the_document_and_keeps_per_step_samples(tmp_path, demo):
+    repo, _ = demo
+    proc, results, runs, steps = run_example("json", tmp_path, repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(runs) == 6 and (runs["status"] == "ok").all() and (runs["protocol"] == "json").all()
+    assert_imported_from_each_worktree(runs)
+    assert set(steps["phase"]) == {"count_words_ms"}, "a number (top10_ms) gives no step rows"
+    assert steps.groupby("run_key")["step"].nunique().eq(20).all()
+    means = steps.groupby("run_key")["ms"].mean()
+    assert runs.set_index("run_key")["count_words_ms"].sub(means).abs().max() < 1e-9
+    assert runs["top10_ms"].gt(0).all()
+    assert runs["distinct_words"].eq(97 + 8).all(), "97 numbers and 8 distinct words"
+    assert all(json.loads(v) == {"python": json.loads(v)["python"]} for v in runs["audit_versions"])
+    report = next((results / "reports").glob("*.md")).read_text()
+    for metric in ("throughput", "count_words_ms", "top10_ms", "distinct_words"):
+        assert f"| {metric} " in report, report
+    assert "torch" not in report and "mujoco" not in report
+    assert "versions: python=" in report, "the host section shows the versions the bench reported"
+    assert breakdown_phases(read_runs(results)) == ["count_words_ms", "top10_ms"]
+
+
+def test_time_example_times_the_whole_command_and_prepares_each_sha_once(tmp_path, demo):
+    repo, shas = demo
+    proc, results, runs, steps = run_example("time", tmp_path, repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(runs) == 6 and (runs["status"] == "ok").all()
+    assert steps.groupby("run_key")["step"].nunique().eq(3).all(), "warm-up runs are not recorded"
+    assert set(steps["phase"]) == {"wall_ms", "user_ms", "sys_ms"}
+    walls = steps[steps["phase"] == "wall_ms"].groupby("run_key")["ms"]
+    by_key = runs.set_index("run_key")
+    assert (by_key["wall_ms"] - walls.mean()).abs().max() < 1e-6
+    assert ((by_key["throughput"] - 3 / (walls.sum() / 1000)).abs() / by_key["throughput"]).max() < 1e-9
+    assert runs["max_rss_mib"].between(1, 4096).all() and runs["user_ms"].gt(0).all()
+    assert_imported_from_each_worktree(runs)
+    home = tmp_path / "home" / "worktrees"
+    assert sorted(p.name.split(".")[0] for p in home.rglob("*.prepared-*")) == sorted(shas)
+    assert len(list(home.rglob("*.prepare-*.log"))) == 2
+    html = next((results / "reports").glob("*.html")).read_text()
+    assert "runs / s" in html and "env steps" not in html
+    assert breakdown_phases(read_runs(results)) == ["user_ms", "sys_ms"], "wall_ms is the whole, not a part"
