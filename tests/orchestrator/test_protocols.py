@@ -12,10 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from fakebench.fakerepo import make_fake_repo, make_run
-from orchestrator.analysis.module_audit import module_reasons
 
 from orchestrator.worker.bench_task import execute_run
-from orchestrator.worker.module_audit import read_modules
+from orchestrator.worker.module_audit import module_reasons, read_modules
 from orchestrator.worker.protocols.json_doc import JsonPathError, lookup, map_document
 
 DOC = {"results": [{"fps": 120.5, "phase": {"step_ms": {"mean_ms": 2.0, "samples_ms": [1.0, 2.0, 3.0]}},

@@ -85,11 +85,13 @@ def test_a_declared_json_metric_may_be_a_report_row_and_a_gate_metric():
 
 
 def test_envruntime_sweeps_keep_their_run_keys():
-    """Computed with the code before free-form params: the same spec must give the same keys."""
+    """Pinned keys: free-form params give an envruntime spec the keys its typed params gave, and only a
+    deliberate change may move them (the bench command joined the key, so resume refuses an edited
+    command; every key moved once then)."""
     loaded = spec_from_config(OmegaConf.load(ROOT / "sweeps" / "smoke.yaml"),
                               ["repeats=1", "sides.direct.overrides=[variant=direct,params.num_envs=16]"])
     resolved = ResolvedSweep(spec=loaded, repo=Path("/r"), results_root=Path("/r/results"),
                              shas={label: "a" * 40 for label in loaded.sides},
                              settings={label: side_settings(loaded, label) for label in loaded.sides})
     keys = [(run.side, run.run_key) for run in build_plan(resolved, "smoke-20260101T000000")]
-    assert keys == [("manager", "d629dae7a18c98be4b3e"), ("direct", "7a3f60296fef8959bb25")]
+    assert keys == [("manager", "e4c088ad557c27e24d5c"), ("direct", "277c5e1d212b4daa4f2c")]
