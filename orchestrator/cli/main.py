@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from orchestrator.cli import gc, results, run, servers, status
+from orchestrator.cli import bisect, gc, results, run, servers, status
 from orchestrator.errors import ShasweepError
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ COMMANDS: dict[str, Command] = {
     "run": Command("run a sweep and report it", run.add_run_arguments, run.cmd_run),
     "plan": Command("validate a sweep and print its plan, running nothing", run.add_sweep_arguments,
                     run.cmd_plan),
+    "bisect": Command("find the first commit between --good and --bad whose gate FAILs",
+                      bisect.add_bisect_arguments, bisect.cmd_bisect),
     "report": Command("print and write the report of a stored sweep", results.add_report_arguments,
                       results.cmd_report),
     "gc": Command("remove unused bench worktrees", gc.add_gc_arguments, gc.cmd_gc),

@@ -42,16 +42,21 @@ def base_sweep_id(name: str, now: datetime) -> str:
 
 def reserve_sweep_id(results_root: Path, name: str, now: datetime) -> str:
     """Claim a fresh sweep id by creating its (empty) record exclusively; return the id."""
-    sweeps_dir(results_root).mkdir(parents=True, exist_ok=True)
+    return reserve_id(sweeps_dir(results_root), name, now)
+
+
+def reserve_id(directory: Path, name: str, now: datetime) -> str:
+    """Claim ``<name>-<UTC time>[-n]`` by creating ``directory/<id>.json`` (empty) exclusively."""
+    directory.mkdir(parents=True, exist_ok=True)
     base = base_sweep_id(name, now)
     for n in range(1, 10_000):
-        sweep_id = base if n == 1 else f"{base}-{n}"
+        record_id = base if n == 1 else f"{base}-{n}"
         try:
-            with open(record_path(results_root, sweep_id), "x", encoding="utf-8"):
-                return sweep_id
+            with open(directory / f"{record_id}.json", "x", encoding="utf-8"):
+                return record_id
         except FileExistsError:
             continue
-    raise InvalidInputError(f"no free sweep id for {base!r} under {sweeps_dir(results_root)}")
+    raise InvalidInputError(f"no free id for {base!r} under {directory}")
 
 
 def lock_path(results_root: Path, sweep_id: str) -> Path:
@@ -81,9 +86,13 @@ def discard(results_root: Path, sweep_id: str) -> None:
 
 def write_record(results_root: Path, sweep_id: str, record: dict[str, Any]) -> Path:
     """Write the record atomically (temporary file, then rename)."""
-    path = record_path(results_root, sweep_id)
+    return write_json(record_path(results_root, sweep_id), record)
+
+
+def write_json(path: Path, record: dict[str, Any]) -> Path:
+    """Write ``record`` as JSON to ``path`` atomically (a dot-prefixed temporary file, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{sweep_id}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(record, out, indent=2, default=str)  # key order kept: sides in declaration order

@@ -1,0 +1,73 @@
+"""What one step of ``shasweep bisect`` found: its sweep's report (a candidate commit against the good
+one, one case, one gate) read as a bisect mark.
+
+* the candidate's bench failed (a run ``failed``, ``timeout`` or ``audit_failed``) while the good
+  side's did not: ``skip``;
+* a good-side run failed, or runs are missing or were cancelled with no bench failure: no mark,
+  ``failure`` says why (the step must be resumed or the bisect stops with exit 3);
+* otherwise the gate verdict: FAIL ``bad``, PASS ``good``, INCONCLUSIVE ``undecided``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from orchestrator.analysis.report_model import Report
+from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, format_interval
+
+CANDIDATE, GOOD_SIDE = "cand", "good"  # the side labels of a bisect step's sweep
+BENCH_FAILURES: frozenset[str] = frozenset({"failed", "timeout", "audit_failed"})
+MARK_OF_VERDICT: dict[str, str] = {FAIL: "bad", PASS: "good", INCONCLUSIVE: "undecided"}
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One step as the bisect record stores it (``asdict``)."""
+
+    sweep_id: str
+    mark: str | None  # good | bad | skip | undecided; None when ``failure`` is set
+    verdict: str | None  # the gate verdict (None when skipped or failed)
+    ratio: float | None
+    low: float | None
+    high: float | None
+    interval: str  # e.g. "95% CI [0.891, 0.905]"
+    runs: str  # ok runs, candidate vs good, e.g. "3 vs 3"
+    reason: str
+    failure: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def step_result(report: Report) -> StepResult:
+    """Read ``report`` (a step's sweep) as a bisect step; see the module docstring."""
+    case = report.cases[0]
+    runs = f"{report.counts[case, CANDIDATE][0]} vs {report.counts[case, GOOD_SIDE][0]}"
+    broken = report.failures[report.failures["status"].isin(BENCH_FAILURES)]
+    good_broken = broken[broken["side"] == GOOD_SIDE]
+    base = {"sweep_id": report.sweep_id, "runs": runs}
+    if len(good_broken):
+        first = good_broken.iloc[0]
+        return StepResult(**base, mark=None, verdict=None, ratio=None, low=None, high=None, interval="-",
+                          reason="the good commit's run failed",
+                          failure=f"a run of the good commit {first['status']}: {first['error']}")
+    if len(broken):
+        first = broken.iloc[0]
+        return StepResult(**base, mark="skip", verdict=None, ratio=None, low=None, high=None, interval="-",
+                          reason=f"bench {first['status']}: {first['error']}")
+    if report.missing or len(report.failures):
+        return StepResult(**base, mark=None, verdict=None, ratio=None, low=None, high=None, interval="-",
+                          reason="runs not done", failure=f"{report.missing + len(report.failures)} runs "
+                                                          "of the step were not completed")
+    gate = report.gates[0]
+    comparison = gate.comparison
+    has = comparison.has_interval
+    return StepResult(**base, mark=MARK_OF_VERDICT[gate.verdict], verdict=gate.verdict,
+                      ratio=_finite(comparison.ratio), low=comparison.low if has else None,
+                      high=comparison.high if has else None, interval=format_interval(comparison),
+                      reason=gate.reason)
+
+
+def _finite(value: float) -> float | None:
+    return value if value == value else None  # NaN -> None (JSON-safe)
