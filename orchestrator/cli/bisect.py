@@ -50,7 +50,8 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("sweep", nargs="?", type=Path, help="sweep YAML file (one case, one gate)")
     source.add_argument("--resume", metavar="BISECT_ID|latest", help="continue a recorded bisect")
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="dotlist overrides, e.g. repeats=5")
-    parser.add_argument("--good", metavar="REF", help="a commit whose gate PASSes (the baseline of every step)")
+    parser.add_argument("--good", metavar="REF",
+                        help="a commit whose gate PASSes (the baseline of every step)")
     parser.add_argument("--bad", metavar="REF", help="a later commit whose gate FAILs against --good")
     parser.add_argument("--results", metavar="DIR",
                         help="results root (default: the sweep's results key; with --resume: 'results' in "
@@ -102,11 +103,11 @@ def _new(args: argparse.Namespace) -> Bisect:
     root = resolved.results_root
     created = datetime.now(UTC)
     bisect_id = bisects.reserve_bisect_id(root, spec.name, created)
-    record = {"bisect_id": bisect_id, "created": created.isoformat(timespec="seconds"), "status": "running",
-              "repo": str(resolved.repo), "results_root": str(root), "good_ref": args.good, "bad_ref": args.bad,
-              "good": good, "bad": bad, "first_bad": None, "remaining": [c.sha for c in commits], "skipped": [],
-              "spec": spec_to_dict(spec), "commits": [{"sha": c.sha, "subject": c.subject} for c in commits],
-              "steps": []}
+    record = {"bisect_id": bisect_id, "created": created.isoformat(timespec="seconds"),
+              "status": "running", "repo": str(resolved.repo), "results_root": str(root),
+              "good_ref": args.good, "bad_ref": args.bad, "good": good, "bad": bad, "first_bad": None,
+              "remaining": [c.sha for c in commits], "skipped": [], "spec": spec_to_dict(spec),
+              "commits": [{"sha": c.sha, "subject": c.subject} for c in commits], "steps": []}
     job = Bisect(root=root, record=record, spec=spec, commits=commits)
     job.save()
     print(f"bisect {bisect_id}: {len(commits)} commits after good {good[:12]} up to bad {bad[:12]}, "
@@ -117,7 +118,8 @@ def _new(args: argparse.Namespace) -> Bisect:
 def _resumed(args: argparse.Namespace) -> Bisect:
     """The recorded bisect ``--resume`` names, its repository and SHAs checked."""
     if args.sweep is not None or args.good or args.bad or args.overrides:
-        raise InvalidInputError("--resume takes no sweep file, --good, --bad or overrides: the record has them")
+        raise InvalidInputError("--resume takes no sweep file, --good, --bad or overrides: "
+                                "the record has them")
     root = results_root_for(args.results or "results", Path.cwd())
     bisect_id = bisects.latest_bisect_id(root) if args.resume == "latest" else args.resume
     record = bisects.read_bisect(root, bisect_id)
@@ -253,8 +255,8 @@ def _finish(job: Bisect, status: str, started: float, failure: str | None = None
     head = f"bisect {job.bisect_id}:"
     if status == FOUND:
         print(f"first bad commit: {job.record['first_bad']}\n    {job.record['first_bad_subject']}")
-        print(f"{head} FOUND first bad commit {job.record['first_bad'][:12]} ({tested} SHAs benchmarked, good included, "
-              f"{len(skipped)} skipped)")
+        print(f"{head} FOUND first bad commit {job.record['first_bad'][:12]} ({tested} SHAs "
+              f"benchmarked, good included, {len(skipped)} skipped)")
         return EXIT_OK
     if status == "no_regression":
         return EXIT_OK  # the caller raises the exit-2 error

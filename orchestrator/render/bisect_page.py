@@ -27,9 +27,10 @@ def steps_table(record: dict[str, Any]) -> Table:
         rows.append([str(number), str(step.get("role", "step")), str(step.get("index", -1) + 1),
                      str(step.get("sha", ""))[:12], one_line(step.get("subject"))[:60],
                      "-" if ratio is None else f"{ratio:.3f}", str(step.get("interval") or "-"),
-                     str(step.get("verdict") or "-"), str(step.get("mark") or "-"), str(step.get("runs") or "-")])
-    return Table(["step", "role", "after good", "sha", "subject", "ratio", "interval", "verdict", "mark", "runs"],
-                 rows)
+                     str(step.get("verdict") or "-"), str(step.get("mark") or "-"),
+                     str(step.get("runs") or "-")])
+    return Table(["step", "role", "after good", "sha", "subject", "ratio", "interval", "verdict", "mark",
+                  "runs"], rows)
 
 
 def summary_lines(record: dict[str, Any]) -> list[str]:
@@ -66,7 +67,8 @@ def ratio_plot(record: dict[str, Any]) -> figure:
     fig.xaxis.axis_label, fig.yaxis.axis_label = "commits after good (first-parent order)", "ratio to good"
     data = {"index": [s["index"] + 1 for s in steps], "ratio": [s.get("ratio") for s in steps],
             "low": [s.get("low") for s in steps], "high": [s.get("high") for s in steps],
-            "sha": [str(s.get("sha", ""))[:12] for s in steps], "subject": [str(s.get("subject")) for s in steps],
+            "sha": [str(s.get("sha", ""))[:12] for s in steps],
+            "subject": [str(s.get("subject")) for s in steps],
             "mark": [str(s.get("mark")) for s in steps],
             "color": [MARK_COLORS.get(str(s.get("mark")), "#1f77b4") for s in steps]}
     source = ColumnDataSource(data)

@@ -16,11 +16,13 @@ COMMAND = ["{python}", "step_bench.py", "--stream", "{stream}", "--warmup", "{wa
 
 @dataclass(frozen=True)
 class CommitModel:
-    """What one commit's bench reports: its step time, its noise (log sigma), whether it fails."""
+    """What one commit's bench reports: its step time, its noise (log sigma; ``alternate``: factors its
+    successive runs take in turn), whether it fails."""
 
     step_ms: float = 10.0
     noise: float = 0.005
     fail: bool = False
+    alternate: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,10 @@ def make_linear_repo(root: Path, models: Sequence[CommitModel]) -> LinearRepo:
     shas, subjects = [], []
     for index, model in enumerate(models):
         (repo / "bench_model.json").write_text(json.dumps(
-            {"commit": index, "step_ms": model.step_ms, "noise": model.noise, "fail": model.fail}))
+            {"commit": index, "step_ms": model.step_ms, "noise": model.noise, "fail": model.fail,
+             "alternate": list(model.alternate)}))
         git(repo, "add", "step_bench.py", "bench_model.json")
-        subject = f"commit {index}: step_ms={model.step_ms} noise={model.noise} fail={model.fail}"
+        subject = f"commit {index}: step_ms={model.step_ms:.2f}" + (" (bench fails)" if model.fail else "")
         git(repo, "commit", "-q", "-m", subject)
         shas.append(git(repo, "rev-parse", "HEAD"))
         subjects.append(subject)
@@ -49,7 +52,7 @@ def make_linear_repo(root: Path, models: Sequence[CommitModel]) -> LinearRepo:
 
 
 def step_models(n: int, step_at: int, slowdown: float = 1.0 / 0.9, noise: float = 0.005) -> list[CommitModel]:
-    """``n`` commits; from index ``step_at`` on the step takes ``slowdown`` x longer (10 % less throughput)."""
+    """``n`` commits; from index ``step_at`` on, a step takes ``slowdown`` x longer (10 % less throughput)."""
     return [CommitModel(step_ms=10.0 * (slowdown if i >= step_at else 1.0), noise=noise) for i in range(n)]
 
 

@@ -1,8 +1,9 @@
 """A bench speaking run protocol v1 whose speed is a file of its commit, for bisect tests.
 
 ``bench_model.json`` next to this file says how fast this commit is (``step_ms``), how noisy its
-measurements are (``noise``: the sigma of a log-normal factor on every run) and whether its bench
-fails (``fail``). The noise is seeded by the run's key (``SHASWEEP_RUN_KEY``), so a run is
+measurements are (``noise``: the sigma of a log-normal factor on every run; ``alternate``: factors
+taken in turn by this checkout's successive runs, a noise no number of rounds averages away) and
+whether its bench fails (``fail``). The noise is seeded by the run's key (``SHASWEEP_RUN_KEY``), so a run is
 reproducible; the bench sleeps only ``--sleep-ms`` per step, so tests stay short under load while
 the reported timings follow the model.
 """
@@ -36,6 +37,12 @@ def main() -> int:
         model = json.load(f)
     rng = random.Random(os.environ.get("SHASWEEP_RUN_KEY", ""))
     factor = math.exp(rng.gauss(0.0, float(model.get("noise", 0.0))))
+    if model.get("alternate"):
+        count_file = os.path.join(HERE, ".step_bench_runs")
+        count = int(open(count_file).read()) if os.path.exists(count_file) else 0
+        with open(count_file, "w") as f:
+            f.write(str(count + 1))
+        factor *= model["alternate"][count % len(model["alternate"])]
     step_ms = float(model["step_ms"]) * factor
     with open(args.stream, "w", buffering=1) as stream:
         def emit(record: dict) -> None:
