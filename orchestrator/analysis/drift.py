@@ -9,8 +9,10 @@ sweep records say which), so a report stays fast on a large root.
 
 The reference is the median of the earlier sweeps' per-sweep medians (robust to one odd sweep); the
 latest earlier sweep's median is shown next to it. A side drifted when
-``|current median / reference - 1| > threshold``. Drift is reported, never a verdict: it does not
-change the exit code.
+``|current median / reference - 1| > threshold``. The earlier sweeps' medians and the current one,
+oldest first, are also split at their change points (``changepoints``): when the current median
+sits in a segment that began after the first, ``new_segment_since`` names the sweep that began
+it. Drift is reported, never a verdict: it does not change the exit code.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from orchestrator.analysis.changepoints import segments
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.store.parquet import runs_dir
 from orchestrator.store.records import sweeps_dir
@@ -49,6 +52,7 @@ class Drift:
     latest_sweep: str  # the most recent of them
     latest: float  # its median
     threshold: float
+    new_segment_since: str | None = None  # the sweep that began the current median's (later) segment
 
     @property
     def change(self) -> float:
@@ -124,5 +128,9 @@ def _metric_drift(mine: pd.DataFrame, past: pd.DataFrame, metric: str, first_run
     if per_sweep.empty or pd.isna(now):
         return None
     latest = first_run[per_sweep.index].idxmax()
+    ordered = per_sweep.reindex(first_run[per_sweep.index].sort_values().index)
+    last = segments([*ordered.to_numpy(), float(now)])[-1]  # >= 2 values: it starts at an earlier sweep
+    since = str(ordered.index[last.start]) if last.start > 0 else None
     return {"current": float(now), "reference": float(per_sweep.median()), "sweeps": len(per_sweep),
-            "latest_sweep": str(latest), "latest": float(per_sweep[latest]), "threshold": threshold}
+            "latest_sweep": str(latest), "latest": float(per_sweep[latest]), "threshold": threshold,
+            "new_segment_since": since}

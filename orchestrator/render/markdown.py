@@ -95,7 +95,10 @@ def _drift_md(report: Report) -> str:
     threshold = report.drift[0].threshold
     note = (f"Each side's median against the median of earlier sweeps' medians of the same SHA, case, "
             f"variant, params, env and host; DRIFT when it moved more than {100 * threshold:g}%.")
-    return "## Drift\n\n" + note + "\n\n" + markdown_table(drift_table(report))
+    moved = [f"- {d.case} {d.side} {d.metric}: the median sits in a new segment of its history, begun by "
+             f"sweep {d.new_segment_since}" for d in report.drift if d.new_segment_since]
+    return ("## Drift\n\n" + note + "\n\n" + "".join(line + "\n" for line in moved) + ("\n" if moved else "")
+            + markdown_table(drift_table(report)))
 
 
 def _failures_md(report: Report) -> str:

@@ -6,8 +6,10 @@ figure; none of them reads files.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
-from bokeh.models import BoxAnnotation, ColumnDataSource, HoverTool
+from bokeh.models import BoxAnnotation, ColumnDataSource, HoverTool, Span
 from bokeh.palettes import Category10, Category20
 from bokeh.plotting import figure
 from bokeh.transform import jitter
@@ -123,9 +125,14 @@ def timeline_plot(steps: pd.DataFrame, runs: pd.DataFrame, sides: list[str], pha
     return fig
 
 
-def history_plot(history: pd.DataFrame, metric: str, title: str) -> figure:
-    """``metric`` of every run over its start time; ok runs as dots per side, others as crosses."""
+def history_plot(history: pd.DataFrame, metric: str, title: str,
+                 marks: Sequence[pd.Timestamp] = ()) -> figure:
+    """``metric`` of every run over its start time; ok runs as dots per side, others as crosses;
+    ``marks`` (change points) as vertical lines."""
     fig = _figure(title, x_axis_type="datetime", y_label=metric, x_label="run started (UTC)")
+    for mark in marks:
+        fig.add_layout(Span(location=mark.to_pydatetime(), dimension="height", line_color="#9467bd",
+                            line_dash="dashed", line_width=2))
     sides = list(dict.fromkeys(history["side"]))
     colors = side_colors(sides)
     fields = ["started_at", "sweep_id", "side", "sha", "status", metric]
