@@ -33,7 +33,7 @@ from orchestrator.errors import (
     InvalidInputError,
     UnknownSweepError,
 )
-from orchestrator.plan.bisect import AMBIGUOUS, BAD, FOUND, BisectSearch, Commit, first_parent_history
+from orchestrator.plan.bisect import AMBIGUOUS, BAD, FOUND, SKIP, BisectSearch, Commit, first_parent_history
 from orchestrator.plan.expand import check_writable, resolve_sweep, results_root_for
 from orchestrator.plan.refs import repo_root, resolve_ref
 from orchestrator.render import bisect_page
@@ -152,6 +152,9 @@ def _run(args: argparse.Namespace, job: Bisect) -> int:
             preflight = _step(job, job.record["bad"], "preflight", step_args)
             if preflight.failure is not None:
                 return _finish(job, "failed", started, failure=f"preflight of bad: {preflight.failure}")
+            if preflight.mark == SKIP:  # the one commit that cannot be skipped
+                reason = f"the bench of --bad {job.record['bad'][:12]} fails ({preflight.reason})"
+                return _finish(job, "failed", started, failure=f"{reason}; pick a --bad it runs on")
             if preflight.mark != BAD:
                 _finish(job, "no_regression", started)
                 raise InvalidInputError(

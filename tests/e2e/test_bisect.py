@@ -21,7 +21,7 @@ from fakebench.linear_repo import CommitModel, LinearRepo, bisect_sweep, make_li
 from fakebench.waits import wait_for  # noqa: E402
 
 from orchestrator.cli.main import main  # noqa: E402
-from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_INVALID, EXIT_OK  # noqa: E402
+from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -110,6 +110,14 @@ def test_no_step_between_good_and_bad_exits_2(tmp_path, monkeypatch, capsys, hom
     assert "does not FAIL the gate" in err and "PASS" in err and len(err.strip().splitlines()) == 1
     record = the_record(repo)
     assert record["status"] == "no_regression" and [s["role"] for s in record["steps"]] == ["preflight"]
+
+
+def test_a_bad_commit_whose_bench_fails_is_a_run_failure(tmp_path, monkeypatch, capsys, home):
+    repo, path = setup(tmp_path, [CommitModel(), CommitModel(), CommitModel(fail=True)], monkeypatch)
+    assert bisect(path, repo) == EXIT_RUN_FAILED
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "FAILED" in last and "the bench of --bad" in last and "shasweep bisect --resume" in last
+    assert the_record(repo)["status"] == "failed"
 
 
 def test_a_step_too_noisy_to_decide_exits_4_with_the_remaining_range(tmp_path, monkeypatch, capsys, home):
