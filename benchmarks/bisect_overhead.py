@@ -124,12 +124,17 @@ def main(argv: list[str]) -> int:
         wall = time.perf_counter() - started
         runs = pd.read_parquet(root / "results" / "runs", columns=["sweep_id", "wall_s"])
         in_runs = float(runs["wall_s"].sum())
+        in_sweeps = sum(float(json.loads(path.read_text())["wall_s"])  # each step's run_sweep call
+                        for path in (root / "results" / "sweeps").glob("*.json"))
         found = f"first bad commit: {shas[args.step_at]}" in out.getvalue()
         print(f"exit {code}; first bad commit found: {found}; {runs['sweep_id'].nunique()} step sweeps, "
               f"{len(runs)} runs")
         print(f"bisect wall {wall:.2f} s, in bench runs {in_runs:.2f} s, overhead {wall - in_runs:.2f} s "
               f"= {100 * (wall - in_runs) / wall:.1f} % of the wall time "
               f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+        print(f"  inside the step sweeps besides runs (client connect, host record, dispatch): "
+              f"{in_sweeps - in_runs:.2f} s; outside them (cluster start, git, reports, record, page): "
+              f"{wall - in_sweeps:.2f} s")
     return 0 if found else 1
 
 

@@ -28,6 +28,7 @@ from orchestrator.analysis.report_model import make_report
 from orchestrator.cli.run import resume_sweep, start_sweep
 from orchestrator.errors import (
     EXIT_GATE_INCONCLUSIVE,
+    EXIT_INVALID,
     EXIT_OK,
     EXIT_RUN_FAILED,
     InvalidInputError,
@@ -262,7 +263,7 @@ def _finish(job: Bisect, status: str, started: float, failure: str | None = None
               f"benchmarked, good included, {len(skipped)} skipped)")
         return EXIT_OK
     if status == "no_regression":
-        return EXIT_OK  # the caller raises the exit-2 error
+        return EXIT_INVALID  # the caller raises the error that says why, as the last line
     if status == "failed":
         print(f"{head} FAILED: {failure}; continue with: shasweep bisect --resume {job.bisect_id} "
               f"--results {job.root}")
