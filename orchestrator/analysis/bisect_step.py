@@ -1,20 +1,24 @@
 """What one step of ``shasweep bisect`` found: its sweep's report (a candidate commit against the good
 one, one case, one gate) read as a bisect mark.
 
-* the candidate's bench failed (a run ``failed``, ``timeout`` or ``audit_failed``) while the good
-  side's did not: ``skip``;
-* a good-side run failed, or runs are missing or were cancelled with no bench failure: no mark,
-  ``failure`` says why (the step must be resumed or the bisect stops with exit 3);
+* the candidate's bench failed (a run the bench worker recorded ``failed``, ``timeout`` or
+  ``audit_failed``) while the good side's did not: ``skip``;
+* a good-side bench failed, the dispatch failed a run the worker never recorded (a vanished
+  worker, a task error), or runs are missing or were cancelled: no mark, ``failure`` says why
+  (the step must be resumed, or the bisect stops with exit 3);
 * otherwise the gate verdict: FAIL ``bad``, PASS ``good``, INCONCLUSIVE ``undecided``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
-from orchestrator.analysis.report_model import Report
+from orchestrator.analysis.report_model import Report, make_report
 from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, format_interval
+from orchestrator.store.parquet import run_statuses
 
 CANDIDATE, GOOD_SIDE = "cand", "good"  # the side labels of a bisect step's sweep
 BENCH_FAILURES: frozenset[str] = frozenset({"failed", "timeout", "audit_failed"})
@@ -26,40 +30,46 @@ class StepResult:
     """One step as the bisect record stores it (``asdict``)."""
 
     sweep_id: str
-    mark: str | None  # good | bad | skip | undecided; None when ``failure`` is set
-    verdict: str | None  # the gate verdict (None when skipped or failed)
-    ratio: float | None
-    low: float | None
-    high: float | None
-    interval: str  # e.g. "95% CI [0.891, 0.905]"
     runs: str  # ok runs, candidate vs good, e.g. "3 vs 3"
     reason: str
+    mark: str | None = None  # good | bad | skip | undecided; None when ``failure`` is set
+    verdict: str | None = None  # the gate verdict (None when skipped or failed)
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
+    interval: str = "-"  # e.g. "95% CI [0.891, 0.905]"
     failure: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def step_result(report: Report) -> StepResult:
-    """Read ``report`` (a step's sweep) as a bisect step; see the module docstring."""
+def read_step(results_root: Path, sweep_id: str) -> StepResult:
+    """The step whose sweep is ``sweep_id``, from its report and the runs its worker recorded."""
+    return step_result(make_report(results_root, sweep_id), run_statuses(results_root, sweep_id))
+
+
+def step_result(report: Report, recorded: Mapping[str, str | None]) -> StepResult:
+    """Read ``report`` (a step's sweep) as a bisect step; ``recorded``: run_key -> status of the
+    runs the bench worker wrote. See the module docstring."""
     case = report.cases[0]
     runs = f"{report.counts[case, CANDIDATE][0]} vs {report.counts[case, GOOD_SIDE][0]}"
-    broken = report.failures[report.failures["status"].isin(BENCH_FAILURES)]
+    failures = report.failures
+    broken = failures[failures["status"].isin(BENCH_FAILURES) & failures["run_key"].isin(list(recorded))]
     good_broken = broken[broken["side"] == GOOD_SIDE]
     base = {"sweep_id": report.sweep_id, "runs": runs}
     if len(good_broken):
         first = good_broken.iloc[0]
-        return StepResult(**base, mark=None, verdict=None, ratio=None, low=None, high=None, interval="-",
-                          reason="the good commit's run failed",
+        return StepResult(**base, reason="the good commit's run failed",
                           failure=f"a run of the good commit {first['status']}: {first['error']}")
     if len(broken):
         first = broken.iloc[0]
-        return StepResult(**base, mark="skip", verdict=None, ratio=None, low=None, high=None, interval="-",
-                          reason=f"bench {first['status']}: {first['error']}")
-    if report.missing or len(report.failures):
-        return StepResult(**base, mark=None, verdict=None, ratio=None, low=None, high=None, interval="-",
-                          reason="runs not done", failure=f"{report.missing + len(report.failures)} runs "
-                                                          "of the step were not completed")
+        return StepResult(**base, mark="skip", reason=f"bench {first['status']}: {first['error']}")
+    if report.missing or len(failures):
+        first = f": {failures.iloc[0]['status']}: {failures.iloc[0]['error']}" if len(failures) else ""
+        undone = report.missing + len(failures)
+        return StepResult(**base, reason="runs not done",
+                          failure=f"{undone} runs of the step were not completed{first}")
     gate = report.gates[0]
     comparison = gate.comparison
     has = comparison.has_interval

@@ -23,8 +23,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from orchestrator.analysis.bisect_step import StepResult, step_result
-from orchestrator.analysis.report_model import make_report
+from orchestrator.analysis.bisect_step import StepResult, read_step
 from orchestrator.cli.run import resume_sweep, start_sweep
 from orchestrator.errors import (
     EXIT_GATE_INCONCLUSIVE,
@@ -170,6 +169,8 @@ def _run(args: argparse.Namespace, job: Bisect) -> int:
                 search = search.mark(sha, result.mark)
     except InvalidInputError:
         raise
+    except KeyboardInterrupt:  # between steps (during a run the dispatcher turns it into a cancelled run)
+        return _finish(job, "failed", started, failure="interrupted by the user (Ctrl-C)")
     except BaseException as exc:
         job.record.update(status="aborted", stopped_reason=f"{type(exc).__name__}: {exc}")
         job.save()
@@ -199,16 +200,16 @@ def _step(job: Bisect, sha: str, role: str, step_args: argparse.Namespace) -> St
         return StepResult(**{k: recorded.get(k) for k in StepResult.__dataclass_fields__})
     name = f"{job.bisect_id}.{sha[:12]}"
     sweep_id = _existing_sweep(job.root, name)
-    result = step_result(make_report(job.root, sweep_id)) if sweep_id else None
+    result = read_step(job.root, sweep_id) if sweep_id else None
     if sweep_id and result.failure is not None:  # interrupted before it ended: run what is missing
         resume_sweep(step_args, job.root, sweep_id)
-        result = step_result(make_report(job.root, sweep_id))
+        result = read_step(job.root, sweep_id)
     if result is None:
         spec = replace(job.spec, name=name,
                        sides={GOOD_SIDE: SideSpec(ref=job.record["good"]), CANDIDATE_SIDE: SideSpec(ref=sha)})
         sweep_id = start_sweep(step_args, resolve_sweep(spec, Path(job.record["repo"])))
         # The seam for adaptive rounds: a step still INCONCLUSIVE here is undecided.
-        result = step_result(make_report(job.root, sweep_id))
+        result = read_step(job.root, sweep_id)
     subject = job.commits[job.index_of(sha)].subject
     entry = {"role": role, "index": job.index_of(sha), "sha": sha, "subject": subject, **result.to_dict()}
     job.record["steps"] = [s for s in job.record["steps"] if s["sha"] != sha] + [entry]
