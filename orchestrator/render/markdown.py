@@ -47,9 +47,10 @@ def _comparison_columns(comparison: stats.Comparison | None) -> dict[str, float 
 
 def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | str | None]:
     if found is None:
-        return {"history_sweeps": 0, "history_median": math.nan, "drift": math.nan, "drifted": False}
+        return {"history_sweeps": 0, "history_median": math.nan, "drift": math.nan, "drifted": False,
+                "new_segment_since": None}
     return {"history_sweeps": found.sweeps, "history_median": found.reference, "drift": found.change,
-            "drifted": found.flagged}
+            "drifted": found.flagged, "new_segment_since": found.new_segment_since}
 
 
 def to_markdown(report: Report) -> str:

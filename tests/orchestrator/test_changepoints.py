@@ -13,6 +13,7 @@ from test_drift import write_runs
 from orchestrator.analysis.changepoints import change_points, sweep_shifts
 from orchestrator.analysis.report_model import make_report
 from orchestrator.render.history import HistoryQuery, history_page, to_markdown
+from orchestrator.render.markdown import to_frame
 from orchestrator.render.markdown import to_markdown as report_markdown
 
 NOISE = 0.01  # log sigma of a per-sweep median
@@ -90,3 +91,6 @@ def test_the_drift_section_says_when_the_median_sits_in_a_new_segment(tmp_path):
     assert "base throughput: the median sits in a new segment of its history, begun by sweep " \
            "ab-20260105T000000" in md
     assert "new since ab-20260105T000000" in md
+    csv = to_frame(report).set_index(["side", "metric"])
+    assert csv.loc[("base", "throughput"), "new_segment_since"] == "ab-20260105T000000"
+    assert csv.loc[("cand", "throughput"), "new_segment_since"] is None
