@@ -93,4 +93,4 @@ def test_the_drift_section_says_when_the_median_sits_in_a_new_segment(tmp_path):
     assert "new since ab-20260105T000000" in md
     csv = to_frame(report).set_index(["side", "metric"])
     assert csv.loc[("base", "throughput"), "new_segment_since"] == "ab-20260105T000000"
-    assert csv.loc[("cand", "throughput"), "new_segment_since"] is None
+    assert pd.isna(csv.loc[("cand", "throughput"), "new_segment_since"])
