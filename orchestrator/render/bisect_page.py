@@ -62,8 +62,9 @@ def to_markdown(record: dict[str, Any]) -> str:
 def ratio_plot(record: dict[str, Any]) -> figure:
     """The ratio (and interval) of every tested commit over its place after good (good = 0)."""
     steps = [s for s in record.get("steps") or [] if s.get("index") is not None]
+    commits = len(record.get("commits") or [])
     fig = figure(title="candidate / good ratio by place in the first-parent history", width=760, height=340,
-                 tools="pan,box_zoom,wheel_zoom,reset,save")
+                 tools="pan,box_zoom,wheel_zoom,reset,save", x_range=(-0.5, commits + 0.5))
     fig.xaxis.axis_label, fig.yaxis.axis_label = "commits after good (first-parent order)", "ratio to good"
     data = {"index": [s["index"] + 1 for s in steps], "ratio": [s.get("ratio") for s in steps],
             "low": [s.get("low") for s in steps], "high": [s.get("high") for s in steps],
