@@ -17,7 +17,14 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
-from fakebench.linear_repo import CommitModel, LinearRepo, bisect_sweep, make_linear_repo, step_models  # noqa: E402
+from fakebench.linear_repo import (  # noqa: E402
+    COMMAND,
+    CommitModel,
+    LinearRepo,
+    bisect_sweep,
+    make_linear_repo,
+    step_models,
+)
 from fakebench.waits import wait_for  # noqa: E402
 
 from orchestrator.cli.main import main  # noqa: E402
@@ -145,7 +152,8 @@ def test_bad_input_exits_2_naming_the_key(tmp_path, monkeypatch, capsys, home):
 
 
 def test_a_killed_bisect_resumes_without_measuring_a_sha_twice(tmp_path, monkeypatch, capsys, home):
-    repo, path = setup(tmp_path, step_models(16, 5), monkeypatch)
+    # runs of >= 0.5 s, so the kill lands while the third step's sweep still has runs to do
+    repo, path = setup(tmp_path, step_models(16, 5), monkeypatch, command=[*COMMAND, "--sleep-ms", "250"])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     argv = [sys.executable, "-m", "orchestrator.cli", "bisect", str(path), "--good", repo.shas[0],
             "--bad", "HEAD", "--no-progress"]
