@@ -14,7 +14,9 @@ package versions the bench and the host reported (``analysis.software``) are com
 the matched earlier runs, and a drift names every package that changed (``mujoco-uni-runtime
 0.3.1 -> 0.4.0``), so a software change is not taken for the machine drifting. A side drifted when
 ``|current median / reference - 1| > threshold``. Drift is reported, never a verdict: it does not
-change the exit code.
+change the exit code. The earlier sweeps' medians and the current one, oldest first, are also
+split at their change points (``changepoints``): when the current median sits in a segment that
+began after the first, ``new_segment_since`` names the sweep that began it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from orchestrator.analysis.changepoints import segments
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.software import SOFTWARE_COLUMNS, describe_changes, version_changes, versions_of
 from orchestrator.store.damaged import parquet_files, read_files
@@ -57,6 +60,7 @@ class Drift:
     latest: float  # its median
     threshold: float
     software: tuple[str, ...] = ()  # packages whose versions differ from the matched earlier runs'
+    new_segment_since: str | None = None  # the sweep that began the current median's (later) segment
 
     @property
     def change(self) -> float:
@@ -143,5 +147,9 @@ def _metric_drift(mine: pd.DataFrame, past: pd.DataFrame, metric: str, first_run
     if per_sweep.empty or pd.isna(now):
         return None
     latest = first_run[per_sweep.index].idxmax()
+    ordered = per_sweep.reindex(first_run[per_sweep.index].sort_values().index)
+    last = segments([*ordered.to_numpy(), float(now)])[-1]  # >= 2 values: it starts at an earlier sweep
+    since = str(ordered.index[last.start]) if last.start > 0 else None
     return {"current": float(now), "reference": float(per_sweep.median()), "sweeps": len(per_sweep),
-            "latest_sweep": str(latest), "latest": float(per_sweep[latest]), "threshold": threshold}
+            "latest_sweep": str(latest), "latest": float(per_sweep[latest]), "threshold": threshold,
+            "new_segment_since": since}

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 
-from orchestrator.cli import gc, results, run, servers, status, sweeps, waive
+from orchestrator.cli import bisect, gc, results, run, servers, status, sweeps, waive
 from orchestrator.errors import EXIT_RUN_FAILED, ShasweepError
 
 EPILOG = """exit codes:
@@ -52,6 +52,8 @@ COMMANDS: dict[str, Command] = {
     "run": Command("run a sweep and report it", run.add_run_arguments, run.cmd_run, judges_gates=True),
     "plan": Command("validate a sweep and print its plan, running nothing", run.add_sweep_arguments,
                     run.cmd_plan),
+    "bisect": Command("find the first commit between --good and --bad whose gate FAILs",
+                      bisect.add_bisect_arguments, bisect.cmd_bisect),
     "report": Command("print and write the report of a stored sweep", results.add_report_arguments,
                       results.cmd_report, judges_gates=True),
     "list": Command("the recorded sweeps, newest first: status, runs, verdict counts",

@@ -88,6 +88,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InvalidInputError("--results goes with --resume; a new sweep writes to its results key "
                                 "(override it with results=DIR)")
     resolved = _resolve(args)
+    return _report_run(resolved.results_root, start_sweep(args, resolved))
+
+
+def start_sweep(args: argparse.Namespace, resolved: ResolvedSweep) -> str:
+    """Record and dispatch a new sweep (``args``: ``scheduler``, ``no_progress``); its sweep id.
+
+    ``run`` and each step of ``bisect`` go through here; the report is the caller's.
+    """
     root = resolved.results_root
     check_writable(root)
     created = datetime.now(UTC)
@@ -102,15 +110,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         sweep_record.discard(root, sweep_id)
         raise
-    return _report_run(root, sweep_id)
+    return sweep_id
 
 
 def _resume(args: argparse.Namespace) -> int:
     """``run --resume``: dispatch again the recorded sweep's runs that are not ok, then report it whole."""
-    from orchestrator.plan import resume
-
     root = results_root_for(args.results or "results", Path.cwd())
     sweep_id = sweep_record.resolve_sweep_id(root, args.resume)
+    resume_sweep(args, root, sweep_id)
+    return _report_run(root, sweep_id)
+
+
+def resume_sweep(args: argparse.Namespace, root: Path, sweep_id: str) -> None:
+    """Dispatch again the runs of recorded sweep ``sweep_id`` that are not ok (the report is the caller's)."""
+    from orchestrator.plan import resume
+
     plan = resume.plan_resume(root, sweep_id)  # checks everything, writes nothing
     with sweep_record.sweep_lock(root, sweep_id):
         plan = plan.refreshed()  # what is ok now that no other client runs the sweep
@@ -120,8 +134,8 @@ def _resume(args: argparse.Namespace) -> int:
         if todo or plan.adaptive:
             record = record_updates.resumed(plan.record, root, datetime.now(UTC))
             _dispatch(args, plan.resolved, record, todo,
-                      lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)), plan.ok_keys)
-    return _report_run(root, sweep_id)
+                      lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)),
+                      plan.ok_keys)
 
 
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, runs: list[PlannedRun],

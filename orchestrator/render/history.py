@@ -5,17 +5,22 @@ checks that need no record (loaded SHA, measured steps, envruntime backend and m
 oldest first, optionally only one side or the SHAs starting with a prefix. Runs measured with
 different params or bench commands are not comparable: each distinct (params, command) gets a label
 (``P1``, ``P2``... in order of first use), its own median and its own series in the plot.
+The change points of each side's per-sweep median (``analysis.changepoints``) are listed, marked in
+the table's ``shift`` column on the first run of the sweep that starts a new level, and drawn on the
+plot.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from orchestrator.analysis import stats
+from orchestrator.analysis.changepoints import Shift, sweep_shifts
 from orchestrator.analysis.run_audit import apply_audit
 from orchestrator.errors import InvalidInputError
 from orchestrator.render.markdown import markdown_table
@@ -95,14 +100,29 @@ def settings_lines(history: pd.DataFrame) -> list[str]:
     return lines
 
 
-def history_table(history: pd.DataFrame, metric: str) -> Table:
+def history_table(history: pd.DataFrame, metric: str, shifts: Sequence[Shift] = ()) -> Table:
     """One row per run: when, which sweep, side, SHA and variant, params/command label, status, the
-    metric, any error."""
-    rows = [[_time(r.get("started_at")), r["sweep_id"], r["side"], str(r["sha"])[:12], str(r["variant"]),
-             r["settings"], r["status"], format_number(_float(r[metric])), one_line(r["error"])]
-            for r in history.to_dict("records")]
+    metric, any error; the first run of a sweep that starts a new level of its side says so in
+    ``shift``."""
+    starts = {(s.side, s.sweep_id): f"{100 * s.change:+.1f}% new level" for s in shifts}
+    rows, marked = [], set()
+    for r in history.to_dict("records"):
+        key = (r["side"], r["sweep_id"])
+        shift = starts.get(key, "") if key not in marked else ""
+        marked.add(key)
+        rows.append([_time(r.get("started_at")), r["sweep_id"], r["side"], str(r["sha"])[:12],
+                     str(r["variant"]), r["settings"], r["status"], format_number(_float(r[metric])), shift,
+                     one_line(r["error"])])
     return Table(["started (UTC)", "sweep", "side", "sha", "variant", "params/command", "status", metric,
-                  "error"], rows)
+                  "shift", "error"], rows)
+
+
+def shift_lines(shifts: Sequence[Shift], metric: str) -> list[str]:
+    """One line per change point, or one saying there is none."""
+    if not shifts:
+        return [f"change points: none (no side's per-sweep median of {metric} shifted to a new level)"]
+    return [f"change point: side {s.side} at sweep {s.sweep_id} ({_time(s.started_at)}): median {metric} "
+            f"{format_number(s.before)} -> {format_number(s.after)} ({100 * s.change:+.1f}%)" for s in shifts]
 
 
 def summary_line(history: pd.DataFrame, query: HistoryQuery) -> str:
@@ -120,8 +140,10 @@ def title(query: HistoryQuery) -> str:
 
 def to_markdown(history: pd.DataFrame, query: HistoryQuery) -> str:
     legend = "\n".join(f"- {line}" for line in settings_lines(history))
-    return (f"# {title(query)}\n\n{summary_line(history, query)}\n\n{legend}\n\n"
-            + markdown_table(history_table(history, query.metric)) + "\n")
+    shifts = sweep_shifts(history, query.metric)
+    return (f"# {title(query)}\n\n{summary_line(history, query)}\n\n{legend}\n"
+            + "".join(f"- {line}\n" for line in shift_lines(shifts, query.metric)) + "\n"
+            + markdown_table(history_table(history, query.metric, shifts)) + "\n")
 
 
 def html_file_name(query: HistoryQuery) -> str:
@@ -130,11 +152,14 @@ def html_file_name(query: HistoryQuery) -> str:
 
 
 def history_page(history: pd.DataFrame, query: HistoryQuery) -> Page:
+    shifts = sweep_shifts(history, query.metric)
     page = Page(title(query))
     page.paragraph(summary_line(history, query))
     page.items(settings_lines(history))
-    page.figures([history_plot(history, query.metric, f"{query.describe()}: {query.metric} per run")])
-    page.table(history_table(history, query.metric))
+    page.items(shift_lines(shifts, query.metric))
+    page.figures([history_plot(history, query.metric, f"{query.describe()}: {query.metric} per run "
+                               "(dashed: change points)", [s.started_at for s in shifts])])
+    page.table(history_table(history, query.metric, shifts))
     return page
 
 

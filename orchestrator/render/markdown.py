@@ -50,9 +50,10 @@ def _comparison_columns(comparison: stats.Comparison | None) -> dict[str, float 
 def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | str | None]:
     if found is None:
         return {"history_sweeps": 0, "history_median": math.nan, "drift": math.nan, "drifted": False,
-                "drift_software": None}
+                "drift_software": None, "new_segment_since": None}
     return {"history_sweeps": found.sweeps, "history_median": found.reference, "drift": found.change,
-            "drifted": found.flagged, "drift_software": "; ".join(found.software) or None}
+            "drifted": found.flagged, "drift_software": "; ".join(found.software) or None,
+            "new_segment_since": found.new_segment_since}
 
 
 def to_markdown(report: Report) -> str:
@@ -109,7 +110,10 @@ def _drift_md(report: Report) -> str:
             f"variant, params, env and host; DRIFT when it moved more than {100 * threshold:g}%. "
             f"'software vs history' names the packages the bench or host reported at other versions "
             f"in those sweeps: a drift with a software change need not be the machine.")
-    return "## Drift\n\n" + note + "\n\n" + markdown_table(drift_table(report))
+    moved = [f"- {d.case} {d.side} {d.metric}: the median sits in a new segment of its history, begun by "
+             f"sweep {d.new_segment_since}" for d in report.drift if d.new_segment_since]
+    return ("## Drift\n\n" + note + "\n\n" + "".join(line + "\n" for line in moved) + ("\n" if moved else "")
+            + markdown_table(drift_table(report)))
 
 
 def _disturbed_md(report: Report) -> str:

@@ -6,8 +6,10 @@ figure; none of them reads files.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
-from bokeh.models import BoxAnnotation, ColumnDataSource, HoverTool
+from bokeh.models import BoxAnnotation, ColumnDataSource, HoverTool, Span
 from bokeh.palettes import Category10, Category20
 from bokeh.plotting import figure
 from bokeh.transform import jitter
@@ -159,10 +161,15 @@ def timeline_plot(steps: pd.DataFrame, runs: pd.DataFrame, sides: list[str], pha
     return fig
 
 
-def history_plot(history: pd.DataFrame, metric: str, title: str) -> figure:
+def history_plot(history: pd.DataFrame, metric: str, title: str,
+                 marks: Sequence[pd.Timestamp] = ()) -> figure:
     """``metric`` of every run over its start time; ok runs as dots, one series per params/command
-    label (``settings``), joined in time order; others as crosses."""
+    label (``settings``), joined in time order; others as crosses; ``marks`` (change points) as
+    vertical lines."""
     fig = _figure(title, x_axis_type="datetime", y_label=metric, x_label="run started (UTC)")
+    for mark in marks:
+        fig.add_layout(Span(location=mark.to_pydatetime(), dimension="height", line_color="#9467bd",
+                            line_dash="dashed", line_width=2))
     series = list(dict.fromkeys(history["settings"]))
     colors = side_colors(series)
     fields = ["started_at", "sweep_id", "side", "sha", "status", "settings", metric]

@@ -127,10 +127,11 @@ def drift_table(report: Report) -> Table:
     shown = {"throughput"} | {g.metric for g in report.gates}
     rows = [[d.case, d.side, d.metric, format_number(d.current), format_number(d.reference),
              f"{d.latest_sweep}: {format_number(d.latest)}", str(d.sweeps), _change(d.change),
-             "DRIFT" if d.flagged else "ok", "; ".join(d.software) or "same"]
+             "DRIFT" if d.flagged else "ok", "; ".join(d.software) or "same",
+             f"new since {d.new_segment_since}" if d.new_segment_since else "-"]
             for d in report.drift if d.flagged or d.metric in shown]
     return Table(["case", "side", "metric", "this sweep", "history", "latest earlier sweep", "sweeps",
-                  "change", "drift", "software vs history"], rows)
+                  "change", "drift", "software vs history", "segment"], rows)
 
 
 def failures_table(report: Report) -> Table:

@@ -51,7 +51,7 @@ _METRIC = re.compile(r"(throughput|[A-Za-z0-9_.]+_ms)\Z")
 
 def load_spec(path: str | Path, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
     """Load the sweep YAML at ``path``, apply ``dotlist`` overrides, and validate the result."""
-    return spec_from_config(_read_yaml(Path(path)), dotlist)
+    return spec_from_config(read_yaml(Path(path)), dotlist)
 
 
 def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
@@ -311,7 +311,7 @@ def _check_positive(value: float, key: str) -> None:
         raise SpecError(f"must be > 0, got {value}", key)
 
 
-def _read_yaml(path: Path) -> DictConfig:
+def read_yaml(path: Path) -> DictConfig:
     try:
         loaded = OmegaConf.load(path)
     except FileNotFoundError:

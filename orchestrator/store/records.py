@@ -48,16 +48,21 @@ def base_sweep_id(name: str, now: datetime) -> str:
 
 def reserve_sweep_id(results_root: Path, name: str, now: datetime) -> str:
     """Claim a fresh sweep id by creating its (empty) record exclusively; return the id."""
-    sweeps_dir(results_root).mkdir(parents=True, exist_ok=True)
+    return reserve_id(sweeps_dir(results_root), name, now)
+
+
+def reserve_id(directory: Path, name: str, now: datetime) -> str:
+    """Claim ``<name>-<UTC time>[-n]`` by creating ``directory/<id>.json`` (empty) exclusively."""
+    directory.mkdir(parents=True, exist_ok=True)
     base = base_sweep_id(name, now)
     for n in range(1, 10_000):
-        sweep_id = base if n == 1 else f"{base}-{n}"
+        record_id = base if n == 1 else f"{base}-{n}"
         try:
-            with open(record_path(results_root, sweep_id), "x", encoding="utf-8"):
-                return sweep_id
+            with open(directory / f"{record_id}.json", "x", encoding="utf-8"):
+                return record_id
         except FileExistsError:
             continue
-    raise InvalidInputError(f"no free sweep id for {base!r} under {sweeps_dir(results_root)}")
+    raise InvalidInputError(f"no free id for {base!r} under {directory}")
 
 
 def lock_path(results_root: Path, sweep_id: str) -> Path:
@@ -126,6 +131,12 @@ def append_entry(results_root: Path, sweep_id: str, key: str, entry: dict[str, A
     return record
 
 
+def write_json(path: Path, record: dict[str, Any]) -> Path:
+    """Write ``record`` as JSON to ``path`` atomically (temporary file, fsync, rename)."""
+    text = json.dumps(record, indent=2, default=str) + "\n"  # key order kept: sides in declaration order
+    return write_text_atomic(path, text)
+
+
 def _read_if_any(path: Path) -> dict[str, Any]:
     """The record at ``path``; empty when there is none yet (reserved) or it cannot be parsed."""
     try:
@@ -136,9 +147,7 @@ def _read_if_any(path: Path) -> dict[str, Any]:
 
 
 def _replace_record(results_root: Path, sweep_id: str, record: dict[str, Any]) -> Path:
-    """Write the record atomically (temporary file, fsync, rename)."""
-    text = json.dumps(record, indent=2, default=str) + "\n"  # key order kept: sides in declaration order
-    return write_text_atomic(record_path(results_root, sweep_id), text)
+    return write_json(record_path(results_root, sweep_id), record)
 
 
 def read_record(results_root: Path, sweep_id: str) -> dict[str, Any]:

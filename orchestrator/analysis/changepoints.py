@@ -1,0 +1,100 @@
+"""Change points: where did a series of per-sweep medians shift to a new level?
+
+PELT (``ruptures.Pelt``) with the L1 cost (absolute deviations from each segment's median) and
+segments of at least ``MIN_SEGMENT`` sweeps. With the L1 cost a single odd sweep cannot pay for a
+segment of its own: in a short segment with its neighbours it costs as much as where it is (its
+distance to a median), so an outlier sweep is not a change point, while a shift that lasts
+costs every later sweep and is found. The penalty per change point is
+``PENALTY_SIGMAS * sigma * log(n)`` (a BIC-like penalty in the cost's units), with sigma a robust
+noise scale of the series: the median absolute difference of consecutive values / (0.6745 *
+sqrt 2), which shifts and outliers barely move.
+docs/design.md ("Change points") says why this and not a t-test segmentation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import ruptures
+
+MIN_SEGMENT = 3  # sweeps; a change point needs this many sweeps on each side
+PENALTY_SIGMAS = 2.0
+MAX_SWEEPS = 200  # per side, the latest; PELT with the L1 cost takes ~1 s for 200 values, ~6 s for 500
+_MAD_TO_SIGMA = 1.0 / (0.6745 * math.sqrt(2.0))  # of consecutive differences of Gaussian noise
+
+
+@dataclass(frozen=True)
+class Segment:
+    """``values[start:end]`` share one level (their median)."""
+
+    start: int
+    end: int
+    level: float
+
+
+def noise_scale(values: np.ndarray) -> float:
+    """A robust scale of the noise around the levels of ``values`` (0 when it cannot be told)."""
+    if len(values) < 3:
+        return 0.0
+    return float(np.median(np.abs(np.diff(values)))) * _MAD_TO_SIGMA
+
+
+def segments(values: Sequence[float]) -> list[Segment]:
+    """The levels of ``values`` (oldest first, finite) split at their change points."""
+    series = np.asarray(values, dtype=float)
+    n = len(series)
+    if n < 2 * MIN_SEGMENT:
+        return [Segment(0, n, float(np.median(series)))] if n else []
+    sigma = noise_scale(series)
+    if sigma == 0.0:  # constant differences (e.g. identical values): use a scale of the values
+        sigma = max(float(np.std(series)), 1e-12 * max(1.0, float(np.max(np.abs(series)))))
+    penalty = PENALTY_SIGMAS * sigma * math.log(n)
+    ends = ruptures.Pelt(model="l1", min_size=MIN_SEGMENT, jump=1).fit(series.reshape(-1, 1)).predict(
+        pen=penalty)
+    starts = [0, *ends[:-1]]
+    return [Segment(s, e, float(np.median(series[s:e]))) for s, e in zip(starts, ends, strict=True)]
+
+
+def change_points(values: Sequence[float]) -> list[int]:
+    """The indices where a new segment starts (never 0)."""
+    return [segment.start for segment in segments(values)[1:]]
+
+
+@dataclass(frozen=True)
+class Shift:
+    """A change point of one side's metric: sweep ``sweep_id`` starts a new level."""
+
+    side: str
+    sweep_id: str
+    started_at: object  # the first run of that sweep (a pandas Timestamp)
+    before: float  # the level of the segment before
+    after: float  # the level of the segment it starts
+
+    @property
+    def change(self) -> float:
+        return self.after / self.before - 1.0 if self.before else math.nan
+
+
+def sweep_shifts(runs: pd.DataFrame, metric: str) -> list[Shift]:
+    """The change points of ``metric`` of every side over its sweeps, oldest first.
+
+    ``runs`` needs ``side``, ``sweep_id``, ``status``, ``started_at`` and ``metric``; a side's
+    series is the median of its ok runs per sweep, sweeps ordered by their first run (the latest
+    ``MAX_SWEEPS`` of them).
+    """
+    ok = runs[(runs["status"] == "ok") & runs["started_at"].notna()]
+    shifts = []
+    for side, mine in ok.groupby("side", sort=False):
+        per_sweep = mine.groupby("sweep_id").agg(started_at=("started_at", "min"),
+                                                 value=(metric, "median")).dropna().sort_values("started_at")
+        per_sweep = per_sweep.tail(MAX_SWEEPS)
+        found = segments(per_sweep["value"].to_numpy())
+        for before, after in zip(found, found[1:], strict=False):
+            row = per_sweep.iloc[after.start]
+            shifts.append(Shift(str(side), str(per_sweep.index[after.start]), row["started_at"],
+                                before.level, after.level))
+    return sorted(shifts, key=lambda s: s.started_at)

@@ -1,0 +1,96 @@
+"""Change points of per-sweep medians: seeded simulations (two steps and an outlier sweep are found as
+exactly the two steps; flat histories rarely raise one), and where they show: history and drift."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_drift import write_runs
+
+from orchestrator.analysis.changepoints import change_points, sweep_shifts
+from orchestrator.analysis.report_model import make_report
+from orchestrator.render.history import HistoryQuery, history_page, to_markdown
+from orchestrator.render.markdown import to_frame
+from orchestrator.render.markdown import to_markdown as report_markdown
+
+NOISE = 0.01  # log sigma of a per-sweep median
+
+
+def two_steps_and_an_outlier(seed: int, step: float = 0.10) -> tuple[np.ndarray, int, int, int]:
+    """A history of 14..40 sweep medians: +step at ``a``, -step at ``b``, one sweep 30 % off at ``o``."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(14, 41))
+    while True:
+        a, b = sorted(int(x) for x in rng.choice(np.arange(3, n - 2), 2, replace=False))
+        o = int(rng.integers(n))
+        if b - a >= 3 and min(abs(o - a), abs(o - b), abs(o - a + 1), abs(o - b + 1)) >= 2:
+            break
+    level = np.full(n, 50_000.0)
+    level[a:] *= 1 + step
+    level[b:] *= 1 - step
+    values = level * np.exp(rng.normal(0.0, NOISE, n))
+    values[o] *= 1.3 if rng.random() < 0.5 else 0.7
+    return values, a, b, o
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_two_steps_are_found_and_the_outlier_sweep_is_not(seed):
+    values, a, b, o = two_steps_and_an_outlier(seed)
+    assert change_points(values) == [a, b], f"outlier at {o}"
+
+
+def test_flat_histories_rarely_raise_a_change_point():
+    false_alarms = 0
+    for seed in range(200):
+        rng = np.random.default_rng(10_000 + seed)
+        values = 50_000 * np.exp(rng.normal(0.0, NOISE, int(rng.integers(8, 40))))
+        values[rng.integers(len(values))] *= 1.3  # an outlier sweep is not a shift either
+        false_alarms += bool(change_points(values))
+    assert false_alarms / 200 <= 0.05  # about 1.6 % over 500 seeds of 8..60 sweeps
+
+
+def test_short_or_constant_series_have_no_change_point():
+    assert change_points([]) == change_points([1.0, 2.0, 3.0]) == change_points([5.0] * 10) == []
+
+
+def history_frame(values: np.ndarray, runs_per_sweep: int = 3) -> pd.DataFrame:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [{"started_at": pd.Timestamp(t0 + timedelta(hours=i, minutes=r)), "sweep_id": f"s-{i:02d}",
+             "side": "main", "sha": f"{i:040x}", "variant": "manager", "status": "ok", "error": None,
+             "throughput": value * (1 + 0.001 * (r - 1))}
+            for i, value in enumerate(values) for r in range(runs_per_sweep)]
+    return pd.DataFrame(rows)
+
+
+def test_history_marks_the_sweeps_that_start_a_new_level(seed=3):
+    values, a, b, o = two_steps_and_an_outlier(seed)
+    history = history_frame(values)
+    shifts = sweep_shifts(history, "throughput")
+    assert [s.sweep_id for s in shifts] == [f"s-{a:02d}", f"s-{b:02d}"]
+    assert shifts[0].change == pytest.approx(0.10, abs=0.02)
+    assert shifts[1].change == pytest.approx(-0.10, abs=0.02)
+    md = to_markdown(history, HistoryQuery(case="sac/fake/none"))
+    assert md.count("new level") == 2 and f"change point: side main at sweep s-{a:02d}" in md
+    assert f"s-{o:02d}" not in "".join(line for line in md.splitlines() if "change point" in line)
+    html = history_page(history, HistoryQuery(case="sac/fake/none")).render()
+    assert "dashed: change points" in html and "new level" in html
+
+
+def test_the_drift_section_says_when_the_median_sits_in_a_new_segment(tmp_path):
+    for day, base in enumerate([100.0, 101.0, 99.0, 100.0, 90.0, 91.0]):
+        write_runs(tmp_path, f"ab-202601{day + 1:02d}T000000", day, [base, base + 0.5, base - 0.5],
+                   [200.0, 200.5, 199.5])
+    write_runs(tmp_path, "ab-20260110T000000", 9, [90.5, 91.0, 90.0], [200.0, 201.0, 199.0])
+    report = make_report(tmp_path, "ab-20260110T000000")
+    moved = {d.side: d.new_segment_since for d in report.drift if d.metric == "throughput"}
+    assert moved == {"base": "ab-20260105T000000", "cand": None}
+    md = report_markdown(report)
+    assert "base throughput: the median sits in a new segment of its history, begun by sweep " \
+           "ab-20260105T000000" in md
+    assert "new since ab-20260105T000000" in md
+    csv = to_frame(report).set_index(["side", "metric"])
+    assert csv.loc[("base", "throughput"), "new_segment_since"] == "ab-20260105T000000"
+    assert pd.isna(csv.loc[("cand", "throughput"), "new_segment_since"])
