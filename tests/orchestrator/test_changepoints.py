@@ -60,6 +60,7 @@ def history_frame(values: np.ndarray, runs_per_sweep: int = 3) -> pd.DataFrame:
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     rows = [{"started_at": pd.Timestamp(t0 + timedelta(hours=i, minutes=r)), "sweep_id": f"s-{i:02d}",
              "side": "main", "sha": f"{i:040x}", "variant": "manager", "status": "ok", "error": None,
+             "settings": "P1", "params": "{}", "command": "[]",
              "throughput": value * (1 + 0.001 * (r - 1))}
             for i, value in enumerate(values) for r in range(runs_per_sweep)]
     return pd.DataFrame(rows)
