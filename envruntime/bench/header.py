@@ -81,8 +81,9 @@ def thread_settings(env: VecEnv) -> dict[str, Any]:
     return settings
 
 
-def build_audit(env: VecEnv) -> dict[str, Any]:
-    """The header's ``audit`` record for a run on ``env``."""
+def build_audit(env: VecEnv, collector: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The header's ``audit`` record for a run on ``env``; ``collector`` is the policy's audit
+    (``actions``, ``device``, ``device_name``, ...)."""
     package_file = Path(envruntime.__file__)
     return {
         "module_file": str(package_file),
@@ -92,4 +93,5 @@ def build_audit(env: VecEnv) -> dict[str, Any]:
         "managers": list(env.manager_names),
         "versions": package_versions(),
         "threads": thread_settings(env),
+        "collector": collector or {},
     }
