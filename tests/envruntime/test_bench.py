@@ -73,6 +73,7 @@ def test_manager_run_streams_every_record_type(tmp_path: Path) -> None:
     assert {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
             "numba", "affinity"} <= threads.keys()
     assert threads["affinity"] == sorted(os.sched_getaffinity(0))
+    assert threads["numba_layer"] in ("omp", "workqueue") and threads["OMP_WAIT_POLICY"] is not None
     assert audit["collector"] == {"actions": "actor", "device": "cpu", "device_name": "cpu",
                                   "actor_class": "SacActor"}
 
