@@ -57,3 +57,16 @@ def test_importing_the_kernels_makes_omp_workers_wait_passively() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
                           env={**env, "PYTHONPATH": str(REPO), "OMP_WAIT_POLICY": "ACTIVE"}, check=True)
     assert proc.stdout.split()[0] == "ACTIVE"  # a user's own setting is kept
+
+
+def test_parallel_kernels_load_from_numba_s_cache() -> None:
+    """``cache=True`` still works with ``parallel=True``: a second interpreter loads the kernel
+    from the on-disk cache instead of compiling it."""
+    code = ("import numpy as np; from envruntime.kernels.reward import weighted_sum; "
+            "weighted_sum(np.ones((64, 3)), np.ones(3), np.zeros(64)); "
+            "print(len(weighted_sum.stats.cache_hits), weighted_sum.targetoptions.get('parallel'))")
+    env = {k: v for k, v in os.environ.items() if k != SERIAL_ENV}
+    runs = [subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO,
+                           capture_output=True, text=True, timeout=300, check=True).stdout.split()
+            for _ in range(2)]
+    assert runs[1] == ["1", "True"]
