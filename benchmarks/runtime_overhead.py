@@ -2,6 +2,7 @@
 
     python benchmarks/runtime_overhead.py [--num-envs 4096] [--warmup 5] [--steps 30]
         [--task go2_joystick_flat] [--sim mujoco] [--threads 0] [--torch-threads 0] [--rss-num-envs 8192]
+        [--actions actor|pregenerated]
 
 Measures in one run and prints:
 
@@ -9,7 +10,8 @@ Measures in one run and prints:
   decimation, same threads), replaying the controls a direct env sent under random actions
   from the state it was in, in env-steps/s;
 * the direct and manager collector throughput (``python -m envruntime.bench`` subprocesses,
-  SAC actor, read from their ``summary`` records);
+  SAC actor, or with ``--actions pregenerated`` the seeds' bank of random actions and no actor,
+  read from their ``summary`` records);
 * the ratios against the targets: direct >= 0.85 x physics, manager/direct >= 0.95 (as measured,
   and at equal physics cost: see ``equal_physics_ratio``), manager
   ``update_state_ms`` <= 15 % of ``physics_ms`` (computed from median step times, which resist
@@ -56,6 +58,8 @@ class OverheadConfig:
     torch_threads: int  # 0: the bench's default (DEFAULT_TORCH_THREADS)
     algo: str = "sac"  # the collectors' actor
     seed: int = 0
+    actions: str = "actor"  # the bench's --actions: actor | pregenerated
+    device: str = "cpu"  # the bench's --device for the actor
 
 
 def task_decimation(task: str, sim: str, threads: int) -> int:
@@ -129,7 +133,7 @@ def run_collector(cfg: OverheadConfig, variant: str, num_envs: int, measure: int
         argv = [sys.executable, "-m", "envruntime.bench", "--algo", cfg.algo, "--task", cfg.task,
                 "--sim", cfg.sim, "--variant", variant, "--num-envs", str(num_envs),
                 "--warmup", str(cfg.warmup), "--measure", str(measure), "--threads", str(cfg.threads),
-                "--stream", str(stream)]
+                "--actions", cfg.actions, "--device", cfg.device, "--stream", str(stream)]
         env = dict(os.environ)
         if cfg.torch_threads:
             env[TORCH_THREADS_ENV] = str(cfg.torch_threads)
@@ -172,7 +176,7 @@ def report(cfg: OverheadConfig) -> None:
     runs = {variant: run_collector(cfg, variant, cfg.num_envs, cfg.steps)
             for variant in ("direct", "manager")}
     rates = {variant: run.rate(cfg.num_envs) for variant, run in runs.items()}
-    print(f"{cfg.task} on {cfg.sim}, N={cfg.num_envs}, {cfg.threads} threads "
+    print(f"{cfg.task} on {cfg.sim}, N={cfg.num_envs}, {cfg.threads} threads, {cfg.actions} actions "
           f"(torch {cfg.torch_threads or DEFAULT_TORCH_THREADS}), decimation {decimation}, "
           f"{cfg.steps} measured steps after {cfg.warmup} warm-up")
     print("  env-steps/s                  wall-clock   from median step")
@@ -216,6 +220,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, default=0, help="0: every CPU of the affinity mask")
     parser.add_argument("--rss-num-envs", type=int, default=8192, help="0 skips the RSS run")
+    parser.add_argument("--actions", default="actor", choices=("actor", "pregenerated"),
+                        help="the collectors' --actions (pregenerated: no actor in the loop)")
     parser.add_argument("--torch-threads", type=int, default=0,
                         help=f"sets {TORCH_THREADS_ENV} for the collectors; 0: the bench default")
     args = parser.parse_args()
@@ -224,7 +230,8 @@ def main() -> None:
         parser.error("--num-envs and --steps must be >= 1; the other counts >= 0")
     report(OverheadConfig(task=args.task, sim=args.sim, num_envs=args.num_envs, warmup=args.warmup,
                           steps=args.steps, threads=args.threads or default_threads(),
-                          rss_num_envs=args.rss_num_envs, torch_threads=args.torch_threads))
+                          rss_num_envs=args.rss_num_envs, torch_threads=args.torch_threads,
+                          actions=args.actions))
 
 
 if __name__ == "__main__":

@@ -16,10 +16,15 @@ What one ``step`` does and where its time goes (``timings``, ms, each synchronis
   as after ``mj_step1``. On CUDA the whole sequence is one captured CUDA graph per substep count.
 * ``d2h_ms``: the host-cache refresh alone (state, sensors and the per-world overflow flags).
 
-``reset`` clears the rows on the device (``mjw.reset_data`` on those worlds: time, warm start,
-controls, activations, sensors), writes their state and runs the position/velocity pass, as the
-MuJoCo backend does; velocity kicks run the same pass. Only the rows touched take new values in
-the host cache. Their transfers are timed by the env's ``reset_done_ms``. ``threads`` is accepted
+``reset`` clears the rows on the device (``mjw.reset_data`` under a world mask set on the device:
+time, warm start, controls, activations, sensors), writes their state and runs the
+position/velocity pass, as the MuJoCo backend does; velocity kicks run the same pass. Both move
+only the affected rows (``envruntime.backends.mjwarp_rows``): their ids and state go up as ``k``
+rows scattered by a kernel, and their sensor rows come back gathered by a kernel, so no
+whole-world array crosses the bus. The position/velocity pass itself still computes every world
+(mujoco-warp's forward functions take no world mask; for the other worlds it recomputes the
+values they hold). Only the rows touched take new values in the host cache. These transfers are
+timed by the env's ``reset_done_ms`` (resets) and ``update_state_ms`` (pushes). ``threads`` is accepted
 for the common constructor and unused: warp schedules its own kernels.
 """
 
@@ -119,14 +124,16 @@ class MjwarpBackend:
         free = [j for j in range(self._mjm.njnt) if self._mjm.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
         self._free_dof = int(self._mjm.jnt_dofadr[free[0]]) if free else None
 
+        from envruntime.backends.mjwarp_rows import RowTransfer  # needs warp, known installed now
+
         d = self._data
         self._ctrl_host = self._host_like(d.ctrl)
-        self._mask_host = wp.empty(num_envs, dtype=bool, device="cpu", pinned=self._device.is_cuda)
         self._mask_dev = wp.zeros(num_envs, dtype=bool, device=self._device)
+        self._rows = RowTransfer(self._device, num_envs, {"qpos": self.info.nq, "qvel": self.info.nv,
+                                                          "sensordata": self.info.nsensordata})
         self._qpos_host = self._host_like(d.qpos)
         self._qvel_host = self._host_like(d.qvel)
         self._sensordata_host = self._host_like(d.sensordata)
-        self._sensordata_staging = self._host_like(d.sensordata)
         self._overflow_host = self._host_like(d.overflow)
         self.qpos = _read_only(self._qpos_host.numpy())
         self.qvel = _read_only(self._qvel_host.numpy())
@@ -175,17 +182,15 @@ class MjwarpBackend:
                              f"{(len(ids), self.info.nv)}, got {qpos.shape} and {qvel.shape}")
         if len(ids) == 0:
             return
-        wp, mjw, d = self._wp, self._mjw, self._data
-        mask = self._mask_host.numpy()
-        mask[:] = False
-        mask[ids] = True
+        mjw, d, rows = self._mjw, self._data, self._rows
         self._qpos_host.numpy()[ids] = qpos
         self._qvel_host.numpy()[ids] = qvel
-        wp.copy(self._mask_dev, self._mask_host)
+        rows.select(ids, self._mask_dev)
         self._upload_params()
         self._launches.run("reset_rows", lambda: mjw.reset_data(self._model, d, self._mask_dev))
-        wp.copy(d.qpos, self._qpos_host)
-        self._upload_qvel_and_refresh(ids)
+        rows.scatter("qpos", qpos, d.qpos)
+        rows.scatter("qvel", qvel, d.qvel)
+        self._refresh_rows(ids)
 
     def model_param(self, field: str) -> np.ndarray:
         """Writable (N, ...) per-world values of Model field ``field``; uploaded before every step
@@ -218,8 +223,16 @@ class MjwarpBackend:
             raise ValueError(f"dvel_xy must have shape {(len(ids), 2)}, got {dvel_xy.shape}")
         if len(ids) == 0:
             return
-        self._qvel_host.numpy()[ids, self._free_dof:self._free_dof + 2] += dvel_xy
-        self._upload_qvel_and_refresh(ids)
+        qvel = self._qvel_host.numpy()
+        qvel[ids, self._free_dof:self._free_dof + 2] += dvel_xy
+        self._rows.select(ids)
+        self._rows.scatter("qvel", qvel[ids], self._data.qvel)
+        self._refresh_rows(ids)
+
+    @property
+    def row_bytes_moved(self) -> int:
+        """Host<->device bytes that resets and kicks moved so far (their rows only)."""
+        return self._rows.bytes_moved
 
     def close(self) -> None:
         """Drop the graphs and device arrays."""
@@ -251,16 +264,10 @@ class MjwarpBackend:
         mjw.fwd_velocity(m, d)
         mjw.sensor_vel(m, d)
 
-    def _upload_qvel_and_refresh(self, ids: np.ndarray) -> None:
-        """Copy the host qvel to the device, run the position/velocity pass on every world and
-        take the new sensor values of rows ``ids`` only. The host cache holds every row's state
-        bit-exactly, so the rows not in ``ids`` keep theirs (and recomputing them is a no-op)."""
-        wp, d = self._wp, self._data
-        wp.copy(d.qvel, self._qvel_host)
+    def _refresh_rows(self, ids: np.ndarray) -> None:
+        """Run the position/velocity pass and take the new sensor rows of the selected ``ids``."""
         self._launches.run("position_velocity", self._position_velocity_pass)
-        wp.copy(self._sensordata_staging, d.sensordata)
-        wp.synchronize_device(self._device)
-        self._sensordata_host.numpy()[ids] = self._sensordata_staging.numpy()[ids]
+        self._sensordata_host.numpy()[ids] = self._rows.gather("sensordata", self._data.sensordata)
 
     def _upload_params(self) -> None:
         for field, host in self._params.items():

@@ -1,22 +1,29 @@
-"""Collector benchmark speaking run protocol v1 (DESIGN.md "Run protocol").
+"""Collector benchmark speaking run protocol v1 (docs/design.md "Run protocol").
 
     python -m envruntime.bench --algo sac --task go2_joystick_flat --sim mujoco --variant manager \\
         --num-envs 8192 --warmup 10 --measure 100 --replay-capacity 64 --seed 0 --threads 2 \\
-        --stream PATH
+        [--actions actor|pregenerated] [--device cpu|cuda] --stream PATH
+
+``--actions pregenerated`` cycles a bank of random actions drawn before the measured window (the
+seeds' method: no actor forward while collecting, ``policy_ms`` 0.0); ``--device cuda`` runs the
+actor on the GPU (``policy_ms`` then includes both transfers and a synchronise). Both default to
+the actor on the CPU and are recorded in the header's params and in ``audit.collector``.
 
 Records go to ``--stream`` (a file or FIFO), never stdout: a ``header`` (case, params, audit), one
 ``step`` per vector step (``warmup`` flagged, every phase, ``resets``), then a ``summary``
 (throughput = num_envs * measured steps / measured wall seconds, phase means over measured
 steps, peak RSS). ``--threads 0`` (the default) means every CPU of the affinity mask for the
-physics backend and Numba (capped at ``NUMBA_NUM_THREADS``). The actor's torch uses
+physics backend and Numba's parallel kernels (capped at ``NUMBA_NUM_THREADS``; see
+``envruntime.kernels.parallel`` for the threading layer and its wait policy). The actor's torch uses
 ``ENVRUNTIME_TORCH_THREADS`` threads, default 1: the actor runs between physics steps on the same
 cores, and torch's OpenMP workers spin-wait after each forward while the physics pool needs those
 cores (measured on a 2-core host at N=4096: 2 torch threads made ``policy_ms`` 3-8x and
 ``physics_ms`` up to 2x that of 1 thread). Raise it on hosts with cores to spare.
 
-Exit codes: 0 ok; 2 invalid arguments (unknown task/sim/algo/variant, a non-positive count) or a
-task/engine not installed, with an ``error`` record when the stream can be opened and the valid
-values on stderr; 1 a failure during the run, with an ``error`` record carrying the traceback tail.
+Exit codes: 0 ok; 2 invalid arguments (unknown task/sim/algo/variant/actions/device, a
+non-positive count, ``--device cuda`` where torch sees no CUDA device) or a task/engine not
+installed, with an ``error`` record when the stream can be opened and the valid values on stderr;
+1 a failure during the run, with an ``error`` record carrying the traceback tail.
 """
 
 from __future__ import annotations
@@ -38,7 +45,9 @@ from envruntime.bench.header import build_audit
 from envruntime.bench.protocol import StreamWriter
 from envruntime.collect.actors import ALGOS
 from envruntime.collect.collector import make_collector
+from envruntime.collect.policy import ACTIONS, DEVICES, CudaUnavailableError, torch_device
 from envruntime.envs.vecenv import VecEnv
+from envruntime.kernels.parallel import threading_layer
 from envruntime.tasks import TASKS, VARIANTS, make_env
 
 EXIT_OK = 0
@@ -76,11 +85,13 @@ class BenchConfig:
     seed: int
     threads: int  # 0: every CPU of the affinity mask
     stream: str
+    actions: str = "actor"  # or "pregenerated"
+    device: str = "cpu"  # the actor's torch device: "cpu" or "cuda"
 
     def validate(self) -> None:
         """Raise InvalidArgument naming the first wrong field and its valid values."""
         for name, valid in (("algo", tuple(ALGOS)), ("task", TASKS), ("sim", tuple(SIMS)),
-                            ("variant", VARIANTS)):
+                            ("variant", VARIANTS), ("actions", ACTIONS), ("device", DEVICES)):
             value = getattr(self, name)
             if value not in valid:
                 raise InvalidArgument(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
@@ -89,14 +100,19 @@ class BenchConfig:
             if (value := getattr(self, name)) < minimum:
                 flag = "--" + name.replace("_", "-")
                 raise InvalidArgument(f"{flag} must be >= {minimum}, got {value}")
+        try:
+            torch_device(self.device)
+        except CudaUnavailableError as exc:
+            raise InvalidArgument(str(exc)) from None
 
     def case(self) -> dict[str, str]:
         return {"algo": self.algo, "task": self.task, "sim": self.sim, "variant": self.variant}
 
-    def params(self, threads: int) -> dict[str, int]:
+    def params(self, threads: int) -> dict[str, int | str]:
         """The header's params, with ``threads`` resolved to the count actually used."""
         return {"num_envs": self.num_envs, "warmup": self.warmup, "measure": self.measure,
-                "replay_capacity": self.replay_capacity, "seed": self.seed, "threads": threads}
+                "replay_capacity": self.replay_capacity, "seed": self.seed, "threads": threads,
+                "actions": self.actions, "device": self.device}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,6 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="vector steps held by the replay ring (rows = this * num_envs)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, help="0: every CPU of the affinity mask")
+    parser.add_argument("--actions", default="actor",
+                        help="actor: sample the actor every step; pregenerated: cycle a bank of random "
+                             "actions drawn before the measured window (policy_ms 0.0)")
+    parser.add_argument("--device", default="cpu", help=f"the actor's device, one of: {', '.join(DEVICES)}")
     parser.add_argument("--stream", required=True, help="file or FIFO receiving the NDJSON records")
     return parser
 
@@ -131,6 +151,7 @@ def configure_threads(threads: int) -> int:
         raise InvalidArgument(f"{TORCH_THREADS_ENV} must be a positive integer, got {torch_threads!r}")
     torch.set_num_threads(int(torch_threads))
     numba.set_num_threads(min(resolved, numba.config.NUMBA_NUM_THREADS))
+    threading_layer()  # start Numba's workers now (outside the measured window) so the audit names the layer
     return resolved
 
 
@@ -141,8 +162,9 @@ def peak_rss_mb() -> float:
 
 def run(config: BenchConfig, env: VecEnv, threads: int, writer: StreamWriter) -> None:
     """Write the header, run warm-up + measured collector steps, write the summary."""
-    collector = make_collector(env, config.algo, config.replay_capacity)
-    writer.header(config.case(), config.params(threads), build_audit(env))
+    collector = make_collector(env, config.algo, config.replay_capacity, config.actions, config.device,
+                               config.seed)
+    writer.header(config.case(), config.params(threads), build_audit(env, collector.policy.audit()))
     collector.reset(config.seed)
     sums: dict[str, float] = {}
     start = perf_counter()

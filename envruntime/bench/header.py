@@ -29,6 +29,7 @@ VERSIONED_DISTRIBUTIONS: dict[str, str] = {
 OPTIONAL_DISTRIBUTIONS: dict[str, str] = {"mujoco_warp": "mujoco-warp"}
 THREAD_ENV_VARS: tuple[str, ...] = (
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
+    "NUMBA_THREADING_LAYER", "OMP_WAIT_POLICY", "ENVRUNTIME_SERIAL_KERNELS",
 )
 GIT_TIMEOUT_S = 10
 
@@ -69,11 +70,20 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+def _numba_layer() -> str | None:
+    """Numba's threading layer, or None if no parallel kernel has run in this process yet."""
+    try:
+        return numba.threading_layer()
+    except ValueError:
+        return None
+
+
 def thread_settings(env: VecEnv) -> dict[str, Any]:
     """Effective thread counts of torch, Numba and the backend, the env vars, and the affinity."""
     settings: dict[str, Any] = {
         "torch": torch.get_num_threads(),
         "numba": numba.get_num_threads(),
+        "numba_layer": _numba_layer(),
         "backend": getattr(env.backend, "threads", None),
     }
     settings.update({name: os.environ.get(name) for name in THREAD_ENV_VARS})
@@ -81,8 +91,9 @@ def thread_settings(env: VecEnv) -> dict[str, Any]:
     return settings
 
 
-def build_audit(env: VecEnv) -> dict[str, Any]:
-    """The header's ``audit`` record for a run on ``env``."""
+def build_audit(env: VecEnv, collector: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The header's ``audit`` record for a run on ``env``; ``collector`` is the policy's audit
+    (``actions``, ``device``, ``device_name``, ...)."""
     package_file = Path(envruntime.__file__)
     return {
         "module_file": str(package_file),
@@ -92,4 +103,5 @@ def build_audit(env: VecEnv) -> dict[str, Any]:
         "managers": list(env.manager_names),
         "versions": package_versions(),
         "threads": thread_settings(env),
+        "collector": collector or {},
     }

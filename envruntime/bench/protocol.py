@@ -1,4 +1,4 @@
-"""Run protocol v1 (DESIGN.md "Run protocol"): NDJSON records written to the ``--stream`` path.
+"""Run protocol v1 (docs/design.md "Run protocol"): NDJSON records written to the ``--stream`` path.
 
 Every record is one ``json.dumps`` + one write + one flush, so a reader on a FIFO sees each
 record as soon as it exists and a crash never loses the records already written.
@@ -40,7 +40,7 @@ class StreamWriter:
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
 
-    def header(self, case: dict[str, str], params: dict[str, int], audit: dict[str, Any]) -> None:
+    def header(self, case: dict[str, str], params: dict[str, int | str], audit: dict[str, Any]) -> None:
         self.write({"kind": "header", "protocol": PROTOCOL_VERSION, "case": case, "params": params,
                     "audit": audit})
 

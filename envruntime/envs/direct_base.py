@@ -11,7 +11,8 @@ in the manager variant's order (see ``envruntime.envs.manager_based``):
    (hook), episode counters (``reset_done_ms``);
 5. ``_advance_commands`` (hook), pushes, the observation of every row with the command update
    (``_observe_rows`` hook with ``update_command``);
-6. ``final_obs``: ``obs`` with the done rows' pre-reset rows (``reset_done_ms``).
+6. ``final_obs``: ``obs`` itself when no row ended, else the done rows' pre-reset rows from 4
+   (views, no copy; see ``envruntime.envs.vecenv``).
 
 ``update_state_ms`` covers 3 and 5. ``reset(seed)`` seeds the generator, clears ``terminated``,
 calls ``_restart`` (hook), resets every row as in 4, then runs 5 without the pushes.
@@ -33,7 +34,7 @@ import numpy as np
 
 from envruntime.backends.base import Backend
 from envruntime.backends.reset_staging import ResetStaging
-from envruntime.envs.vecenv import ENV_PHASES, StepResult, elapsed_ms, record_backend_phases
+from envruntime.envs.vecenv import ENV_PHASES, StepResult, elapsed_ms, final_obs_of, record_backend_phases
 from envruntime.kernels.action import record_action_and_targets
 
 
@@ -99,7 +100,6 @@ class DirectEnv:
         self.uniforms = np.zeros((n, actor_dim))
         self.obs_dims = {"actor": actor_dim, "critic": critic_dim}
         self.obs = {g: np.zeros((n, d), dtype=np.float32) for g, d in self.obs_dims.items()}
-        self.final_obs = {g: np.zeros_like(o) for g, o in self.obs.items()}
         self._final_rows = {g: np.zeros_like(o) for g, o in self.obs.items()}
 
     def sensor_cols(self, names: Sequence[str], offset: int = 0) -> np.ndarray:
@@ -203,17 +203,12 @@ class DirectEnv:
         self._push()
         self._observe(self.rows, True, self.obs["actor"], self.obs["critic"])
         t5 = time.perf_counter()
-        for g, o in self.obs.items():
-            np.copyto(self.final_obs[g], o)
-            if k:
-                self.final_obs[g][done_rows] = self._final_rows[g][:k]
-        t6 = time.perf_counter()
         record_backend_phases(t, b, elapsed_ms(t0, t1))
         t["update_state_ms"] = elapsed_ms(t2, t3) + elapsed_ms(t4, t5)
-        t["reset_done_ms"] = elapsed_ms(t3, t4) + elapsed_ms(t5, t6)
+        t["reset_done_ms"] = elapsed_ms(t3, t4)
         return StepResult(
             obs=self.obs, reward=self.reward, terminated=self.terminated, truncated=self.truncated,
-            final_obs=self.final_obs,
+            final_obs=final_obs_of(self.obs, self._final_rows, k), done_rows=done_rows,
         )  # fmt: skip
 
     def close(self) -> None:

@@ -7,12 +7,16 @@ Step order (one control step, ``decimation`` physics substeps):
 3. counters: ``episode_length += 1``;
 4. termination, then reward, on the post-physics state of every env;
 5. reset done rows (``reset_done_ms``): first the observation of the done rows is computed from
-   their terminal state (with the command they were tracking) and kept as ``final_obs``; then
+   their terminal state (with the command they were tracking) and gathered (k rows) as
+   ``final_obs``; then
    the event manager stages and writes their new state (one backend reset), the action history
    and observation history of the rows are cleared, their commands resampled, counters zeroed;
 6. command: timers count down, expired rows resample, heading/standing update;
 7. interval events (pushes);
 8. observation of every env.
+
+``final_obs`` is ``obs`` itself on a step where no row ended, else the done rows alone (see
+``envruntime.envs.vecenv``): no full-width copy per step.
 
 ``reset(seed)`` restarts the termination and command managers (no episode counted as ended,
 command terms forget what they kept across episodes), resets every row as in 5 (without
@@ -39,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from envruntime.backends.base import Backend
-from envruntime.envs.vecenv import StepResult, elapsed_ms, record_backend_phases
+from envruntime.envs.vecenv import StepResult, elapsed_ms, final_obs_of, record_backend_phases
 from envruntime.managers.action import ActionManager
 from envruntime.managers.command import CommandManager
 from envruntime.managers.event import EventManager
@@ -124,7 +128,6 @@ class ManagerBasedEnv:
 
         self.action_dim = self.action_manager.dim
         self.obs_dims = dict(self.observation_manager.dims)
-        self.final_obs = {g: np.zeros_like(o) for g, o in self.observation_manager.obs.items()}
         self._final_rows = {g: np.zeros_like(o) for g, o in self.observation_manager.obs.items()}
         self._command_stages = {s: f"update_state.command.{s}_ms" for s in self.command_manager.stages}
         self._stage_keys = tuple(dict.fromkeys((*UPDATE_STATE_STAGES, *self._command_stages.values())))
@@ -178,11 +181,6 @@ class ManagerBasedEnv:
         t7 = time.perf_counter()
         self.observation_manager.compute(self._all_rows)
         t8 = time.perf_counter()
-        for g, o in obs.items():
-            np.copyto(self.final_obs[g], o)
-            if k:
-                self.final_obs[g][done_rows] = self._final_rows[g][:k]
-        t9 = time.perf_counter()
 
         record_backend_phases(t, self.backend, elapsed_ms(t0, t1))
         t["update_state.termination.compute_ms"] = elapsed_ms(t2, t3)
@@ -192,11 +190,10 @@ class ManagerBasedEnv:
         t["update_state.event.interval_ms"] = elapsed_ms(t6, t7)
         t["update_state.observation.compute_ms"] = elapsed_ms(t7, t8)
         t["update_state_ms"] = sum(t[key] for key in self._stage_keys)
-        t["reset_done_ms"] = elapsed_ms(t4, t5) + elapsed_ms(t8, t9)
+        t["reset_done_ms"] = elapsed_ms(t4, t5)
         tm = self.termination_manager
-        return StepResult(
-            obs=obs, reward=reward, terminated=tm.terminated, truncated=tm.truncated, final_obs=self.final_obs
-        )
+        return StepResult(obs=obs, reward=reward, terminated=tm.terminated, truncated=tm.truncated,
+                          final_obs=final_obs_of(obs, self._final_rows, k), done_rows=done_rows)
 
     def close(self) -> None:
         """Release the backend."""

@@ -5,7 +5,13 @@ arrays keyed by group (``actor``, ``critic``). ``step`` resets the rows that end
 same call (auto-reset) and returns the true pre-reset observation of those rows in
 ``final_obs``, so an off-policy collector stores the right ``next_obs``.
 
-``timings`` holds the milliseconds of the last ``step`` under the DESIGN.md phase names that
+``final_obs`` contract (no full copy per step): on a step where no row ended (``done_rows`` empty)
+``final_obs`` *is* ``obs`` (the same dict, the same arrays); otherwise it holds only the done rows,
+``(k, dim)`` arrays whose row ``i`` is the pre-reset observation of env ``done_rows[i]``. The true
+next observation of env ``r`` is therefore ``obs[g][r]`` unless ``r`` is in ``done_rows``.
+``dense_final_obs`` builds the ``(N, dim)`` form where a consumer wants it.
+
+``timings`` holds the milliseconds of the last ``step`` under the phase names of docs/design.md that
 belong to the env: ``apply_action_ms``, ``physics_ms``, ``d2h_ms``, ``update_state_ms`` (and its
 ``update_state.<manager>.<stage>_ms`` breakdown), ``reset_done_ms``. Every key appears on every
 step, with 0.0 where the phase did not run.
@@ -37,7 +43,8 @@ class StepResult:
     reward: np.ndarray  # (N,) float32
     terminated: np.ndarray  # (N,) bool: the episode ended in a terminal state
     truncated: np.ndarray  # (N,) bool: time limit, not terminal
-    final_obs: dict[str, np.ndarray]  # (N, dim): pre-reset obs for done rows, equal to obs elsewhere
+    final_obs: dict[str, np.ndarray]  # ``obs`` itself, or (k, dim) pre-reset rows of done_rows
+    done_rows: np.ndarray  # (k,) int64, ascending: the rows that ended (terminated | truncated)
 
 
 @runtime_checkable
@@ -65,6 +72,22 @@ class VecEnv(Protocol):
     def close(self) -> None:
         """Release the backend."""
         ...
+
+
+def dense_final_obs(result: StepResult) -> dict[str, np.ndarray]:
+    """New ``(N, dim)`` arrays: ``obs`` with the done rows' pre-reset observations (a copy)."""
+    dense = {g: o.copy() for g, o in result.obs.items()}
+    if result.done_rows.shape[0]:
+        for g, rows in result.final_obs.items():
+            dense[g][result.done_rows] = rows
+    return dense
+
+
+def final_obs_of(obs: dict[str, np.ndarray], final_rows: dict[str, np.ndarray],
+                 k: int) -> dict[str, np.ndarray]:
+    """A step's ``final_obs``: ``obs`` when no row ended (``k == 0``), else the first ``k`` rows of
+    the env's ``final_rows`` buffers (views, no copy)."""
+    return {g: rows[:k] for g, rows in final_rows.items()} if k else obs
 
 
 def elapsed_ms(start: float, end: float) -> float:

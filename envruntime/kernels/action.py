@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.scalar import clamp
 
 
@@ -14,25 +15,25 @@ def joint_position_target(a: float, clip: float, scale: float, offset: float, lo
     return clamp(clamp(np.float64(a), -clip, clip) * scale + offset, lo, hi)
 
 
-@njit(cache=True)
+@rows_kernel
 def joint_position_targets(
     action: np.ndarray, clip: float, scale: float, offset: np.ndarray, ctrl_lo: np.ndarray,
     ctrl_hi: np.ndarray, ctrl: np.ndarray,
 ) -> None:  # fmt: skip
     """``ctrl = joint_position_target(a)`` per actuator."""
-    for r in range(action.shape[0]):
+    for r in prange(action.shape[0]):
         for k in range(action.shape[1]):
             ctrl[r, k] = joint_position_target(action[r, k], clip, scale, offset[k], ctrl_lo[k], ctrl_hi[k])
 
 
-@njit(cache=True)
+@rows_kernel
 def record_action_and_targets(
     action_in: np.ndarray, action: np.ndarray, prev_action: np.ndarray, clip: float, scale: float,
     offset: np.ndarray, ctrl_lo: np.ndarray, ctrl_hi: np.ndarray, ctrl: np.ndarray,
 ) -> None:  # fmt: skip
     """Shift the action history (``prev_action := action``, ``action := action_in``) and compute
     the joint targets of the new action, one pass (the direct variants' action step)."""
-    for r in range(action.shape[0]):
+    for r in prange(action.shape[0]):
         for k in range(action.shape[1]):
             prev_action[r, k] = action[r, k]
             action[r, k] = action_in[r, k]

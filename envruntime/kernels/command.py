@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.scalar import clamp, uniform, wrap_to_pi, yaw_of
 
 RESAMPLE_DRAWS = 7  # columns of ``u`` that resample_velocity_command consumes per row
 
 
-@njit(cache=True)
+@rows_kernel
 def resample_velocity_command(
     u: np.ndarray,
     rows: np.ndarray,
@@ -28,7 +29,7 @@ def resample_velocity_command(
     ``ranges`` is (5, 2): lin_vel_x, lin_vel_y, ang_vel_z, heading, resampling time. Columns of
     ``u``: time, vx, vy, wz, heading, heading-env draw, standing-env draw.
     """
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         r = rows[i]
         time_left[r] = uniform(ranges[4, 0], ranges[4, 1], u[i, 0])
         command[r, 0] = uniform(ranges[0, 0], ranges[0, 1], u[i, 1])
@@ -62,7 +63,7 @@ def update_velocity_command_row(
         command[r, 2] = 0.0
 
 
-@njit(cache=True)
+@rows_kernel
 def update_velocity_command(
     sd: np.ndarray,
     quat_col: int,
@@ -75,7 +76,7 @@ def update_velocity_command(
     is_standing: np.ndarray,
 ) -> None:
     """``update_velocity_command_row`` for every env."""
-    for r in range(command.shape[0]):
+    for r in prange(command.shape[0]):
         update_velocity_command_row(
             sd, quat_col, stiffness, ang_lo, ang_hi, command, heading, is_heading, is_standing, r
         )

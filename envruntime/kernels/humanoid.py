@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
+
+from envruntime.kernels.parallel import rows_kernel
 
 
 @njit(cache=True)
@@ -81,31 +83,31 @@ def count_above_row(sd: np.ndarray, cols: np.ndarray, threshold: float, r: int) 
     return count
 
 
-@njit(cache=True)
+@rows_kernel
 def posture_per_joint(
     qpos: np.ndarray, qpos_adr: np.ndarray, default: np.ndarray, inv_std: np.ndarray, out: np.ndarray
 ) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = posture_per_joint_row(qpos, qpos_adr, default, inv_std, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def squared_sum(sd: np.ndarray, cols: np.ndarray, out: np.ndarray) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = squared_sum_row(sd, cols, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def angular_momentum_proxy(
     sd: np.ndarray, pos_cols: np.ndarray, vel_cols: np.ndarray, mass: np.ndarray, out: np.ndarray
 ) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = angular_momentum_proxy_row(sd, pos_cols, vel_cols, mass, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def count_above(sd: np.ndarray, cols: np.ndarray, threshold: float, out: np.ndarray) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = count_above_row(sd, cols, threshold, r)
 
 
@@ -140,7 +142,7 @@ def update_air_time_row(
     stamp[r] = step
 
 
-@njit(cache=True)
+@rows_kernel
 def air_time_rows(
     sd: np.ndarray,
     rows: np.ndarray,
@@ -153,7 +155,7 @@ def air_time_rows(
     out: np.ndarray,
 ) -> None:
     """``update_air_time_row`` for ``rows``, then their air times into ``out``."""
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         r = rows[i]
         update_air_time_row(sd, touch_cols, threshold, dt, episode_length, stamp, air_time, r)
         for f in range(touch_cols.shape[0]):
@@ -166,10 +168,10 @@ def force_feature(force: float) -> float:
     return math.log1p(max(np.float64(force), 0.0))
 
 
-@njit(cache=True)
+@rows_kernel
 def force_feature_rows(sd: np.ndarray, rows: np.ndarray, cols: np.ndarray, out: np.ndarray) -> None:
     """``out[i, k] = force_feature(sd[rows[i], cols[k]])``."""
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         r = rows[i]
         for k in range(cols.shape[0]):
             out[i, k] = force_feature(sd[r, cols[k]])

@@ -8,9 +8,10 @@ The reference clip arrays are indexed by frame ``t``: ``body_pos`` (T, B, 3), ``
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from envruntime.kernels.motion_math import quat_mul, rotate, yaw_quat
+from envruntime.kernels.parallel import rows_kernel
 
 
 @njit(cache=True)
@@ -29,12 +30,12 @@ def advance_motion_row(
         command[r, nj + j] = joint_vel[t, j]
 
 
-@njit(cache=True)
+@rows_kernel
 def advance_motion(
     time_step: np.ndarray, joint_pos: np.ndarray, joint_vel: np.ndarray, command: np.ndarray
 ) -> None:
     """``advance_motion_row`` for every env (the command's compute stage)."""
-    for r in range(time_step.shape[0]):
+    for r in prange(time_step.shape[0]):
         advance_motion_row(time_step, joint_pos, joint_vel, command, r)
 
 
@@ -94,7 +95,7 @@ def relative_body_poses_row(
         pos_rel[r, b, 2] = oz + vz
 
 
-@njit(cache=True)
+@rows_kernel
 def relative_body_poses(
     time_step: np.ndarray,
     body_pos: np.ndarray,
@@ -107,7 +108,7 @@ def relative_body_poses(
     quat_rel: np.ndarray,
 ) -> None:
     """``relative_body_poses_row`` for every env (the command's post-compute stage)."""
-    for r in range(time_step.shape[0]):
+    for r in prange(time_step.shape[0]):
         relative_body_poses_row(
             time_step, body_pos, body_quat, anchor, sd, anchor_pos_col, anchor_quat_col, pos_rel, quat_rel, r
         )
@@ -152,14 +153,14 @@ def sampling_cdf(failure_rate: np.ndarray, uniform_ratio: float, kernel: np.ndar
         cdf[b] /= total
 
 
-@njit(cache=True)
+@rows_kernel
 def sample_start_frames(
     u: np.ndarray, rows: np.ndarray, cdf: np.ndarray, num_frames: int, time_step: np.ndarray
 ) -> None:
     """Start frame of each row of ``rows``: a bin drawn from ``cdf`` with ``u[i, 0]``, then a
     uniform point of that bin with ``u[i, 1]``: ``floor((bin + u) / bins * (T - 1))``."""
     bins = cdf.shape[0]
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         b = 0
         while b < bins - 1 and u[i, 0] >= cdf[b]:
             b += 1

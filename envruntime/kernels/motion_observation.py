@@ -9,9 +9,10 @@ sensor columns of ``sd``; the reference from the clip at each env's ``time_step`
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from envruntime.kernels.motion_math import quat_mul, rotation_first_two_columns
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.scalar import rotate_inverse
 
 
@@ -105,36 +106,36 @@ def body_ori_b_into(
         _write6(out, start + 6 * b, rotation_first_two_columns(q[0], q[1], q[2], q[3]))
 
 
-@njit(cache=True)
+@rows_kernel
 def ref_anchor_pos_b(
     rows: np.ndarray, sd: np.ndarray, pos_col: int, quat_col: int, time_step: np.ndarray,
     body_pos: np.ndarray, anchor: int, out: np.ndarray,
 ) -> None:  # fmt: skip
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         ref_anchor_pos_b_into(sd, pos_col, quat_col, time_step, body_pos, anchor, rows[i], out[i], 0)
 
 
-@njit(cache=True)
+@rows_kernel
 def ref_anchor_ori_b(
     rows: np.ndarray, sd: np.ndarray, quat_col: int, time_step: np.ndarray, body_quat: np.ndarray,
     anchor: int, out: np.ndarray,
 ) -> None:  # fmt: skip
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         ref_anchor_ori_b_into(sd, quat_col, time_step, body_quat, anchor, rows[i], out[i], 0)
 
 
-@njit(cache=True)
+@rows_kernel
 def body_pos_b(
     rows: np.ndarray, sd: np.ndarray, anchor_pos_col: int, anchor_quat_col: int, pos_cols: np.ndarray,
     out: np.ndarray,
 ) -> None:  # fmt: skip
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         body_pos_b_into(sd, anchor_pos_col, anchor_quat_col, pos_cols, rows[i], out[i], 0)
 
 
-@njit(cache=True)
+@rows_kernel
 def body_ori_b(
     rows: np.ndarray, sd: np.ndarray, anchor_quat_col: int, quat_cols: np.ndarray, out: np.ndarray
 ) -> None:
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         body_ori_b_into(sd, anchor_quat_col, quat_cols, rows[i], out[i], 0)

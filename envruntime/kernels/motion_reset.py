@@ -4,14 +4,15 @@ each row's start frame, with uniform noise."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import prange
 
 from envruntime.kernels.motion_math import quat_mul
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.reset import ROOT_DRAWS, quat_from_euler
 from envruntime.kernels.scalar import clamp, rotate_inverse, uniform
 
 
-@njit(cache=True)
+@rows_kernel
 def stage_reference_state(
     u: np.ndarray,
     rows: np.ndarray,
@@ -43,7 +44,7 @@ def stage_reference_state(
     per joint. ``noise_lo``/``noise_hi`` are (13,): those 12 ranges, then the joint range.
     """
     nj = qpos_adr.shape[0]
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         t = time_step[rows[i]]
         for a in range(3):
             qpos[i, a] = body_pos[t, root, a] + uniform(noise_lo[a], noise_hi[a], u[i, a])

@@ -8,9 +8,10 @@ several), which the fused direct kernel calls too; each array kernel fills ``out
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from envruntime.kernels.motion_math import quat_error_angle
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.scalar import exp_kernel
 
 
@@ -79,14 +80,14 @@ def body_vel_error_row(
     return total / vel_cols.shape[0]
 
 
-@njit(cache=True)
+@rows_kernel
 def anchor_tracking(
     sd: np.ndarray, col: int, time_step: np.ndarray, ref: np.ndarray, anchor: int, orientation: bool,
     std: float, out: np.ndarray,
 ) -> None:  # fmt: skip
     """Exp kernel of the anchor's position error (``col`` its position column, ``ref`` the clip's
     body positions) or, with ``orientation``, of its orientation error (quat column, quats)."""
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         if orientation:
             error = anchor_ori_error_row(sd, col, time_step, ref, anchor, r)
         else:
@@ -94,14 +95,14 @@ def anchor_tracking(
         out[r] = exp_kernel(error, std)
 
 
-@njit(cache=True)
+@rows_kernel
 def body_pose_tracking(
     sd: np.ndarray, cols: np.ndarray, rel: np.ndarray, orientation: bool, std: float, out: np.ndarray
 ) -> None:
     """Exp kernel of the bodies' position error to the re-anchored reference (``cols`` their
     position columns, ``rel`` ``body_pos_rel``) or, with ``orientation``, their orientation error
     (quat columns, ``body_quat_rel``)."""
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         if orientation:
             error = body_ori_error_row(sd, cols, rel, r)
         else:
@@ -109,10 +110,10 @@ def body_pose_tracking(
         out[r] = exp_kernel(error, std)
 
 
-@njit(cache=True)
+@rows_kernel
 def body_vel_tracking(
     sd: np.ndarray, vel_cols: np.ndarray, time_step: np.ndarray, ref_vel: np.ndarray, std: float,
     out: np.ndarray,
 ) -> None:  # fmt: skip
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = exp_kernel(body_vel_error_row(sd, vel_cols, time_step, ref_vel, r), std)

@@ -7,8 +7,9 @@ array kernel fills ``out`` (N,) bool with ``error > threshold``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.scalar import projected_gravity
 
 
@@ -48,14 +49,14 @@ def body_height_error_row(
     return worst
 
 
-@njit(cache=True)
+@rows_kernel
 def anchor_error_exceeds(
     sd: np.ndarray, col: int, time_step: np.ndarray, ref: np.ndarray, anchor: int, gravity: bool,
     threshold: float, out: np.ndarray,
 ) -> None:  # fmt: skip
     """The anchor's height error (``col`` its position column, ``ref`` the clip's body positions)
     or, with ``gravity``, its gravity error (quat column, quats) exceeds ``threshold``."""
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         if gravity:
             error = anchor_gravity_error_row(sd, col, time_step, ref, anchor, r)
         else:
@@ -63,10 +64,10 @@ def anchor_error_exceeds(
         out[r] = error > threshold
 
 
-@njit(cache=True)
+@rows_kernel
 def body_height_exceeds(
     sd: np.ndarray, pos_cols: np.ndarray, bodies: np.ndarray, pos_rel: np.ndarray, threshold: float,
     out: np.ndarray,
 ) -> None:  # fmt: skip
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = body_height_error_row(sd, pos_cols, bodies, pos_rel, r) > threshold

@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.scalar import observe, projected_gravity
 
 
-@njit(cache=True)
+@rows_kernel
 def gather_columns(
     src: np.ndarray, rows: np.ndarray, cols: np.ndarray, offset: np.ndarray, out: np.ndarray
 ) -> None:
     """``out[i, k] = src[rows[i], cols[k]] - offset[k]``."""
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         r = rows[i]
         for k in range(cols.shape[0]):
             out[i, k] = src[r, cols[k]] - offset[k]
 
 
-@njit(cache=True)
+@rows_kernel
 def projected_gravity_rows(src: np.ndarray, rows: np.ndarray, quat_col: int, out: np.ndarray) -> None:
     """Gravity in the body frame of the quaternion at ``src[:, quat_col:quat_col + 4]``."""
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         r = rows[i]
         gx, gy, gz = projected_gravity(
             src[r, quat_col], src[r, quat_col + 1], src[r, quat_col + 2], src[r, quat_col + 3]
@@ -32,18 +33,18 @@ def projected_gravity_rows(src: np.ndarray, rows: np.ndarray, quat_col: int, out
         out[i, 2] = gz
 
 
-@njit(cache=True)
+@rows_kernel
 def threshold_flags(
     src: np.ndarray, rows: np.ndarray, cols: np.ndarray, threshold: float, out: np.ndarray
 ) -> None:
     """``out[i, k] = 1.0 if src[rows[i], cols[k]] > threshold else 0.0`` (e.g. foot contacts)."""
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         r = rows[i]
         for k in range(cols.shape[0]):
             out[i, k] = 1.0 if src[r, cols[k]] > threshold else 0.0
 
 
-@njit(cache=True)
+@rows_kernel
 def postprocess_rows(
     raw: np.ndarray,
     rows: np.ndarray,
@@ -63,7 +64,7 @@ def postprocess_rows(
     """
     dim = raw.shape[1]
     history = out.shape[1] // dim
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         r = rows[i]
         if not fresh[r]:
             for c in range(dim * (history - 1)):

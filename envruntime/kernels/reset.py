@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from envruntime.kernels.motion_math import quat_mul
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.scalar import clamp, uniform
 
 ROOT_DRAWS = 12  # columns of ``u`` for the root: x, y, z, roll, pitch, yaw, vx, vy, vz, wx, wy, wz
@@ -27,7 +28,7 @@ def quat_from_euler(roll: float, pitch: float, yaw: float) -> tuple[float, float
     )
 
 
-@njit(cache=True)
+@rows_kernel
 def sample_root_state(
     u: np.ndarray,
     pose_lo: np.ndarray,
@@ -42,7 +43,7 @@ def sample_root_state(
     ``u`` is (k, 12): columns 0-5 draw (x, y, z, roll, pitch, yaw) offsets in [pose_lo, pose_hi)
     (the rotation is applied on top of the staged orientation), 6-11 the root qvel.
     """
-    for i in range(u.shape[0]):
+    for i in prange(u.shape[0]):
         for a in range(3):
             qpos[i, a] += uniform(pose_lo[a], pose_hi[a], u[i, a])
         dw, dx, dy, dz = quat_from_euler(
@@ -59,7 +60,7 @@ def sample_root_state(
             qvel[i, a] = uniform(vel_lo[a], vel_hi[a], u[i, 6 + a])
 
 
-@njit(cache=True)
+@rows_kernel
 def sample_joint_offsets(
     u: np.ndarray,
     qpos_adr: np.ndarray,
@@ -71,7 +72,7 @@ def sample_joint_offsets(
 ) -> None:
     """Add uniform offsets in [offset_lo, offset_hi) to the staged joint positions, kept within
     the joint range. ``u`` is (k, nj)."""
-    for i in range(u.shape[0]):
+    for i in prange(u.shape[0]):
         for j in range(qpos_adr.shape[0]):
             a = qpos_adr[j]
             qpos[i, a] = clamp(qpos[i, a] + uniform(offset_lo, offset_hi, u[i, j]), joint_lo[j], joint_hi[j])

@@ -5,8 +5,9 @@ applied by the caller (``weighted_sum``)."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.scalar import exp_kernel, projected_gravity
 
 
@@ -94,68 +95,68 @@ def foot_slip_row(
     return total
 
 
-@njit(cache=True)
+@rows_kernel
 def lin_vel_xy_tracking(
     command: np.ndarray, sd: np.ndarray, vel_col: int, std: float, out: np.ndarray
 ) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = lin_vel_xy_tracking_row(command, sd, vel_col, std, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def ang_vel_z_tracking(
     command: np.ndarray, sd: np.ndarray, gyro_col: int, std: float, out: np.ndarray
 ) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = ang_vel_z_tracking_row(command, sd, gyro_col, std, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def upright(sd: np.ndarray, quat_col: int, std: float, out: np.ndarray) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = upright_row(sd, quat_col, std, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def posture(qpos: np.ndarray, qpos_adr: np.ndarray, default: np.ndarray, std: float, out: np.ndarray) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = posture_row(qpos, qpos_adr, default, std, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def action_rate(action: np.ndarray, prev_action: np.ndarray, out: np.ndarray) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = action_rate_row(action, prev_action, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def joint_limits(
     qpos: np.ndarray, qpos_adr: np.ndarray, soft_lo: np.ndarray, soft_hi: np.ndarray, out: np.ndarray
 ) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = joint_limits_row(qpos, qpos_adr, soft_lo, soft_hi, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def foot_clearance(
     sd: np.ndarray, z_cols: np.ndarray, vel_cols: np.ndarray, radius: float, target: float, out: np.ndarray
 ) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = foot_clearance_row(sd, z_cols, vel_cols, radius, target, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def foot_slip(
     sd: np.ndarray, vel_cols: np.ndarray, touch_cols: np.ndarray, threshold: float, out: np.ndarray
 ) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = foot_slip_row(sd, vel_cols, touch_cols, threshold, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def weighted_sum(raw: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
     """``out[r] = sum_k raw[r, k] * weights[k]``, summed in term order."""
-    for r in range(raw.shape[0]):
+    for r in prange(raw.shape[0]):
         total = 0.0
         for k in range(raw.shape[1]):
             total += raw[r, k] * weights[k]

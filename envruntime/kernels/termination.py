@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.scalar import projected_gravity
 
 
-@njit(cache=True)
+@rows_kernel
 def time_out(episode_length: np.ndarray, max_length: int, out: np.ndarray) -> None:
     """The episode reached ``max_length`` control steps."""
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = episode_length[r] >= max_length
 
 
@@ -24,19 +25,19 @@ def tilt_exceeds_row(sd: np.ndarray, quat_col: int, cos_limit: float, r: int) ->
     return -gz < cos_limit
 
 
-@njit(cache=True)
+@rows_kernel
 def tilt_exceeds(sd: np.ndarray, quat_col: int, cos_limit: float, out: np.ndarray) -> None:
-    for r in range(out.shape[0]):
+    for r in prange(out.shape[0]):
         out[r] = tilt_exceeds_row(sd, quat_col, cos_limit, r)
 
 
-@njit(cache=True)
+@rows_kernel
 def combine(
     flags: np.ndarray, is_time_out: np.ndarray, terminated: np.ndarray, truncated: np.ndarray
 ) -> None:
     """OR the term flags (N, T) into ``terminated`` (non-time-out terms) and ``truncated``
     (time-out terms, only where not terminated: a terminal state wins)."""
-    for r in range(flags.shape[0]):
+    for r in prange(flags.shape[0]):
         term = False
         trunc = False
         for k in range(flags.shape[1]):

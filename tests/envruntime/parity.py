@@ -11,9 +11,9 @@ def step_both_and_compare(envs: list[VecEnv], amplitude: float | np.ndarray, ste
                           action_seed: int = 3) -> tuple[int, int, StepResult]:
     """Reset ``envs`` (manager, direct) with ``seed``, step both ``steps`` times with the same seeded
     Gaussian actions (``amplitude``: a scalar or one row per env), and assert equal first observations,
-    rewards, terminated/truncated flags, observations and final observations (equal to the observations
-    on rows that did not end), then equal physics state. Returns (terminated, truncated, last result)
-    so a test can check that both kinds of reset happened."""
+    rewards, terminated/truncated flags, done rows, observations and final observations (``obs`` itself
+    on steps where no row ended, the done rows alone otherwise), then equal physics state. Returns
+    (terminated, truncated, last result) so a test can check that both kinds of reset happened."""
     manager, direct = envs
     first = [e.reset(seed=seed) for e in envs]
     for group in first[0]:
@@ -25,11 +25,16 @@ def step_both_and_compare(envs: list[VecEnv], amplitude: float | np.ndarray, ste
         m, d = (e.step(action) for e in envs)
         for name in ("reward", "terminated", "truncated"):
             np.testing.assert_array_equal(getattr(m, name), getattr(d, name), err_msg=f"{name} {step}")
-        kept = ~(m.terminated | m.truncated)
+        np.testing.assert_array_equal(m.done_rows, d.done_rows, err_msg=f"done rows {step}")
+        np.testing.assert_array_equal(m.done_rows, np.flatnonzero(m.terminated | m.truncated))
         for group in m.obs:
             np.testing.assert_array_equal(m.obs[group], d.obs[group], err_msg=f"obs {group} at step {step}")
             np.testing.assert_array_equal(m.final_obs[group], d.final_obs[group], err_msg=f"final {step}")
-            np.testing.assert_array_equal(m.final_obs[group][kept], m.obs[group][kept])
+        for r in (m, d):  # final_obs aliases obs when no row ended, else holds the done rows alone
+            if len(r.done_rows) == 0:
+                assert r.final_obs is r.obs
+            else:
+                assert all(r.final_obs[g].shape == (len(r.done_rows), o.shape[1]) for g, o in r.obs.items())
         terminated += int(m.terminated.sum())
         truncated += int(m.truncated.sum())
     np.testing.assert_array_equal(manager.backend.qpos, direct.backend.qpos)
@@ -38,14 +43,14 @@ def step_both_and_compare(envs: list[VecEnv], amplitude: float | np.ndarray, ste
 
 def check_final_obs_is_pre_reset(env: VecEnv, joints: slice, steps: int = 5, substeps: int = 4) -> None:
     """``env`` is a manager env whose every row times out at step ``steps`` under zero actions. Before
-    that step final_obs equals obs (critic group, noise-free); at it, final_obs holds the terminal joint
+    that step final_obs is obs (no row ended); at it, final_obs holds the terminal joint
     positions (critic columns ``joints``, found by replaying the same seed and doing the last step's
     ``substeps`` physics steps by hand) and obs the reset state."""
     zero = np.zeros((env.num_envs, env.action_dim), dtype=np.float32)
     env.reset(seed=0)
     for _ in range(steps - 1):
         result = env.step(zero)
-        np.testing.assert_array_equal(result.final_obs["critic"], result.obs["critic"])
+        assert result.final_obs is result.obs and len(result.done_rows) == 0
     env.backend.step(env.action_manager.ctrl, substeps)  # the physics the last step will do
     terminal_joint_pos = env.backend.qpos[:, 7:] - env.default_qpos[7:]
     env.reset(seed=0)  # replay: the same seed gives the same first steps

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import envruntime
 from envruntime.bench import cli as bench
@@ -58,7 +59,8 @@ def test_manager_run_streams_every_record_type(tmp_path: Path) -> None:
     assert header["protocol"] == 1
     assert header["case"] == {"algo": "sac", "task": TASK, "sim": "mujoco", "variant": "manager"}
     assert header["params"] == {"num_envs": NUM_ENVS, "warmup": WARMUP, "measure": MEASURE,
-                                "replay_capacity": 4, "seed": 0, "threads": 2}
+                                "replay_capacity": 4, "seed": 0, "threads": 2, "actions": "actor",
+                                "device": "cpu"}
     audit = header["audit"]
     assert Path(audit["module_file"]) == REPO / "envruntime" / "__init__.py"
     assert audit["git_sha"] == git_head()
@@ -71,6 +73,9 @@ def test_manager_run_streams_every_record_type(tmp_path: Path) -> None:
     assert {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
             "numba", "affinity"} <= threads.keys()
     assert threads["affinity"] == sorted(os.sched_getaffinity(0))
+    assert threads["numba_layer"] in ("omp", "workqueue") and threads["OMP_WAIT_POLICY"] is not None
+    assert audit["collector"] == {"actions": "actor", "device": "cpu", "device_name": "cpu",
+                                  "actor_class": "SacActor"}
 
     assert [s["step"] for s in steps] == list(range(WARMUP + MEASURE))
     assert [s["warmup"] for s in steps] == [True] * WARMUP + [False] * MEASURE
@@ -108,6 +113,33 @@ def test_flashsac_direct_run_to_a_fifo(tmp_path: Path) -> None:
     assert len(records) == 2 + WARMUP + MEASURE
 
 
+def test_pregenerated_actions_stream_has_no_policy_time(tmp_path: Path) -> None:
+    stream = tmp_path / "run.ndjson"
+    config = bench.parse_config(bench_argv(stream, actions="pregenerated", variant="direct"))
+    assert bench.execute(config) == 0
+    records = read_records(stream)
+    header, steps, summary = records[0], records[1:-1], records[-1]
+    assert (header["params"]["actions"], header["params"]["device"]) == ("pregenerated", "cpu")
+    assert header["audit"]["collector"] == {"actions": "pregenerated", "device": None, "device_name": None,
+                                            "action_bank_steps": 16}
+    assert len(steps) == WARMUP + MEASURE
+    assert all(s["phases"]["policy_ms"] == 0.0 for s in steps)
+    assert all(s["phases"]["physics_ms"] > 0.0 for s in steps)
+    assert summary["phase_means_ms"]["policy_ms"] == 0.0
+
+
+@pytest.mark.parametrize("actions", ["actor", "pregenerated"])
+def test_cuda_device_without_cuda_exits_2_saying_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        actions: str) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # as on this CPU-only host
+    stream = tmp_path / "run.ndjson"
+    assert bench.main(bench_argv(stream, device="cuda", actions=actions)) == 2
+    assert "--device cuda: torch sees no CUDA device" in capsys.readouterr().err
+    (record,) = read_records(stream)
+    assert record["kind"] == "error" and "use --device cpu" in record["message"]
+
+
 def test_unknown_task_exits_2_listing_valid_tasks(tmp_path: Path) -> None:
     stream = tmp_path / "run.ndjson"
     proc = run_cli(bench_argv(stream, task="go3_moonwalk"))
@@ -125,6 +157,8 @@ def test_unknown_task_exits_2_listing_valid_tasks(tmp_path: Path) -> None:
     ({"measure": 0}, "--measure must be >= 1, got 0"),
     ({"warmup": -1}, "--warmup must be >= 0, got -1"),
     ({"num_envs": "many"}, "argument --num-envs: invalid int value"),
+    ({"actions": "scripted"}, "unknown actions 'scripted'; valid: actor, pregenerated"),
+    ({"device": "tpu"}, "unknown device 'tpu'; valid: cpu, cuda"),
 ])
 def test_invalid_arguments_exit_2_with_an_error_record(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], override: dict, expected: str) -> None:

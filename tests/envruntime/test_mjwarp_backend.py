@@ -121,8 +121,11 @@ def test_partial_reset_and_kick_touch_only_their_rows(pair) -> None:
         backend.step(ctrl, SUBSTEPS)
     before = [a.copy() for a in (warp_backend.qpos, warp_backend.qvel, warp_backend.sensordata)]
     qpos, qvel = _start_state(warp_backend, np.random.default_rng(4))
+    moved = warp_backend.row_bytes_moved
     for backend in pair:
         backend.reset(np.array([1]), qpos[:1], qvel[:1])
+    info = warp_backend.info  # one row crossed the bus each way: id, qpos and qvel up, sensors down
+    assert warp_backend.row_bytes_moved - moved == 4 * (1 + info.nq + info.nv + info.nsensordata)
     others = [0, 2, 3]
     for old, new in zip(before, (warp_backend.qpos, warp_backend.qvel, warp_backend.sensordata), strict=True):
         np.testing.assert_array_equal(new[others], old[others])
@@ -131,12 +134,17 @@ def test_partial_reset_and_kick_touch_only_their_rows(pair) -> None:
 
     kick = np.array([[0.5, -0.25]])
     vel_before = warp_backend.sensor("global_linvel").copy()
+    moved = warp_backend.row_bytes_moved
     for backend in pair:
         backend.apply_body_velocity_kick(np.array([2]), kick)
+    assert warp_backend.row_bytes_moved - moved == 4 * (1 + info.nv + info.nsensordata)
     np.testing.assert_allclose(warp_backend.sensor("global_linvel")[2, :2] - vel_before[2, :2], kick[0],
                                atol=1e-6)
     not_kicked = [0, 1, 3]
     np.testing.assert_array_equal(warp_backend.sensor("global_linvel")[not_kicked], vel_before[not_kicked])
+    _assert_close(warp_backend, cpu_backend)
+    for backend in pair:  # the device kept every world's state: the next step still matches MuJoCo
+        backend.step(ctrl, SUBSTEPS)
     _assert_close(warp_backend, cpu_backend)
 
 

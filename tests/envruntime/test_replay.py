@@ -1,4 +1,5 @@
-"""Replay ring: preallocation, vectorised wrap-around, terminal next_obs kept for done rows."""
+"""Replay ring: preallocation, vectorised wrap-around, direct slot writes, terminal next_obs kept for
+done rows, bytes counted."""
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ def batch(n: int, value: float) -> dict[str, np.ndarray]:
 
 
 def insert(replay: ReplayBuffer, n: int, value: float, done: np.ndarray | None = None) -> None:
+    """One transition of ``n`` rows, no row ended (``next_obs`` is the step's obs)."""
     done = np.zeros(n, dtype=bool) if done is None else done
     replay.put_obs(batch(n, value))
     replay.put_transition(np.full((n, ACTION_DIM), value, dtype=np.float32),
@@ -48,28 +50,56 @@ def test_terminal_next_obs_and_flags_stored_for_done_rows() -> None:
     replay = ReplayBuffer(6, OBS_DIMS, ACTION_DIM)
     obs = batch(3, 0.0)
     reset_obs = batch(3, 9.0)  # what the env returns after auto-reset
-    final_obs = {g: a.copy() for g, a in reset_obs.items()}
-    final_obs["actor"][1] = -7.0  # the true terminal observation of the done row
+    final_obs = {g: np.full((1, d), -7.0, np.float32) for g, d in OBS_DIMS.items()}  # row 1's terminal obs
     terminated = np.array([False, True, False])
     truncated = np.array([False, False, True])
     replay.put_obs(obs)
     replay.put_transition(np.zeros((3, ACTION_DIM), np.float32), np.ones(3, np.float32),
-                          terminated, truncated, final_obs)
+                          terminated, truncated, reset_obs, final_obs, np.array([1]))
     np.testing.assert_array_equal(replay.next_obs["actor"][:3, 0], [9.0, -7.0, 9.0])
+    np.testing.assert_array_equal(replay.next_obs["critic"][:3, 4], [9.0, -7.0, 9.0])
     np.testing.assert_array_equal(replay.terminated[:3], [0.0, 1.0, 0.0])
     np.testing.assert_array_equal(replay.truncated[:3], [0.0, 0.0, 1.0])
     replay.put_obs(reset_obs)  # the next transition starts from the post-reset observation
     replay.put_transition(np.zeros((3, ACTION_DIM), np.float32), np.ones(3, np.float32),
-                          terminated, truncated, final_obs)
+                          terminated, truncated, reset_obs, reset_obs, np.zeros(0, np.int64))
     np.testing.assert_array_equal(replay.obs["actor"][3:6, 0], [9.0, 9.0, 9.0])
+    np.testing.assert_array_equal(replay.next_obs["actor"][3:6, 0], [9.0, 9.0, 9.0])
 
 
-def test_staging_the_next_obs_keeps_the_oldest_complete_rows_intact() -> None:
+def test_terminal_rows_follow_the_wrap_around() -> None:
+    replay = ReplayBuffer(6, OBS_DIMS, ACTION_DIM)
+    insert(replay, 4, 1.0)  # cursor 4: the next batch takes rows 4, 5, 0, 1
+    replay.put_obs(batch(4, 2.0))
+    final_obs = {g: np.array([[-3.0] * d, [-4.0] * d], np.float32) for g, d in OBS_DIMS.items()}
+    replay.put_transition(np.zeros((4, ACTION_DIM), np.float32), np.zeros(4, np.float32),
+                          np.array([False, True, False, True]), np.zeros(4, bool), batch(4, 2.5),
+                          final_obs, np.array([1, 3]))
+    np.testing.assert_array_equal(replay.next_obs["actor"][:, 0], [2.5, -4.0, 1.5, 1.5, 2.5, -3.0])
+
+
+def test_put_obs_writes_into_the_slot_and_size_counts_complete_rows_only() -> None:
     replay = ReplayBuffer(8, OBS_DIMS, ACTION_DIM)
     for value in (1.0, 2.0):
         insert(replay, 4, value)
-    replay.put_obs(batch(4, 3.0))  # the env's next observation, before its step
-    np.testing.assert_array_equal(replay.obs["actor"][:, 0], [1, 1, 1, 1, 2, 2, 2, 2])
+    assert replay.size == 8
+    replay.put_obs(batch(4, 3.0))  # the env's next observation, before its step: rows 0-3
+    np.testing.assert_array_equal(replay.obs["actor"][:, 0], [3, 3, 3, 3, 2, 2, 2, 2])
+    assert replay.size == 4  # rows 0-3 hold no complete transition until put_transition
+    replay.put_transition(np.zeros((4, ACTION_DIM), np.float32), np.zeros(4, np.float32),
+                          np.zeros(4, bool), np.zeros(4, bool), batch(4, 3.5))
+    assert (replay.size, replay.cursor) == (8, 4)
+
+
+def test_bytes_written_counts_one_full_copy_per_array_plus_terminal_rows() -> None:
+    replay = ReplayBuffer(8, OBS_DIMS, ACTION_DIM)
+    row = 4 * (3 + 5)  # float32 bytes of one row of every observation group
+    replay.put_obs(batch(4, 0.0))
+    assert replay.bytes_written == 4 * row
+    replay.put_transition(np.zeros((4, ACTION_DIM), np.float32), np.zeros(4, np.float32),
+                          np.zeros(4, bool), np.zeros(4, bool), batch(4, 1.0),
+                          batch(1, -1.0), np.array([2]))
+    assert replay.bytes_written == 4 * row + 4 * (4 * (ACTION_DIM + 3) + row) + row
 
 
 def test_full_capacity_batches_overwrite_oldest_block() -> None:

@@ -20,7 +20,7 @@ variant: a push changes only velocities, and those stages read only the clip and
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import prange
 
 from envruntime.backends.base import Backend
 from envruntime.envs.direct_base import DirectEnv
@@ -43,6 +43,7 @@ from envruntime.kernels.motion_termination import (
     anchor_height_error_row,
     body_height_error_row,
 )
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.reset import ROOT_DRAWS
 from envruntime.kernels.reward import action_rate_row, joint_limits_row
 from envruntime.kernels.scalar import exp_kernel, observe
@@ -57,7 +58,7 @@ from envruntime.tasks.g1_motion_tracking.motion import (
 from envruntime.tasks.g1_motion_tracking.params import GYRO_SENSOR, LIN_VEL_SENSOR, G1MotionTrackingCfg
 
 
-@njit(cache=True)
+@rows_kernel
 def _post_physics(
     sd: np.ndarray,
     qpos: np.ndarray,
@@ -92,7 +93,7 @@ def _post_physics(
     """
     pos_cols, quat_cols, lin_cols, ang_cols = cols[0], cols[1], cols[2], cols[3]
     apos, aquat = pos_cols[anchor], quat_cols[anchor]
-    for r in range(episode_length.shape[0]):
+    for r in prange(episode_length.shape[0]):
         episode_length[r] += 1
         failed = (
             anchor_height_error_row(sd, apos, time_step, body_pos, anchor, r) > limits[0]
@@ -122,7 +123,7 @@ def _post_physics(
         reward[r] = total
 
 
-@njit(cache=True)
+@rows_kernel
 def _observe(
     rows: np.ndarray,
     update_command: bool,
@@ -159,9 +160,9 @@ def _observe(
     nb, nj, na, nc = pos_cols.shape[0], qadr.shape[0], action.shape[1], command.shape[1]
     head = nc + 9
     tail = head + 9 * nb
-    raw = np.empty(critic.shape[1])
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         r = rows[i]
+        raw = np.empty(critic.shape[1])  # per row: iterations run in parallel (hoisted per thread)
         if update_command:
             advance_motion_row(time_step, ref_joint_pos, ref_joint_vel, command, r)
             relative_body_poses_row(

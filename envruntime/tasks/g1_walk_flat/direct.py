@@ -17,7 +17,7 @@ as in the manager variant: a push changes only velocities, so the yaw it reads i
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import prange
 
 from envruntime.backends.base import Backend
 from envruntime.kernels.command import update_velocity_command_row
@@ -30,6 +30,7 @@ from envruntime.kernels.humanoid import (
     update_air_time_row,
 )
 from envruntime.kernels.observation import proprioceptive_row
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.reward import (
     action_rate_row,
     ang_vel_z_tracking_row,
@@ -51,7 +52,7 @@ POLICY_DIM = 99  # lin vel 3, ang vel 3, gravity 3, joint pos 29, joint vel 29, 
 CRITIC_DIM = POLICY_DIM + 4 * NUM_FEET  # + foot height, air time, contact, contact force
 
 
-@njit(cache=True)
+@rows_kernel
 def _post_physics(
     sd: np.ndarray,
     qpos: np.ndarray,
@@ -90,7 +91,7 @@ def _post_physics(
         shape[4],
         shape[5],
     )
-    for r in range(episode_length.shape[0]):
+    for r in prange(episode_length.shape[0]):
         episode_length[r] += 1
         fell = tilt_exceeds_row(sd, base_quat, cos_tilt, r)
         terminated[r] = fell
@@ -111,7 +112,7 @@ def _post_physics(
         reward[r] = total
 
 
-@njit(cache=True)
+@rows_kernel
 def _observe(
     rows: np.ndarray,
     update_command: bool,
@@ -149,9 +150,9 @@ def _observe(
     )
     inf = np.inf
     nf = z_cols.shape[0]
-    raw = np.empty(POLICY_DIM)
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         r = rows[i]
+        raw = np.empty(POLICY_DIM)  # per row: iterations run in parallel (hoisted per thread)
         if update_command:
             update_velocity_command_row(
                 sd, base_quat, stiffness, ang_lo, ang_hi, command, heading, is_heading, is_standing, r

@@ -19,11 +19,12 @@ push changes only velocities, so the yaw it reads, and the command, are the same
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import prange
 
 from envruntime.backends.base import Backend
 from envruntime.kernels.command import update_velocity_command_row
 from envruntime.kernels.observation import proprioceptive_row
+from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.reward import (
     action_rate_row,
     ang_vel_z_tracking_row,
@@ -44,7 +45,7 @@ ACTOR_DIM = 48  # lin vel 3, ang vel 3, gravity 3, joint pos 12, joint vel 12, l
 CRITIC_DIM = 56  # actor terms without noise, foot heights 4, foot contacts 4
 
 
-@njit(cache=True)
+@rows_kernel
 def _post_physics(
     sd: np.ndarray,
     qpos: np.ndarray,
@@ -78,7 +79,7 @@ def _post_physics(
         shape[4],
         shape[5],
     )
-    for r in range(episode_length.shape[0]):
+    for r in prange(episode_length.shape[0]):
         episode_length[r] += 1
         fell = tilt_exceeds_row(sd, quat, cos_tilt, r)
         terminated[r] = fell
@@ -96,7 +97,7 @@ def _post_physics(
         reward[r] = total
 
 
-@njit(cache=True)
+@rows_kernel
 def _observe(
     rows: np.ndarray,
     update_command: bool,
@@ -130,9 +131,9 @@ def _observe(
         cmd_params[3],
         cmd_params[4],
     )
-    raw = np.empty(ACTOR_DIM)
-    for i in range(rows.shape[0]):
+    for i in prange(rows.shape[0]):
         r = rows[i]
+        raw = np.empty(ACTOR_DIM)  # per row: iterations run in parallel (hoisted per thread)
         if update_command:
             update_velocity_command_row(
                 sd, quat, stiffness, ang_lo, ang_hi, command, heading, is_heading, is_standing, r
