@@ -48,6 +48,7 @@ class HostRecord:
     versions: str  # JSON object: package -> version or null
     threads: str  # JSON object: thread variable -> value or null
     affinity: str  # CPU list, e.g. "0-3,8"
+    id: str | None = None  # the bench host's id (``SHASWEEP_HOST_ID`` or the hostname): column ``host_id``
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -110,7 +110,8 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, r
 
     try:
         outcome = run_sweep(runs, scheduler=args.scheduler, continue_on_error=resolved.spec.continue_on_error,
-                            show_progress=not args.no_progress, on_connect=connected)
+                            show_progress=not args.no_progress, on_connect=connected,
+                            hosts=resolved.spec.hosts)
     except InvalidInputError:  # found before dispatching: the caller decides what the record keeps
         raise
     except BaseException as exc:

@@ -17,7 +17,15 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from orchestrator.errors import SpecError
-from orchestrator.spec.schema import PLACEHOLDERS, Case, GateSpec, KnownNames, RunSettings, SweepSpec
+from orchestrator.spec.schema import (
+    HOSTS_CHOICES,
+    PLACEHOLDERS,
+    Case,
+    GateSpec,
+    KnownNames,
+    RunSettings,
+    SweepSpec,
+)
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -121,6 +129,7 @@ def validate(spec: SweepSpec) -> None:
     for i, gate in enumerate(spec.gates):
         _check_gate(gate, spec, f"gates[{i}]")
     _check_metrics(spec.metrics)
+    _check_hosts(spec.hosts)
     for label in spec.sides:
         side_settings(spec, label)
 
@@ -184,6 +193,20 @@ def _check_gate(gate: GateSpec, spec: SweepSpec, key: str) -> None:
         raise SpecError(f"{gate.side!r} is not a side; sides: {', '.join(spec.sides)}", f"{key}.side")
     if gate.side == spec.baseline:
         raise SpecError(f"{gate.side!r} is the baseline; a gate compares another side to it", f"{key}.side")
+
+
+def _check_hosts(hosts: object) -> None:
+    """``one``, ``all`` or a non-empty list of distinct host ids (whether they are connected is checked
+    when the sweep connects)."""
+    if isinstance(hosts, str) and hosts in HOSTS_CHOICES:
+        return
+    if not isinstance(hosts, list) or not hosts:
+        raise SpecError(f"must be one, all or a list of host ids, got {hosts!r}", "hosts")
+    for i, host in enumerate(hosts):
+        if not isinstance(host, str) or not _LABEL.match(host):
+            raise SpecError(f"{host!r} is not a host id (letters, digits, '_', '.', '-')", f"hosts[{i}]")
+    if len(set(hosts)) != len(hosts):
+        raise SpecError("host ids must not repeat", "hosts")
 
 
 def _check_positive(value: float, key: str) -> None:

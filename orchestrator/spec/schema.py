@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from omegaconf import MISSING
 
@@ -25,6 +26,8 @@ DEFAULT_COMMAND: tuple[str, ...] = (
 
 # Metrics a report tabulates for every case and side by default (the sweep's ``metrics`` key);
 # gates may use any numeric run column.
+HOSTS_CHOICES: tuple[str, ...] = ("one", "all")  # besides a list of host ids
+
 REPORT_METRICS: tuple[str, ...] = ("throughput", "physics_ms", "update_state_ms", "reset_done_ms", "d2h_ms")
 
 
@@ -98,6 +101,7 @@ class SweepSpec:
     metrics: list[str] = field(default_factory=lambda: list(REPORT_METRICS))  # report table rows, in order
     timeout_s: float = 600.0
     continue_on_error: bool = False
+    hosts: Any = "one"  # "one", "all" or a list of host ids: where rounds run (orchestrator.dispatch.hosts)
     bootstrap_resamples: int = 9999  # resamples of every bootstrap interval in the report
     bootstrap_seed: int = 0  # the same seed gives the same intervals
     drift_threshold: float = 0.03  # flag a side whose median moved more than this against its history

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import typing
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -87,6 +88,22 @@ def runs_dir(results_root: str | Path, sweep_id: str) -> Path:
 
 def steps_dir(results_root: str | Path, sweep_id: str) -> Path:
     return Path(results_root) / "steps" / f"sweep={sweep_id}"
+
+
+def superseded_dir(results_root: str | Path, sweep_id: str) -> Path:
+    """Where runs of a round that was redone on another host are kept (outside ``runs/``)."""
+    return Path(results_root) / "superseded" / f"sweep={sweep_id}"
+
+
+def supersede_run(results_root: str | Path, sweep_id: str, run_key: str, tag: str) -> None:
+    """Move both files of ``run_key`` out of the results into ``superseded_dir`` (named with ``tag``,
+    e.g. the host that ran them), so a round redone elsewhere never mixes with them."""
+    target = superseded_dir(results_root, sweep_id)
+    for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
+        path = source(results_root, sweep_id) / f"{run_key}.parquet"
+        if path.exists():
+            (target / kind).mkdir(parents=True, exist_ok=True)
+            os.replace(path, target / kind / f"{run_key}.{tag}.{time.time_ns()}.parquet")
 
 
 def write_run(run: PlannedRun, result: RunResult) -> RunFiles:

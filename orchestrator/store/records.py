@@ -22,7 +22,7 @@ from filelock import FileLock, Timeout
 
 from orchestrator.errors import InvalidInputError, UnknownSweepError
 
-OUTCOME_KEYS: tuple[str, ...] = ("run_key", "order", "side", "case", "repeat", "status", "error")
+OUTCOME_KEYS: tuple[str, ...] = ("run_key", "order", "side", "case", "repeat", "host_id", "status", "error")
 
 _ID_TIME = re.compile(r"-(\d{8}T\d{6})(?:-(\d+))?\Z")
 

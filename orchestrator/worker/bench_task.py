@@ -4,7 +4,10 @@ bench command, read its stream live, publish progress, and write the run's Parqu
 Worker-side configuration (environment of the worker process):
 
 * ``SHASWEEP_HOME``: worktrees, logs and the default host lock (default ``~/.cache/shasweep``)
-* ``SHASWEEP_LOCK``: the host lock file (default ``$SHASWEEP_HOME/bench.lock``)
+* ``SHASWEEP_HOST_ID``: this bench host's id (default: the hostname), recorded as ``host_id``
+* ``SHASWEEP_LOCK_DIR``: where the per-host-id lock lives (default ``$SHASWEEP_HOME/locks``); workers
+  of one machine (native or in a container, with the directory bind-mounted) share it
+* ``SHASWEEP_LOCK``: the host lock file itself, overriding both
 * ``SHASWEEP_BENCH_CPUS``: CPUs the bench is pinned to, e.g. ``0-7`` (default: the worker's affinity)
 
 A worker that dies mid-run takes its bench with it (parent-death signal), but not processes the bench
@@ -15,6 +18,7 @@ next holder first kills whatever is left of that group.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,7 +34,7 @@ from filelock import FileLock
 from orchestrator.contract import PROGRESS_TOPIC, RUN_KEY_VAR, PlannedRun, cancel_event_name
 from orchestrator.errors import InvalidInputError, ProtocolError
 from orchestrator.store.parquet import RunResult, write_run
-from orchestrator.worker.hostinfo import PINNED_THREAD_VARS, collect_host, parse_cpus
+from orchestrator.worker.hostinfo import PINNED_THREAD_VARS, collect_host, host_id, parse_cpus
 from orchestrator.worker.proc import file_tail, kill_group, launch
 from orchestrator.worker.stream import StreamState, follow_lines
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
@@ -39,10 +43,16 @@ STEP_PUBLISH_INTERVAL_S = 0.1
 CANCEL_POLL_INTERVAL_S = 0.5
 
 Publisher = Callable[[dict], None]
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def host_lock_path() -> Path:
-    return Path(os.environ.get("SHASWEEP_LOCK") or shasweep_home() / "bench.lock")
+def host_lock_path(host: str) -> Path:
+    """The lock that keeps benches of host ``host`` apart: one file per host id (see the module docstring)."""
+    override = os.environ.get("SHASWEEP_LOCK")
+    if override:
+        return Path(override)
+    directory = Path(os.environ.get("SHASWEEP_LOCK_DIR") or shasweep_home() / "locks")
+    return directory / f"{_SAFE_NAME.sub('_', host)}.lock"
 
 
 def bench_cpus() -> set[int]:
@@ -66,7 +76,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     cancelled = _dask_cancel_check(run.sweep_id)
     log_dir = shasweep_home() / "logs" / run.sweep_id / run.run_key
     log_dir.mkdir(parents=True, exist_ok=True)
-    lock = Path(lock_path) if lock_path else host_lock_path()
+    lock = Path(lock_path) if lock_path else host_lock_path(host_id())
     lock.parent.mkdir(parents=True, exist_ok=True)
     publish(_event(run, "waiting"))
     with FileLock(lock):
@@ -82,7 +92,8 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         files = write_run(run, result)
     outcome = {
         "run_key": run.run_key, "order": run.order, "side": run.side, "case": run.case,
-        "sha": run.sha, "repeat": run.repeat, "status": result.status, "error": result.error,
+        "sha": run.sha, "repeat": run.repeat, "host_id": result.host.get("id"), "status": result.status,
+        "error": result.error,
         "throughput": result.throughput, "wall_s": result.wall_s, "exit_code": result.exit_code,
         "started_at": result.started_at.isoformat(), "ended_at": result.ended_at.isoformat(),
         "log_dir": str(log_dir), "runs_file": str(files.runs), "steps_file": str(files.steps),
@@ -246,7 +257,7 @@ def _total_steps(params: dict) -> int | None:
 
 def _event(run: PlannedRun, event: str, **fields: object) -> dict:
     return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order,
-            "side": run.side, "case": run.case, "event": event, **fields}
+            "side": run.side, "case": run.case, "host_id": host_id(), "event": event, **fields}
 
 
 def _dask_publisher() -> Publisher:
