@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.dashboard.lanes import format_lane
 from orchestrator.errors import ClusterError, InvalidInputError, UnknownSweepError
 from orchestrator.plan.expand import results_root_for
 from orchestrator.store import records as sweep_record
@@ -106,6 +107,7 @@ def format_live(view: dict[str, Any], address: str) -> str:
             step = f"step {run['done']}/{run['total']}" if run["total"] else f"step {run['done']}"
             lines.append(f"current: #{run['order']} {run['side']} {run['case']} repeat {run['repeat']}, "
                          f"{run['status']}, {step}")
+    lines += [format_lane(lane) for lane in sweep.get("lanes", [])]
     for addr, host in view["hosts"].items():
         lines.append(f"bench worker {addr}: {host.get('hostname')}, CPUs {host.get('affinity')}, "
                      f"GPU {host.get('gpu_name')}")

@@ -17,6 +17,7 @@ from bokeh.plotting import figure
 from distributed import Scheduler
 
 from orchestrator.dashboard.board import CHART_PHASES, SweepBoard
+from orchestrator.dashboard.lanes import format_lane
 from orchestrator.dashboard.plugin import board_of
 
 REFRESH_MS = 500
@@ -36,10 +37,11 @@ class BoardPage:
         self.select = Select(title="sweep", value=LATEST, options=[LATEST], width=420)
         self.summary = Div(text="no sweep yet", width=900)
         self.hosts = Div(text="", width=900)
+        self.lanes = Div(text="", width=900)  # one line per bench host of the sweep
         self.runs = ColumnDataSource({name: [] for name in TABLE_FIELDS})
         self.phases = ColumnDataSource({"step": [], **{name: [] for name in CHART_PHASES}})
         self.throughput = ColumnDataSource({"order": [], "throughput": [], "side": [], "color": []})
-        self.root = column(row(self.select), self.summary, self._table(), row(self._phase_chart(),
+        self.root = column(row(self.select), self.summary, self.lanes, self._table(), row(self._phase_chart(),
                            self._throughput_chart()), self.hosts, sizing_mode="stretch_width")
 
     def update(self) -> None:
@@ -57,6 +59,7 @@ class BoardPage:
             self.summary.text = "no sweep yet: start one with <code>shasweep run SWEEP.yaml</code>"
             return
         self.summary.text = _summary_html(snap)
+        self.lanes.text = "<br>".join(html.escape(format_lane(lane)) for lane in snap.get("lanes", []))
         runs = snap["runs"]
         self.runs.data = {
             "order": [r["order"] for r in runs], "side": [r["side"] for r in runs],

@@ -9,6 +9,7 @@ from overlapping on one host.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -151,7 +152,8 @@ def _run_fleet(client: Client, runs: list[PlannedRun], hosts: list[BenchHost], c
                 f"{outcome['status']} on host {outcome.get('host_id')}: {outcome['error']}")
 
     def requeued(round_runs, host_id: str, why: str) -> None:
-        progress.say(f"host {host_id}: {why}; its round goes to the next free host")
+        print(f"host {host_id}: {why}; its round goes whole to the next free host", file=sys.stderr,
+              flush=True)
         keys = [run.run_key for run in round_runs]
         client.log_event(PROGRESS_TOPIC, {"sweep_id": runs[0].sweep_id, "event": "requeued",
                                           "host_id": host_id, "run_keys": keys})

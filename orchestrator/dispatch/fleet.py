@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from distributed import FIRST_COMPLETED, KilledWorker, wait
+from distributed import KilledWorker, wait
 
 from orchestrator.contract import PlannedRun
 from orchestrator.dispatch.hosts import BenchHost
@@ -115,7 +115,11 @@ class _Fleet:
             while self._fill() or self.active:
                 if self.hooks.cancelled() and self.result.stop_reason is None:
                     self.result.stop_reason = "cancelled with `shasweep cancel`"
-                done, _ = wait(list(self.active), timeout=HOST_CHECK_INTERVAL_S, return_when=FIRST_COMPLETED)
+                try:
+                    done = wait(list(self.active), timeout=HOST_CHECK_INTERVAL_S,
+                                return_when="FIRST_COMPLETED").done
+                except TimeoutError:
+                    done = set()
                 for future in done:
                     self._finished(future, self.active.pop(future))
                 if not done:
