@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from orchestrator.analysis import drift, stats
+from orchestrator.analysis import drift, hosts, stats
 from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.verdicts import (
     FAIL,
@@ -39,8 +39,8 @@ FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error"
 
 
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
-    ("run_key", "sweep_id", "side", "case", "sha", "status", "error", *AUDIT_COLUMNS, *AUDIT_INPUT_COLUMNS,
-     *drift.IDENTITY_COLUMNS)))
+    ("run_key", "sweep_id", "side", "case", "sha", "status", "error", hosts.HOST_COLUMN, *AUDIT_COLUMNS,
+     *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS)))
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class Report:
     failures: pd.DataFrame  # FAILURE_COLUMNS of every run that is not ok (with or without a results row)
     missing: int  # planned runs with no result
     drift: list[drift.Drift] = field(default_factory=list)  # against earlier sweeps of the same identity
+    by_host: hosts.HostsView | None = None  # medians per bench host and hosts that disagree
 
     @property
     def exit_code(self) -> int:
@@ -110,7 +111,7 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
               for c in cases for s in sides}
     summaries = {(c, s, m): stats.summarize(ok.loc[(ok["case"] == c) & (ok["side"] == s), m])
                  for c in cases for s in sides for m in metrics}
-    comparer = Comparer(ok, baseline, str(spec.get("order")),
+    comparer = Comparer(hosts.pairing_blocks(ok), baseline, str(spec.get("order")),
                         resamples=int(spec.get("bootstrap_resamples", stats.DEFAULT_RESAMPLES)),
                         seed=int(spec.get("bootstrap_seed", stats.DEFAULT_SEED)))
     rows = [MetricRow(c, s, m, summaries[c, s, m],
@@ -129,6 +130,7 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
         audit=_audit(runs, sides),
         failures=failures, missing=max(planned - len(runs) - len(unwritten), 0),
         drift=[] if history is None else drift.find_drift(ok, history, metrics, threshold),
+        by_host=hosts.hosts_view(ok, cases, sides, baseline, metrics),
     )
 
 

@@ -12,6 +12,7 @@ import pyarrow.dataset as ds
 
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.run_audit import apply_audit
+from orchestrator.render import hosts
 from orchestrator.render.page import Page
 from orchestrator.render.plots import breakdown_plot, throughput_plot, timeline_plot
 from orchestrator.render.tables import (
@@ -76,6 +77,13 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
             figures.append(timeline_plot(case_steps, mine, report.sides, phase,
                                          f"{case}: {phase} per step (warm-up shaded)"))
         page.figures(figures)
+    if hosts.shown(report):
+        page.heading("Hosts")
+        page.paragraph(hosts.HOSTS_NOTE)
+        page.items(hosts.host_lines_by_host(report))
+        for metric, table in hosts.host_median_tables(report):
+            page.paragraph(f"median {metric} per host")
+            page.table(table)
     if report.drift:
         page.heading("Drift against earlier sweeps of the same SHAs")
         page.table(drift_table(report))
