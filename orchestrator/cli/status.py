@@ -109,7 +109,8 @@ def format_live(view: dict[str, Any], address: str) -> str:
                          f"{run['status']}, {step}")
     lines += [format_lane(lane) for lane in sweep.get("lanes", [])]
     for addr, host in view["hosts"].items():
-        lines.append(f"bench worker {addr}: {host.get('hostname')}, CPUs {host.get('affinity')}, "
+        lines.append(f"bench worker {addr}: host {host.get('id')} ({host.get('hostname')}), "
+                     f"CPUs {host.get('affinity')}, "
                      f"GPU {host.get('gpu_name')}")
     lines.append(f"{'#':>4}  {'side':<12} {'case':<36} {'status':<10} {'steps':>9}  throughput")
     for run in sweep["runs"]:
