@@ -100,6 +100,9 @@ def test_rounds_run_in_parallel_across_three_hosts(scheduler, tmp_path, monkeypa
         assert f"host {host}:" in status, status
     (record,) = [json.loads(p.read_text()) for p in (repo.path / "results" / "sweeps").glob("*.json")]
     assert record["hosts"] == ["h1", "h2", "h3"] and record["requeued_rounds"] == []
+    report = (repo.path / "results" / "reports" / f"{record['sweep_id']}.md").read_text()
+    assert "## Hosts" in report and "- hosts: h1, h2, h3" in report, report
+    assert "median throughput per host" in report
 
 
 def test_a_worker_killed_mid_round_has_its_round_redone_whole_elsewhere(scheduler, tmp_path):
