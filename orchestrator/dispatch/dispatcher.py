@@ -107,7 +107,7 @@ def run_sweep(
                 fleet = _run_fleet(client, runs, chosen, cancel, progress, lock_path, continue_on_error)
                 stop_reason = fleet.stop_reason
                 outcomes = [fleet.outcomes[r.run_key] for r in runs if r.run_key in fleet.outcomes]
-            for run in runs if len(chosen) == 1 else ():
+            for run in runs if len(chosen) == 1 else ():  # one host: the serial loop, in plan order
                 if cancel.is_set():
                     stop_reason = CANCELLED_REASON
                     break

@@ -108,6 +108,7 @@ class _Fleet:
         self.requeue: deque[_Job] = deque()
         self.active: dict[Future, _Lane] = {}
         self.exhausted = False
+        self.next_check = time.monotonic() + HOST_CHECK_INTERVAL_S
         self.result = FleetResult()
 
     def run(self) -> FleetResult:
@@ -122,7 +123,8 @@ class _Fleet:
                     done = set()
                 for future in done:
                     self._finished(future, self.active.pop(future))
-                if not done:
+                if time.monotonic() >= self.next_check:
+                    self.next_check = time.monotonic() + HOST_CHECK_INTERVAL_S
                     self._check_hosts()
         except KeyboardInterrupt:
             self.hooks.cancel()
