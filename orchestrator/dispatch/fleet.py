@@ -199,11 +199,12 @@ class _Fleet:
         lane.job.attempts += 1
         if lane.job.attempts < MAX_ROUND_ATTEMPTS:
             self.requeue.appendleft(lane.job)
+            self.hooks.on_requeued(lane.job.runs, lane.host.host_id, why)
             line += "; re-queued whole"
         else:
-            self.result.stop_reason = self.result.stop_reason or f"{line}, {MAX_ROUND_ATTEMPTS} times"
+            line += f"; given up after {MAX_ROUND_ATTEMPTS} hosts died running it"
+            self.result.stop_reason = self.result.stop_reason or line
         self.result.requeued.append(line)
-        self.hooks.on_requeued(lane.job.runs, lane.host.host_id, why)
         if lane.host.alive(self.client):
             self.free.append(lane.host)
 

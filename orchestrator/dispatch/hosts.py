@@ -24,22 +24,37 @@ if TYPE_CHECKING:
 HostsSetting = str | list[str]  # "one", "all" or host ids (validated by orchestrator.spec.load)
 
 
-@dataclass(frozen=True)
+@dataclass
 class BenchHost:
-    """One bench host: its id and the addresses of its bench workers."""
+    """One bench host: its id and the addresses of its bench workers (re-resolved by host id when
+    they are all gone, e.g. after a supervisor or nanny restarted a worker at a new address)."""
 
     host_id: str
     workers: tuple[str, ...]
 
     def submit(self, client: Client, func: Callable, *args: object, key: str, **kwargs: object) -> Future:
         """Submit ``func`` to this host's bench workers only, under a key no other client can share."""
+        workers = self.live_workers(client, wait_s=WORKER_WAIT_S) or self.workers
         return client.submit(func, *args, key=f"{key}-{uuid.uuid4().hex[:12]}", pure=False,
-                             resources={BENCH_RESOURCE: 1}, workers=list(self.workers),
+                             resources={BENCH_RESOURCE: 1}, workers=list(workers),
                              allow_other_workers=False, **kwargs)
 
     def alive(self, client: Client) -> bool:
-        """Whether a bench worker of this host is still in the cluster."""
-        return bool(set(self.workers) & set(bench_workers(client)))
+        """Whether a bench worker of this host is in the cluster now."""
+        return bool(self.live_workers(client))
+
+    def live_workers(self, client: Client, wait_s: float = 0.0) -> tuple[str, ...]:
+        """This host's bench workers in the cluster now, waiting up to ``wait_s`` for one to (re)join."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            present = set(bench_workers(client))
+            live = tuple(worker for worker in self.workers if worker in present)
+            if not live and present:
+                live = connected_hosts(client).get(self.host_id, ())
+                self.workers = live or self.workers
+            if live or time.monotonic() >= deadline:
+                return live
+            time.sleep(0.2)
 
 
 def connected_hosts(client: Client) -> dict[str, tuple[str, ...]]:
