@@ -40,11 +40,13 @@ class BenchHost:
                              allow_other_workers=False, **kwargs)
 
     def alive(self, client: Client) -> bool:
-        """Whether a bench worker of this host is in the cluster now."""
-        return bool(self.live_workers(client))
+        """Whether a worker this host's runs were submitted to is still in the cluster (a run pinned to
+        workers that left never starts, even when the host came back at a new address)."""
+        return bool(set(self.workers) & set(bench_workers(client)))
 
     def live_workers(self, client: Client, wait_s: float = 0.0) -> tuple[str, ...]:
-        """This host's bench workers in the cluster now, waiting up to ``wait_s`` for one to (re)join."""
+        """This host's bench workers in the cluster now, looked up again by host id when the known ones
+        left, waiting up to ``wait_s`` for one to (re)join."""
         deadline = time.monotonic() + wait_s
         while True:
             present = set(bench_workers(client))

@@ -30,7 +30,7 @@ from orchestrator.dispatch.cluster import free_port  # noqa: E402
 from orchestrator.errors import EXIT_INVALID  # noqa: E402
 
 STEP_MS = 150  # the fake bench sleeps, so the speed-up does not depend on free CPUs
-SWEEP_TIMEOUT_S = 400
+SWEEP_TIMEOUT_S = 150
 
 
 def sweep_file(repo: Path, name: str, *, cases: int, repeats: int, measure: int = 8, **extra) -> Path:
@@ -115,12 +115,24 @@ def test_a_worker_killed_mid_round_has_its_round_redone_whole_elsewhere(schedule
         return any(pq.read_table(f, columns=["host_id"]).column(0)[0].as_py() == host for f in files)
 
     with workers(scheduler, tmp_path, ["h1", "h2", "h3"]) as started:
-        client = subprocess.Popen(
-            shasweep_argv("run", str(sweep), "--scheduler", scheduler.address, "--no-progress"),
-            cwd=repo.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        log = tmp_path / "client.out"
+        with open(log, "wb") as sink:
+            client = subprocess.Popen(
+                shasweep_argv("run", str(sweep), "--scheduler", scheduler.address, "--no-progress"),
+                cwd=repo.path, stdout=sink, stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONFAULTHANDLER": "1"})  # SIGABRT dumps where a hung client is
         wait_for(lambda: finished_on("h1"), "a run finished on host h1", timeout_s=240)
         os.kill(started["h1"].proc.pid, signal.SIGKILL)  # mid-round: h1's round has 4 runs
-        out = client.communicate(timeout=SWEEP_TIMEOUT_S)[0]
+        try:
+            client.wait(timeout=SWEEP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            client.send_signal(signal.SIGABRT)
+            client.wait(timeout=30)
+            raise
+        finally:
+            client.kill()
+            out = log.read_text()
+            print(out)
     assert client.returncode == 0, out[-3000:]
     assert "host h1: its bench worker died" in out
     runs = read_runs(repo.path)
