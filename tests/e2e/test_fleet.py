@@ -30,7 +30,7 @@ from orchestrator.dispatch.cluster import free_port  # noqa: E402
 from orchestrator.errors import EXIT_INVALID  # noqa: E402
 
 STEP_MS = 150  # the fake bench sleeps, so the speed-up does not depend on free CPUs
-SWEEP_TIMEOUT_S = 150
+SWEEP_TIMEOUT_S = 300
 
 
 def sweep_file(repo: Path, name: str, *, cases: int, repeats: int, measure: int = 8, **extra) -> Path:
