@@ -50,6 +50,7 @@ class HostRecord:
     versions: str  # JSON object: package -> version or null
     threads: str  # JSON object: thread variable -> value or null
     affinity: str  # CPU list, e.g. "0-3,8"
+    id: str | None = None  # the bench host's id (``SHASWEEP_HOST_ID`` or the hostname): column ``host_id``
     # CPU frequency settings from /sys and, per run, the measured window (worker.disturbance)
     cpu_governor: str | None = None
     cpu_turbo: str | None = None  # on | off

@@ -157,7 +157,8 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, r
         outcome, adaptive = run_until_decided(
             resolved, record, runs, done=done, scheduler=args.scheduler,
             continue_on_error=resolved.spec.continue_on_error, show_progress=not args.no_progress,
-            on_connect=connected, security=client_security(args, args.scheduler))
+            on_connect=connected, security=client_security(args, args.scheduler),
+            hosts=resolved.spec.hosts)
     except InvalidInputError:  # found before dispatching: the caller decides what the record keeps
         raise
     except BaseException as exc:

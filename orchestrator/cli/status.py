@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.dashboard.lanes import format_lane
 from orchestrator.errors import ClusterError, InvalidInputError, UnknownSweepError
 from orchestrator.plan.expand import results_root_for
 from orchestrator.store import records as sweep_record
@@ -107,8 +108,10 @@ def format_live(view: dict[str, Any], address: str) -> str:
             step = f"step {run['done']}/{run['total']}" if run["total"] else f"step {run['done']}"
             lines.append(f"current: #{run['order']} {run['side']} {run['case']} repeat {run['repeat']}, "
                          f"{run['status']}, {step}")
+    lines += [format_lane(lane) for lane in sweep.get("lanes", [])]
     for addr, host in view["hosts"].items():
-        lines.append(f"bench worker {addr}: {host.get('hostname')}, CPUs {host.get('affinity')}, "
+        lines.append(f"bench worker {addr}: host {host.get('id')} ({host.get('hostname')}), "
+                     f"CPUs {host.get('affinity')}, "
                      f"GPU {host.get('gpu_name')}")
     lines.append(f"{'#':>4}  {'side':<12} {'case':<36} {'status':<10} {'steps':>9}  throughput")
     for run in sweep["runs"]:

@@ -2,7 +2,8 @@
 
 ``SweepBoard`` is fed the messages published on ``contract.PROGRESS_TOPIC`` (by the bench
 worker: waiting, started, step, finished; by the dispatcher: planned, ended) and the bench
-workers' host records. It keeps the last ``MAX_SWEEPS`` sweeps and, per sweep, the per-step phase
+workers' host records (and, from the dispatcher, ``requeued`` when a fleet redoes a round whose host
+died). It keeps the last ``MAX_SWEEPS`` sweeps and, per sweep, the per-step phase
 timings of the run that is running (or ran last). ``snapshot`` returns plain dicts.
 """
 
@@ -14,6 +15,7 @@ from collections import OrderedDict, deque
 from dataclasses import asdict, dataclass, field
 
 from orchestrator.contract import STATUSES as FINAL_STATUSES
+from orchestrator.dashboard.lanes import host_lanes
 
 MAX_SWEEPS = 20
 MAX_STEPS = 5000  # phase samples kept for the current run's chart
@@ -36,6 +38,9 @@ class RunView:
     done: int = 0  # steps read so far
     total: int | None = None  # warm-up + measured steps
     wall_s: float | None = None  # how long the finished run took
+    host_id: str | None = None  # the bench host running or having run it
+    started: float | None = None  # board time (epoch s) the bench started / the run finished
+    ended: float | None = None
 
 
 @dataclass
@@ -82,6 +87,11 @@ class SweepBoard:
                 sweep.runs.setdefault(run["run_key"], _run_view(run))
         elif event == "ended":
             self._ended(sweep, msg)
+        elif event == "requeued":
+            for key in msg.get("run_keys", []):
+                if key in sweep.runs:
+                    old = sweep.runs[key]
+                    sweep.runs[key] = RunView(old.run_key, old.order, old.side, old.case, old.repeat)
         elif msg.get("run_key"):
             self._run_event(sweep, event, msg)
         sweep.updated = time.time()
@@ -108,7 +118,8 @@ class SweepBoard:
         phases.update({name: [float(p.get(name, 0.0)) for _, _, p in steps] for name in CHART_PHASES})
         return {"sweep_id": sweep.sweep_id, "state": sweep.state, "stop_reason": sweep.stop_reason,
                 "runs": [asdict(run) for run in runs], "counts": counts, "current": sweep.current,
-                "phases": phases, "updated": sweep.updated, "version": sweep.version}
+                "phases": phases, "updated": sweep.updated, "version": sweep.version,
+                "lanes": host_lanes([asdict(run) for run in runs], time.time())}
 
     def _sweep(self, sweep_id: str) -> SweepView:
         sweep = self.sweeps.get(sweep_id)
@@ -122,10 +133,11 @@ class SweepBoard:
         run = sweep.runs.setdefault(msg["run_key"], _run_view(msg))
         if run.status in FINAL_STATUSES:  # a late message of a run that already ended
             return
+        run.host_id = msg.get("host_id") or run.host_id
         if event == "waiting":
             run.status = "waiting"
         elif event == "started":
-            run.status, run.total = "running", msg.get("total")
+            run.status, run.total, run.started = "running", msg.get("total"), time.time()
             if sweep.current != run.run_key:
                 sweep.current = run.run_key
                 sweep.steps.clear()
@@ -137,6 +149,7 @@ class SweepBoard:
         elif event == "finished":
             run.status = msg.get("status") or "failed"
             run.error, run.throughput, run.wall_s = msg.get("error"), msg.get("throughput"), msg.get("wall_s")
+            run.ended = time.time()
             if run.status == "ok" and run.total:  # ok means every step ran; step messages are sampled
                 run.done = run.total
 

@@ -23,6 +23,7 @@ from distributed import Scheduler
 from orchestrator.contract import AUDIT_FAILED
 from orchestrator.contract import STATUSES as FINAL_STATUSES
 from orchestrator.dashboard.board import CHART_PHASES, LIVE_STATUSES, SweepBoard, eta_seconds
+from orchestrator.dashboard.lanes import format_lane
 from orchestrator.dashboard.plugin import board_of
 
 REFRESH_MS = 500
@@ -45,12 +46,13 @@ class BoardPage:
         self.select = Select(title="sweep", value=LATEST, options=[LATEST], width=420)
         self.summary = Div(text="no sweep yet", width=900)
         self.hosts = Div(text="", width=900)
+        self.lanes = Div(text="", width=900)  # one line per bench host of the sweep
         self.runs = ColumnDataSource({name: [] for name in TABLE_FIELDS})
         self.phases = ColumnDataSource({"step": [], **{name: [] for name in CHART_PHASES}})
         self.throughput = ColumnDataSource({"order": [], "throughput": [], "side": [], "color": []})
         self._case_column = TableColumn(field="case", title="case", width=220)
         self._phase_fig, self._throughput_fig = self._phase_chart(), self._throughput_chart()
-        self.root = column(row(self.select), self.summary, self._table(), row(self._phase_fig,
+        self.root = column(row(self.select), self.summary, self.lanes, self._table(), row(self._phase_fig,
                            self._throughput_fig), self.hosts, sizing_mode="stretch_width")
 
     def update(self) -> None:
@@ -68,6 +70,7 @@ class BoardPage:
             self.summary.text = "no sweep yet: start one with <code>shasweep run SWEEP.yaml</code>"
             return
         self.summary.text = summary_html(snap)
+        self.lanes.text = "<br>".join(html.escape(format_lane(lane)) for lane in snap.get("lanes", []))
         runs = snap["runs"]
         self.runs.data = table_data(snap)
         longest = max((len(r["case"]) for r in runs), default=0)

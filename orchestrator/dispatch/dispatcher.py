@@ -1,14 +1,16 @@
-"""Strictly serial dispatch of a planned sweep to the bench worker.
+"""Strictly serial dispatch of a planned sweep to its bench host, or its rounds to a fleet of hosts.
 
-Runs are submitted one at a time in plan order, each only after the previous one finished, to
-the worker holding the bench resource; on the worker an OS file lock also keeps bench runs of
-different sweeps (other clients) from overlapping on one host.
+With ``hosts: one`` runs are submitted one at a time in plan order, each only after the previous one
+finished, to the bench workers of one host chosen at start (``dispatch.hosts``); with several hosts
+each round runs whole on one host, different rounds at once on different hosts (``dispatch.fleet``).
+On the worker an OS file lock per host id also keeps bench runs of different sweeps (other clients)
+from overlapping on one host.
 """
 
 from __future__ import annotations
 
+import sys
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -19,7 +21,9 @@ from distributed import Client, Event, Future, wait
 from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, cancel_event_name
 from orchestrator.dashboard import page_url
 from orchestrator.dashboard.plugin import board_installed
-from orchestrator.dispatch.cluster import BENCH_RESOURCE, bench_workers, connect, require_bench_worker
+from orchestrator.dispatch.cluster import connect
+from orchestrator.dispatch.fleet import FleetResult, RoundHooks, run_rounds, split_rounds
+from orchestrator.dispatch.hosts import BenchHost, HostsSetting, choose_hosts
 from orchestrator.dispatch.progress import SweepProgress
 from orchestrator.errors import ClusterError, InvalidInputError
 from orchestrator.store.records import OUTCOME_KEYS
@@ -45,6 +49,8 @@ class SweepOutcome:
     wall_s: float = 0.0  # the whole call, cluster start included
     dispatch_s: float = 0.0  # first submit to last outcome
     workers: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)  # host ids the sweep ran on
+    requeued: list[str] = field(default_factory=list)  # rounds redone after their host's worker died
 
     def finished_record(self, record: dict[str, Any]) -> dict[str, Any]:
         """``record`` updated with this outcome: host, per-run status, whether it stopped early."""
@@ -54,6 +60,7 @@ class SweepOutcome:
             "wall_s": self.wall_s, "ended": datetime.now(UTC).isoformat(timespec="seconds"),
             "outcomes": [{k: run.get(k) for k in OUTCOME_KEYS} for run in self.runs],
             "planned_runs": len(self.runs),
+            "hosts": self.hosts, "requeued_rounds": self.requeued,
         }
 
 
@@ -67,6 +74,7 @@ def run_sweep(
     on_connect: OnConnect | None = None,
     more: MoreRuns | None = None,
     security: object | None = None,
+    hosts: HostsSetting = "one",
 ) -> SweepOutcome:
     """Execute ``runs`` one at a time in list order on the bench worker of ``scheduler``.
 
@@ -77,8 +85,9 @@ def run_sweep(
     ``/shasweep`` board when the scheduler has it) before the first run; the plan and the end of
     the sweep are published on ``PROGRESS_TOPIC`` for that board. ``more`` (an adaptive sweep's next
     round, ``dispatch.adaptive``) is asked for further runs whenever the list is done, until it
-    returns none or the sweep stops. ``security``: the client's Dask
-    ``Security`` for a ``tls://`` scheduler.
+    returns none or the sweep stops. ``hosts`` is the sweep's ``hosts:`` key: one host resolved from
+    it runs the runs in list order; several run its rounds in parallel, each round whole on one host
+    (``more``'s rounds too). ``security``: the client's Dask ``Security`` for a ``tls://`` scheduler.
     """
     _check_plan(runs)
     runs = list(runs)
@@ -90,24 +99,37 @@ def run_sweep(
         progress.say(f"dashboard: {dashboard_url}")
         if on_connect is not None:
             on_connect(client.scheduler.address, dashboard_url)
-        workers = require_bench_worker(client)
+        chosen = choose_hosts(client, hosts)
+        target = chosen[0]
+        workers = [worker for bench_host in chosen for worker in bench_host.workers]
         cancel = Event(cancel_event_name(runs[0].sweep_id, runs[0].token), client=client)
         cancel.clear()
-        host = _submit(client, bench_host_record, key="shasweep-host").result()
+        host = target.submit(client, bench_host_record, key="shasweep-host").result()
         client.subscribe_topic(PROGRESS_TOPIC, progress.handle_event)
         client.log_event(PROGRESS_TOPIC, _planned_message(runs))
         outcomes: list[dict] = []
         stop_reason: str | None = None
+        fleet = FleetResult()
         dispatch_started = time.monotonic()
         try:
-            while len(outcomes) < len(runs) or _extend(runs, more, progress, client):
-                run = runs[len(outcomes)]
+            if len(chosen) > 1:
+                fleet = _run_fleet(client, runs, chosen, cancel, progress, lock_path, continue_on_error)
+                while fleet.stop_reason is None:  # adaptive rounds, each whole on the next free host
+                    planned = len(runs)
+                    if not _extend(runs, more, progress, client):
+                        break
+                    fleet = fleet.merged(_run_fleet(client, runs[planned:], chosen, cancel, progress,
+                                                    lock_path, continue_on_error))
+                stop_reason = fleet.stop_reason
+                outcomes = [fleet.outcomes[r.run_key] for r in runs if r.run_key in fleet.outcomes]
+            while len(chosen) == 1 and (len(outcomes) < len(runs) or _extend(runs, more, progress, client)):
+                run = runs[len(outcomes)]  # one host: the serial loop, in plan order
                 if cancel.is_set():
                     stop_reason = CANCELLED_REASON
                     break
-                future = _submit(client, execute_run, run, lock_path=lock_path, key=task_key(run))
+                future = target.submit(client, execute_run, run, lock_path=lock_path, key=task_key(run))
                 try:
-                    outcome = _await_run(client, future, run)
+                    outcome = _await_run(client, future, run, target)
                 except KeyboardInterrupt:
                     cancel.set()
                     outcome = _await_cancelled(future, run)
@@ -125,13 +147,41 @@ def run_sweep(
         finally:
             client.unsubscribe_topic(PROGRESS_TOPIC)
         dispatch_s = time.monotonic() - dispatch_started
-        outcomes += [_not_run(run, stop_reason or "") for run in runs[len(outcomes):]]
+        finished = {outcome["run_key"] for outcome in outcomes}
+        outcomes += [_not_run(run, stop_reason or "") for run in runs if run.run_key not in finished]
         outcomes = list({outcome["run_key"]: outcome for outcome in outcomes}.values())  # a re-run's last
+        outcomes.sort(key=lambda outcome: outcome["order"])
         client.log_event(PROGRESS_TOPIC, {**_ended_message(runs[0].sweep_id, outcomes, stop_reason),
                                           "token": runs[0].token})
         return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
                             stop_reason=stop_reason, dashboard_url=dashboard_url,
-                            wall_s=time.monotonic() - started, dispatch_s=dispatch_s, workers=workers)
+                            wall_s=time.monotonic() - started, dispatch_s=dispatch_s, workers=workers,
+                            hosts=[bench_host.host_id for bench_host in chosen], requeued=fleet.requeued)
+
+
+def _run_fleet(client: Client, runs: list[PlannedRun], hosts: list[BenchHost], cancel: Event,
+               progress: SweepProgress, lock_path: str | None, continue_on_error: bool) -> FleetResult:
+    """The plan's rounds on ``hosts`` (``dispatch.fleet``), with this dispatcher's outcomes and stops."""
+
+    def stop_after(outcome: dict) -> str | None:
+        if outcome["status"] == "ok" or continue_on_error:
+            return None
+        return (f"run #{outcome['order']} ({outcome['side']} {outcome['case']} repeat {outcome['repeat']}) "
+                f"{outcome['status']} on host {outcome.get('host_id')}: {outcome['error']}")
+
+    def requeued(round_runs, host_id: str, why: str) -> None:
+        print(f"host {host_id}: {why}; its round goes whole to the next free host", file=sys.stderr,
+              flush=True)
+        keys = [run.run_key for run in round_runs]
+        client.log_event(PROGRESS_TOPIC, {"sweep_id": runs[0].sweep_id, "event": "requeued",
+                                          "host_id": host_id, "run_keys": keys, "token": runs[0].token})
+
+    hooks = RoundHooks(
+        execute=lambda host, run: host.submit(client, execute_run, run, lock_path=lock_path,
+                                              key=task_key(run)),
+        settle=lambda future, run: _settled(future, run), on_outcome=progress.run_finished,
+        stop_after=stop_after, cancelled=cancel.is_set, cancel=cancel.set, on_requeued=requeued)
+    return run_rounds(client, split_rounds(runs), hosts, hooks)
 
 
 def _extend(runs: list[PlannedRun], more: MoreRuns | None, progress: SweepProgress, client: Client) -> bool:
@@ -195,26 +245,26 @@ def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None)
     """Every run's final status (also of runs never started) and why the sweep stopped, if it did."""
     return {"sweep_id": sweep_id, "event": "ended", "stop_reason": stop_reason,
             "outcomes": [{k: o.get(k) for k in ("run_key", "order", "side", "case", "status", "error",
-                                                 "throughput", "wall_s")} for o in outcomes]}
+                                                 "throughput", "wall_s", "host_id")} for o in outcomes]}
 
 
-def _submit(client: Client, func, *args, key: str, **kwargs) -> Future:
-    """Submit to a bench worker under a key no other client or sweep can share."""
-    return client.submit(func, *args, key=f"{key}-{uuid.uuid4().hex[:12]}", pure=False,
-                         resources={BENCH_RESOURCE: 1}, **kwargs)
-
-
-def _await_run(client: Client, future: Future, run: PlannedRun) -> dict:
+def _await_run(client: Client, future: Future, run: PlannedRun, host: BenchHost) -> dict:
     """The run's outcome; a task error or a vanished bench worker becomes a ``failed`` outcome."""
     while True:
         try:
             wait(future, timeout=WORKER_CHECK_INTERVAL_S)
             break
         except TimeoutError:
-            if not bench_workers(client):
+            if not host.alive(client):
                 future.cancel()
-                error = ClusterError(f"the bench worker left the cluster during run {run.run_key}")
+                error = ClusterError(f"the bench worker of host {host.host_id} left the cluster during run "
+                                     f"{run.run_key}")
                 return _failed(run, str(error))
+    return _settled(future, run)
+
+
+def _settled(future: Future, run: PlannedRun) -> dict:
+    """The outcome of a done bench future; a task error becomes a ``failed`` outcome."""
     if future.status == "finished":
         return future.result()
     if future.status == "error":

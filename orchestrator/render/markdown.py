@@ -10,6 +10,7 @@ import pandas as pd
 
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.report_model import Report
+from orchestrator.render import hosts
 from orchestrator.render.tables import (
     GATES_NOTE,
     Table,
@@ -59,8 +60,8 @@ def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | 
 def to_markdown(report: Report) -> str:
     """The human-readable report."""
     sections = [_summary_md(report), _sides_md(report), *(_case_md(report, c) for c in report.cases),
-                _gates_md(report), _waivers_md(report), _drift_md(report), _disturbed_md(report),
-                _failures_md(report),
+                _gates_md(report), _waivers_md(report), _hosts_md(report), _drift_md(report),
+                _disturbed_md(report), _failures_md(report),
                 _host_md(report)]
     return "\n\n".join(s for s in sections if s) + "\n"
 
@@ -100,6 +101,15 @@ def _waivers_md(report: Report) -> str:
     if not report.waivers:
         return ""
     return "## Waivers\n\n" + WAIVERS_NOTE + "\n\n" + markdown_table(waivers_table(report))
+
+
+def _hosts_md(report: Report) -> str:
+    if not hosts.shown(report):
+        return ""
+    lines = "\n".join(f"- {line}" for line in hosts.host_lines_by_host(report))
+    tables = [f"median {metric} per host:\n\n" + markdown_table(table)
+              for metric, table in hosts.host_median_tables(report)]
+    return "\n\n".join(["## Hosts", hosts.HOSTS_NOTE, lines, *tables])
 
 
 def _drift_md(report: Report) -> str:

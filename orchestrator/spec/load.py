@@ -33,6 +33,7 @@ from orchestrator.spec.bounds import (
 )
 from orchestrator.spec.overrides import plain_overrides
 from orchestrator.spec.schema import (
+    HOSTS_CHOICES,
     Case,
     GateSpec,
     KnownNames,
@@ -162,6 +163,7 @@ def validate(spec: SweepSpec) -> None:
         _check_metrics(spec.metrics, extra)
     for i, waiver in enumerate(spec.waivers):
         check_waiver(waiver, spec, f"waivers[{i}]")
+    _check_hosts(spec.hosts)
     anyrepo.check_command(spec, {label: side_settings(spec, label).params for label in spec.sides})
 
 
@@ -304,6 +306,20 @@ def _check_pythonpath(dirs: list[str]) -> None:
                             f"(not absolute, no '..', no {os.pathsep!r})", key)
     if len({PurePosixPath(d) for d in dirs}) != len(dirs):
         raise SpecError("directories must not repeat", "pythonpath")
+
+
+def _check_hosts(hosts: object) -> None:
+    """``one``, ``all`` or a non-empty list of distinct host ids (whether they are connected is checked
+    when the sweep connects)."""
+    if isinstance(hosts, str) and hosts in HOSTS_CHOICES:
+        return
+    if not isinstance(hosts, list) or not hosts:
+        raise SpecError(f"must be one, all or a list of host ids, got {hosts!r}", "hosts")
+    for i, host in enumerate(hosts):
+        if not isinstance(host, str) or not _LABEL.match(host):
+            raise SpecError(f"{host!r} is not a host id (letters, digits, '_', '.', '-')", f"hosts[{i}]")
+    if len(set(hosts)) != len(hosts):
+        raise SpecError("host ids must not repeat", "hosts")
 
 
 def _check_positive(value: float, key: str) -> None:

@@ -35,6 +35,8 @@ DEFAULT_COMMAND: tuple[str, ...] = (
 
 # Metrics a report tabulates for every case and side by default (the sweep's ``metrics`` key);
 # gates may use any numeric run column.
+HOSTS_CHOICES: tuple[str, ...] = ("one", "all")  # besides a list of host ids
+
 REPORT_METRICS: tuple[str, ...] = ("throughput", "physics_ms", "update_state_ms", "reset_done_ms", "d2h_ms")
 
 
@@ -160,6 +162,7 @@ class SweepSpec:
     metrics: list[str] | None = None
     timeout_s: float = 600.0
     continue_on_error: bool = False
+    hosts: Any = "one"  # "one", "all" or a list of host ids: where rounds run (orchestrator.dispatch.hosts)
     bootstrap_resamples: int = 9999  # unused since verdicts read t-intervals; kept so older records load
     bootstrap_seed: int = 0  # unused, as bootstrap_resamples
     max_repeats: int | None = None  # adaptive rounds up to this many (default: repeats, a fixed sweep)

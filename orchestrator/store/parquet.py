@@ -11,6 +11,8 @@ re-run of the same ``run_key`` replaces the earlier files. Readers skip damaged 
 from __future__ import annotations
 
 import json
+import os
+import time
 import typing
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -116,6 +118,22 @@ def run_files(run: PlannedRun) -> RunFiles:
     """Where ``run``'s two files go."""
     return RunFiles(runs=runs_dir(run.results_root, run.sweep_id) / f"{run.run_key}.parquet",
                     steps=steps_dir(run.results_root, run.sweep_id) / f"{run.run_key}.parquet")
+
+
+def superseded_dir(results_root: str | Path, sweep_id: str) -> Path:
+    """Where runs of a round that was redone on another host are kept (outside ``runs/``)."""
+    return Path(results_root) / "superseded" / f"sweep={sweep_id}"
+
+
+def supersede_run(results_root: str | Path, sweep_id: str, run_key: str, tag: str) -> None:
+    """Move both files of ``run_key`` out of the results into ``superseded_dir`` (named with ``tag``,
+    e.g. the host that ran them), so a round redone elsewhere never mixes with them."""
+    target = superseded_dir(results_root, sweep_id)
+    for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
+        path = source(results_root, sweep_id) / f"{run_key}.parquet"
+        if path.exists():
+            (target / kind).mkdir(parents=True, exist_ok=True)
+            os.replace(path, target / kind / f"{run_key}.{tag}.{time.time_ns()}.parquet")
 
 
 def write_run(run: PlannedRun, result: RunResult) -> RunFiles:

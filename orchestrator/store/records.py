@@ -26,7 +26,7 @@ from filelock import FileLock, Timeout
 from orchestrator.errors import InvalidInputError, UnknownSweepError
 from orchestrator.store.atomic import write_text_atomic
 
-OUTCOME_KEYS: tuple[str, ...] = ("run_key", "order", "side", "case", "repeat", "status", "error")
+OUTCOME_KEYS: tuple[str, ...] = ("run_key", "order", "side", "case", "repeat", "host_id", "status", "error")
 APPEND_ONLY: tuple[str, ...] = ("waivers",)  # record keys holding logs that only ``append_entry`` grows
 RECORD_LOCK_TIMEOUT_S = 60.0
 

@@ -4,8 +4,9 @@ bench command, read its stream live, publish progress, and write the run's Parqu
 Worker-side configuration (environment of the worker process):
 
 * ``SHASWEEP_HOME``: worktrees and logs (default ``~/.cache/shasweep``)
-* ``SHASWEEP_LOCK``: the machine-wide host lock file (default ``/tmp/shasweep-locks/bench.lock``,
-  see ``worker.machine_lock``)
+* ``SHASWEEP_HOST_ID``: this bench host's id (default: the hostname), recorded as ``host_id``
+* ``SHASWEEP_LOCK_DIR`` / ``SHASWEEP_LOCK``: the host lock's directory (default ``/tmp/shasweep-locks``,
+  one ``<host id>.lock`` each) or file, see ``worker.machine_lock``
 * ``SHASWEEP_BENCH_CPUS``: CPUs the bench is pinned to, e.g. ``0-7`` (default: the worker's affinity)
 
 A worker that dies mid-run takes its bench with it (parent-death signal), but not processes the bench
@@ -18,6 +19,7 @@ is killed too (``worker.cleanup``), whatever its session. A run that fails anywh
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import time
@@ -34,7 +36,7 @@ from orchestrator.worker import module_audit
 from orchestrator.worker.bench_env import bench_env, worktree_dirs
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, kill_run_processes, note_running
 from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
-from orchestrator.worker.hostinfo import collect_host, parse_cpus
+from orchestrator.worker.hostinfo import collect_host, host_id, parse_cpus
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError, ensure_prepared
 from orchestrator.worker.proc import BenchProcess, file_tail, launch
@@ -47,6 +49,7 @@ STEP_PUBLISH_INTERVAL_S = 0.1
 CANCEL_POLL_INTERVAL_S = 0.5
 
 Publisher = Callable[[dict], None]
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def bench_cpus() -> set[int]:
@@ -71,8 +74,8 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     log_dir = shasweep_home() / "logs" / run.sweep_id / run.run_key
     publish(_event(run, "waiting"))
     try:
-        result = _locked_run(run, log_dir, Path(lock_path) if lock_path else host_lock_path(), publish,
-                             cancelled)
+        lock = Path(lock_path) if lock_path else host_lock_path(host_id())
+        result = _locked_run(run, log_dir, lock, publish, cancelled)
     except (WorktreeError, InvalidInputError, PrepareError) as exc:
         result = failed_result(str(exc), log_dir)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row
@@ -80,7 +83,8 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     result, files = store_result(run, audit_result(run, result))
     outcome = {
         "run_key": run.run_key, "order": run.order, "side": run.side, "case": run.case,
-        "sha": run.sha, "repeat": run.repeat, "status": result.status, "error": result.error,
+        "sha": run.sha, "repeat": run.repeat, "host_id": result.host.get("id"), "status": result.status,
+        "error": result.error,
         "throughput": result.throughput, "wall_s": result.wall_s, "exit_code": result.exit_code,
         "started_at": result.started_at.isoformat(), "ended_at": result.ended_at.isoformat(),
         "log_dir": str(log_dir), "runs_file": str(files.runs), "steps_file": str(files.steps),
@@ -234,7 +238,8 @@ def _signal_name(number: int) -> str:
 
 def _event(run: PlannedRun, event: str, **fields: object) -> dict:
     return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order,
-            "side": run.side, "case": run.case, "event": event, "token": run.token, **fields}
+            "side": run.side, "case": run.case, "host_id": host_id(), "event": event, "token": run.token,
+            **fields}
 
 
 def _dask_publisher() -> Publisher:

@@ -1,7 +1,8 @@
 """The bench host's record: hardware, OS, interpreter, library versions, threads and affinity.
 
 Collected on the bench worker (never on the client) and stored with every run as ``host_*``
-columns. Versions come from package metadata, so no heavy module is imported.
+columns. Versions come from package metadata, so no heavy module is imported. The host id
+(``host_id``) names the machine a fleet dispatches rounds to and its host lock.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ PINNED_THREAD_VARS: tuple[str, ...] = (
 # ``env`` sets them) come after the pinned ones.
 THREAD_VARS: tuple[str, ...] = (*PINNED_THREAD_VARS, "ENVRUNTIME_TORCH_THREADS")
 VERSIONED_PACKAGES: tuple[str, ...] = ("numpy", "torch", "mujoco", "motrixsim", "mujoco-warp", "numba")
+HOST_ID_VAR = "SHASWEEP_HOST_ID"
+
+
+def host_id() -> str:
+    """This bench host's id: ``$SHASWEEP_HOST_ID`` (containers, tests) or the hostname."""
+    return os.environ.get(HOST_ID_VAR) or platform.node()
 
 
 def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None) -> dict:
@@ -48,6 +55,7 @@ def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None
         versions=json.dumps({name: _version(name) for name in VERSIONED_PACKAGES}, sort_keys=True),
         threads=json.dumps({name: env.get(name) for name in THREAD_VARS}, sort_keys=True),
         affinity=format_cpus(cpus),
+        id=host_id(),
     ).as_dict()
 
 

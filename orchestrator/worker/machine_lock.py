@@ -1,16 +1,19 @@
-"""One bench at a time per machine, whoever runs it: the machine-wide host lock.
+"""One bench at a time per bench host, whoever runs it: the host lock, one file per host id.
 
 The lock lives outside any ``SHASWEEP_HOME`` so that two users, two homes, or a container worker
-and a native run on one machine share it: by default ``/tmp/shasweep-locks/bench.lock``, in a
-directory made world-writable and sticky (like ``/tmp`` itself) when shasweep creates it, with the
-lock and its note files readable and writable by everyone. ``SHASWEEP_LOCK`` names another file;
-every bench worker of a machine must then use the same one (docker-compose bind-mounts the
-directory). A systemd unit with ``PrivateTmp=yes`` has its own ``/tmp``: set ``SHASWEEP_LOCK`` there.
+and a native run on one machine share it: by default ``/tmp/shasweep-locks/<host id>.lock`` (the
+host id is ``SHASWEEP_HOST_ID`` or the hostname), in a directory made world-writable and sticky
+(like ``/tmp`` itself) when shasweep creates it, with the lock and its note files readable and
+writable by everyone. ``SHASWEEP_LOCK_DIR`` names another directory and ``SHASWEEP_LOCK`` another
+file; every bench worker of a machine must then use the same one and the same host id (the
+compose files bind-mount the directory). A systemd unit with ``PrivateTmp=yes`` has its own
+``/tmp``: set ``SHASWEEP_LOCK_DIR`` there.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,13 +22,19 @@ from filelock import FileLock
 
 DEFAULT_LOCK_DIR = Path("/tmp/shasweep-locks")
 LOCK_VAR = "SHASWEEP_LOCK"
+LOCK_DIR_VAR = "SHASWEEP_LOCK_DIR"
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _SHARED_DIR_MODE = 0o1777
 _SHARED_FILE_MODE = 0o666
 
 
-def host_lock_path() -> Path:
-    """``$SHASWEEP_LOCK``, else ``/tmp/shasweep-locks/bench.lock``."""
-    return Path(os.environ.get(LOCK_VAR) or DEFAULT_LOCK_DIR / "bench.lock")
+def host_lock_path(host: str) -> Path:
+    """The lock of bench host ``host``: ``$SHASWEEP_LOCK``, else ``<lock dir>/<host>.lock``."""
+    override = os.environ.get(LOCK_VAR)
+    if override:
+        return Path(override)
+    directory = Path(os.environ.get(LOCK_DIR_VAR) or DEFAULT_LOCK_DIR)
+    return directory / f"{_SAFE_NAME.sub('_', host)}.lock"
 
 
 def marker_path(lock: Path) -> Path:
@@ -46,9 +55,9 @@ def shared_file(path: Path) -> Path:
 
 
 @contextmanager
-def machine_lock(lock: Path | None = None) -> Iterator[Path]:
-    """Hold the host lock (blocking until it is free); yields the path of its run note."""
-    lock = lock or host_lock_path()
+def machine_lock(lock: Path) -> Iterator[Path]:
+    """Hold the host lock ``lock`` (``host_lock_path``; blocking until it is free); yields the path
+    of its run note."""
     if not lock.parent.is_dir():
         lock.parent.mkdir(parents=True, exist_ok=True)
         if lock.parent == DEFAULT_LOCK_DIR:

@@ -100,3 +100,47 @@ def test_the_services_commands_run_a_sweep_submitted_with_scheduler(tmp_path, mo
     assert sorted(runs["side"]) == ["new", "old"] and (runs["status"] == "ok").all()
     assert (runs["host_affinity"] == cpu).all(), "the bench ran pinned to the worker's --cpus"
     assert f"(live, scheduler {scheduler.address})" in out and "runs: 2 ok of 2" in out
+
+
+WORKER_FILE = ROOT.parent / "docker-compose.worker.yml"
+FLEET_ENV = {"SHASWEEP_SCHEDULER": "tcp://10.0.0.1:8786", "BENCH_WORKER_ADDRESS": "10.0.0.2",
+             "SHASWEEP_HOST_ID": "gpu-2", "BENCH_CPUS": "0-3"}
+
+
+def run_worker_compose(env: dict[str, str]) -> subprocess.CompletedProcess:
+    argv = [COMPOSE, "-f", str(WORKER_FILE), "config", "--format", "json"]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SHASWEEP_", "BENCH_"))}
+    return subprocess.run(argv, capture_output=True, text=True, env={**clean, **env}, timeout=60)
+
+
+def test_both_files_share_the_machines_lock_directory_and_name_the_host(tmp_path):
+    env = {"SHASWEEP_REPO": str(tmp_path), "SHASWEEP_HOST_ID": "gpu-1", "SHASWEEP_LOCK_DIR": "/srv/locks"}
+    one = compose_config(env)["services"]["gpu-worker"]
+    done = run_worker_compose({**FLEET_ENV, **env, "SHASWEEP_HOST_ID": "gpu-2"})
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+    extra = json.loads(done.stdout)["services"]["gpu-worker"]
+    for worker, ident in ((one, "gpu-1"), (extra, "gpu-2")):
+        mounts = {(v["type"], v.get("source"), v["target"]) for v in worker["volumes"]}
+        assert ("bind", "/srv/locks", "/var/cache/shasweep/locks") in mounts, "locks shared with natives"
+        assert worker["environment"]["SHASWEEP_HOST_ID"] == ident
+        assert ("bind", str(tmp_path), str(tmp_path)) in mounts
+    command = extra["command"]
+    assert command[:3] == ["shasweep", "worker", "tcp://10.0.0.1:8786"] and extra["network_mode"] == "host"
+    assert command[command.index("--host") + 1] == "10.0.0.2" and extra["cpuset"] == "0-3"
+    (device,) = extra["deploy"]["resources"]["reservations"]["devices"]
+    assert device["driver"] == "nvidia" and device["capabilities"] == ["gpu"]
+
+
+def test_the_scheduler_port_is_published_on_the_lan_only_when_asked(tmp_path):
+    config = compose_config({"SHASWEEP_REPO": str(tmp_path), "SHASWEEP_SCHEDULER_BIND": "10.0.0.1"})
+    ports = {(p["host_ip"], p["target"]) for p in config["services"]["scheduler"]["ports"]}
+    assert ports == {("10.0.0.1", 8786), ("127.0.0.1", 8787)}
+
+
+@pytest.mark.parametrize("missing", ["SHASWEEP_SCHEDULER", "BENCH_WORKER_ADDRESS", "SHASWEEP_HOST_ID",
+                                     "SHASWEEP_REPO"])
+def test_the_worker_file_requires_what_a_fleet_machine_must_say(tmp_path, missing):
+    env = {**FLEET_ENV, "SHASWEEP_REPO": str(tmp_path)}
+    del env[missing]
+    done = run_worker_compose(env)
+    assert not done.stdout and f"set {missing} to" in done.stderr, done.stderr

@@ -62,7 +62,7 @@ def test_merge_completes_the_outcome_in_plan_order(recorded):
     merged = plan.merged_outcomes(again)
     assert [o["run_key"] for o in merged] == [r.run_key for r in runs]
     assert merged[0] == {"run_key": runs[0].run_key, "order": 0, "side": "old", "case": "sac/fake/none",
-                              "repeat": 0, "status": "ok", "error": None}
+                              "repeat": 0, "host_id": None, "status": "ok", "error": None}
     assert merged[1:] == again
 
 
