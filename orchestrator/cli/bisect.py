@@ -25,6 +25,7 @@ from omegaconf import OmegaConf
 
 from orchestrator.analysis.bisect_step import StepResult, read_step
 from orchestrator.cli.run import resume_sweep, start_sweep
+from orchestrator.cli.servers import add_tls_arguments
 from orchestrator.errors import (
     EXIT_GATE_INCONCLUSIVE,
     EXIT_INVALID,
@@ -60,6 +61,7 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tcp://HOST:PORT of a Dask scheduler (default: one embedded LocalCluster for "
                              "every step)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_tls_arguments(parser)
 
 
 @dataclass
@@ -148,7 +150,7 @@ def _run(args: argparse.Namespace, job: Bisect) -> int:
     started = time.monotonic()
     try:
         with _cluster(args.scheduler) as scheduler:
-            step_args = argparse.Namespace(scheduler=scheduler, no_progress=args.no_progress)
+            step_args = argparse.Namespace(**{**vars(args), "scheduler": scheduler})  # TLS options kept
             preflight = _step(job, job.record["bad"], "preflight", step_args)
             if preflight.failure is not None:
                 return _finish(job, "failed", started, failure=f"preflight of bad: {preflight.failure}")

@@ -8,6 +8,7 @@ import shutil
 
 import pandas as pd
 import pytest
+import yaml
 from anyrepo_helpers import EXAMPLES, git, make_demo_repo, shasweep, write_sweep
 
 pytestmark = pytest.mark.slow
@@ -47,15 +48,29 @@ def test_a_json_path_that_is_not_there_fails_the_run_naming_it_and_keeps_no_numb
     assert "json.phases.count_words_ms" in report.read_text(), "the report names the path"
 
 
+STALE_WRAPPER = """# A bench whose plugin loader puts an installed copy of the library first: the mistake
+# the audit catches (the worktree is first on PYTHONPATH, so only code like this can shadow it).
+import os, runpy, sys
+sys.path.insert(0, os.environ["STALE_SITE"])
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def test_a_module_imported_from_outside_the_worktree_fails_the_audit(tmp_path, demo):
     repo, sweeps = demo
-    stale = tmp_path / "site"  # an installed copy of the library, first on the bench's path
+    stale = tmp_path / "site"  # an installed copy of the library, put first by the bench itself
     shutil.copytree(repo / "demolib", stale / "demolib")
-    sweep = write_sweep(sweeps / "stale.yaml", sweeps / "sweep.yaml", env={"PYTHONPATH": str(stale)})
+    (sweeps / "stale_wrapper.py").write_text(STALE_WRAPPER)
+    base = yaml.safe_load((sweeps / "sweep.yaml").read_text())
+    command = [base["command"][0], "{sweep_dir}/stale_wrapper.py", *base["command"][1:]]
+    sweep = write_sweep(sweeps / "stale.yaml", sweeps / "sweep.yaml", command=command,
+                        env={"STALE_SITE": str(stale)})
     proc, results = run(tmp_path, sweep, repo, "continue_on_error=true")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     runs = pd.read_parquet(results / "runs")
-    assert (runs["status"] == "ok").all(), "the bench itself ran fine; its audit is what fails"
+    assert (runs["status"] == "audit_failed").all(), "the bench ran fine; the worker's audit failed it"
+    assert runs["error"].str.contains("outside the SHA's worktree").all()
     assert runs["audit_modules"].str.contains(str(stale / "demolib")).all()
     report = next((results / "reports").glob("*.md")).read_text()
     assert report.count("audit_failed") >= 2 and "outside the SHA's worktree" in report
