@@ -121,7 +121,7 @@ def test_both_files_share_the_machines_lock_directory_and_name_the_host(tmp_path
     extra = json.loads(done.stdout)["services"]["gpu-worker"]
     for worker, ident in ((one, "gpu-1"), (extra, "gpu-2")):
         mounts = {(v["type"], v.get("source"), v["target"]) for v in worker["volumes"]}
-        assert ("bind", "/srv/locks", "/var/cache/shasweep/locks") in mounts, "locks shared with natives"
+        assert ("bind", "/srv/locks", "/tmp/shasweep-locks") in mounts, "locks shared with natives"
         assert worker["environment"]["SHASWEEP_HOST_ID"] == ident
         assert ("bind", str(tmp_path), str(tmp_path)) in mounts
     command = extra["command"]

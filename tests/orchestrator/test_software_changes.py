@@ -45,10 +45,11 @@ def test_drift_names_the_package_that_changed(batches, capsys):
     root, _, later = batches
     capsys.readouterr()
     main(["report", later, "--results", str(root)])
-    md = capsys.readouterr().out
+    capsys.readouterr()
+    md = (root / "reports" / f"{later}.md").read_text()  # the terminal shows a compact rendering
     drift = md.split("## Drift", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in drift.splitlines() if line.startswith("| sac/fake/none | ")]
-    assert rows and all(row.endswith("| mujoco-uni-runtime 0.3.1 -> 0.4.0 |") for row in rows), drift
+    assert rows and all("| mujoco-uni-runtime 0.3.1 -> 0.4.0 |" in row for row in rows), drift
     assert "numpy" not in drift, "an unchanged package is not named"
     csv = (root / "reports" / f"{later}.csv").read_text()
     assert "mujoco-uni-runtime 0.3.1 -> 0.4.0" in csv
