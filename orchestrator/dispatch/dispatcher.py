@@ -22,7 +22,7 @@ from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, cancel_event_name
 from orchestrator.dashboard import page_url
 from orchestrator.dashboard.plugin import board_installed
 from orchestrator.dispatch.cluster import connect
-from orchestrator.dispatch.fleet import FleetResult, RoundHooks, run_rounds, split_rounds
+from orchestrator.dispatch.fleet import FleetResult, LostResult, RoundHooks, run_rounds, split_rounds
 from orchestrator.dispatch.hosts import BenchHost, HostsSetting, choose_hosts
 from orchestrator.dispatch.progress import SweepProgress
 from orchestrator.errors import ClusterError, InvalidInputError
@@ -31,6 +31,7 @@ from orchestrator.worker.bench_task import bench_host_record, execute_run
 
 WORKER_CHECK_INTERVAL_S = 5.0
 CANCEL_GRACE_S = 30.0
+RESULT_FETCH_TIMEOUT_S = 30.0  # a finished task's small outcome dict; far longer than a fetch takes
 CANCELLED_REASON = "cancelled with `shasweep cancel`"
 
 OnConnect = Callable[[str, str | None], None]  # (scheduler address, dashboard URL)
@@ -260,13 +261,22 @@ def _await_run(client: Client, future: Future, run: PlannedRun, host: BenchHost)
                 error = ClusterError(f"the bench worker of host {host.host_id} left the cluster during run "
                                      f"{run.run_key}")
                 return _failed(run, str(error))
-    return _settled(future, run)
+    try:
+        return _settled(future, run)
+    except LostResult as exc:
+        return _failed(run, str(exc))
 
 
 def _settled(future: Future, run: PlannedRun) -> dict:
-    """The outcome of a done bench future; a task error becomes a ``failed`` outcome."""
+    """The outcome of a done bench future; a task error becomes a ``failed`` outcome. ``LostResult``
+    when the outcome is gone with its worker (a restricted task is never recomputed elsewhere, so
+    waiting for it would hang)."""
     if future.status == "finished":
-        return future.result()
+        try:
+            return future.result(timeout=RESULT_FETCH_TIMEOUT_S)
+        except TimeoutError:
+            raise LostResult(f"the outcome of run {run.run_key} was lost with its bench worker "
+                             f"(not fetched within {RESULT_FETCH_TIMEOUT_S:g} s)") from None
     if future.status == "error":
         exc = future.exception()
         return _failed(run, f"the bench task raised {type(exc).__name__}: {exc}")

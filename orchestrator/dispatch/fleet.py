@@ -56,6 +56,10 @@ class RoundHooks:
     on_requeued: Callable[[Round, str, str], None] = lambda runs, host, reason: None  # runs, host id, why
 
 
+class LostResult(Exception):
+    """A finished bench task whose outcome could not be fetched: its worker died holding it."""
+
+
 @dataclass
 class FleetResult:
     """What ``run_rounds`` did: the outcome of every run it finished (superseded ones left out)."""
@@ -173,7 +177,11 @@ class _Fleet:
         if future.status == "error" and isinstance(future.exception(), KilledWorker):
             self._host_died(lane, f"its bench worker died during run #{run.order} ({run.run_key})")
             return
-        outcome = self.hooks.settle(future, run)
+        try:
+            outcome = self.hooks.settle(future, run)
+        except LostResult:
+            self._host_died(lane, f"its bench worker died before run #{run.order}'s outcome was fetched")
+            return
         lane.done.append(outcome)
         self.result.outcomes[outcome["run_key"]] = outcome
         self.hooks.on_outcome(outcome)
