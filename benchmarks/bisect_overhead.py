@@ -122,13 +122,15 @@ def main(argv: list[str]) -> int:
         with contextlib.redirect_stdout(io.StringIO()) as out:
             code = shasweep(["bisect", str(sweep), "--good", shas[0], "--bad", shas[-1], "--no-progress"])
         wall = time.perf_counter() - started
-        runs = pd.read_parquet(root / "results" / "runs", columns=["sweep_id", "wall_s"])
+        runs = pd.read_parquet(root / "results" / "runs", columns=["sweep_id", "wall_s", "reused_from"])
+        reused = int(runs["reused_from"].notna().sum())
+        runs = runs[runs["reused_from"].isna()]  # a reused run's wall_s was spent by an earlier step
         in_runs = float(runs["wall_s"].sum())
         in_sweeps = sum(float(json.loads(path.read_text())["wall_s"])  # each step's run_sweep call
                         for path in (root / "results" / "sweeps").glob("*.json"))
         found = f"first bad commit: {shas[args.step_at]}" in out.getvalue()
         print(f"exit {code}; first bad commit found: {found}; {runs['sweep_id'].nunique()} step sweeps, "
-              f"{len(runs)} runs")
+              f"{len(runs)} runs measured, {reused} reused")
         print(f"bisect wall {wall:.2f} s, in bench runs {in_runs:.2f} s, overhead {wall - in_runs:.2f} s "
               f"= {100 * (wall - in_runs) / wall:.1f} % of the wall time "
               f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")

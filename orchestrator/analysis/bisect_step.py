@@ -18,7 +18,7 @@ from typing import Any
 
 from orchestrator.analysis.report_model import Report, make_report
 from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, format_interval
-from orchestrator.store.parquet import run_statuses
+from orchestrator.store.parquet import read_runs, run_statuses
 
 CANDIDATE, GOOD_SIDE = "cand", "good"  # the side labels of a bisect step's sweep
 BENCH_FAILURES: frozenset[str] = frozenset({"failed", "timeout", "audit_failed"})
@@ -30,7 +30,7 @@ class StepResult:
     """One step as the bisect record stores it (``asdict``)."""
 
     sweep_id: str
-    runs: str  # ok runs, candidate vs good, e.g. "3 vs 3"
+    runs: str  # ok runs, candidate vs good, e.g. "3 vs 3", or "3 vs 3 (3 reused)"
     reason: str
     mark: str | None = None  # good | bad | skip | undecided; None when ``failure`` is set
     verdict: str | None = None  # the gate verdict (None when skipped or failed)
@@ -46,14 +46,18 @@ class StepResult:
 
 def read_step(results_root: Path, sweep_id: str) -> StepResult:
     """The step whose sweep is ``sweep_id``, from its report and the runs its worker recorded."""
-    return step_result(make_report(results_root, sweep_id), run_statuses(results_root, sweep_id))
+    runs = read_runs(results_root, sweep_id)
+    reused = int(runs["reused_from"].notna().sum()) if "reused_from" in runs else 0
+    return step_result(make_report(results_root, sweep_id), run_statuses(results_root, sweep_id), reused)
 
 
-def step_result(report: Report, recorded: Mapping[str, str | None]) -> StepResult:
+def step_result(report: Report, recorded: Mapping[str, str | None], reused: int = 0) -> StepResult:
     """Read ``report`` (a step's sweep) as a bisect step; ``recorded``: run_key -> status of the
-    runs the bench worker wrote. See the module docstring."""
+    runs the bench worker wrote; ``reused``: how many of them an earlier step measured. See the
+    module docstring."""
     case = report.cases[0]
     runs = f"{report.counts[case, CANDIDATE][0]} vs {report.counts[case, GOOD_SIDE][0]}"
+    runs += f" ({reused} reused)" if reused else ""
     failures = report.failures
     broken = failures[failures["status"].isin(BENCH_FAILURES) & failures["run_key"].isin(list(recorded))]
     good_broken = broken[broken["side"] == GOOD_SIDE]

@@ -3,11 +3,14 @@
 Every step is an ordinary recorded sweep (``run.start_sweep``, the path ``shasweep run`` takes:
 plan, dispatch, Parquet, report model, gate verdict) of the candidate commit (side ``cand``) against
 ``--good`` (side ``good``, the baseline), named ``<bisect id>.<sha12>``, so it shows on the board and
-in ``shasweep report`` like any sweep. The first step (preflight) is ``--bad`` itself; the search is
-``plan.bisect.BisectSearch``. The bisect record (``store.bisects``) is rewritten after every step,
-so ``--resume`` reuses every step done (a SHA is never measured twice in one bisect) and resumes a
-step's sweep that was interrupted. Exit: 0 found, 2 invalid input or no regression between good and
-bad, 3 a run failed beyond skipping, 4 undecided (the remaining range is printed).
+in ``shasweep report`` like any sweep. The good commit is measured once: a step reuses the good runs
+of earlier steps (``store.reuse``, same round, same host) and measures only the rounds they did not
+reach (``--remeasure-good``: measured again in every step, paired in time with the candidate). The
+first step (preflight) is ``--bad`` itself; the search is ``plan.bisect.BisectSearch``. The bisect
+record (``store.bisects``) is rewritten after every step, so ``--resume`` reuses every step done (a
+SHA is never measured twice in one bisect) and resumes a step's sweep that was interrupted. Exit:
+0 found, 2 invalid input or no regression between good and bad, 3 a run failed beyond skipping,
+4 undecided (the remaining range is printed).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from orchestrator.spec.load import spec_from_config, spec_to_dict
 from orchestrator.spec.schema import SideSpec, SweepSpec
 from orchestrator.store import bisects
 from orchestrator.store.records import read_record, sweeps_dir
+from orchestrator.store.reuse import RunPool
 
 
 def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +64,10 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler", metavar="ADDR",
                         help="tcp://HOST:PORT of a Dask scheduler (default: one embedded LocalCluster for "
                              "every step)")
+    parser.add_argument("--remeasure-good", action="store_true",
+                        help="measure --good again in every step instead of reusing its earlier runs: each "
+                             "step's rounds then pair in time, cancelling drift between steps, at about "
+                             "twice the runs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_tls_arguments(parser)
 
@@ -108,6 +116,7 @@ def _new(args: argparse.Namespace) -> Bisect:
     record = {"bisect_id": bisect_id, "created": created.isoformat(timespec="seconds"),
               "status": "running", "repo": str(resolved.repo), "results_root": str(root),
               "good_ref": args.good, "bad_ref": args.bad, "good": good, "bad": bad, "first_bad": None,
+              "remeasure_good": bool(args.remeasure_good),
               "remaining": [c.sha for c in commits], "skipped": [], "spec": spec_to_dict(spec),
               "commits": [{"sha": c.sha, "subject": c.subject} for c in commits], "steps": []}
     job = Bisect(root=root, record=record, spec=spec, commits=commits)
@@ -119,9 +128,9 @@ def _new(args: argparse.Namespace) -> Bisect:
 
 def _resumed(args: argparse.Namespace) -> Bisect:
     """The recorded bisect ``--resume`` names, its repository and SHAs checked."""
-    if args.sweep is not None or args.good or args.bad or args.overrides:
-        raise InvalidInputError("--resume takes no sweep file, --good, --bad or overrides: "
-                                "the record has them")
+    if args.sweep is not None or args.good or args.bad or args.overrides or args.remeasure_good:
+        raise InvalidInputError("--resume takes no sweep file, --good, --bad, --remeasure-good or "
+                                "overrides: the record has them")
     root = results_root_for(args.results or "results", Path.cwd())
     bisect_id = bisects.latest_bisect_id(root) if args.resume == "latest" else args.resume
     record = bisects.read_bisect(root, bisect_id)
@@ -195,7 +204,9 @@ def _replay(job: Bisect, search: BisectSearch) -> BisectSearch:
 
 def _step(job: Bisect, sha: str, role: str, step_args: argparse.Namespace) -> StepResult:
     """Compare ``sha`` with good: the recorded step if there is one, else its sweep (resumed if a
-    killed bisect left it unfinished, started otherwise); the result is recorded at once."""
+    killed bisect left it unfinished, started otherwise); the result is recorded at once. The good
+    commit's runs of earlier steps are reused (``store.reuse``: good is measured once per round)
+    unless the bisect was started with ``--remeasure-good``."""
     recorded = next((s for s in job.record["steps"] if s["sha"] == sha and s.get("mark")), None)
     if recorded is not None:
         print(f"bisect: {sha[:12]} reused from sweep {recorded['sweep_id']}: {recorded['mark']}", flush=True)
@@ -203,14 +214,15 @@ def _step(job: Bisect, sha: str, role: str, step_args: argparse.Namespace) -> St
     name = f"{job.bisect_id}.{sha[:12]}"
     sweep_id = _existing_sweep(job.root, name)
     result = read_step(job.root, sweep_id) if sweep_id else None
+    reuse = None if job.record.get("remeasure_good") else RunPool(
+        job.root, [s["sweep_id"] for s in job.record["steps"] if s.get("sweep_id") != sweep_id]).reuse
     if sweep_id and result.failure is not None:  # interrupted before it ended: run what is missing
-        resume_sweep(step_args, job.root, sweep_id)
+        resume_sweep(step_args, job.root, sweep_id, reuse=reuse)
         result = read_step(job.root, sweep_id)
     if result is None:
         spec = replace(job.spec, name=name,
                        sides={GOOD_SIDE: SideSpec(ref=job.record["good"]), CANDIDATE_SIDE: SideSpec(ref=sha)})
-        sweep_id = start_sweep(step_args, resolve_sweep(spec, Path(job.record["repo"])))
-        # The seam for adaptive rounds: a step still INCONCLUSIVE here is undecided.
+        sweep_id = start_sweep(step_args, resolve_sweep(spec, Path(job.record["repo"])), reuse=reuse)
         result = read_step(job.root, sweep_id)
     subject = job.commits[job.index_of(sha)].subject
     entry = {"role": role, "index": job.index_of(sha), "sha": sha, "subject": subject, **result.to_dict()}

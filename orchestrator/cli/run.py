@@ -28,7 +28,7 @@ from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record
 
 if TYPE_CHECKING:
-    from orchestrator.dispatch.dispatcher import SweepOutcome
+    from orchestrator.dispatch.dispatcher import Reuse, SweepOutcome
 
 
 
@@ -91,10 +91,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _report_run(resolved.results_root, start_sweep(args, resolved))
 
 
-def start_sweep(args: argparse.Namespace, resolved: ResolvedSweep) -> str:
+def start_sweep(args: argparse.Namespace, resolved: ResolvedSweep, reuse: Reuse | None = None) -> str:
     """Record and dispatch a new sweep (``args``: ``scheduler``, ``no_progress``); its sweep id.
 
-    ``run`` and each step of ``bisect`` go through here; the report is the caller's.
+    ``run`` and each step of ``bisect`` go through here; the report is the caller's. ``reuse``: the
+    dispatcher's (``store.reuse``), for runs an earlier sweep already made.
     """
     root = resolved.results_root
     check_writable(root)
@@ -106,7 +107,7 @@ def start_sweep(args: argparse.Namespace, resolved: ResolvedSweep) -> str:
     say(f"sweep {sweep_id}: {len(runs)} runs, results under {root}")
     try:
         with sweep_record.sweep_lock(root, sweep_id):
-            _dispatch(args, resolved, record, runs)
+            _dispatch(args, resolved, record, runs, reuse=reuse)
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         sweep_record.discard(root, sweep_id)
         raise
@@ -121,7 +122,7 @@ def _resume(args: argparse.Namespace) -> int:
     return _report_run(root, sweep_id)
 
 
-def resume_sweep(args: argparse.Namespace, root: Path, sweep_id: str) -> None:
+def resume_sweep(args: argparse.Namespace, root: Path, sweep_id: str, reuse: Reuse | None = None) -> None:
     """Dispatch again the runs of recorded sweep ``sweep_id`` that are not ok (the report is the caller's)."""
     from orchestrator.plan import resume
 
@@ -135,12 +136,12 @@ def resume_sweep(args: argparse.Namespace, root: Path, sweep_id: str) -> None:
             record = record_updates.resumed(plan.record, root, datetime.now(UTC))
             _dispatch(args, plan.resolved, record, todo,
                       lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)),
-                      plan.ok_keys)
+                      plan.ok_keys, reuse=reuse)
 
 
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, runs: list[PlannedRun],
-              complete: Callable[[SweepOutcome], SweepOutcome] | None = None, done: set[str] | None = None
-              ) -> None:
+              complete: Callable[[SweepOutcome], SweepOutcome] | None = None, done: set[str] | None = None,
+              reuse: Reuse | None = None) -> None:
     """Dispatch ``runs`` and the adaptive rounds after them (skipping the ``done`` run keys) and store
     what happened (``complete`` adds runs not dispatched) in the record."""
     from orchestrator.dispatch.adaptive import run_until_decided  # imports Dask: only when actually running
@@ -158,7 +159,7 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, r
             resolved, record, runs, done=done, scheduler=args.scheduler,
             continue_on_error=resolved.spec.continue_on_error, show_progress=not args.no_progress,
             on_connect=connected, security=client_security(args, args.scheduler),
-            hosts=resolved.spec.hosts)
+            hosts=resolved.spec.hosts, reuse=reuse)
     except InvalidInputError:  # found before dispatching: the caller decides what the record keeps
         raise
     except BaseException as exc:

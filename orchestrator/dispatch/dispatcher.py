@@ -36,6 +36,7 @@ CANCELLED_REASON = "cancelled with `shasweep cancel`"
 
 OnConnect = Callable[[str, str | None], None]  # (scheduler address, dashboard URL)
 MoreRuns = Callable[[], list[PlannedRun]]  # the next runs to dispatch once the list is done; [] ends
+Reuse = Callable[[PlannedRun, str], dict | None]  # (run, host id) -> outcome of an earlier run copied in
 
 
 @dataclass
@@ -76,6 +77,7 @@ def run_sweep(
     more: MoreRuns | None = None,
     security: object | None = None,
     hosts: HostsSetting = "one",
+    reuse: Reuse | None = None,
 ) -> SweepOutcome:
     """Execute ``runs`` one at a time in list order on the bench worker of ``scheduler``.
 
@@ -89,6 +91,8 @@ def run_sweep(
     returns none or the sweep stops. ``hosts`` is the sweep's ``hosts:`` key: one host resolved from
     it runs the runs in list order; several run its rounds in parallel, each round whole on one host
     (``more``'s rounds too). ``security``: the client's Dask ``Security`` for a ``tls://`` scheduler.
+    ``reuse`` (one host only; ``store.reuse``) may stand in an earlier run's results for a run, which
+    then is not dispatched.
     """
     _check_plan(runs)
     runs = list(runs)
@@ -128,13 +132,15 @@ def run_sweep(
                 if cancel.is_set():
                     stop_reason = CANCELLED_REASON
                     break
-                future = target.submit(client, execute_run, run, lock_path=lock_path, key=task_key(run))
-                try:
-                    outcome = _await_run(client, future, run, target)
-                except KeyboardInterrupt:
-                    cancel.set()
-                    outcome = _await_cancelled(future, run)
-                    stop_reason = "interrupted by the user (Ctrl-C)"
+                outcome = reuse(run, target.host_id) if reuse is not None else None
+                if outcome is None:
+                    future = target.submit(client, execute_run, run, lock_path=lock_path, key=task_key(run))
+                    try:
+                        outcome = _await_run(client, future, run, target)
+                    except KeyboardInterrupt:
+                        cancel.set()
+                        outcome = _await_cancelled(future, run)
+                        stop_reason = "interrupted by the user (Ctrl-C)"
                 outcomes.append(outcome)
                 progress.run_finished(outcome)
                 client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))

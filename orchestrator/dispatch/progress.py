@@ -110,8 +110,9 @@ class SweepProgress:
                                       eta_at=None if left is None else time.monotonic() + left)
         throughput = outcome.get("throughput")
         detail = f"throughput {throughput:,.1f}" if throughput is not None else (outcome.get("error") or "")
+        reused = f" (reused from {outcome['reused_from']})" if outcome.get("reused_from") else ""
         self.say(f"#{outcome.get('order')} {outcome.get('side')} {outcome.get('case')}: "
-                 f"{outcome['status']} {detail.splitlines()[0] if detail else ''}")
+                 f"{outcome['status']} {detail.splitlines()[0] if detail else ''}{reused}")
 
     def _replace_current(self, key: str | None, description: str | None, total: int | None) -> None:
         if self._current is not None:

@@ -55,7 +55,7 @@ _TIMESTAMP = pa.timestamp("us", tz="UTC")
 # One-row files: column statistics and the embedded Arrow schema only bloat the footer (they are
 # most of its size) and make reading many runs several times slower; Parquet's own logical types
 # already give back the same Arrow types (UTC timestamps included).
-_WRITE_OPTIONS = {"write_statistics": False, "store_schema": False}
+WRITE_OPTIONS = {"write_statistics": False, "store_schema": False}
 _ARROW_TYPES: dict[object, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64()}
 
 
@@ -142,8 +142,8 @@ def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
     new steps file too, so a runs row never lacks its steps."""
     files = run_files(run)
     steps, row = steps_table(run, result.steps), run_table(run, result)
-    write_in_order([(files.steps, lambda tmp: pq.write_table(steps, tmp, **_WRITE_OPTIONS)),
-                    (files.runs, lambda tmp: pq.write_table(row, tmp, **_WRITE_OPTIONS))])
+    write_in_order([(files.steps, lambda tmp: pq.write_table(steps, tmp, **WRITE_OPTIONS)),
+                    (files.runs, lambda tmp: pq.write_table(row, tmp, **WRITE_OPTIONS))])
     return files
 
 
@@ -168,6 +168,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "bench_sys_s": (result.usage.sys_s if result.usage else None, pa.float64()),
         "bench_max_rss_mib": (result.usage.max_rss_mib if result.usage else None, pa.float64()),
         "audited": (result.audited, pa.bool_()),
+        "reused_from": (None, pa.string()),  # measured by this run; store.reuse sets it on a copy
     }
     columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string())}
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
@@ -284,7 +285,7 @@ def _float_or_none(value: object) -> float | None:
 def write_parquet_atomic(table: pa.Table, path: Path) -> None:
     """Write ``table`` to ``path`` via a dot-prefixed temporary file, fsync and a rename."""
     with staged(path) as tmp:
-        pq.write_table(table, tmp, **_WRITE_OPTIONS)
+        pq.write_table(table, tmp, **WRITE_OPTIONS)
 
 
 def _results_dirs(results_root: str | Path) -> list[Path]:

@@ -76,6 +76,12 @@ def test_finds_the_step_within_log2_plus_two_shas(tmp_path, monkeypatch, capsys,
     assert all(s["sha"] in repo.shas and s["mark"] in ("good", "bad") for s in record["steps"])
     shas = benchmarked_shas(repo)
     assert len(shas) <= math.ceil(math.log2(n)) + 2
+    runs = pd.read_parquet(repo.path / "results" / "runs", columns=["sha", "repeat", "reused_from"])
+    good = runs[runs["sha"] == repo.shas[0]]
+    measured = good[good["reused_from"].isna()]
+    assert not measured["repeat"].duplicated().any(), "the good commit is measured once per round"
+    assert len(good) == len(measured) * len(record["steps"]), "every step reuses the good rounds"
+    assert all("reused" in s["runs"] for s in record["steps"][1:])
     assert {s["sha"] for s in record["steps"]} | {repo.shas[0]} == shas
     for step in record["steps"]:  # every step is an ordinary sweep: record and report exist
         sweep = json.loads((repo.path / "results" / "sweeps" / f"{step['sweep_id']}.json").read_text())
@@ -84,6 +90,19 @@ def test_finds_the_step_within_log2_plus_two_shas(tmp_path, monkeypatch, capsys,
                                                                                  "cand": step["sha"]}
     html = repo.path / "results" / "reports" / f"bisect-{record['bisect_id']}.html"
     assert "candidate / good ratio" in html.read_text()
+
+
+def test_remeasure_good_measures_good_in_every_step(tmp_path, monkeypatch, capsys, home):
+    repo, path = setup(tmp_path, step_models(8, 5), monkeypatch)
+    assert bisect(path, repo, "--remeasure-good") == EXIT_OK
+    assert f"first bad commit: {repo.shas[5]}" in capsys.readouterr().out
+    record = the_record(repo)
+    assert record["remeasure_good"] is True
+    runs = pd.read_parquet(repo.path / "results" / "runs", columns=["sha", "reused_from"])
+    assert runs["reused_from"].isna().all()
+    assert (runs["sha"] == repo.shas[0]).sum() == 3 * len(record["steps"]), "3 good rounds in every step"
+    assert main(["bisect", "--resume", record["bisect_id"], "--remeasure-good"]) == EXIT_INVALID
+    assert "--remeasure-good" in capsys.readouterr().err
 
 
 def test_a_failing_commit_next_to_the_step_is_skipped_and_named(tmp_path, monkeypatch, capsys, home):

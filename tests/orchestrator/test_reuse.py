@@ -1,0 +1,64 @@
+"""Reusing a run of an earlier sweep (``store.reuse``): only the same measurement on the same host is
+reused, and the copy is a complete run of the new sweep that still names its original."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+from test_results import outcome, planned
+
+from orchestrator.store.parquet import read_runs, run_statuses, write_run
+from orchestrator.store.reuse import RunPool
+from orchestrator.worker.hostinfo import collect_host
+
+HOST = collect_host()["id"]
+
+
+@pytest.fixture
+def donor(tmp_path):
+    """Sweep s1 with an ok run r1 (repeat 0) and a failed run r2 (repeat 1)."""
+    write_run(planned(tmp_path, "r1", "s1"), outcome(throughput=123.0))
+    write_run(replace(planned(tmp_path, "r2", "s1"), repeat=1), outcome(status="failed", throughput=None))
+    return tmp_path
+
+
+def test_the_same_measurement_is_copied_under_the_new_sweep(donor):
+    run = replace(planned(donor, "n1", "s2"), order=4)
+    got = RunPool(donor / "results", ["s1"]).reuse(run, HOST)
+    assert got["status"] == "ok" and got["throughput"] == 123.0 and got["reused_from"] == "s1/r1"
+    assert run_statuses(donor / "results", "s2") == {"n1": "ok"}
+    row = read_runs(donor / "results", "s2").iloc[0]
+    assert (row["sweep_id"], row["run_key"], row["order"], row["reused_from"]) == ("s2", "n1", 4, "s1/r1")
+    original = read_runs(donor / "results", "s1").set_index("run_key").loc["r1"]
+    assert row["started_at"] == original["started_at"] and row["wall_s"] == original["wall_s"]
+    assert pd.isna(original["reused_from"]), "a measured run names no original"
+    steps = pd.read_parquet(donor / "results" / "steps" / "sweep=s2" / "n1.parquet")
+    assert set(steps["run_key"]) == {"n1"} and set(steps["sweep_id"]) == {"s2"} and len(steps) == 3
+
+
+@pytest.mark.parametrize("change", [
+    {"sha": "b" * 40}, {"case": "sac/go2_joystick_flat/mujoco"}, {"variant": "direct"}, {"repeat": 2},
+    {"params": {"num_envs": 16}}, {"env": {"X": "2"}}, {"argv_template": ("{python}", "-O")},
+    {"protocol": "json"},
+])
+def test_a_different_measurement_is_not_reused(donor, change):
+    run = replace(planned(donor, "n1", "s2"), **change)
+    assert RunPool(donor / "results", ["s1"]).reuse(run, HOST) is None
+    assert run_statuses(donor / "results", "s2") == {}
+
+
+def test_another_host_a_failed_run_and_the_sweep_itself_are_not_reused(donor):
+    pool = RunPool(donor / "results", ["s1"])
+    assert pool.reuse(planned(donor, "n1", "s2"), "other-host") is None
+    assert pool.reuse(replace(planned(donor, "n2", "s2"), repeat=1), HOST) is None, "r2 failed"
+    assert pool.reuse(planned(donor, "n3", "s1"), HOST) is None, "a sweep never reuses its own runs"
+    assert RunPool(donor / "results", []).reuse(planned(donor, "n1", "s2"), HOST) is None
+
+
+def test_a_copy_of_a_copy_names_the_measured_run(donor):
+    RunPool(donor / "results", ["s1"]).reuse(planned(donor, "n1", "s2"), HOST)
+    got = RunPool(donor / "results", ["s2"]).reuse(planned(donor, "m1", "s3"), HOST)
+    assert got["reused_from"] == "s1/r1"
+    assert read_runs(donor / "results", "s3").iloc[0]["reused_from"] == "s1/r1"
