@@ -67,7 +67,7 @@ if [ "$MJWARP_CASES" = 1 ]; then
     --steps "$STEPS" --threads "$THREADS" --actions pregenerated --targets issue16 --sim mjwarp
 fi
 part update_state_scaling 50 "$PY" benchmarks/scale_targets.py --parts scaling --num-envs "$N" \
-  --warmup "$WARMUP" --steps "$STEPS" --threads-list "$THREADS_LIST"
+  --warmup "$WARMUP" --steps "$STEPS" --threads-list "$THREADS_LIST" --rounds 1
 part actor_devices 25 "$PY" benchmarks/scale_targets.py --parts actor --task go2_joystick_flat \
   --num-envs "$N" --warmup "$WARMUP" --steps "$STEPS" --threads "$THREADS" --devices cpu,cuda
 part copied_bytes 25 "$PY" benchmarks/scale_targets.py --parts bytes --task go2_joystick_flat \

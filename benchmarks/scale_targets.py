@@ -1,12 +1,13 @@
 """Issue 16's scale targets that ``seven_case_overhead.py`` does not cover, one part at a time.
 
     python benchmarks/scale_targets.py [--parts scaling,actor,bytes] [--num-envs 4096] [--warmup 3]
-        [--steps 20] [--threads-list 1,2] [--task g1_motion_tracking] [--sim mujoco]
+        [--steps 20] [--rounds 3] [--threads-list 1,2] [--task g1_motion_tracking] [--sim mujoco]
         [--devices cpu,cuda]
 
 * ``scaling``: the manager collector (``envruntime.bench`` subprocesses, pregenerated actions) at
-  each ``--threads`` of ``--threads-list``; median ``update_state_ms`` and ``physics_ms`` and the
-  ratio of ``update_state_ms`` to the first count's (targets: 2 threads <= 0.7 x 1 thread here,
+  each ``--threads`` of ``--threads-list``, ``--rounds`` interleaved rounds; median
+  ``update_state_ms`` and ``physics_ms`` per run and the median over rounds of the ratio of
+  ``update_state_ms`` to the first count's in the same round (targets: 2 threads <= 0.7 x 1 thread here,
   16 threads <= 0.25 x 1 on a 16-core host).
 * ``actor``: the FlashSAC actor's ``policy_ms`` (transfers and synchronise included) on each of
   ``--devices``; a device torch cannot use is reported as not measured.
@@ -41,17 +42,25 @@ def load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def scaling(cfg: OverheadConfig, threads_list: list[int]) -> None:
+def scaling(cfg: OverheadConfig, threads_list: list[int], rounds: int) -> None:
+    """``rounds`` interleaved rounds of every thread count (a disturbed run moves one round, not the
+    answer); per round the ratio to the first count, then the median ratio over the rounds."""
     print(f"update_state scaling: {cfg.task} manager on {cfg.sim}, N={cfg.num_envs}, pregenerated actions, "
-          f"{cfg.steps} measured steps; {load()}")
-    base = None
-    for threads in threads_list:
-        run = run_collector(replace(cfg, threads=threads, actions="pregenerated"), "manager", cfg.num_envs,
-                            cfg.steps)
-        update, physics = run.medians_ms["update_state_ms"], run.medians_ms["physics_ms"]
-        base = base or update
-        print(f"  threads {threads:3d}: update_state_ms {update:8.2f}  physics_ms {physics:8.2f}  "
-              f"update_state / first {update / base:6.3f}", flush=True)
+          f"{cfg.steps} measured steps, {rounds} interleaved rounds; {load()}")
+    ratios: dict[int, list[float]] = {threads: [] for threads in threads_list}
+    for round_ in range(rounds):
+        base = None
+        for threads in threads_list:
+            run = run_collector(replace(cfg, threads=threads, actions="pregenerated"), "manager",
+                                cfg.num_envs, cfg.steps)
+            update, physics = run.medians_ms["update_state_ms"], run.medians_ms["physics_ms"]
+            base = base or update
+            ratios[threads].append(update / base)
+            print(f"  round {round_} threads {threads:3d}: update_state_ms {update:8.2f}  physics_ms "
+                  f"{physics:8.2f}  update_state / first {update / base:6.3f}", flush=True)
+    for threads, values in ratios.items():
+        print(f"  threads {threads:3d}: median update_state / {threads_list[0]} threads over {rounds} rounds "
+              f"{np.median(values):6.3f} (rounds {', '.join(f'{v:.3f}' for v in values)}); {load()}")
 
 
 def actor(cfg: OverheadConfig, devices: list[str]) -> None:
@@ -109,6 +118,7 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=4096)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the scaling part")
     parser.add_argument("--threads-list", type=lambda t: [int(x) for x in t.split(",")], default=[1, 2])
     parser.add_argument("--threads", type=int, default=2, help="threads of the actor and bytes parts")
     parser.add_argument("--devices", type=lambda t: t.split(","), default=["cpu", "cuda"])
@@ -116,12 +126,12 @@ def main() -> None:
     unknown = sorted(set(args.parts) - set(PARTS))
     if unknown:
         parser.error(f"--parts: unknown {', '.join(unknown)}; valid: {', '.join(PARTS)}")
-    if min(args.num_envs, args.steps, args.threads, *args.threads_list) < 1 or args.warmup < 0:
-        parser.error("--num-envs, --steps and thread counts must be >= 1; --warmup >= 0")
+    if min(args.num_envs, args.steps, args.threads, args.rounds, *args.threads_list) < 1 or args.warmup < 0:
+        parser.error("--num-envs, --steps, --rounds and thread counts must be >= 1; --warmup >= 0")
     cfg = OverheadConfig(task=args.task, sim=args.sim, num_envs=args.num_envs, warmup=args.warmup,
                          steps=args.steps, threads=args.threads, rss_num_envs=0, torch_threads=0)
-    parts = {"scaling": lambda: scaling(cfg, args.threads_list), "actor": lambda: actor(cfg, args.devices),
-             "bytes": lambda: copies(cfg)}
+    parts = {"scaling": lambda: scaling(cfg, args.threads_list, args.rounds),
+             "actor": lambda: actor(cfg, args.devices), "bytes": lambda: copies(cfg)}
     for part in args.parts:
         parts[part]()
 
