@@ -18,7 +18,8 @@ A gate's FAIL counts as "flagged": a false alarm in A/A, a detection otherwise. 
 per workload, mode, gate and condition: FAIL / PASS / INCONCLUSIVE rates, the median ratio, CI
 width and minimum detectable change, and the runs used per sweep.
 
-Usage: python benchmarks/ab_validity.py [--workload synthetic|envruntime|both] [--k 10] [--repeats 5]
+Usage: python benchmarks/ab_validity.py [--workload synthetic|envruntime|both] [--k 10]
+       [--modes fixed,adaptive] [--repeats 5]
        [--max-repeats 30] [--min-ratio 0.97] [--cpu-max-ratio 1.03] [--step-ms 20] [--measure 20]
        [--env-slowdown 0.10] [--env-case sac/go2_joystick_flat/mujoco] [--num-envs 1024]
        [--env-measure 40] [--keep DIR]
@@ -195,7 +196,7 @@ def plan_sweeps(root: Path, workload: str, repo: Path, shas: dict[str, str], mak
 
     planned = []
     for i, (condition, sha) in enumerate(shas.items()):
-        for mode in MODES:
+        for mode in args.modes:
             path = root / f"{workload}-{i}-{mode}.yaml"
             sweep = {**make_sweep(f"{workload}-{i}-{mode}", repo, shas["A/A"], sha, args),
                      "repeats": args.repeats, "order": "interleaved",
@@ -271,6 +272,8 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workload", choices=["synthetic", "envruntime", "both"], default="both")
     parser.add_argument("--k", type=int, default=10, help="sweeps per condition and mode (default 10)")
+    parser.add_argument("--modes", type=lambda t: t.split(","), default=list(MODES),
+                        help="comma-separated, of: fixed, adaptive (default both)")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds per sweep (default 5)")
     parser.add_argument("--max-repeats", type=int, default=30, help="of the adaptive sweeps (default 30)")
     parser.add_argument("--min-ratio", type=float, default=0.97, help="the throughput gate (default 0.97)")
@@ -287,7 +290,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--env-measure", type=int, default=40)
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="work (repos, results) in DIR, which must not exist, and keep it")
-    return parser.parse_args()
+    args = parser.parse_args()
+    unknown = sorted(set(args.modes) - set(MODES))
+    if unknown or not args.modes:
+        parser.error(f"--modes: unknown {', '.join(unknown) or '(none given)'}; valid: {', '.join(MODES)}")
+    return args
 
 
 def main() -> int:
