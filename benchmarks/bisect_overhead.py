@@ -48,7 +48,7 @@ def bench(argv: list[str]) -> int:
         emit({"kind": "header", "protocol": 1,
               "case": {"algo": "synthetic", "task": "sleep", "sim": "none", "variant": "manager"},
               "params": {"num_envs": 1, "warmup": args.warmup, "measure": args.measure},
-              "audit": {"module_file": os.path.abspath(__file__), "git_sha": head.stdout.strip(),
+              "audit": {"module_file": os.path.abspath(MODEL_FILE), "git_sha": head.stdout.strip(),
                         "env_class": "SleepWork"}})
         for step in range(args.warmup + args.measure):
             time.sleep(step_ms / 1000)
