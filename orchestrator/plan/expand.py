@@ -25,7 +25,7 @@ from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError, RefError
 from orchestrator.plan.integrity import command_digest
 from orchestrator.plan.refs import check_directory, find_repo_root, repo_root, resolve_ref
-from orchestrator.spec.anyrepo import case_parts
+from orchestrator.spec.anyrepo import bench_argv, case_parts
 from orchestrator.spec.load import side_settings
 from orchestrator.spec.schema import Order, RunSettings, SweepSpec
 
@@ -178,7 +178,8 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             order=index,
             side=side, ref=spec.sides[side].ref, sha=sha, case=case, algo=parts and parts.algo,
             task=parts and parts.task, sim=parts and parts.sim, variant=settings.variant, repeat=repeat,
-            repo=str(resolved.repo), argv_template=tuple(spec.command), params=dict(settings.params),
+            repo=str(resolved.repo), argv_template=bench_argv(spec.command, settings.params),
+            params=dict(settings.params),
             env=dict(settings.env), timeout_s=spec.timeout_s, results_root=str(resolved.results_root),
             pythonpath=tuple(spec.pythonpath),
             protocol=spec.protocol.value, json_mapping=dict(json_mapping),

@@ -22,6 +22,7 @@ from orchestrator.spec.schema import (
     CASE_PLACEHOLDERS,
     DEFAULT_COMMAND,
     ENVRUNTIME_KNOWN,
+    ENVRUNTIME_OPTIONAL,
     PREPARE_PLACEHOLDERS,
     REPORT_METRICS,
     Case,
@@ -61,7 +62,8 @@ def normalized_params(params: dict[str, Any] | ParamsSpec, command: list[str], k
         except OmegaConfBaseException as exc:
             full = ".".join(k for k in (key, getattr(exc, "full_key", "") or "") if k)
             raise SpecError(str(getattr(exc, "msg", exc)).splitlines()[0], full) from None
-        return asdict(typed)
+        return {name: value for name, value in asdict(typed).items()
+                if not (name in ENVRUNTIME_OPTIONAL and value is None)}  # unset: not in the run key
     for name, value in params.items():
         if not PARAM_NAME.match(str(name)):
             raise SpecError(f"{name!r} must be letters, digits and '_' (it is the placeholder {{{name}}})",
@@ -71,6 +73,17 @@ def normalized_params(params: dict[str, Any] | ParamsSpec, command: list[str], k
         if not isinstance(value, bool | int | float | str):
             raise SpecError(f"must be a number, a string or a bool, got {value!r}", f"{key}.{name}")
     return dict(params)
+
+
+def bench_argv(command: list[str] | tuple[str, ...], params: dict[str, Any]) -> tuple[str, ...]:
+    """The argv template of a run: ``command``, and for envruntime's default command the optional
+    options its params set (``--actions {actions}``, ``--device {device}``) before ``--stream``."""
+    if not is_envruntime_command(command):
+        return tuple(command)
+    extra = [arg for name in ENVRUNTIME_OPTIONAL if name in params
+             for arg in (f"--{name}", f"{{{name}}}")]
+    stream = list(command).index("--stream")
+    return (*command[:stream], *extra, *command[stream:])
 
 
 def check_generic_params(params: dict[str, Any], protocol: Protocol) -> list[tuple[str, str]]:

@@ -33,6 +33,7 @@ from orchestrator.spec.bounds import (
 )
 from orchestrator.spec.overrides import plain_overrides
 from orchestrator.spec.schema import (
+    ENVRUNTIME_OPTIONAL,
     HOSTS_CHOICES,
     Case,
     GateSpec,
@@ -246,6 +247,9 @@ def _check_run_settings(settings: RunSettings, spec: SweepSpec, where: str | Non
         for name in ("warmup", "seed", "threads"):
             if p[name] < 0:
                 _fail(f"params.{name}", f"must be >= 0, got {p[name]}", where)
+        for name, valid in ENVRUNTIME_OPTIONAL.items():
+            if name in p and p[name] not in valid:
+                _fail(f"params.{name}", f"unknown {name} {p[name]!r}; valid: {', '.join(valid)}", where)
     for key, problem in anyrepo.check_generic_params(p, spec.protocol):
         _fail(key, problem, where)
     for name, value in settings.env.items():

@@ -81,6 +81,14 @@ class ParamsSpec:
     replay_capacity: int = 64
     seed: int = 0
     threads: int = 0  # 0 = every CPU in the bench worker's affinity
+    actions: str | None = None  # actor | pregenerated; passed as --actions only when set
+    device: str | None = None  # the actor's device, cpu | cuda; passed as --device only when set
+
+
+# envruntime's bench options that its default command passes only when the sweep sets them, so a
+# SHA whose bench predates them still runs; their values as ``envruntime.collect.policy`` has them.
+ENVRUNTIME_OPTIONAL: dict[str, tuple[str, ...]] = {"actions": ("actor", "pregenerated"),
+                                                   "device": ("cpu", "cuda")}
 
 
 @dataclass

@@ -89,6 +89,7 @@ def test_seven_case_sweep_runs_its_cases_on_both_variants(tmp_path):
     assert report.cases == list(SEVEN_CASE_SUBSET) and set(runs["case"]) == set(SEVEN_CASE_SUBSET)
     assert runs.sort_values("order")["side"].tolist() == ["direct", "mba"] * 3, "one round, interleaved"
     assert (runs["variant"] == runs["side"].map({"direct": "direct", "mba": "manager"})).all()
+    assert (runs["policy_ms"] == 0.0).all(), "params.actions=pregenerated reached every bench"
     markdown = to_markdown(report)
     assert all(f"## {case}" in markdown for case in report.cases)
     assert len(report.gates) == 3, "one throughput verdict per case"

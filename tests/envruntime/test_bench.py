@@ -220,3 +220,11 @@ def test_crash_during_run_writes_error_record_and_exits_1(tmp_path: Path) -> Non
     assert error["type"] == "FloatingPointError"
     assert error["message"] == "simulated divergence at step 3"
     assert "Traceback" in error["traceback"] and "in step" in error["traceback"]
+
+
+def test_the_sweep_spec_offers_the_bench_s_actions_and_devices() -> None:
+    """The orchestrator (installable without envruntime) keeps its own copy of the choices."""
+    from envruntime.collect.policy import ACTIONS, DEVICES
+    from orchestrator.spec.schema import ENVRUNTIME_OPTIONAL
+
+    assert ENVRUNTIME_OPTIONAL == {"actions": ACTIONS, "device": DEVICES}

@@ -44,6 +44,7 @@ def test_seven_cases_interleaved_direct_and_mba_at_head_adaptive_to_10_rounds(tm
         [8192, 10, 100, 64], 3)
     assert spec.order is Order.interleaved and spec.timeout_s >= 1800
     assert (spec.max_repeats, spec.budget_s) == (10, 14400)
+    assert p["actions"] == "pregenerated", "the original measurement's collector method"
     assert [(g.metric, g.min_ratio, g.max_ratio, g.side, g.case) for g in spec.gates] == [
         ("throughput", 0.90, None, None, None)]
 
@@ -54,6 +55,7 @@ def test_seven_cases_interleaved_direct_and_mba_at_head_adaptive_to_10_rounds(tm
     assert [(r.case, r.side, r.repeat) for r in serial] == [
         (case, side, rep) for case in SEVEN_CASES for side in ("direct", "mba") for rep in range(3)]
     assert all(r.variant == resolved.settings[r.side].variant and r.sha == head for r in runs)
+    assert all(("--actions", "{actions}") == r.argv_template[-4:-2] for r in runs)
     assert len({r.run_key for r in runs}) == 42
 
 

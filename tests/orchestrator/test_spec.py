@@ -62,6 +62,21 @@ def test_defaults_and_types(tmp_path):
     assert spec.gates[0].min_ratio == 0.9 and spec.gates[0].max_ratio is None
 
 
+def test_actions_and_device_reach_the_bench_only_when_set(tmp_path):
+    from orchestrator.spec.anyrepo import bench_argv
+
+    unset = load_spec(write_yaml(tmp_path, BASE))
+    assert "actions" not in unset.params and "device" not in unset.params, "unset: no new run-key input"
+    assert bench_argv(unset.command, unset.params) == DEFAULT_COMMAND
+    spec = load_spec(write_yaml(tmp_path, BASE), ["+params.actions=pregenerated", "+params.device=cuda"])
+    assert (spec.params["actions"], spec.params["device"]) == ("pregenerated", "cuda")
+    argv = bench_argv(spec.command, spec.params)
+    assert argv[-4:] == ("--device", "{device}", "--stream", "{stream}")
+    assert argv[-6:-4] == ("--actions", "{actions}") and argv[:-6] == DEFAULT_COMMAND[:-2]
+    other = ["bench", "--stream", "{stream}"]
+    assert bench_argv(other, {"actions": "x"}) == tuple(other), "another repository's command as written"
+
+
 def test_dotlist_overrides_win_over_the_yaml(tmp_path):
     spec = load_spec(write_yaml(tmp_path, BASE), ["params.num_envs=64", "repeats=1", "order=randomized",
                                                   "sides.cand.ref=main", "+env.OMP_PROC_BIND=close"])
@@ -106,6 +121,9 @@ INVALID = [
     ("duplicate-case", changed(cases=["sac/g1_walk_flat/mujoco"] * 2), [], "cases: cases must not repeat"),
     ("zero-envs", BASE, ["params.num_envs=0"], "params.num_envs: must be > 0, got 0"),
     ("negative-warmup", BASE, ["params.warmup=-1"], "params.warmup: must be >= 0"),
+    ("bad-actions", BASE, ["+params.actions=random"],
+     "params.actions: unknown actions 'random'; valid: actor, pregenerated"),
+    ("bad-device", BASE, ["+params.device=tpu"], "params.device: unknown device 'tpu'; valid: cpu, cuda"),
     ("zero-repeats", BASE, ["repeats=0"], "repeats: must be > 0"),
     ("zero-timeout", BASE, ["timeout_s=0"], "timeout_s: must be > 0"),
     ("bad-order", BASE, ["order=shuffled"], "order: Invalid value 'shuffled'"),
