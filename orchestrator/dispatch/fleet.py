@@ -208,7 +208,7 @@ class _Fleet:
         a bench worker (another worker of the same host id)."""
         for outcome in lane.done:
             self.result.outcomes.pop(outcome["run_key"], None)
-        for run in lane.job.runs[: len(lane.done)]:
+        for run in lane.job.runs:  # also the run whose files were written but whose outcome died with it
             supersede_run(run.results_root, run.sweep_id, run.run_key, lane.host.host_id)
         first = lane.job.runs[0]
         line = f"round of repeat {first.repeat} on host {lane.host.host_id}: {why}"

@@ -101,3 +101,32 @@ def test_a_requeued_round_goes_back_to_the_queue_and_takes_the_redo():
     assert runs["k4"]["status"] == "queued" and runs["k4"]["host_id"] is None
     board.feed({"sweep_id": "s", "run_key": "k4", "event": "started", "total": 3, "host_id": "h1"})
     assert {r["run_key"]: r for r in board.snapshot("s")["runs"]}["k4"]["host_id"] == "h1"
+
+
+def test_a_dead_hosts_round_sets_aside_every_run_it_wrote_even_without_an_outcome(tmp_path):
+    """The race the kill -9 drill can hit: a run's files are written, then the worker dies before the
+    client fetched its outcome. The redo must not overwrite that run: it is set aside too."""
+    from types import SimpleNamespace
+
+    from test_results import outcome, planned
+
+    from orchestrator.dispatch.fleet import _Fleet, _Job, _Lane
+    from orchestrator.dispatch.hosts import BenchHost
+    from orchestrator.store.parquet import run_statuses, write_run
+
+    class DeadHost(BenchHost):
+        def alive(self, client: object) -> bool:
+            return False
+
+    runs = [replace(planned(tmp_path, f"k{i}", "s"), order=i) for i in range(3)]
+    write_run(runs[0], outcome())  # its outcome arrived
+    write_run(runs[1], outcome())  # written, but its outcome died with the worker
+    requeued = []
+    hooks = SimpleNamespace(on_requeued=lambda runs, host, why: requeued.append((len(runs), host)))
+    fleet = _Fleet(None, iter([]), [], hooks)
+    lane = _Lane(DeadHost("h1", ()), _Job(runs), done=[{"run_key": "k0"}])
+    fleet.result.outcomes["k0"] = {"run_key": "k0"}
+    fleet._host_died(lane, "its bench worker died")
+    assert run_statuses(tmp_path / "results", "s") == {}, "no run of the dead host's round stays"
+    aside = sorted(p.name.split(".")[0] for p in (tmp_path / "results" / "superseded").glob("sweep=s/runs/*"))
+    assert aside == ["k0", "k1"] and fleet.result.outcomes == {} and requeued == [(3, "h1")]
