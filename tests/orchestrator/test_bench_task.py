@@ -9,17 +9,9 @@ from pathlib import Path
 import pandas as pd
 import psutil
 import pytest
-from fakebench.fakerepo import make_fake_repo, make_run
+from fakebench.fakerepo import make_run
 
 from orchestrator.worker.bench_task import execute_run
-
-
-@pytest.fixture
-def repo(tmp_path, monkeypatch):
-    monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("SHASWEEP_LOCK", raising=False)
-    monkeypatch.delenv("SHASWEEP_BENCH_CPUS", raising=False)
-    return make_fake_repo(tmp_path)
 
 
 def run_row(outcome: dict) -> pd.Series:

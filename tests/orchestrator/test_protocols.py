@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from fakebench.fakerepo import make_fake_repo, make_run
+from fakebench.fakerepo import make_run
 
 from orchestrator.worker.bench_task import execute_run
 from orchestrator.worker.module_audit import module_reasons, read_modules
@@ -19,14 +19,6 @@ from orchestrator.worker.protocols.json_doc import JsonPathError, lookup, map_do
 
 DOC = {"results": [{"fps": 120.5, "phase": {"step_ms": {"mean_ms": 2.0, "samples_ms": [1.0, 2.0, 3.0]}},
                     "name": "fast"}]}
-
-
-@pytest.fixture
-def repo(tmp_path, monkeypatch):
-    monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("SHASWEEP_LOCK", raising=False)
-    monkeypatch.delenv("SHASWEEP_BENCH_CPUS", raising=False)
-    return make_fake_repo(tmp_path)
 
 
 def test_a_list_gives_step_rows_and_its_mean_a_number_gives_the_mean():
