@@ -19,6 +19,7 @@ from typing import Any
 from orchestrator.analysis.report_model import Report, make_report
 from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, format_interval
 from orchestrator.store.parquet import read_runs, run_statuses
+from orchestrator.store.reuse import measured_only
 
 CANDIDATE, GOOD_SIDE = "cand", "good"  # the side labels of a bisect step's sweep
 BENCH_FAILURES: frozenset[str] = frozenset({"failed", "timeout", "audit_failed"})
@@ -47,7 +48,7 @@ class StepResult:
 def read_step(results_root: Path, sweep_id: str) -> StepResult:
     """The step whose sweep is ``sweep_id``, from its report and the runs its worker recorded."""
     runs = read_runs(results_root, sweep_id)
-    reused = int(runs["reused_from"].notna().sum()) if "reused_from" in runs else 0
+    reused = len(runs) - len(measured_only(runs))
     return step_result(make_report(results_root, sweep_id), run_statuses(results_root, sweep_id), reused)
 
 

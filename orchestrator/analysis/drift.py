@@ -36,6 +36,7 @@ from orchestrator.analysis.software import SOFTWARE_COLUMNS, describe_changes, v
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import runs_dir
 from orchestrator.store.records import sweeps_dir
+from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN
 
 IDENTITY_COLUMNS: tuple[str, ...] = ("sha", "case", "variant", "params", "env", "command", "host_hostname",
                                      "host_cpu_model")
@@ -77,14 +78,14 @@ def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.Dat
     ``record``'s sweep and were created no later: identity, start time and ``metrics``."""
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
                        + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64()),
-                          ("audited", pa.bool_())]
+                          ("audited", pa.bool_()), (REUSED_COLUMN, pa.string())]
                        + [(name, pa.float64()) for name in metrics])
     shas = {side.get("sha") for side in (record.get("sides") or {}).values()} - {None}
     earlier = [sweep for created, sweep in sweeps_with_shas(results_root, shas)
                if sweep != record["sweep_id"] and created <= str(record.get("created", ""))]
     files = [path for sweep in earlier[-HISTORY_SWEEPS:]
              for path in parquet_files(runs_dir(results_root, sweep))]
-    table = read_files(files, schema=schema, filter=ds.field("status") == "ok")
+    table = read_files(files, schema=schema, filter=(ds.field("status") == "ok") & MEASURED_FILTER)
     if table is None:
         return schema.empty_table().to_pandas()
     runs = apply_audit(table.to_pandas())

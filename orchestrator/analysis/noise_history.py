@@ -19,6 +19,7 @@ import pyarrow.dataset as ds
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import POWER
 from orchestrator.spec.schema import GateSpec
+from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN
 
 MAX_ROUNDS = 1000
 
@@ -38,10 +39,11 @@ def earlier_noise(results_root: Path, cases: list[str], metric: str, hostname: s
     if not path.is_dir():
         return {}
     schema = pa.schema([("sweep_id", pa.string()), ("case", pa.string()), ("side", pa.string()),
-                        ("status", pa.string()), ("host_hostname", pa.string()), (metric, pa.float64())])
+                        ("status", pa.string()), ("host_hostname", pa.string()), (metric, pa.float64()),
+                        (REUSED_COLUMN, pa.string())])
     runs = ds.dataset(path, format="parquet", schema=schema).to_table(
         filter=(ds.field("status") == "ok") & (ds.field("host_hostname") == hostname)
-        & ds.field("case").isin(cases)).to_pandas()
+        & ds.field("case").isin(cases) & MEASURED_FILTER).to_pandas()
     runs = runs[runs[metric] > 0]
     found = {}
     for case, mine in runs.groupby("case"):

@@ -28,6 +28,7 @@ from orchestrator.render.page import Page
 from orchestrator.render.plots import history_plot
 from orchestrator.render.tables import Table, format_number, one_line
 from orchestrator.store.parquet import read_runs
+from orchestrator.store.reuse import measured_only
 
 _SHA_PREFIX = re.compile(r"[0-9a-f]{4,40}\Z")
 
@@ -50,7 +51,7 @@ def load_history(results_root: Path, query: HistoryQuery) -> pd.DataFrame:
     """The matching runs, oldest first; ``InvalidInputError`` naming what matched nothing."""
     if query.sha is not None and not _SHA_PREFIX.match(query.sha):
         raise InvalidInputError(f"{query.sha!r} is not a SHA prefix (4 to 40 lowercase hex digits)", "--sha")
-    runs = read_runs(results_root)
+    runs = measured_only(read_runs(results_root))  # a bisect's reused runs are not new samples
     if runs.empty:
         raise InvalidInputError(f"no runs recorded under {Path(results_root) / 'runs'}")
     if query.metric not in runs or not pd.api.types.is_numeric_dtype(runs[query.metric]):

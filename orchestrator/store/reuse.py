@@ -18,11 +18,22 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from orchestrator.contract import PlannedRun
 from orchestrator.store.atomic import write_in_order
 from orchestrator.store.parquet import WRITE_OPTIONS, RunFiles, read_runs, run_files, runs_dir, steps_dir
+
+# Readers across sweeps (drift, history, noise estimates) count a measurement once: a copy is not
+# another sample. Files older than the column read it as null (measured).
+REUSED_COLUMN = "reused_from"
+MEASURED_FILTER = ds.field(REUSED_COLUMN).is_null()
+
+
+def measured_only(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` without the copies ``RunPool.reuse`` made."""
+    return runs[runs[REUSED_COLUMN].isna()] if REUSED_COLUMN in runs else runs
 
 
 @dataclass

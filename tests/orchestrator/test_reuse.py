@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pandas as pd
+import pyarrow.dataset as ds
 import pytest
 from test_results import outcome, planned
 
+from orchestrator.render.history import HistoryQuery, load_history
 from orchestrator.store.parquet import read_runs, run_statuses, write_run
-from orchestrator.store.reuse import RunPool
+from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN, RunPool
 from orchestrator.worker.hostinfo import collect_host
 
 HOST = collect_host()["id"]
@@ -62,3 +64,12 @@ def test_a_copy_of_a_copy_names_the_measured_run(donor):
     got = RunPool(donor / "results", ["s2"]).reuse(planned(donor, "m1", "s3"), HOST)
     assert got["reused_from"] == "s1/r1"
     assert read_runs(donor / "results", "s3").iloc[0]["reused_from"] == "s1/r1"
+
+
+def test_readers_across_sweeps_count_a_measurement_once(donor):
+    RunPool(donor / "results", ["s1"]).reuse(planned(donor, "n1", "s2"), HOST)
+    history = load_history(donor / "results", HistoryQuery(case="sac/g1_walk_flat/mujoco"))
+    assert history["run_key"].tolist() == ["r1", "r2"], "shasweep history: the copy is not a sample"
+    runs = ds.dataset(str(donor / "results" / "runs"), format="parquet").to_table(filter=MEASURED_FILTER)
+    assert sorted(runs.column("run_key").to_pylist()) == ["r1", "r2"], "the drift / noise filter"
+    assert REUSED_COLUMN in runs.column_names
