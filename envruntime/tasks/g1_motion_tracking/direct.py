@@ -55,7 +55,12 @@ from envruntime.tasks.g1_motion_tracking.motion import (
     MotionReference,
     ResetNoise,
 )
-from envruntime.tasks.g1_motion_tracking.params import GYRO_SENSOR, LIN_VEL_SENSOR, G1MotionTrackingCfg
+from envruntime.tasks.g1_motion_tracking.params import (
+    GYRO_SENSOR,
+    LIN_VEL_SENSOR,
+    G1MotionTrackingCfg,
+    sampling_params,
+)
 
 
 @rows_kernel
@@ -203,15 +208,7 @@ class G1MotionTrackingDirectEnv(DirectEnv):
         clip = load_clip(cfg.clip_path)
         self.ref = ref = MotionReference.resolve(info, clip, cfg.anchor_body, cfg.root_body, self.step_dt)
         self.noise = ResetNoise.from_ranges(cfg.pose_range, cfg.velocity_range, cfg.joint_position_range)
-        self.sampler = AdaptiveStartSampler(
-            clip.num_frames,
-            clip.fps,
-            cfg.bin_s,
-            cfg.uniform_ratio,
-            cfg.alpha,
-            cfg.kernel_size,
-            cfg.kernel_lambda,
-        )
+        self.sampler = AdaptiveStartSampler(clip.num_frames, clip.fps, **sampling_params(cfg))
         self.draws = SAMPLER_DRAWS + ROOT_DRAWS + ref.num_joints
         self.end_effectors = ref.body_ids(cfg.end_effectors)
         self.cols = np.stack([ref.pos_cols, ref.quat_cols, ref.lin_vel_cols, ref.ang_vel_cols])

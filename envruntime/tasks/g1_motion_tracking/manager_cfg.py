@@ -15,7 +15,12 @@ from envruntime.robots.g1 import HOME_KEYFRAME
 from envruntime.tasks.common.manager_terms import joint_position_actions, push_events, time_out_termination
 from envruntime.tasks.g1_motion_tracking import mdp
 from envruntime.tasks.g1_motion_tracking.motion_command import MotionCommand
-from envruntime.tasks.g1_motion_tracking.params import GYRO_SENSOR, LIN_VEL_SENSOR, G1MotionTrackingCfg
+from envruntime.tasks.g1_motion_tracking.params import (
+    GYRO_SENSOR,
+    LIN_VEL_SENSOR,
+    G1MotionTrackingCfg,
+    sampling_params,
+)
 
 COMMAND = "motion"
 
@@ -110,11 +115,7 @@ def manager_cfg(cfg: G1MotionTrackingCfg) -> ManagerBasedEnvCfg:
                     "pose_range": cfg.pose_range,
                     "velocity_range": cfg.velocity_range,
                     "joint_position_range": cfg.joint_position_range,
-                    "bin_s": cfg.bin_s,
-                    "uniform_ratio": cfg.uniform_ratio,
-                    "alpha": cfg.alpha,
-                    "kernel_size": cfg.kernel_size,
-                    "kernel_lambda": cfg.kernel_lambda,
+                    "sampling": sampling_params(cfg),
                 },
             )
         },

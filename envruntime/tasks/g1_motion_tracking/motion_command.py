@@ -56,20 +56,14 @@ class MotionCommand:
         pose_range: dict[str, tuple[float, float]],
         velocity_range: dict[str, tuple[float, float]],
         joint_position_range: tuple[float, float],
-        bin_s: float = 1.0,
-        uniform_ratio: float = 0.1,
-        alpha: float = 0.001,
-        kernel_size: int = 1,
-        kernel_lambda: float = 0.8,
+        sampling: dict[str, float],
     ) -> None:
         clip = load_clip(clip_path)
         info = env.backend.info
         self._env = env
         self.reference = MotionReference.resolve(info, clip, anchor_body, root_body, env.step_dt)
         self.noise = ResetNoise.from_ranges(pose_range, velocity_range, joint_position_range)
-        self.sampler = AdaptiveStartSampler(
-            clip.num_frames, clip.fps, bin_s, uniform_ratio, alpha, kernel_size, kernel_lambda
-        )
+        self.sampler = AdaptiveStartSampler(clip.num_frames, clip.fps, **sampling)
         self.draws = SAMPLER_DRAWS + ROOT_DRAWS + self.reference.num_joints
         n, b = env.num_envs, len(clip.body_names)
         self.time_step = np.zeros(n, dtype=np.int64)

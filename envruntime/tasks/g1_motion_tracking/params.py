@@ -126,3 +126,12 @@ class G1MotionTrackingCfg(TaskCfg):
     max_anchor_height_error: float = 0.25
     max_anchor_gravity_error: float = 0.8
     max_end_effector_height_error: float = 0.25
+
+
+SAMPLING_FIELDS: tuple[str, ...] = ("bin_s", "uniform_ratio", "alpha", "kernel_size", "kernel_lambda")
+
+
+def sampling_params(cfg: G1MotionTrackingCfg) -> dict[str, float]:
+    """The adaptive start sampler's settings (``motion.AdaptiveStartSampler`` keywords), as both
+    variants pass them."""
+    return {name: getattr(cfg, name) for name in SAMPLING_FIELDS}
