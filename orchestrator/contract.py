@@ -97,3 +97,10 @@ class PlannedRun:
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""
         return asdict(self)
+
+    def outcome(self, **fields: object) -> dict:
+        """The outcome dict the dispatcher records for this run: its identity, every result field
+        None, then ``fields`` (``status``, ``error``, ``throughput``, ...)."""
+        return {"run_key": self.run_key, "order": self.order, "side": self.side, "case": self.case,
+                "sha": self.sha, "repeat": self.repeat, "host_id": None, "status": None, "error": None,
+                "throughput": None, "wall_s": None, "exit_code": None, **fields}

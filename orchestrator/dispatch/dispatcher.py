@@ -299,14 +299,8 @@ def _await_cancelled(future: Future, run: PlannedRun) -> dict:
 
 
 def _failed(run: PlannedRun, error: str) -> dict:
-    return {**_base_outcome(run), "status": "failed", "error": error}
+    return run.outcome(status="failed", error=error)
 
 
 def _not_run(run: PlannedRun, reason: str) -> dict:
-    return {**_base_outcome(run), "status": "cancelled", "error": f"not run: the sweep stopped ({reason})"}
-
-
-def _base_outcome(run: PlannedRun) -> dict:
-    return {"run_key": run.run_key, "order": run.order, "side": run.side, "case": run.case, "sha": run.sha,
-            "repeat": run.repeat, "status": None, "error": None, "throughput": None, "wall_s": None,
-            "exit_code": None}
+    return run.outcome(status="cancelled", error=f"not run: the sweep stopped ({reason})")

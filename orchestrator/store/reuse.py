@@ -53,11 +53,9 @@ class RunPool:
         earlier = donor.get("reused_from")  # the donor is itself a copy: name what was measured
         origin = earlier if isinstance(earlier, str) else f"{donor['sweep_id']}/{donor['run_key']}"
         files = copy_run(self.results_root, donor["sweep_id"], donor["run_key"], run, origin)
-        return {"run_key": run.run_key, "order": run.order, "side": run.side, "case": run.case,
-                "sha": run.sha, "repeat": run.repeat, "host_id": host_id, "status": "ok", "error": None,
-                "throughput": donor.get("throughput"), "wall_s": donor.get("wall_s"),
-                "exit_code": donor.get("exit_code"), "runs_file": str(files.runs),
-                "steps_file": str(files.steps), "reused_from": origin}
+        return run.outcome(host_id=host_id, status="ok", throughput=donor.get("throughput"),
+                           wall_s=donor.get("wall_s"), exit_code=donor.get("exit_code"),
+                           runs_file=str(files.runs), steps_file=str(files.steps), reused_from=origin)
 
     def _match(self, run: PlannedRun, host_id: str) -> dict | None:
         runs = self._pool()

@@ -81,14 +81,12 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row
         result = failed_result(f"the bench worker failed: {type(exc).__name__}: {exc}", log_dir)
     result, files = store_result(run, audit_result(run, result))
-    outcome = {
-        "run_key": run.run_key, "order": run.order, "side": run.side, "case": run.case,
-        "sha": run.sha, "repeat": run.repeat, "host_id": result.host.get("id"), "status": result.status,
-        "error": result.error,
-        "throughput": result.throughput, "wall_s": result.wall_s, "exit_code": result.exit_code,
-        "started_at": result.started_at.isoformat(), "ended_at": result.ended_at.isoformat(),
-        "log_dir": str(log_dir), "runs_file": str(files.runs), "steps_file": str(files.steps),
-    }
+    outcome = run.outcome(
+        host_id=result.host.get("id"), status=result.status, error=result.error,
+        throughput=result.throughput, wall_s=result.wall_s, exit_code=result.exit_code,
+        started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
+        log_dir=str(log_dir), runs_file=str(files.runs), steps_file=str(files.steps),
+    )
     publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
                    wall_s=result.wall_s))
     return outcome
