@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from orchestrator.analysis.changepoints import segments
-from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.software import SOFTWARE_COLUMNS, describe_changes, version_changes, versions_of
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import runs_dir

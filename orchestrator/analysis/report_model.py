@@ -18,10 +18,10 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from orchestrator.analysis import drift, hosts, stats
+from orchestrator.analysis import drift, host_agreement, stats
 from orchestrator.analysis.disturbed import COLUMNS as DISTURBANCE_COLUMNS
 from orchestrator.analysis.disturbed import disturbed_runs
-from orchestrator.analysis.run_audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.software import SOFTWARE_COLUMNS
 from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates, gates_exit_code
@@ -40,8 +40,8 @@ FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error"
 
 
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
-    ("run_key", "sweep_id", "side", "case", "sha", "status", "error", hosts.HOST_COLUMN, *AUDIT_COLUMNS,
-     *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS)))
+    ("run_key", "sweep_id", "side", "case", "sha", "status", "error", host_agreement.HOST_COLUMN,
+     *AUDIT_COLUMNS, *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS)))
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class Report:
     drift: list[drift.Drift] = field(default_factory=list)  # against earlier sweeps of the same identity
     disturbed: pd.DataFrame = field(default_factory=pd.DataFrame)  # disturbed.disturbed_runs of the ok runs
     waivers: list[Waiver] = field(default_factory=list)  # the waiver log, revocations included
-    by_host: hosts.HostsView | None = None  # medians per bench host and hosts that disagree
+    by_host: host_agreement.HostsView | None = None  # medians per bench host and hosts that disagree
 
     @property
     def exit_code(self) -> int:
@@ -110,7 +110,7 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
               for c in cases for s in sides}
     summaries = {(c, s, m): stats.summarize(ok.loc[(ok["case"] == c) & (ok["side"] == s), m])
                  for c in cases for s in sides for m in metrics}
-    comparer = sweep_comparer(spec, hosts.pairing_blocks(ok))
+    comparer = sweep_comparer(spec, host_agreement.pairing_blocks(ok))
     rows = [MetricRow(c, s, m, summaries[c, s, m],
                       stats.ratio(summaries[c, s, m].median, summaries[c, baseline, m].median),
                       None if s == baseline else comparer.compare(c, s, m))
@@ -131,7 +131,7 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
         drift=[] if history is None else drift.find_drift(ok, history, metrics, threshold),
         disturbed=disturbed_runs(ok),
         waivers=waivers,
-        by_host=hosts.hosts_view(ok, cases, sides, baseline, metrics),
+        by_host=host_agreement.hosts_view(ok, cases, sides, baseline, metrics),
     )
 
 

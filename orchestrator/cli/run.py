@@ -15,7 +15,7 @@ from orchestrator.cli.results import print_report
 from orchestrator.cli.servers import add_tls_arguments, client_security
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
-from orchestrator.plan import record as record_updates
+from orchestrator.plan import lifecycle
 from orchestrator.plan.expand import (
     ResolvedSweep,
     build_plan,
@@ -102,7 +102,7 @@ def start_sweep(args: argparse.Namespace, resolved: ResolvedSweep, reuse: Reuse 
     created = datetime.now(UTC)
     sweep_id = sweep_record.reserve_sweep_id(root, resolved.spec.name, created)
     runs = build_plan(resolved, sweep_id)
-    record = record_updates.new_record(resolved, sweep_id, created, len(runs))
+    record = lifecycle.new_record(resolved, sweep_id, created, len(runs))
     sweep_record.write_record(root, sweep_id, record)
     say(f"sweep {sweep_id}: {len(runs)} runs, results under {root}")
     try:
@@ -133,7 +133,7 @@ def resume_sweep(args: argparse.Namespace, root: Path, sweep_id: str, reuse: Reu
         say(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
             f"results under {root}")
         if todo or plan.adaptive:
-            record = record_updates.resumed(plan.record, root, datetime.now(UTC))
+            record = lifecycle.resumed(plan.record, root, datetime.now(UTC))
             _dispatch(args, plan.resolved, record, todo,
                       lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)),
                       plan.ok_keys, reuse=reuse)
@@ -164,7 +164,7 @@ def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, r
         raise
     except BaseException as exc:
         reason = f"{type(exc).__name__}: {exc}"
-        sweep_record.write_record(root, sweep_id, record_updates.aborted(record, reason))
+        sweep_record.write_record(root, sweep_id, lifecycle.aborted(record, reason))
         raise
     if adaptive is not None:
         record["adaptive"] = adaptive

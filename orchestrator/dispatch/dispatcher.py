@@ -1,7 +1,7 @@
 """Strictly serial dispatch of a planned sweep to its bench host, or its rounds to a fleet of hosts.
 
 With ``hosts: one`` runs are submitted one at a time in plan order, each only after the previous one
-finished, to the bench workers of one host chosen at start (``dispatch.hosts``); with several hosts
+finished, to the bench workers of one host chosen at start (``dispatch.host_choice``); with several hosts
 each round runs whole on one host, different rounds at once on different hosts (``dispatch.fleet``).
 On the worker an OS file lock per host id also keeps bench runs of different sweeps (other clients)
 from overlapping on one host.
@@ -23,7 +23,7 @@ from orchestrator.dashboard import page_url
 from orchestrator.dashboard.plugin import board_installed
 from orchestrator.dispatch.cluster import connect
 from orchestrator.dispatch.fleet import FleetResult, LostResult, RoundHooks, run_rounds, split_rounds
-from orchestrator.dispatch.hosts import BenchHost, HostsSetting, choose_hosts
+from orchestrator.dispatch.host_choice import BenchHost, HostsSetting, choose_hosts
 from orchestrator.dispatch.progress import SweepProgress
 from orchestrator.errors import ClusterError, InvalidInputError
 from orchestrator.store.records import OUTCOME_KEYS

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from distributed import KilledWorker, wait
 
 from orchestrator.contract import PlannedRun
-from orchestrator.dispatch.hosts import BenchHost
+from orchestrator.dispatch.host_choice import BenchHost
 from orchestrator.store.parquet import supersede_run
 
 if TYPE_CHECKING:

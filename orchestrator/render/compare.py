@@ -25,8 +25,8 @@ from pathlib import Path
 import pandas as pd
 
 from orchestrator.analysis import stats
+from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import MetricRow, Report, load_runs, make_report
-from orchestrator.analysis.run_audit import apply_audit
 from orchestrator.analysis.software import VersionChange, version_changes, versions_of
 from orchestrator.analysis.sweep_diff import settings_differences
 from orchestrator.analysis.verdicts import format_interval

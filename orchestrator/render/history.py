@@ -21,7 +21,7 @@ import pandas as pd
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.changepoints import Shift, sweep_shifts
-from orchestrator.analysis.run_audit import apply_audit
+from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.errors import InvalidInputError
 from orchestrator.render.markdown import markdown_table
 from orchestrator.render.page import Page

@@ -10,7 +10,7 @@ import pandas as pd
 
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.report_model import Report
-from orchestrator.render import hosts
+from orchestrator.render import host_section
 from orchestrator.render.tables import (
     GATES_NOTE,
     Table,
@@ -104,12 +104,12 @@ def _waivers_md(report: Report) -> str:
 
 
 def _hosts_md(report: Report) -> str:
-    if not hosts.shown(report):
+    if not host_section.shown(report):
         return ""
-    lines = "\n".join(f"- {line}" for line in hosts.host_lines_by_host(report))
+    lines = "\n".join(f"- {line}" for line in host_section.host_lines_by_host(report))
     tables = [f"median {metric} per host:\n\n" + markdown_table(table)
-              for metric, table in hosts.host_median_tables(report)]
-    return "\n\n".join(["## Hosts", hosts.HOSTS_NOTE, lines, *tables])
+              for metric, table in host_section.host_median_tables(report)]
+    return "\n\n".join(["## Hosts", host_section.HOSTS_NOTE, lines, *tables])
 
 
 def _drift_md(report: Report) -> str:

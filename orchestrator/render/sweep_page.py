@@ -14,10 +14,10 @@ import pandas as pd
 import pyarrow.dataset as ds
 from bokeh.model import Model
 
+from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import Report
-from orchestrator.analysis.run_audit import apply_audit
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
-from orchestrator.render import hosts
+from orchestrator.render import host_section
 from orchestrator.render.forest import forest_plot, gate_bounds
 from orchestrator.render.page import Page
 from orchestrator.render.plots import breakdown_plot, throughput_plot, timeline_plot
@@ -111,11 +111,11 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
             figures.append(timeline_plot(case_steps, mine, report.sides, phase,
                                          f"{case}: {phase} per step (warm-up shaded)"))
         page.figures(figures)
-    if hosts.shown(report):
+    if host_section.shown(report):
         page.heading("Hosts")
-        page.paragraph(hosts.HOSTS_NOTE)
-        page.items(hosts.host_lines_by_host(report))
-        for metric, table in hosts.host_median_tables(report):
+        page.paragraph(host_section.HOSTS_NOTE)
+        page.items(host_section.host_lines_by_host(report))
+        for metric, table in host_section.host_median_tables(report):
             page.paragraph(f"median {metric} per host")
             page.table(table)
     if report.drift:

@@ -8,8 +8,8 @@ import math
 from dataclasses import dataclass, field
 
 from orchestrator.analysis import stats
+from orchestrator.analysis.legacy_audit import AUDIT_FAILED
 from orchestrator.analysis.report_model import Report
-from orchestrator.analysis.run_audit import AUDIT_FAILED
 from orchestrator.analysis.verdicts import (
     GateVerdict,
     format_detectable,

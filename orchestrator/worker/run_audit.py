@@ -1,7 +1,7 @@
 """Audit verdicts: did a run really execute what its sweep asked for, and do its numbers add up?
 
 Computed by the bench worker when the run finishes (``audit_result``), stored as the run's status
-(``audit_failed``, the reasons as its error, ``audited`` true); ``analysis.run_audit`` applies the
+(``audit_failed``, the reasons as its error, ``audited`` true); ``analysis.legacy_audit`` applies the
 same row checks at report time to older rows that were stored without it. The checks:
 
 * run protocol v1: the loaded SHA (``audit_git_sha``) equals the requested ``sha``;

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from test_report import GO2, SHAS, write_go2_runs, write_run, write_sweep
 
+from orchestrator.analysis.legacy_audit import AUDIT_FAILED, apply_audit
 from orchestrator.analysis.report_model import make_report
-from orchestrator.analysis.run_audit import AUDIT_FAILED, apply_audit
 from orchestrator.contract import StepRecord
 from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.render.markdown import to_markdown

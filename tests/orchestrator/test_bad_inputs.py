@@ -17,7 +17,7 @@ from orchestrator.cli.main import main
 from orchestrator.errors import ShasweepError
 from orchestrator.plan.expand import build_plan, resolve_sweep
 from orchestrator.plan.integrity import record_digest
-from orchestrator.plan.record import new_record
+from orchestrator.plan.lifecycle import new_record
 from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record
 from orchestrator.store.parquet import RunResult, write_run

@@ -111,7 +111,7 @@ def test_a_dead_hosts_round_sets_aside_every_run_it_wrote_even_without_an_outcom
     from test_results import outcome, planned
 
     from orchestrator.dispatch.fleet import _Fleet, _Job, _Lane
-    from orchestrator.dispatch.hosts import BenchHost
+    from orchestrator.dispatch.host_choice import BenchHost
     from orchestrator.store.parquet import run_statuses, write_run
 
     class DeadHost(BenchHost):

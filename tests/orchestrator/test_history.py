@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from test_results import outcome, planned
 
-from orchestrator.analysis.run_audit import AUDIT_FAILED
+from orchestrator.analysis.legacy_audit import AUDIT_FAILED
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_INVALID, EXIT_OK
 from orchestrator.render.history import HistoryQuery, load_history

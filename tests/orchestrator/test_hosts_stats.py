@@ -1,5 +1,5 @@
-"""Statistics by host (orchestrator.analysis.hosts): pairing blocks never span hosts, and the sick-host
-flag's family-wise false-alarm rate and power, checked by seeded simulations over many sweeps."""
+"""Statistics by host (orchestrator.analysis.host_agreement): pairing blocks never span hosts, and the
+sick-host flag's family-wise false-alarm rate and power, checked by seeded simulations over many sweeps."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from orchestrator.analysis import hosts
+from orchestrator.analysis import host_agreement as hosts
 from orchestrator.analysis.verdicts import Comparer
 
 CASES = ["sac/a/x", "sac/b/x"]

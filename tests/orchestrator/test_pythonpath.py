@@ -14,7 +14,7 @@ import pytest
 import yaml
 from fakebench.fakerepo import FAKE_BENCH, WORK_MS, FakeRepo, git, make_run
 
-from orchestrator.analysis.run_audit import AUDIT_FAILED, apply_audit
+from orchestrator.analysis.legacy_audit import AUDIT_FAILED, apply_audit
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_INVALID
 from orchestrator.worker.bench_task import execute_run

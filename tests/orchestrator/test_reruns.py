@@ -12,7 +12,7 @@ from fakebench.fakerepo import make_fake_repo, make_run
 from orchestrator.dispatch.adaptive import DisturbedReruns
 from orchestrator.dispatch.dispatcher import run_sweep
 from orchestrator.plan.expand import build_plan, resolve_sweep
-from orchestrator.plan.record import new_record
+from orchestrator.plan.lifecycle import new_record
 from orchestrator.spec.load import load_spec
 from orchestrator.store.parquet import RunResult, write_run
 

@@ -11,7 +11,7 @@ from fakebench.fakerepo import COMMAND, git, make_fake_repo
 
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan.expand import build_plan, resolve_sweep
-from orchestrator.plan.record import new_record
+from orchestrator.plan.lifecycle import new_record
 from orchestrator.plan.resume import plan_resume
 from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record

@@ -1,11 +1,11 @@
 """The report's "Hosts" section: medians per bench host and the hosts whose ratios disagree.
 
-Shown only when a sweep ran on more than one host (``analysis.hosts``).
+Shown only when a sweep ran on more than one host (``analysis.host_agreement``).
 """
 
 from __future__ import annotations
 
-from orchestrator.analysis.hosts import FAMILY_ALPHA, MIN_EFFECT, MIN_ROUNDS
+from orchestrator.analysis.host_agreement import FAMILY_ALPHA, MIN_EFFECT, MIN_ROUNDS
 from orchestrator.analysis.report_model import Report
 from orchestrator.render.tables import Table, format_number
 
