@@ -56,6 +56,10 @@ class RunFailedError(ShasweepError):
     exit_code = EXIT_RUN_FAILED
 
 
+class RunCancelledError(RunFailedError):
+    """The sweep was cancelled before its run's bench started (waiting for the host lock, preparing)."""
+
+
 class ClusterError(ShasweepError):
     """The Dask cluster is unreachable or has no worker holding the bench resource."""
 
@@ -66,3 +70,7 @@ class ProtocolError(ShasweepError):
     """A bench stream broke the run protocol (malformed record, wrong protocol version, SHA mismatch)."""
 
     exit_code = EXIT_RUN_FAILED
+
+
+class SchedulerLostError(ClusterError):
+    """The Dask scheduler went away while a sweep ran on it (``lost the scheduler at ADDR during run X``)."""

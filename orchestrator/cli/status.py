@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.dashboard.lanes import format_lane
-from orchestrator.errors import ClusterError, InvalidInputError, UnknownSweepError
+from orchestrator.errors import ClusterError, InvalidInputError, RunFailedError, UnknownSweepError
 from orchestrator.plan.expand import results_root_for
 from orchestrator.store import records as sweep_record
 
@@ -92,6 +92,9 @@ def cmd_cancel(args: argparse.Namespace) -> int:
             view = _wait_until_stopped(conn.client, sweep_id, args.wait_s)
     if view is not None:
         print(format_live(view, address))
+    if view is not None and args.wait_s > 0 and view["sweep"]["state"] == "running":
+        raise RunFailedError(f"sweep {sweep_id} is still running {args.wait_s:g} s after the cancel request "
+                             f"(--wait-s); its bench worker may be stuck")
     return 0
 
 

@@ -24,13 +24,14 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from distributed import Event, get_worker
 
 from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, StepRecord, cancel_event_name
-from orchestrator.errors import InvalidInputError
+from orchestrator.errors import InvalidInputError, RunCancelledError, SchedulerLostError
 from orchestrator.store.parquet import RunResult
 from orchestrator.worker import module_audit
 from orchestrator.worker.bench_env import bench_env, worktree_dirs
@@ -43,6 +44,7 @@ from orchestrator.worker.proc import BenchProcess, file_tail, launch
 from orchestrator.worker.protocols import BenchReader, OnStep, make_reader
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
+from orchestrator.worker.safe_files import remove_non_regular
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
 
 STEP_PUBLISH_INTERVAL_S = 0.1
@@ -70,13 +72,15 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     exceptions: they are written to Parquet like any run. So is any error on the worker's side.
     """
     publish = _dask_publisher()
-    cancelled = _dask_cancel_check(run.sweep_id, run.token)
+    cancelled = _dask_cancel_check(run)
     log_dir = shasweep_home() / "logs" / run.sweep_id / run.run_key
     publish(_event(run, "waiting"))
     try:
         lock = Path(lock_path) if lock_path else host_lock_path(host_id())
         result = _locked_run(run, log_dir, lock, publish, cancelled)
-    except (WorktreeError, InvalidInputError, PrepareError) as exc:
+    except RunCancelledError as exc:
+        result = replace(failed_result(str(exc), log_dir), status="cancelled")
+    except (WorktreeError, InvalidInputError, PrepareError, SchedulerLostError) as exc:
         result = failed_result(str(exc), log_dir)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row
         result = failed_result(f"the bench worker failed: {type(exc).__name__}: {exc}", log_dir)
@@ -95,8 +99,9 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
 def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
                 cancelled: Callable[[], bool]) -> RunResult:
     log_dir.mkdir(parents=True, exist_ok=True)
-    with machine_lock(lock) as marker:
+    with machine_lock(lock, cancelled) as marker:
         kill_leftover_run(marker)
+        remove_non_regular(log_dir)  # what an earlier bench of this run key left where we write
         with WorktreePool().checkout(run.repo, run.sha) as tree:
             return _run_bench(run, tree, log_dir, publish, cancelled, marker)
 
@@ -129,7 +134,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     argv = render_argv(run.argv_template, values)
     env = bench_env(run, tree, threads)
     pythonpath = worktree_dirs(tree, run.pythonpath)
-    ensure_prepared([render_argv(a, values) for a in run.prepare], tree, env, run.timeout_s)
+    ensure_prepared([render_argv(a, values) for a in run.prepare], tree, env, run.timeout_s, cancelled)
     side_file = module_audit.install(log_dir, run.audit_modules, env) if run.audit_modules else None
     host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus)
     window = MeasureWindow()
@@ -185,11 +190,13 @@ def _step_publisher(run: PlannedRun, publish: Publisher, total: int | None) -> O
 
 
 class _StopWatch:
-    """Decides when to stop waiting for the bench: it exited, timed out, or was cancelled."""
+    """Decides when to stop waiting for the bench: it exited, timed out, was cancelled, or the
+    scheduler that could cancel it is gone (``lost``: why)."""
 
     def __init__(self, deadline: float, cancelled: Callable[[], bool]) -> None:
         self.deadline, self.cancelled = deadline, cancelled
         self.timed_out = self.was_cancelled = False
+        self.lost: str | None = None
         self._next_cancel_check = 0.0
 
     def should_stop(self, proc: BenchProcess) -> bool:
@@ -201,10 +208,13 @@ class _StopWatch:
         if now >= self.deadline:
             self.timed_out = True
             return True
-        if now >= self._next_cancel_check:
+        if now >= self._next_cancel_check and self.lost is None:
             self._next_cancel_check = now + CANCEL_POLL_INTERVAL_S
-            self.was_cancelled = self.cancelled()
-        return self.was_cancelled
+            try:
+                self.was_cancelled = self.cancelled()
+            except SchedulerLostError as exc:
+                self.lost = str(exc)
+        return self.was_cancelled or self.lost is not None
 
 
 def _verdict(reader: BenchReader, exit_code: int | None, killed: bool, stop: _StopWatch,
@@ -212,6 +222,8 @@ def _verdict(reader: BenchReader, exit_code: int | None, killed: bool, stop: _St
     """(status, error) of a finished bench run."""
     if protocol_error is not None:
         return "failed", protocol_error
+    if stop.lost is not None:
+        return "failed", f"{stop.lost}; killed the bench's process group"
     if (killed or exit_code is None or exit_code < 0) and stop.timed_out:
         return "timeout", f"no exit after timeout_s={run.timeout_s:g}; killed its process group"
     if (killed or exit_code is None or exit_code < 0) and stop.was_cancelled:
@@ -241,19 +253,34 @@ def _event(run: PlannedRun, event: str, **fields: object) -> dict:
 
 
 def _dask_publisher() -> Publisher:
-    """Publish to ``PROGRESS_TOPIC`` via the current Dask worker; a no-op outside one."""
+    """Publish to ``PROGRESS_TOPIC`` via the current Dask worker; a no-op outside one, and once the
+    worker is closing (progress is best effort; the run's row is the record)."""
     try:
         worker = get_worker()
     except ValueError:
         return lambda msg: None
-    return lambda msg: worker.log_event(PROGRESS_TOPIC, msg)
+
+    def publish(msg: dict) -> None:
+        try:
+            worker.log_event(PROGRESS_TOPIC, msg)
+        except RuntimeError:  # the worker's event loop is closed
+            pass
+    return publish
 
 
-def _dask_cancel_check(sweep_id: str, token: str) -> Callable[[], bool]:
-    """Whether the sweep's cancel Event is set; always False outside a Dask worker."""
+def _dask_cancel_check(run: PlannedRun) -> Callable[[], bool]:
+    """Whether the sweep's cancel Event is set; always False outside a Dask worker.
+    ``SchedulerLostError`` when the scheduler cannot be asked any more."""
     try:
-        get_worker()
+        worker = get_worker()
     except ValueError:
         return lambda: False
-    event = Event(cancel_event_name(sweep_id, token))
-    return event.is_set
+    address = worker.scheduler.address
+    event = Event(cancel_event_name(run.sweep_id, run.token))
+
+    def is_set() -> bool:
+        try:
+            return event.is_set()
+        except Exception as exc:  # noqa: BLE001 - whatever Dask raises once its scheduler is gone
+            raise SchedulerLostError(f"lost the scheduler at {address} during run {run.run_key}") from exc
+    return is_set

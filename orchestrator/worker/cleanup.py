@@ -14,8 +14,10 @@ from pathlib import Path
 import psutil
 
 from orchestrator.contract import RUN_KEY_VAR
+from orchestrator.worker.safe_files import NotRegularFileError, read_head, write_regular
 
 KILL_WAIT_S = 5.0
+MAX_MARKER_BYTES = 4096
 
 
 def processes_with_run_key(run_key: str) -> list[psutil.Process]:
@@ -46,25 +48,29 @@ def kill_run_processes(run_key: str) -> list[int]:
 
 
 def note_running(marker: Path, run_key: str) -> None:
-    """Note next to the host lock which run holds the bench (so the next holder can clean up)."""
-    with open(marker, "w") as out:  # truncating in place: the marker may belong to another user
-        out.write(f"{run_key}\n")
+    """Note next to the host lock which run holds the bench (so the next holder can clean up).
+    Written in place (the marker may belong to another user), only if it is a regular file."""
+    try:
+        write_regular(marker, f"{run_key}\n".encode() if run_key else b"")
+    except NotRegularFileError:  # someone put a FIFO or link there: no note, never a hang
+        pass
 
 
 def clear_note(marker: Path) -> None:
+    note_running(marker, "")
+
+
+def noted_run(marker: Path) -> str:
+    """The run key the marker notes ('' for none, or when it cannot be read as a regular file)."""
     try:
-        with open(marker, "w"):
-            pass
-    except FileNotFoundError:
-        pass
+        return read_head(marker, MAX_MARKER_BYTES).decode("utf-8", errors="replace").strip()
+    except (NotRegularFileError, PermissionError):
+        return ""
 
 
 def kill_leftover_run(marker: Path) -> list[int]:
     """Kill what is left of the run noted in ``marker`` (its holder died mid-run), then clear it."""
-    try:
-        run_key = marker.read_text().strip()
-    except (FileNotFoundError, PermissionError):
-        return []
+    run_key = noted_run(marker)
     killed = kill_run_processes(run_key) if run_key else []
     clear_note(marker)
     return killed

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
+
+from orchestrator.errors import RunCancelledError
 
 DEFAULT_LOCK_DIR = Path("/tmp/shasweep-locks")
 LOCK_VAR = "SHASWEEP_LOCK"
@@ -26,6 +28,7 @@ LOCK_DIR_VAR = "SHASWEEP_LOCK_DIR"
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _SHARED_DIR_MODE = 0o1777
 _SHARED_FILE_MODE = 0o666
+WAIT_POLL_S = 0.5  # how often a run waiting for the lock asks whether its sweep was cancelled
 
 
 def host_lock_path(host: str) -> Path:
@@ -55,9 +58,9 @@ def shared_file(path: Path) -> Path:
 
 
 @contextmanager
-def machine_lock(lock: Path) -> Iterator[Path]:
-    """Hold the host lock ``lock`` (``host_lock_path``; blocking until it is free); yields the path
-    of its run note."""
+def machine_lock(lock: Path, cancelled: Callable[[], bool] = lambda: False) -> Iterator[Path]:
+    """Hold the host lock ``lock`` (``host_lock_path``; waiting until it is free, asking ``cancelled``
+    every ``WAIT_POLL_S``: ``RunCancelledError`` when it says so); yields the path of its run note."""
     if not lock.parent.is_dir():
         lock.parent.mkdir(parents=True, exist_ok=True)
         if lock.parent == DEFAULT_LOCK_DIR:
@@ -67,5 +70,16 @@ def machine_lock(lock: Path) -> Iterator[Path]:
                 pass
     shared_file(lock)
     marker = shared_file(marker_path(lock))
-    with FileLock(lock, mode=_SHARED_FILE_MODE):
+    held = FileLock(lock, mode=_SHARED_FILE_MODE)
+    while True:
+        try:
+            held.acquire(timeout=WAIT_POLL_S)
+            break
+        except Timeout:
+            if cancelled():
+                raise RunCancelledError(f"sweep cancelled while its run waited for the host lock {lock}"
+                                        ) from None
+    try:
         yield marker
+    finally:
+        held.release()

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from orchestrator.worker.safe_files import NotRegularFileError, read_head
+
 MODULES_VAR = "SHASWEEP_AUDIT_MODULES"  # comma-separated module names
 SIDE_FILE_VAR = "SHASWEEP_AUDIT_FILE"  # where each process appends its line
 MAX_SIDE_FILE_BYTES = 4 * 2**20
@@ -81,8 +83,8 @@ def read_modules(side_file: Path, modules: tuple[str, ...]) -> dict[str, object]
     when processes disagree, None when no process imported it."""
     found: dict[str, set[str]] = {name: set() for name in modules}
     try:
-        text = side_file.read_bytes()[:MAX_SIDE_FILE_BYTES].decode("utf-8", errors="replace")
-    except FileNotFoundError:
+        text = read_head(side_file, MAX_SIDE_FILE_BYTES).decode("utf-8", errors="replace")
+    except NotRegularFileError:  # the bench put something else there: nothing was recorded
         text = ""
     for line in text.splitlines():
         try:

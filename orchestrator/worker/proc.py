@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from orchestrator.store.parquet import BenchUsage
+from orchestrator.worker.safe_files import NotRegularFileError, read_tail
 
 EXEC_HELPER_FAILED = 127  # the helper's exit code when it could not set up or exec the bench
 
@@ -121,12 +122,9 @@ def kill_group(proc: BenchProcess) -> None:
 
 
 def file_tail(path: Path, max_bytes: int = 4096) -> str:
-    """The last ``max_bytes`` of a text file (decoded leniently); '' if it does not exist."""
+    """The last ``max_bytes`` of a text file (decoded leniently); '' if it does not exist. Anything
+    but a regular file (a bench may leave a FIFO there) is named instead of read."""
     try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - max_bytes))
-            return f.read().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return ""
+        return read_tail(path, max_bytes).decode("utf-8", errors="replace")
+    except NotRegularFileError as exc:
+        return f"({exc})"

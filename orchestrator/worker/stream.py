@@ -12,11 +12,15 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from orchestrator.contract import PROTOCOL_VERSION, StepRecord
 from orchestrator.errors import ProtocolError
+from orchestrator.worker.safe_files import NotRegularFileError, open_regular
 
 MAX_PHASES = 256  # phase timings one step may report (each becomes rows and, as a mean, a column)
+MAX_LINE_BYTES = 64 * 2**20  # one stream record
+READ_CHUNK_BYTES = 2**20
 
 
 @dataclass
@@ -129,20 +133,31 @@ def follow_lines(path: Path, finished: Callable[[], bool], poll_s: float = 0.02)
     """Yield complete lines appended to ``path`` until ``finished()`` and the file is drained.
 
     The file may not exist yet (the bench creates it); a last line without a newline is yielded
-    once the writer has finished.
+    once the writer has finished. It is read only if it is a regular file (``worker.safe_files``:
+    a FIFO, link or device there is a ``ProtocolError``), ``READ_CHUNK_BYTES`` at a time, so
+    ``finished`` is asked between chunks; a line longer than ``MAX_LINE_BYTES`` is a ``ProtocolError``.
     """
-    pending = b""
+    pending = bytearray()
     stream = None
     try:
         while True:
             done = finished()  # sample before reading so nothing written before exit is missed
-            if stream is None and path.exists():
-                stream = open(path, "rb")  # closed in finally
-            chunk = stream.read() if stream is not None else b""
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                yield line.decode("utf-8", errors="replace")
+            if stream is None:
+                stream = _open_stream(path)  # closed in finally
+            chunk = stream.read(READ_CHUNK_BYTES) if stream is not None else b""
+            if b"\n" in chunk:
+                first, *lines, rest = chunk.split(b"\n")
+                pending += first
+                yield pending.decode("utf-8", errors="replace")
+                for line in lines:
+                    yield line.decode("utf-8", errors="replace")
+                pending = bytearray(rest)
+            else:
+                pending += chunk
+            if len(pending) > MAX_LINE_BYTES:
+                raise ProtocolError(f"a stream line is longer than {MAX_LINE_BYTES} bytes ({path})")
+            if len(chunk) == READ_CHUNK_BYTES:
+                continue  # more is waiting: read it before asking finished() again
             if done:
                 if pending:
                     yield pending.decode("utf-8", errors="replace")
@@ -152,3 +167,10 @@ def follow_lines(path: Path, finished: Callable[[], bool], poll_s: float = 0.02)
     finally:
         if stream is not None:
             stream.close()
+
+
+def _open_stream(path: Path) -> BinaryIO | None:
+    try:
+        return open_regular(path)
+    except NotRegularFileError as exc:
+        raise ProtocolError(f"the bench's stream {exc}") from None

@@ -15,6 +15,7 @@ from statistics import fmean
 
 from orchestrator.contract import StepRecord
 from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal
+from orchestrator.worker.safe_files import NotRegularFileError, TooLargeError, read_regular
 
 MAX_DOCUMENT_BYTES = 64 * 2**20
 POLL_S = 0.05
@@ -35,13 +36,13 @@ class JsonDocReader(BenchReader):
 
     def complete(self) -> str | None:
         try:
-            size = self.result_path.stat().st_size
-        except FileNotFoundError:
+            text = read_regular(self.result_path, MAX_DOCUMENT_BYTES)
+        except (NotRegularFileError, TooLargeError) as exc:
+            return f"result document: {exc}"
+        if text is None:
             return f"bench exited 0 without writing its result document {self.result_path} ({{result}})"
-        if size > MAX_DOCUMENT_BYTES:
-            return f"result document {self.result_path} is {size} bytes, over the {MAX_DOCUMENT_BYTES} limit"
         try:
-            document = json.loads(self.result_path.read_bytes())
+            document = json.loads(text)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             return f"result document {self.result_path} is not valid JSON: {exc}"
         try:

@@ -6,6 +6,10 @@ Run from the worktree (its cwd), so ``git rev-parse HEAD`` there is the SHA unde
   that sleeps, writes its pid to ``--pid-file``, then completes a normal run.
 * ``--mode deep-json``: writes a step record nested 10,000 levels deep, then sleeps.
 * ``--mode env``: a normal run whose header audit also reports ``MALLOC_TRIM_THRESHOLD_``.
+* ``--mode fifo-stream``: makes ``--stream`` a FIFO nobody writes to, then sleeps.
+* ``--mode fifo-result`` / ``zero-result``: makes ``--result`` a FIFO nobody writes to / a symbolic
+  link to ``/dev/zero``, then exits 0 (protocol json reads it after the exit).
+* ``--mode markup``: writes its header, then rich markup, Markdown and HTML to stderr and exits 1.
 """
 
 import argparse
@@ -14,6 +18,8 @@ import os
 import subprocess
 import sys
 import time
+
+MARKUP = "[/x] [bold red]not bold[/] <script>alert(1)</script> *not emphasis* `not code` | not a cell"
 
 
 def _module_file() -> str:
@@ -26,9 +32,21 @@ def _module_file() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stream", required=True)
-    parser.add_argument("--mode", required=True, choices=["daemon", "deep-json", "env"])
+    parser.add_argument("--mode", required=True,
+                        choices=["daemon", "deep-json", "env", "fifo-stream", "fifo-result", "zero-result",
+                                 "markup"])
     parser.add_argument("--pid-file", default="")
+    parser.add_argument("--result", default="")
     args = parser.parse_args()
+    if args.mode == "fifo-stream":
+        os.mkfifo(args.stream)
+        time.sleep(600)
+    if args.mode in ("fifo-result", "zero-result"):
+        if args.mode == "fifo-result":
+            os.mkfifo(args.result)
+        else:
+            os.symlink("/dev/zero", args.result)
+        return 0
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     with open(args.stream, "w", buffering=1) as stream:
         def emit(record: object) -> None:
@@ -45,6 +63,9 @@ def main() -> int:
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             with open(args.pid_file, "w") as f:
                 f.write(str(daemon.pid))
+        if args.mode == "markup":
+            print(MARKUP, file=sys.stderr)
+            return 1
         if args.mode == "deep-json":
             stream.write('{"kind": "step", "step": 0, "phases": ' + "[" * 10_000 + "]" * 10_000 + "}\n")
             time.sleep(600)
