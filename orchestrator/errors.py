@@ -74,3 +74,19 @@ class ProtocolError(ShasweepError):
 
 class SchedulerLostError(ClusterError):
     """The Dask scheduler went away while a sweep ran on it (``lost the scheduler at ADDR during run X``)."""
+
+
+class SignalInterrupt(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread where Ctrl-C raises ``KeyboardInterrupt``, so a
+    sweep stops the same way whichever of them ends it (``cli.signals``)."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def interruption(exc: KeyboardInterrupt) -> str:
+    """Why a command was interrupted: ``interrupted by SIGTERM``, or by the user's Ctrl-C."""
+    if isinstance(exc, SignalInterrupt):
+        return f"interrupted by {exc.signal_name}"
+    return "interrupted by the user (Ctrl-C)"

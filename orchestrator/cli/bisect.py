@@ -36,6 +36,7 @@ from orchestrator.errors import (
     EXIT_RUN_FAILED,
     InvalidInputError,
     UnknownSweepError,
+    interruption,
 )
 from orchestrator.plan.bisect import AMBIGUOUS, BAD, FOUND, SKIP, BisectSearch, Commit, first_parent_history
 from orchestrator.plan.expand import check_writable, resolve_sweep, results_root_for
@@ -180,8 +181,8 @@ def _run(args: argparse.Namespace, job: Bisect) -> int:
                 search = search.mark(sha, result.mark)
     except InvalidInputError:
         raise
-    except KeyboardInterrupt:  # between steps (during a run the dispatcher turns it into a cancelled run)
-        return _finish(job, "failed", started, failure="interrupted by the user (Ctrl-C)")
+    except KeyboardInterrupt as exc:  # between steps (during a run the dispatcher makes it a cancelled run)
+        return _finish(job, "failed", started, failure=interruption(exc))
     except BaseException as exc:
         job.record.update(status="aborted", stopped_reason=f"{type(exc).__name__}: {exc}")
         job.save()

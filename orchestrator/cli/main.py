@@ -5,14 +5,15 @@ of this package), and the entry point that turns every error into its exit code.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 
 from orchestrator.cli import bisect, gc, results, run, servers, status, sweeps, waive
-from orchestrator.errors import EXIT_RUN_FAILED, ShasweepError
+from orchestrator.cli.closed_pipes import tolerate_closed_pipes
+from orchestrator.cli.signals import stop_signals_interrupt
+from orchestrator.errors import EXIT_RUN_FAILED, ShasweepError, interruption
 
 EPILOG = """exit codes:
   0  all runs ok and every gate passed
@@ -100,15 +101,19 @@ def main(argv: list[str] | None = None) -> int:
         _take_late_overrides(parser, args, extra)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0)
+    # `shasweep report latest | head -1`: the reader may leave early; `kill PID`: stop as Ctrl-C does
+    with tolerate_closed_pipes(), stop_signals_interrupt():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The subcommand's exit code; every error becomes one line on stderr and its code."""
     try:
         return args.handler(args)
     except ShasweepError as exc:
         return _fail(str(exc), exc.exit_code)
-    except BrokenPipeError:  # e.g. `shasweep plan x.yaml | head`: the reader left, nothing is wrong
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except KeyboardInterrupt:
-        return _fail("interrupted (Ctrl-C)", EXIT_RUN_FAILED)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (cli.signals)
+        return _fail(interruption(exc), EXIT_RUN_FAILED)
     except (OSError, MemoryError, RecursionError) as exc:  # the system, not the input
         return _fail(f"{type(exc).__name__}: {exc}", EXIT_RUN_FAILED)
     except Exception as exc:  # noqa: BLE001 - never a traceback, never exit 1 (that means "gate failed")

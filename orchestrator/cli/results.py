@@ -113,14 +113,14 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False,
         raise InvalidInputError(f"the sweep record {record} has an unexpected shape "
                                 f"({type(exc).__name__}: {exc})") from None
     readable_files(parquet_files(steps_dir(results_root, sweep_id)))  # names damaged steps files too
-    md, csv = write_report(report, results_root)
-    console = terminal_console()
-    console.print(render_report(report, console.width))
+    md, csv = write_report(report, results_root)  # every file first: printing may fail (a closed pipe)
     written = [md, csv, write_verdicts_json(report, results_root)]
     if html:
         from orchestrator.render.sweep_page import write_sweep_html  # imports Bokeh: only when asked
 
         written.append(write_sweep_html(results_root, report))
+    console = terminal_console()
+    console.print(render_report(report, console.width))
     console.print(f"full report in {md.parent}: " + ", ".join(p.name for p in written), overflow="fold")
     if before_verdict is not None:
         before_verdict(report.exit_code)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator.dispatch import cluster_credentials
 from orchestrator.dispatch.cluster import (
     BENCH_RESOURCE,
     BENCH_SCHEDULER_CONFIG,
@@ -100,9 +101,12 @@ def add_tls_arguments(parser: argparse.ArgumentParser) -> None:
 
 def client_security(args: argparse.Namespace, scheduler: str | None) -> Security | None:
     """The client's Dask ``Security`` for ``scheduler`` from the TLS options: required for a
-    ``tls://`` scheduler, refused for any other."""
+    ``tls://`` scheduler (but for an embedded cluster of this user's), refused for any other."""
     tls = tls_files(args)
     if tls is None:
+        own = cluster_credentials.security_for(scheduler) if scheduler is not None else None
+        if own is not None:  # an embedded cluster of this user's (one bisect shares between its steps)
+            return own
         if scheduler is not None and scheduler.startswith("tls://"):
             raise InvalidInputError(f"the scheduler {scheduler} speaks TLS: give --tls-ca-file, --tls-cert "
                                     "and --tls-key (a client certificate the scheduler's CA signed)")

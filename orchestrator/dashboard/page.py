@@ -161,16 +161,16 @@ def summary_html(snap: dict) -> str:
     the ETA, each side's median throughput, why the sweep stopped."""
     runs = snap["runs"]
     finished = [r for r in runs if r["status"] in FINAL_STATUSES]
-    parts = [f"<b>{html.escape(snap['sweep_id'])}</b>: {snap['state']}, "
+    parts = [f"<b>{html.escape(str(snap['sweep_id']))}</b>: {html.escape(str(snap['state']))}, "
              f"{len(finished)}/{len(runs)} runs done"]
     counts: dict[str, int] = {}
     for run in runs:
         counts[run["status"]] = counts.get(run["status"], 0) + 1
-    parts += [f"{n} {status}" for status, n in counts.items() if n and status != "ok"]
+    parts += [f"{n} {html.escape(str(status))}" for status, n in counts.items() if n and status != "ok"]
     current = live_run(snap)
     if current is not None:
-        parts.append(f"{current['status']} #{current['order']} {html.escape(current['side'])} "
-                     f"{html.escape(current['case'])} {_progress(current)}")
+        parts.append(html.escape(f"{current['status']} #{current['order']} {current['side']} "
+                                 f"{current['case']} {_progress(current)}"))
     walls = [r["wall_s"] for r in finished if isinstance(r.get("wall_s"), int | float)]
     eta = eta_seconds(walls, len(runs) - len(finished)) if snap["state"] == "running" else None
     if eta is not None:
@@ -180,10 +180,10 @@ def summary_html(snap: dict) -> str:
     for run in snap["runs"]:
         if run["status"] == "ok" and run["throughput"] is not None:
             by_side.setdefault(run["side"], []).append(run["throughput"])
-    lines += [f"{html.escape(side)}: median throughput {statistics.median(values):,.1f} (n={len(values)})"
-              for side, values in by_side.items()]
+    lines += [f"{html.escape(str(side))}: median throughput {statistics.median(values):,.1f} "
+              f"(n={len(values)})" for side, values in by_side.items()]
     if snap["stop_reason"]:
-        lines.append(f"stopped: {html.escape(snap['stop_reason'])}")
+        lines.append(f"stopped: {html.escape(str(snap['stop_reason']))}")
     return "<br>".join(lines)
 
 

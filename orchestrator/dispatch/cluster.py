@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from orchestrator.dispatch import cluster_credentials
 from orchestrator.errors import ClusterError, InvalidInputError
 
 if TYPE_CHECKING:  # Dask is imported only when connecting, so the CLI starts fast
@@ -29,6 +30,7 @@ DASHBOARD_PRELOAD = "orchestrator.dashboard"  # the /shasweep page and its sched
 WORKER_WAIT_S = 10.0  # how long a sweep waits for a bench worker to join before failing
 CONNECT_TIMEOUT_S = 10.0
 _ADDRESS = re.compile(r"[a-z]+://[^\s:/]+:\d+\Z")
+_CLIENT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # the client handles them, not its cluster
 # A run that kills its worker is not retried: it is reported failed.
 BENCH_SCHEDULER_CONFIG: dict[str, object] = {"distributed.scheduler.allowed-failures": 0}
 # No statistical profiler sampling the bench worker's threads while it measures.
@@ -58,8 +60,9 @@ def free_port(start: int, host: str = LOCALHOST, tries: int = 100) -> int:
 @contextmanager
 def connect(scheduler: str | None, *, dashboard_port: int = DEFAULT_DASHBOARD_PORT,
             security: object | None = None) -> Iterator[ClusterConnection]:
-    """Connect to ``scheduler`` (``tcp://`` or, with ``security``, ``tls://HOST:PORT``), or start the
-    embedded bench cluster."""
+    """Connect to ``scheduler`` (``tcp://`` or, with ``security``, ``tls://HOST:PORT``; an embedded
+    cluster of this user's needs no ``security``: ``cluster_credentials``), or start the embedded
+    bench cluster."""
     from distributed import Client
 
     if scheduler is None:
@@ -67,6 +70,7 @@ def connect(scheduler: str | None, *, dashboard_port: int = DEFAULT_DASHBOARD_PO
             yield ClusterConnection(client=client, dashboard_url=cluster.dashboard_link)
         return
     check_scheduler_address(scheduler, "--scheduler")
+    security = security or cluster_credentials.security_for(scheduler)
     try:
         client = Client(scheduler, timeout=CONNECT_TIMEOUT_S, security=security)
     except (OSError, TimeoutError) as exc:
@@ -85,36 +89,46 @@ def check_scheduler_address(address: str, option: str) -> str:
 @contextmanager
 def _embedded_cluster(dashboard_port: int) -> Iterator[LocalCluster]:
     """One worker process, one thread, resource GPU=1, everything on 127.0.0.1, the shasweep board
-    on the dashboard, the settings of ``shasweep scheduler`` and ``shasweep worker``.
+    on the dashboard, the settings of ``shasweep scheduler`` and ``shasweep worker``; TLS with
+    credentials only this user can read (``cluster_credentials``).
     """
     import dask
     from distributed import LocalCluster
 
     port = free_port(dashboard_port)
+    security = cluster_credentials.new_security()
     with dask.config.set({**BENCH_SCHEDULER_CONFIG, **BENCH_WORKER_CONFIG}):
         with _children_ignore_sigint():
             cluster = LocalCluster(
                 n_workers=1, threads_per_worker=1, processes=True, resources={BENCH_RESOURCE: 1},
                 host=LOCALHOST, scheduler_port=0, dashboard_address=f"{LOCALHOST}:{port}",
                 scheduler_kwargs={"preload": [DASHBOARD_PRELOAD]}, silence_logs=logging.ERROR,
+                security=security,
             )
         with cluster:
-            yield cluster
+            credentials = cluster_credentials.write_credentials(security, cluster.scheduler_address)
+            try:
+                yield cluster
+            finally:
+                credentials.unlink(missing_ok=True)
 
 
 @contextmanager
 def _children_ignore_sigint() -> Iterator[None]:
-    """Processes started inside inherit an ignored SIGINT. Ctrl-C in a terminal signals the whole
-    foreground process group: the embedded worker process must leave it to the client, which cancels
-    the running bench and records the sweep as interrupted (the bench has its own session anyway)."""
+    """Processes started inside inherit an ignored SIGINT, SIGTERM and SIGHUP. Ctrl-C in a terminal
+    signals the whole foreground process group, and so does the terminal's SIGHUP when it closes: the
+    embedded worker process must leave them to the client, which cancels the running bench and records
+    the sweep as interrupted (the bench has its own session anyway). The worker still ends with the
+    client: it closes the cluster, or the worker notices its parent died."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in _CLIENT_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def bench_workers(client: Client, resource: str = BENCH_RESOURCE) -> list[str]:

@@ -25,7 +25,7 @@ from orchestrator.dispatch.cluster import connect
 from orchestrator.dispatch.fleet import FleetResult, LostResult, RoundHooks, run_rounds, split_rounds
 from orchestrator.dispatch.host_choice import BenchHost, HostsSetting, choose_hosts
 from orchestrator.dispatch.progress import SweepProgress
-from orchestrator.errors import ClusterError, InvalidInputError
+from orchestrator.errors import ClusterError, InvalidInputError, interruption
 from orchestrator.store.records import OUTCOME_KEYS
 from orchestrator.worker.bench_task import bench_host_record, execute_run
 
@@ -137,10 +137,10 @@ def run_sweep(
                     future = target.submit(client, execute_run, run, lock_path=lock_path, key=task_key(run))
                     try:
                         outcome = _await_run(client, future, run, target)
-                    except KeyboardInterrupt:
+                    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
                         cancel.set()
                         outcome = _await_cancelled(future, run)
-                        stop_reason = "interrupted by the user (Ctrl-C)"
+                        stop_reason = interruption(exc)
                 outcomes.append(outcome)
                 progress.run_finished(outcome)
                 client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))

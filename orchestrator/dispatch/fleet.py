@@ -24,6 +24,7 @@ from distributed import KilledWorker, wait
 
 from orchestrator.contract import PlannedRun
 from orchestrator.dispatch.host_choice import BenchHost
+from orchestrator.errors import interruption
 from orchestrator.store.parquet import supersede_run
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 MAX_ROUND_ATTEMPTS = 3  # a round that killed this many hosts' workers is given up
 HOST_CHECK_INTERVAL_S = 2.0
 CANCEL_GRACE_S = 30.0
-INTERRUPTED_REASON = "interrupted by the user (Ctrl-C)"
 
 Round = Sequence[PlannedRun]
 
@@ -138,9 +138,9 @@ class _Fleet:
                 if time.monotonic() >= self.next_check:
                     self.next_check = time.monotonic() + HOST_CHECK_INTERVAL_S
                     self._check_hosts()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
             self.hooks.cancel()
-            self.result.stop_reason = INTERRUPTED_REASON
+            self.result.stop_reason = interruption(exc)
             self._drain()
         if self.result.stop_reason is None and (self.requeue or not self.exhausted):
             self.result.stop_reason = "every bench host of the sweep left the cluster"

@@ -49,9 +49,9 @@ class SweepProgress:
         self.enabled = enabled
         self._lock = threading.Lock()
         self._progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            EtaColumn(),
-            console=console or Console(stderr=True), disable=not enabled,
+            TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), EtaColumn(),
+            console=console or Console(stderr=True, markup=False), disable=not enabled,
         )
         self._overall: TaskID | None = None
         self._current: TaskID | None = None
@@ -74,8 +74,8 @@ class SweepProgress:
             self._progress.update(self._overall, total=self.total_runs)
 
     def say(self, text: str) -> None:
-        """Print a line (above the bars when they are shown)."""
-        self._progress.console.print(text, highlight=False)
+        """Print a line (above the bars when they are shown), as the characters it is (no markup)."""
+        self._progress.console.print(text, highlight=False, markup=False)
 
     def handle_event(self, event: tuple[float, dict]) -> None:
         """``Client.subscribe_topic`` handler for the worker's progress messages."""

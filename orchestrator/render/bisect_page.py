@@ -12,7 +12,7 @@ from typing import Any
 from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
 from bokeh.plotting import figure
 
-from orchestrator.render.markdown import markdown_table
+from orchestrator.render.markdown import markdown_table, md_items, md_text
 from orchestrator.render.page import Page
 from orchestrator.render.tables import Table, one_line
 
@@ -54,8 +54,8 @@ def summary_lines(record: dict[str, Any]) -> list[str]:
 
 
 def to_markdown(record: dict[str, Any]) -> str:
-    return (f"# shasweep bisect: {record.get('bisect_id')}\n\n"
-            + "\n".join(f"- {line}" for line in summary_lines(record)) + "\n\n"
+    return (f"# shasweep bisect: {md_text(record.get('bisect_id'))}\n\n"
+            + md_items(summary_lines(record)) + "\n\n"
             + markdown_table(steps_table(record)) + "\n")
 
 

@@ -31,7 +31,7 @@ from orchestrator.analysis.software import VersionChange, version_changes, versi
 from orchestrator.analysis.sweep_diff import settings_differences
 from orchestrator.analysis.verdicts import format_interval
 from orchestrator.errors import InvalidInputError
-from orchestrator.render.markdown import markdown_table
+from orchestrator.render.markdown import markdown_table, md_items, md_text
 from orchestrator.render.page import Page
 from orchestrator.render.tables import Table, format_summary
 
@@ -231,23 +231,24 @@ def _warning_text(comparison: Comparison) -> str:
         comparison.warnings)
 
 
-def _bold_large(table: Table, comparison: Comparison, case: str) -> Table:
+def _large_cells(table: Table, comparison: Comparison, case: str) -> frozenset[tuple[int, int]]:
+    """The (row, column) cells of ``case_table`` that show a large change: bold in the Markdown."""
     large = [c.large for c in comparison.changes if c.case == case]
-    rows = [[f"**{cell}**" if big and i >= 4 else cell for i, cell in enumerate(row)]
-            for row, big in zip(table.rows, large, strict=True)]
-    return Table(table.header, rows)
+    return frozenset((i, j) for i, (row, big) in enumerate(zip(table.rows, large, strict=True)) if big
+                     for j in range(4, len(row)))
 
 
 def to_markdown(comparison: Comparison) -> str:
-    sections = [f"# {title(comparison)}\n\n{_note(comparison)}"]
+    sections = [f"# {md_text(title(comparison))}\n\n{md_text(_note(comparison))}"]
     if comparison.warnings:
-        sections.append("## Warning: settings differ\n\n" + _warning_text(comparison) + "\n\n"
-                        + "\n".join(f"- {line}" for line in comparison.warnings))
+        sections.append("## Warning: settings differ\n\n" + md_text(_warning_text(comparison)) + "\n\n"
+                        + md_items(comparison.warnings))
     sections.append("## Sides\n\n" + markdown_table(sides_table(comparison)))
     sections.append("## Software\n\n" + (markdown_table(software_table(comparison)) if comparison.software
                                          else "No package version differs between the two sweeps."))
     for case in comparison.cases:
-        text = f"## {case}\n\n" + markdown_table(_bold_large(case_table(comparison, case), comparison, case))
+        table = case_table(comparison, case)
+        text = f"## {md_text(case)}\n\n" + markdown_table(table, _large_cells(table, comparison, case))
         if comparison.ratios:
             text += "\n\nRatio to the baseline, A -> B:\n\n" + markdown_table(ratio_table(comparison, case))
         sections.append(text)

@@ -23,7 +23,7 @@ from orchestrator.analysis import stats
 from orchestrator.analysis.changepoints import Shift, sweep_shifts
 from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.errors import InvalidInputError
-from orchestrator.render.markdown import markdown_table
+from orchestrator.render.markdown import markdown_table, md_items, md_text
 from orchestrator.render.page import Page
 from orchestrator.render.plots import history_plot
 from orchestrator.render.tables import Table, format_number, one_line
@@ -140,10 +140,9 @@ def title(query: HistoryQuery) -> str:
 
 
 def to_markdown(history: pd.DataFrame, query: HistoryQuery) -> str:
-    legend = "\n".join(f"- {line}" for line in settings_lines(history))
     shifts = sweep_shifts(history, query.metric)
-    return (f"# {title(query)}\n\n{summary_line(history, query)}\n\n{legend}\n"
-            + "".join(f"- {line}\n" for line in shift_lines(shifts, query.metric)) + "\n"
+    items = md_items([*settings_lines(history), *shift_lines(shifts, query.metric)])
+    return (f"# {md_text(title(query))}\n\n{md_text(summary_line(history, query))}\n\n{items}\n\n"
             + markdown_table(history_table(history, query.metric, shifts)) + "\n")
 
 

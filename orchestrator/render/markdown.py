@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +26,11 @@ from orchestrator.render.tables import (
 )
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 from orchestrator.store.atomic import write_text_atomic, write_with
+
+# Escaped with a backslash: HTML, code spans, emphasis, strikethrough, table cells, escapes themselves;
+# '_' only at a word's edge (inside a word, as in physics_ms, it never emphasises); '](' (a link).
+_MD_SPECIAL = re.compile(r"[\\`*<>|~&]")
+_INTRAWORD_SAFE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def to_frame(report: Report) -> pd.DataFrame:
@@ -66,16 +72,31 @@ def to_markdown(report: Report) -> str:
     return "\n\n".join(s for s in sections if s) + "\n"
 
 
-def markdown_table(table: Table) -> str:
-    """A Markdown table; ``|`` inside cells is escaped."""
-    lines = ["| " + " | ".join(table.header) + " |", "|" + "---|" * len(table.header)]
-    return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
-                              for row in table.rows])
+def md_text(text: object) -> str:
+    """``text`` as literal Markdown: whatever a bench, a ref, a case name or a record holds renders as
+    the characters it is, never as HTML, a link, code, emphasis or a table cell break."""
+    flat = " ".join(str(text).splitlines())
+    return _INTRAWORD_SAFE.sub(r"\\\g<0>", _MD_SPECIAL.sub(r"\\\g<0>", flat)).replace("](", "]\\(")
+
+
+def md_items(lines: list[str]) -> str:
+    """Lines of text as a Markdown list, each escaped (``md_text``)."""
+    return "\n".join(f"- {md_text(line)}" for line in lines)
+
+
+def markdown_table(table: Table, bold: frozenset[tuple[int, int]] = frozenset()) -> str:
+    """A Markdown table, every cell escaped (``md_text``); the ``(row, column)`` cells of ``bold`` in bold."""
+    lines = ["| " + " | ".join(md_text(h) for h in table.header) + " |", "|" + "---|" * len(table.header)]
+    return "\n".join(lines + ["| " + " | ".join(_cell(c, (i, j) in bold) for j, c in enumerate(row)) + " |"
+                              for i, row in enumerate(table.rows)])
+
+
+def _cell(text: str, bold: bool) -> str:
+    return f"**{md_text(text)}**" if bold else md_text(text)
 
 
 def _summary_md(report: Report) -> str:
-    return "\n".join([f"# shasweep report: {report.sweep_id}", "",
-                      *(f"- {line}" for line in summary_lines(report))])
+    return f"# shasweep report: {md_text(report.sweep_id)}\n\n" + md_items(summary_lines(report))
 
 
 def _sides_md(report: Report) -> str:
@@ -84,7 +105,7 @@ def _sides_md(report: Report) -> str:
 
 def _case_md(report: Report, case: str) -> str:
     counts = f"runs ok/not ok: {case_counts(report, case)}"
-    return f"## {case}\n\n{counts}\n\n" + markdown_table(case_table(report, case))
+    return f"## {md_text(case)}\n\n{md_text(counts)}\n\n" + markdown_table(case_table(report, case))
 
 
 def _gates_md(report: Report) -> str:
@@ -92,9 +113,9 @@ def _gates_md(report: Report) -> str:
         return ""
     table = gates_table(report)
     verdict = table.header.index("verdict")
-    bold = [[*row[:verdict], f"**{row[verdict]}**", *row[verdict + 1:]] for row in table.rows]
+    bold = frozenset((i, verdict) for i in range(len(table.rows)))
     return ("## Gates\n\n" + GATES_NOTE + "\n\n" + gates_line(report) + "\n\n"
-            + markdown_table(Table(table.header, bold)))
+            + markdown_table(table, bold))
 
 
 def _waivers_md(report: Report) -> str:
@@ -106,8 +127,8 @@ def _waivers_md(report: Report) -> str:
 def _hosts_md(report: Report) -> str:
     if not host_section.shown(report):
         return ""
-    lines = "\n".join(f"- {line}" for line in host_section.host_lines_by_host(report))
-    tables = [f"median {metric} per host:\n\n" + markdown_table(table)
+    lines = md_items(host_section.host_lines_by_host(report))
+    tables = [f"median {md_text(metric)} per host:\n\n" + markdown_table(table)
               for metric, table in host_section.host_median_tables(report)]
     return "\n\n".join(["## Hosts", host_section.HOSTS_NOTE, lines, *tables])
 
@@ -120,8 +141,8 @@ def _drift_md(report: Report) -> str:
             f"variant, params, env and host; DRIFT when it moved more than {100 * threshold:g}%. "
             f"'software vs history' names the packages the bench or host reported at other versions "
             f"in those sweeps: a drift with a software change need not be the machine.")
-    moved = [f"- {d.case} {d.side} {d.metric}: the median sits in a new segment of its history, begun by "
-             f"sweep {d.new_segment_since}" for d in report.drift if d.new_segment_since]
+    moved = [md_items([f"{d.case} {d.side} {d.metric}: the median sits in a new segment of its history, "
+                       f"begun by sweep {d.new_segment_since}"]) for d in report.drift if d.new_segment_since]
     return ("## Drift\n\n" + note + "\n\n" + "".join(line + "\n" for line in moved) + ("\n" if moved else "")
             + markdown_table(drift_table(report)))
 
@@ -144,7 +165,7 @@ def _failures_md(report: Report) -> str:
 
 
 def _host_md(report: Report) -> str:
-    return "## Host\n\n" + "\n".join(f"- {line}" for line in host_lines(report))
+    return "## Host\n\n" + md_items(host_lines(report))
 
 
 def write_report(report: Report, results_root: Path) -> tuple[Path, Path]:

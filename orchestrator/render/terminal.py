@@ -24,8 +24,9 @@ VERDICT_STYLES: dict[str, str] = {PASS: "bold green", FAIL: "bold red", INCONCLU
 
 
 def terminal_console() -> Console:
-    """A console on stdout: colour only on a terminal, never syntax highlighting."""
-    return Console(highlight=False, soft_wrap=False)
+    """A console on stdout: colour only on a terminal, never syntax highlighting, and no markup: a
+    string it prints (a table cell, a case name, a bench's error) shows as the characters it is."""
+    return Console(highlight=False, soft_wrap=False, markup=False)
 
 
 def render_report(report: Report, width: int) -> RenderableType:

@@ -158,7 +158,8 @@ def test_ctrl_c_in_run_cancels_its_own_sweep(tmp_path, repo, monkeypatch, capsys
     record = json.loads(record_file.read_text())
     assert record["status"] == "stopped" and "Ctrl-C" in record["stopped_reason"]
     assert [o["status"] for o in record["outcomes"]] == ["ok", "cancelled", "cancelled", "cancelled"]
-    assert record["scheduler"].startswith("tcp://127.0.0.1:")
+    assert record["scheduler"].startswith("tls://127.0.0.1:"), "the embedded cluster speaks TLS"
+    assert not list((tmp_path / "home" / "clusters").glob("*.pem")), "its credentials went with it"
     board = record["dashboard_url"]
     assert board.startswith("http://127.0.0.1:") and board.endswith("/shasweep")
     assert f"dashboard: {board}" in err, "run prints the live board's URL"

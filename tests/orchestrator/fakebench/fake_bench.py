@@ -35,6 +35,7 @@ def main() -> int:
     parser.add_argument("--inflate-unless", default="",
                         help="report a throughput 10x too high unless this file exists")
     parser.add_argument("--child-pid-file", default="")
+    parser.add_argument("--slow-while", default="", help="each step takes 3 s while this file exists")
     args = parser.parse_args()
     print("fake bench stdout noise", flush=True)
     with open(args.stream, "w", buffering=1) as stream:
@@ -69,7 +70,7 @@ def main() -> int:
             if step == args.warmup:
                 started = time.perf_counter()
             t0 = time.perf_counter()
-            time.sleep(args.step_ms / 1000)
+            time.sleep(3.0 if args.slow_while and os.path.exists(args.slow_while) else args.step_ms / 1000)
             ms = (time.perf_counter() - t0) * 1000
             phases = {"physics_ms": ms * 0.75, "update_state_ms": ms * 0.25, "work_setting_ms": WORK_MS}
             if step == args.warmup and args.mode in ("negative", "nan"):

@@ -1,0 +1,70 @@
+"""What the fault drills share: sweeps of the fake bench, ``shasweep`` started as a terminal starts it,
+the benches it ran, its sweep record."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
+from fakebench.fakerepo import COMMAND, FakeRepo  # noqa: E402
+
+# The client as a terminal starts it: SIGINT at its default even when this test runs as a background
+# job of a non-interactive shell (which starts its children with SIGINT ignored).
+CLIENT = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+          "sys.argv = ['shasweep', *sys.argv[1:]]; runpy.run_module('orchestrator.cli', run_name='__main__')")
+MISBEHAVE = Path(__file__).resolve().parents[1] / "orchestrator" / "fakebench" / "misbehave.py"
+
+
+def write_sweep(repo: FakeRepo, name: str = "drill", **overrides) -> Path:
+    """Two runs (one per commit); ``step_ms`` x 10 steps each."""
+    step_ms = overrides.pop("step_ms", 50)
+    sweep = {"name": name, "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}}, "baseline": "old",
+             "cases": ["sac/fake/none"], "known": {"tasks": [], "sims": []},
+             "command": [*COMMAND, "--step-ms", str(step_ms)], "repeats": 1, "timeout_s": 120,
+             "params": {"num_envs": 8, "warmup": 0, "measure": 10, "threads": 1}, **overrides}
+    path = repo.path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(sweep, sort_keys=False))
+    return path
+
+
+def client(repo: FakeRepo, argv: list[str], home: Path, out: Path, stdout: int | None = None,
+           **env: str) -> subprocess.Popen:
+    """``shasweep ARGV`` in its own process group (as a terminal's foreground job), output to ``out``
+    (``stdout``: another file descriptor for its standard output, e.g. a pipe)."""
+    environ = {**os.environ, "SHASWEEP_HOME": str(home), **env}
+    with open(out, "wb") as sink:
+        return subprocess.Popen([sys.executable, "-c", CLIENT, *argv], cwd=repo.path,
+                                stdout=sink if stdout is None else stdout, stderr=sink, env=environ,
+                                start_new_session=True)
+
+
+def finish(proc: subprocess.Popen, timeout_s: float = 300) -> int:
+    """``proc``'s exit code; past ``timeout_s`` its whole process group is killed and the test fails."""
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        pytest.fail(f"shasweep {proc.args[3:]} did not finish within {timeout_s:g} s")
+
+
+def bench_pids(home: Path) -> list[int]:
+    """PIDs of the benches that wrote a header under ``home``, oldest first."""
+    streams = sorted((home / "logs").glob("*/*/stream.jsonl"), key=lambda p: p.stat().st_mtime)
+    firsts = [p.read_text().partition("\n")[0] for p in streams]
+    return [json.loads(line)["audit"]["pid"] for line in firsts if line]
+
+
+def record_of(repo: FakeRepo, name: str = "drill") -> dict:
+    """The sweep record of the only sweep called ``name`` ({} while it is only reserved)."""
+    (path,) = (repo.path / "results" / "sweeps").glob(f"{name}-*.json")
+    text = path.read_text()
+    return json.loads(text) if text.strip() else {}

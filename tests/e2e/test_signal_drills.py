@@ -1,0 +1,106 @@
+"""Drills of what happens to ``shasweep`` from outside while it runs: a reader of its output that leaves,
+SIGTERM and SIGHUP, a cancel the bench worker cannot hear, and a scheduler that dies mid-run. Each
+ends with one clear line, a recorded outcome, the documented exit code and no process left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+from drill_helpers import bench_pids, client, finish, record_of, write_sweep
+from fakebench.fakerepo import COMMAND, FakeRepo, make_fake_repo
+from fakebench.waits import is_gone, wait_for
+
+from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
+
+
+def closed_pipe() -> int:
+    """The write end of a pipe whose reader has already left (what ``| head`` leaves behind)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    return write_end
+
+
+@pytest.fixture
+def swept(tmp_path) -> tuple[FakeRepo, Path, dict]:
+    """A finished sweep of the fake bench: its repo, the shasweep home and the verdicts document. Its
+    gate is INCONCLUSIVE (one round has no interval): exit 4, neither the 0 nor the 1 a closed pipe
+    used to give."""
+    repo = make_fake_repo(tmp_path)
+    home = tmp_path / "home"
+    sweep = write_sweep(repo, step_ms=5, gates=[{"metric": "throughput", "min_ratio": 0.5}])
+    proc = client(repo, ["run", str(sweep), "--no-progress"], home, tmp_path / "run.out",
+                  SHASWEEP_LOCK=str(tmp_path / "bench.lock"))
+    assert finish(proc) == EXIT_GATE_INCONCLUSIVE, (tmp_path / "run.out").read_text()
+    (verdicts,) = (repo.path / "results" / "reports").glob("*.verdicts.json")
+    return repo, home, json.loads(verdicts.read_text())
+
+
+def test_a_report_whose_reader_left_exits_with_the_verdicts_code(tmp_path, swept):
+    repo, home, verdicts = swept
+    for reader in (tmp_path / f"reader{i}" for i in range(2)):
+        pipe = closed_pipe()
+        proc = client(repo, ["report", "latest", "--format", "html"], home, reader, stdout=pipe)
+        os.close(pipe)
+        assert finish(proc) == verdicts["exit_code"] == EXIT_GATE_INCONCLUSIVE, reader.read_text()
+        assert "Traceback" not in reader.read_text() and "rror" not in reader.read_text()
+        (report_file,) = (repo.path / "results" / "reports").glob("*.html")
+        report_file.unlink()  # written again by the next report although nobody reads its output
+
+    # a real `| head -1`, however the race between the writer and head's exit goes
+    head = subprocess.run(["bash", "-c", f"cd {repo.path} && shasweep report latest | head -1; "
+                                         "exit ${PIPESTATUS[0]}"], capture_output=True, text=True,
+                          env={**os.environ, "SHASWEEP_HOME": str(home)}, timeout=300)
+    assert head.returncode == verdicts["exit_code"], head.stderr
+    assert head.stdout.startswith("shasweep report:") and "Traceback" not in head.stderr
+
+
+def test_a_sweep_piped_into_a_reader_that_left_runs_to_its_end(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    pipe = closed_pipe()
+    proc = client(repo, ["run", str(write_sweep(repo, step_ms=5))], tmp_path / "home", tmp_path / "err.out",
+                  stdout=pipe, SHASWEEP_LOCK=str(tmp_path / "bench.lock"))
+    os.close(pipe)
+    assert finish(proc) == EXIT_OK, (tmp_path / "err.out").read_text()
+    record = record_of(repo)
+    assert record["status"] == "finished" and [o["status"] for o in record["outcomes"]] == ["ok", "ok"]
+    assert (repo.path / "results" / "reports" / f"{record['sweep_id']}.verdicts.json").exists()
+    assert "Traceback" not in (tmp_path / "err.out").read_text()
+
+
+@pytest.mark.parametrize("signum, whom", [(signal.SIGTERM, "client"), (signal.SIGHUP, "group")])
+def test_sigterm_and_sighup_stop_a_sweep_as_ctrl_c_does(tmp_path, signum, whom):
+    """SIGTERM to the client (``kill PID``) and SIGHUP to its process group (its terminal closed)."""
+    repo = make_fake_repo(tmp_path)
+    home = tmp_path / "home"
+    lock = {"SHASWEEP_LOCK": str(tmp_path / "bench.lock")}
+    slow = tmp_path / "slow"
+    slow.touch()  # each run takes 30 s while it exists: the signal lands in the first one
+    sweep = write_sweep(repo, step_ms=5, command=[*COMMAND, "--slow-while", str(slow)])
+    proc = client(repo, ["run", str(sweep), "--no-progress"], home, tmp_path / "client.out", **lock)
+    bench = wait_for(lambda: (bench_pids(home) or [None])[0], "the first run's bench")
+    group = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+    if whom == "client":
+        os.kill(proc.pid, signum)
+    else:
+        os.killpg(proc.pid, signum)
+    assert finish(proc) == EXIT_RUN_FAILED
+    out = (tmp_path / "client.out").read_text()
+    name = signal.Signals(signum).name
+    assert "Traceback" not in out and f"interrupted by {name}" in out, out
+    for pid in [bench, *group]:
+        assert wait_for(lambda p=pid: is_gone(p), f"{pid} to exit"), "a process outlived the sweep"
+    record = record_of(repo)
+    assert record["status"] == "stopped" and f"interrupted by {name}" in record["stopped_reason"]
+    assert [o["status"] for o in record["outcomes"]] == ["cancelled", "cancelled"]
+
+    slow.unlink()
+    resume = client(repo, ["run", "--resume", record["sweep_id"], "--no-progress"], home,
+                    tmp_path / "resume.out", **lock)
+    assert finish(resume) == EXIT_OK, (tmp_path / "resume.out").read_text()
+    assert record_of(repo)["status"] == "finished"
