@@ -27,9 +27,11 @@ from orchestrator.render.tables import (
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 from orchestrator.store.atomic import write_text_atomic, write_with
 
-# Escaped with a backslash: HTML, code spans, emphasis, strikethrough, table cells, escapes themselves;
-# '_' only at a word's edge (inside a word, as in physics_ms, it never emphasises); '](' (a link).
-_MD_SPECIAL = re.compile(r"[\\`*<>|~&]")
+# Escaped with a backslash: code spans, emphasis, table cells, escapes themselves; '<' where it could open
+# HTML or an autolink (before a letter, '/', '!' or '?'); '_' only at a word's edge (inside a word, as
+# in physics_ms, it never emphasises); '](' (a link). Harmless inside a line, so left alone: '<=', '->',
+# '~' (as in HEAD~1), '&'.
+_MD_SPECIAL = re.compile(r"[\\`*|]|<(?=[A-Za-z/!?])")
 _INTRAWORD_SAFE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 

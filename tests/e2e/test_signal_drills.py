@@ -15,6 +15,7 @@ import pytest
 from drill_helpers import bench_pids, client, finish, record_of, write_sweep
 from fakebench.fakerepo import COMMAND, FakeRepo, make_fake_repo
 from fakebench.waits import is_gone, wait_for
+from filelock import FileLock
 
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
 
@@ -24,6 +25,12 @@ def closed_pipe() -> int:
     read_end, write_end = os.pipe()
     os.close(read_end)
     return write_end
+
+
+def slow_sweep(repo: FakeRepo, tmp_path: Path) -> Path:
+    """Two runs of 30 s each (3 s steps while ``tmp_path/slow`` exists)."""
+    (tmp_path / "slow").touch()
+    return write_sweep(repo, step_ms=5, command=[*COMMAND, "--slow-while", str(tmp_path / "slow")])
 
 
 @pytest.fixture
@@ -79,9 +86,7 @@ def test_sigterm_and_sighup_stop_a_sweep_as_ctrl_c_does(tmp_path, signum, whom):
     repo = make_fake_repo(tmp_path)
     home = tmp_path / "home"
     lock = {"SHASWEEP_LOCK": str(tmp_path / "bench.lock")}
-    slow = tmp_path / "slow"
-    slow.touch()  # each run takes 30 s while it exists: the signal lands in the first one
-    sweep = write_sweep(repo, step_ms=5, command=[*COMMAND, "--slow-while", str(slow)])
+    sweep = slow_sweep(repo, tmp_path)  # the signal lands in the first run
     proc = client(repo, ["run", str(sweep), "--no-progress"], home, tmp_path / "client.out", **lock)
     bench = wait_for(lambda: (bench_pids(home) or [None])[0], "the first run's bench")
     group = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
@@ -99,8 +104,47 @@ def test_sigterm_and_sighup_stop_a_sweep_as_ctrl_c_does(tmp_path, signum, whom):
     assert record["status"] == "stopped" and f"interrupted by {name}" in record["stopped_reason"]
     assert [o["status"] for o in record["outcomes"]] == ["cancelled", "cancelled"]
 
-    slow.unlink()
+    (tmp_path / "slow").unlink()
     resume = client(repo, ["run", "--resume", record["sweep_id"], "--no-progress"], home,
                     tmp_path / "resume.out", **lock)
     assert finish(resume) == EXIT_OK, (tmp_path / "resume.out").read_text()
     assert record_of(repo)["status"] == "finished"
+
+
+def test_cancel_stops_a_run_that_waits_for_the_host_lock(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    home = tmp_path / "home"
+    lock = tmp_path / "bench.lock"
+    with FileLock(lock):  # another sweep's bench holds this host
+        proc = client(repo, ["run", str(slow_sweep(repo, tmp_path)), "--no-progress"], home,
+                      tmp_path / "client.out", SHASWEEP_LOCK=str(lock))
+        wait_for(lambda: list((home / "logs").glob("*/*")), "the first run to wait for the host lock")
+        cancel = client(repo, ["cancel", "latest", "--wait-s", "120"], home, tmp_path / "cancel.out")
+        assert finish(cancel) == EXIT_OK, (tmp_path / "cancel.out").read_text()
+        assert finish(proc, timeout_s=120) == EXIT_RUN_FAILED, "the sweep stopped while the lock was held"
+    record = record_of(repo)
+    assert record["status"] == "stopped" and "cancel" in record["stopped_reason"]
+    first, second = record["outcomes"]
+    assert first["status"] == "cancelled" and "waited for the host lock" in first["error"], first
+    assert second["status"] == "cancelled" and "not run" in second["error"]
+    assert bench_pids(home) == [], "no bench ever started"
+
+
+def test_cancel_exits_3_when_the_sweep_did_not_stop_within_wait_s(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    home = tmp_path / "home"
+    proc = client(repo, ["run", str(slow_sweep(repo, tmp_path)), "--no-progress"], home,
+                  tmp_path / "client.out", SHASWEEP_LOCK=str(tmp_path / "bench.lock"))
+    bench = wait_for(lambda: (bench_pids(home) or [None])[0], "the first run's bench")
+    worker = psutil.Process(bench).parent()  # the Dask worker process running the bench task
+    worker.suspend()  # SIGSTOP: it cannot hear the cancel
+    try:
+        cancel = client(repo, ["cancel", "latest", "--wait-s", "5"], home, tmp_path / "cancel.out")
+        assert finish(cancel) == EXIT_RUN_FAILED
+        said = (tmp_path / "cancel.out").read_text()
+        assert "still running 5 s after the cancel request" in said and "Traceback" not in said, said
+    finally:
+        worker.resume()  # SIGCONT: it hears the cancel now
+    assert finish(proc) == EXIT_RUN_FAILED
+    record = record_of(repo)
+    assert record["status"] == "stopped" and [o["status"] for o in record["outcomes"]] == ["cancelled"] * 2

@@ -21,7 +21,7 @@ cli_main = importlib.import_module("orchestrator.cli.main")  # the package expor
      "unexpected RuntimeError: something nobody expected"),
     (OSError(errno.ENOSPC, "No space left on device"), EXIT_RUN_FAILED, "No space left on device"),
     (RecursionError("maximum recursion depth exceeded"), EXIT_RUN_FAILED, "RecursionError"),
-    (KeyboardInterrupt(), EXIT_RUN_FAILED, "interrupted (Ctrl-C)"),
+    (KeyboardInterrupt(), EXIT_RUN_FAILED, "interrupted by the user (Ctrl-C)"),
 ])
 def test_every_exception_is_one_line_and_exit_2_or_3(raised, code, message, monkeypatch, capsys):
     def handler(args: argparse.Namespace) -> int:

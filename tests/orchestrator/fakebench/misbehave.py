@@ -8,7 +8,8 @@ Run from the worktree (its cwd), so ``git rev-parse HEAD`` there is the SHA unde
 * ``--mode env``: a normal run whose header audit also reports ``MALLOC_TRIM_THRESHOLD_``.
 * ``--mode fifo-stream``: makes ``--stream`` a FIFO nobody writes to, then sleeps.
 * ``--mode fifo-result`` / ``zero-result``: makes ``--result`` a FIFO nobody writes to / a symbolic
-  link to ``/dev/zero``, then exits 0 (protocol json reads it after the exit).
+  link to ``/dev/zero``, then exits 0 (protocol json reads it after the exit); ``json-ok`` writes a
+  result document ``{"fps": 100.0}``.
 * ``--mode markup``: writes its header, then rich markup, Markdown and HTML to stderr and exits 1.
 """
 
@@ -34,18 +35,21 @@ def main() -> int:
     parser.add_argument("--stream", required=True)
     parser.add_argument("--mode", required=True,
                         choices=["daemon", "deep-json", "env", "fifo-stream", "fifo-result", "zero-result",
-                                 "markup"])
+                                 "json-ok", "markup"])
     parser.add_argument("--pid-file", default="")
     parser.add_argument("--result", default="")
     args = parser.parse_args()
     if args.mode == "fifo-stream":
         os.mkfifo(args.stream)
         time.sleep(600)
-    if args.mode in ("fifo-result", "zero-result"):
+    if args.mode in ("fifo-result", "zero-result", "json-ok"):
         if args.mode == "fifo-result":
             os.mkfifo(args.result)
-        else:
+        elif args.mode == "zero-result":
             os.symlink("/dev/zero", args.result)
+        else:
+            with open(args.result, "w") as result:
+                json.dump({"fps": 100.0}, result)
         return 0
     sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     with open(args.stream, "w", buffering=1) as stream:

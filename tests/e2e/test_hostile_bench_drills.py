@@ -1,0 +1,91 @@
+"""Drills with a hostile bench: it leaves a FIFO or a link to ``/dev/zero`` where its stream or result
+should be, or writes markup (rich, Markdown, HTML) where its errors go, and its case names and refs
+carry the same. The worker neither blocks nor reads without bound, every run gets its row, the host
+is free for the next run, and every report shows the text as the characters it is."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+from drill_helpers import MISBEHAVE, client, finish, record_of
+from fakebench.fakerepo import FakeRepo, git, make_fake_repo
+
+from orchestrator.errors import EXIT_RUN_FAILED
+
+MARKUP_CASE = "[/x] *a* <script>alert(1)</script>"
+MARKUP_REF = "<b>bold</b>"  # a branch name git accepts
+
+
+def misbehaving_sweep(repo: FakeRepo, cases: list[str], mode: str = "{case}", **overrides) -> Path:
+    """One side, ``misbehave.py --mode MODE`` (default: each case is a mode), one run per case."""
+    sweep = {"name": "drill", "sides": {"only": {"ref": "HEAD"}}, "baseline": "only", "cases": cases,
+             "command": ["{python}", str(MISBEHAVE), "--stream", "{stream}", "--result", "{result}",
+                         "--mode", mode],
+             "repeats": 1, "timeout_s": 60, "continue_on_error": True, **overrides}
+    path = repo.path / "drill.yaml"
+    path.write_text(yaml.safe_dump(sweep, sort_keys=False))
+    return path
+
+
+def run_drill(repo: FakeRepo, tmp_path: Path, sweep: Path, *options: str) -> tuple[int, str]:
+    """``shasweep run`` of ``sweep`` (its own host lock); its exit code and output. A worker blocked for
+    good fails the drill after 240 s instead of hanging it."""
+    proc = client(repo, ["run", str(sweep), *options], tmp_path / "home", tmp_path / "client.out",
+                  SHASWEEP_LOCK=str(tmp_path / "bench.lock"))
+    code = finish(proc, timeout_s=240)
+    return code, (tmp_path / "client.out").read_text()
+
+
+def outcomes(repo: FakeRepo) -> dict[str, dict]:
+    return {o["case"]: o for o in record_of(repo)["outcomes"]}
+
+
+def test_a_fifo_at_the_stream_fails_its_run_at_once_and_frees_the_host(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    code, out = run_drill(repo, tmp_path, misbehaving_sweep(repo, ["fifo-stream", "env"]), "--no-progress")
+    assert code == EXIT_RUN_FAILED, out
+    runs = outcomes(repo)
+    assert runs["fifo-stream"]["status"] == "failed", runs
+    assert "stream.jsonl is a FIFO, not a regular file" in runs["fifo-stream"]["error"]
+    assert runs["env"]["status"] == "ok", "the next run had the host"
+    assert record_of(repo)["status"] == "finished" and "Traceback" not in out
+
+
+def test_a_fifo_or_dev_zero_at_the_result_fails_its_run_without_blocking_or_reading(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    sweep = misbehaving_sweep(repo, ["zero-result", "fifo-result", "json-ok"], protocol="json",
+                              json={"throughput": "fps"})
+    code, out = run_drill(repo, tmp_path, sweep, "--no-progress")
+    assert code == EXIT_RUN_FAILED, out
+    runs = outcomes(repo)
+    assert runs["zero-result"]["status"] == "failed"
+    assert "result.json is a symbolic link, not a regular file" in runs["zero-result"]["error"]
+    assert runs["fifo-result"]["status"] == "failed"
+    assert "result.json is a FIFO, not a regular file" in runs["fifo-result"]["error"]
+    assert runs["json-ok"]["status"] == "ok", "the next run had the host"
+    assert "Traceback" not in out and "MemoryError" not in out
+
+
+def test_markup_in_a_benchs_errors_a_case_name_and_a_ref_is_shown_as_text_everywhere(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    git(repo.path, "branch", MARKUP_REF)
+    sweep = misbehaving_sweep(repo, [MARKUP_CASE, "plain"], "markup", sides={"only": {"ref": MARKUP_REF}})
+    code, out = run_drill(repo, tmp_path, sweep)  # with progress bars: their labels carry the case name
+    assert code == EXIT_RUN_FAILED, out
+    assert "MarkupError" not in out and "Traceback" not in out, out
+    assert f"#0 only {MARKUP_CASE}: failed" in out, "the terminal shows the case name as is"
+    assert "stderr tail: [/x] [bold red" in out and MARKUP_REF in out, "and the bench's error, and the ref"
+    reports = repo.path / "results" / "reports"
+    sweep_id = record_of(repo)["sweep_id"]
+    verdicts = json.loads((reports / f"{sweep_id}.verdicts.json").read_text())
+    assert verdicts["exit_code"] == EXIT_RUN_FAILED
+    md = (reports / f"{sweep_id}.md").read_text()
+    assert not re.search(r"(?<!\\)<[A-Za-z/]", md), "no tag in the Markdown is left unescaped"
+    assert "\\<script>" in md and "\\<b>bold\\</b>" in md and "\\*a\\*" in md
+    assert "\\| not a cell" in md and "\\`not code\\`" in md
+    page = (reports / f"{sweep_id}.html").read_text()
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page
