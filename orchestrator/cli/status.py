@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.dashboard.lanes import format_lane
 from orchestrator.errors import ClusterError, InvalidInputError, RunFailedError, UnknownSweepError
+from orchestrator.plan import lifecycle
 from orchestrator.plan.expand import results_root_for
 from orchestrator.store import records as sweep_record
 
@@ -43,7 +44,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     """Print runs done/running/queued and the current step of a sweep."""
     root = results_root_for(args.results, Path.cwd())
     sweep_id, record = _find_sweep(root, args.sweep_id, args.scheduler)
-    address = args.scheduler or _live_scheduler(record)
+    address = args.scheduler or _live_scheduler(root, record)
     if address is not None:
         try:
             live = _board_view(address, sweep_id)
@@ -59,7 +60,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         raise _unknown(sweep_id, address, root)
     from orchestrator.store.parquet import run_statuses
 
-    print(format_recorded(record, run_statuses(root, sweep_id)))
+    state = lifecycle.current_status(record, sweep_record.client_alive(root, sweep_id))
+    print(format_recorded(record, run_statuses(root, sweep_id), state))
     return 0
 
 
@@ -74,9 +76,10 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--wait-s {args.wait_s:g} is negative")
     root = results_root_for(args.results, Path.cwd())
     sweep_id, record = _find_sweep(root, args.sweep_id, args.scheduler)
-    address = args.scheduler or _live_scheduler(record)
+    address = args.scheduler or _live_scheduler(root, record)
     if address is None:
-        raise InvalidInputError(f"sweep {sweep_id} is not running according to its record, and no "
+        state = lifecycle.current_status(record, sweep_record.client_alive(root, sweep_id)) if record else "?"
+        raise InvalidInputError(f"sweep {sweep_id} is not running (its record: {state}), and no "
                                 f"--scheduler was given to cancel it on")
     with connect(address) as conn:
         view = _snapshot_view(conn.client, sweep_id)
@@ -125,10 +128,10 @@ def format_live(view: dict[str, Any], address: str) -> str:
     return "\n".join(lines)
 
 
-def format_recorded(record: dict[str, Any], statuses: dict[str, str | None]) -> str:
-    """A sweep as its record and run files tell it (no live step information)."""
+def format_recorded(record: dict[str, Any], statuses: dict[str, str | None], state: str) -> str:
+    """A sweep as its record and run files tell it (no live step information); ``state``: its status
+    (``lifecycle.current_status``)."""
     planned = int(record.get("planned_runs") or 0)
-    state = record.get("status", "?")
     counts: dict[str, int] = {}
     if record.get("outcomes"):
         for outcome in record["outcomes"]:
@@ -139,6 +142,8 @@ def format_recorded(record: dict[str, Any], statuses: dict[str, str | None]) -> 
         remaining = planned - sum(counts.values())
         if state == "running" and remaining > 0:
             counts.update({"running": 1, "queued": remaining - 1})
+        elif state == lifecycle.CLIENT_GONE and remaining > 0:
+            counts["not run"] = remaining
     lines = [f"sweep {record['sweep_id']}: {state} (from the sweep record and run files; "
              "the current step needs a reachable scheduler)",
              "runs: " + _count_line(counts) + f" of {planned}"]
@@ -174,9 +179,10 @@ def _find_sweep(root: Path, wanted: str, scheduler: str | None) -> tuple[str, di
         return sweep_id, None
 
 
-def _live_scheduler(record: dict | None) -> str | None:
-    """The scheduler a running sweep's record names."""
-    if record is not None and record.get("status") == "running":
+def _live_scheduler(root: Path, record: dict | None) -> str | None:
+    """The scheduler a running sweep's record names, while its client still runs it."""
+    if record is not None and record.get("status") == "running" \
+            and sweep_record.client_alive(root, str(record.get("sweep_id"))):
         return record.get("scheduler")
     return None
 

@@ -1,5 +1,6 @@
-"""``shasweep list``: the recorded sweeps of a results root, newest first, one line each: status, ok
-runs of the planned, and the verdict line of its last report (``reports/<id>.verdicts.json``)."""
+"""``shasweep list``: the recorded sweeps of a results root, newest first, one line each: status (a
+``running`` sweep whose client is gone is ``stopped (client gone)``), ok runs of the planned, and the
+verdict line of its last report (``reports/<id>.verdicts.json``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orchestrator.plan import lifecycle
 from orchestrator.plan.expand import results_root_for
 from orchestrator.store import records as sweep_record
 
@@ -28,8 +30,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"no sweeps recorded under {sweep_record.sweeps_dir(root)}")
         return 0
     width = max(len(row["sweep_id"]) for row in rows)
+    status_width = max(9, *(len(row["status"]) for row in rows))
     for row in rows:
-        print(f"{row['sweep_id']:<{width}}  {row['created']:<19}  {row['status']:<9}  "
+        print(f"{row['sweep_id']:<{width}}  {row['created']:<19}  {row['status']:<{status_width}}  "
               f"runs ok {row['runs']:<7}  {row['verdicts']}")
     return 0
 
@@ -47,8 +50,9 @@ def sweep_row(root: Path, record_file: Path) -> dict[str, Any]:
     outcomes = [o for o in record.get("outcomes") or [] if isinstance(o, dict)]
     ok = sum(o.get("status") == "ok" for o in outcomes)
     runs = f"{ok}/{record.get('planned_runs', '?')}" if outcomes else f"?/{record.get('planned_runs', '?')}"
+    status = lifecycle.current_status(record, sweep_record.client_alive(root, sweep_id))
     return {"sweep_id": sweep_id, "created": str(record.get("created", ""))[:19].replace("T", " "),
-            "status": str(record.get("status", "?")), "runs": runs, "verdicts": _verdicts(root, sweep_id)}
+            "status": status, "runs": runs, "verdicts": _verdicts(root, sweep_id)}
 
 
 def _verdicts(root: Path, sweep_id: str) -> str:

@@ -16,6 +16,8 @@ from orchestrator.spec.load import spec_to_dict
 if TYPE_CHECKING:
     from orchestrator.plan.expand import ResolvedSweep
 
+CLIENT_GONE = "stopped (client gone)"  # a record left "running" by a client that was killed
+
 
 def new_record(resolved: ResolvedSweep, sweep_id: str, created: datetime, planned_runs: int
                ) -> dict[str, Any]:
@@ -38,6 +40,13 @@ def resumed(record: dict[str, Any], results_root: Path, now: datetime) -> dict[s
     """``record`` of a sweep dispatched again by ``--resume`` at ``now``, writing to ``results_root``."""
     return {**record, "status": "running", "results_root": str(results_root),
             "resumed": [*record.get("resumed", []), now.astimezone(UTC).isoformat(timespec="seconds")]}
+
+
+def current_status(record: dict[str, Any], client_alive: bool) -> str:
+    """The record's status, but ``CLIENT_GONE`` for a ``running`` record whose client no longer holds
+    the sweep's lock (``store.records.client_alive``): killed before it could record anything more."""
+    status = str(record.get("status", "?"))
+    return CLIENT_GONE if status == "running" and not client_alive else status
 
 
 def aborted(record: dict[str, Any], reason: str) -> dict[str, Any]:

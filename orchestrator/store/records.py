@@ -13,7 +13,9 @@ memory while a sweep runs never drops an entry another process appended meanwhil
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +31,7 @@ from orchestrator.store.atomic import write_text_atomic
 OUTCOME_KEYS: tuple[str, ...] = ("run_key", "order", "side", "case", "repeat", "host_id", "status", "error")
 APPEND_ONLY: tuple[str, ...] = ("waivers",)  # record keys holding logs that only ``append_entry`` grows
 RECORD_LOCK_TIMEOUT_S = 60.0
+SWEEP_LOCK_WAIT_S = 5.0
 
 _ID_TIME = re.compile(r"-(\d{8}T\d{6})(?:-(\d+))?\Z")
 
@@ -71,8 +74,9 @@ def lock_path(results_root: Path, sweep_id: str) -> Path:
 
 @contextmanager
 def sweep_lock(results_root: Path, sweep_id: str) -> Iterator[None]:
-    """Hold the sweep's lock while dispatching it; ``InvalidInputError`` if another process holds it."""
-    lock = FileLock(lock_path(results_root, sweep_id), timeout=0)
+    """Hold the sweep's lock while dispatching it; ``InvalidInputError`` if another process holds it
+    (waiting ``SWEEP_LOCK_WAIT_S`` first: ``client_alive``'s probe holds it for a moment)."""
+    lock = FileLock(lock_path(results_root, sweep_id), timeout=SWEEP_LOCK_WAIT_S)
     try:
         lock.acquire()
     except Timeout:
@@ -82,6 +86,26 @@ def sweep_lock(results_root: Path, sweep_id: str) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+def client_alive(results_root: Path, sweep_id: str) -> bool:
+    """Whether a process holds the sweep's lock: the client dispatching it. A record says ``running``
+    from its start; only this tells whether its client is still there (it may have been killed).
+    Probed with a shared, non-blocking ``flock`` released at once; when the lock cannot be opened
+    (another user's), the answer is True: the record is trusted."""
+    try:
+        fd = os.open(lock_path(results_root, sweep_id), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the probe's flock, if it got one
+    return False
 
 
 def discard(results_root: Path, sweep_id: str) -> None:

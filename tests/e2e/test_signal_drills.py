@@ -148,3 +148,34 @@ def test_cancel_exits_3_when_the_sweep_did_not_stop_within_wait_s(tmp_path):
     assert finish(proc) == EXIT_RUN_FAILED
     record = record_of(repo)
     assert record["status"] == "stopped" and [o["status"] for o in record["outcomes"]] == ["cancelled"] * 2
+
+
+def test_list_and_status_tell_a_sweep_whose_client_was_killed_from_a_running_one(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    home = tmp_path / "home"
+    lock = {"SHASWEEP_LOCK": str(tmp_path / "bench.lock")}
+    proc = client(repo, ["run", str(slow_sweep(repo, tmp_path)), "--no-progress"], home,
+                  tmp_path / "client.out", **lock)
+    wait_for(lambda: bench_pids(home), "the first run's bench")
+    shown = {}
+    for command in (["list"], ["status", "latest"]):
+        query = client(repo, command, home, tmp_path / "query.out")
+        assert finish(query) == EXIT_OK
+        shown[command[0]] = (tmp_path / "query.out").read_text()
+    assert " running " in shown["list"] and ": running (live" in shown["status"], shown
+    os.killpg(proc.pid, signal.SIGKILL)  # the client, its cluster and its bench: nothing records more
+    proc.wait()
+    assert record_of(repo)["status"] == "running", "the record could not say more"
+    for command in (["list"], ["status", "latest"]):
+        query = client(repo, command, home, tmp_path / "query.out")
+        assert finish(query) == EXIT_OK
+        shown[command[0]] = (tmp_path / "query.out").read_text()
+    assert "stopped (client gone)" in shown["list"] and " running " not in shown["list"], shown["list"]
+    assert ": stopped (client gone) (from the sweep record" in shown["status"], shown["status"]
+    assert "runs: 2 not run of 2" in shown["status"], shown["status"]
+
+    (tmp_path / "slow").unlink()
+    resume = client(repo, ["run", "--resume", "latest", "--no-progress"], home, tmp_path / "resume.out",
+                    **lock)
+    assert finish(resume) == EXIT_OK, (tmp_path / "resume.out").read_text()
+    assert record_of(repo)["status"] == "finished"

@@ -99,17 +99,23 @@ def test_status_from_the_record_and_run_files(tmp_path, monkeypatch, capsys):
     for key, status in (("k0", "ok"), ("k1", "failed")):
         pq.write_table(pa.table({"status": [status]}),
                        runs_dir(results, record["sweep_id"]) / f"{key}.parquet")
-    assert main(["status", "--results", str(results)]) == 0  # latest, no scheduler in the record
+    with sweep_record.sweep_lock(results, record["sweep_id"]):  # its client runs it
+        assert main(["status", "--results", str(results)]) == 0  # latest, no scheduler in the record
     out = capsys.readouterr().out
     assert "sweep s-20260101T000000: running (from the sweep record and run files" in out
     assert "runs: 1 ok, 1 failed, 1 running, 1 queued of 4" in out
+
+    assert main(["status", "--results", str(results)]) == 0  # nobody holds the sweep's lock any more
+    out = capsys.readouterr().out
+    assert "sweep s-20260101T000000: stopped (client gone) (from the sweep record and run files" in out
+    assert "runs: 1 ok, 1 failed, 2 not run of 4" in out
 
 
 @pytest.mark.parametrize("argv, message", [
     (["status", "nope"], "no sweep 'nope'"),
     (["cancel", "nope"], "no sweep 'nope'"),
     (["status", "s-20260101T000000", "--scheduler", "localhost:1"], "is not an address like tcp://HOST:PORT"),
-    (["cancel", "s-20260101T000000"], "is not running according to its record"),
+    (["cancel", "s-20260101T000000"], "is not running (its record: finished)"),
     (["cancel", "s-20260101T000000", "--wait-s", "-1"], "--wait-s -1 is negative"),
 ])
 def test_status_and_cancel_errors_exit_2(argv, message, tmp_path, monkeypatch, capsys):
