@@ -23,6 +23,13 @@ def cancel_event_name(sweep_id: str, token: str = "") -> str:
     return f"shasweep-cancel-{sweep_id}-{token}" if token else f"shasweep-cancel-{sweep_id}"
 
 
+def scheduler_lost(address: str, run_key: str | None) -> str:
+    """Why a run or a sweep stopped when its scheduler went away; the dispatcher and the bench worker
+    say the same."""
+    where = f"during run {run_key}" if run_key else "while its rounds ran"
+    return f"lost the scheduler at {address} {where}"
+
+
 @dataclass
 class StepRecord:
     """One vector step: its index, whether it was warm-up, and its phase timings in ms."""

@@ -29,6 +29,7 @@ LOCALHOST = "127.0.0.1"
 DASHBOARD_PRELOAD = "orchestrator.dashboard"  # the /shasweep page and its scheduler plugin
 WORKER_WAIT_S = 10.0  # how long a sweep waits for a bench worker to join before failing
 CONNECT_TIMEOUT_S = 10.0
+CLIENT_LOGGER = "distributed.client"  # logs its own reconnection attempts, with tracebacks
 _ADDRESS = re.compile(r"[a-z]+://[^\s:/]+:\d+\Z")
 _CLIENT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # the client handles them, not its cluster
 # A run that kills its worker is not retried: it is reported failed.
@@ -75,8 +76,20 @@ def connect(scheduler: str | None, *, dashboard_port: int = DEFAULT_DASHBOARD_PO
         client = Client(scheduler, timeout=CONNECT_TIMEOUT_S, security=security)
     except (OSError, TimeoutError) as exc:
         raise ClusterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
-    with client:
+    with _quiet(CLIENT_LOGGER), client:  # a lost scheduler is said in one line, not a Dask traceback
         yield ClusterConnection(client=client, dashboard_url=client.dashboard_link)
+
+
+@contextmanager
+def _quiet(logger_name: str) -> Iterator[None]:
+    """Only critical records of ``logger_name`` inside the block."""
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def check_scheduler_address(address: str, option: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from distributed import Client, Event, Future, wait
 
-from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, cancel_event_name
+from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, cancel_event_name, scheduler_lost
 from orchestrator.dashboard import page_url
 from orchestrator.dashboard.plugin import board_installed
 from orchestrator.dispatch.cluster import connect
@@ -100,10 +100,11 @@ def run_sweep(
     with (connect(scheduler, security=security) as conn,
           SweepProgress(runs, enabled=show_progress) as progress):
         client = conn.client
+        address = client.scheduler.address
         dashboard_url = _board_url(client, conn.dashboard_url)
         progress.say(f"dashboard: {dashboard_url}")
         if on_connect is not None:
-            on_connect(client.scheduler.address, dashboard_url)
+            on_connect(address, dashboard_url)
         chosen = choose_hosts(client, hosts)
         target = chosen[0]
         workers = [worker for bench_host in chosen for worker in bench_host.workers]
@@ -116,6 +117,7 @@ def run_sweep(
         stop_reason: str | None = None
         fleet = FleetResult()
         dispatch_started = time.monotonic()
+        run: PlannedRun | None = None  # the run the serial loop is at
         try:
             if len(chosen) > 1:
                 fleet = _run_fleet(client, runs, chosen, cancel, progress, lock_path, continue_on_error)
@@ -151,15 +153,24 @@ def run_sweep(
                                    f"{outcome['status']}: {outcome['error']}")
                 if stop_reason is not None:
                     break
+        except Exception:
+            if client.status == "running":
+                raise
+            stop_reason = scheduler_lost(address, run and run.run_key)  # whatever Dask raised once gone
+            print(f"shasweep: {stop_reason}", file=sys.stderr, flush=True)
+            if run is not None and run.run_key not in {outcome["run_key"] for outcome in outcomes}:
+                outcomes.append(_failed(run, stop_reason))
         finally:
-            client.unsubscribe_topic(PROGRESS_TOPIC)
+            if client.status == "running":
+                client.unsubscribe_topic(PROGRESS_TOPIC)
         dispatch_s = time.monotonic() - dispatch_started
         finished = {outcome["run_key"] for outcome in outcomes}
         outcomes += [_not_run(run, stop_reason or "") for run in runs if run.run_key not in finished]
         outcomes = list({outcome["run_key"]: outcome for outcome in outcomes}.values())  # a re-run's last
         outcomes.sort(key=lambda outcome: outcome["order"])
-        client.log_event(PROGRESS_TOPIC, {**_ended_message(runs[0].sweep_id, outcomes, stop_reason),
-                                          "token": runs[0].token})
+        if client.status == "running":
+            client.log_event(PROGRESS_TOPIC, {**_ended_message(runs[0].sweep_id, outcomes, stop_reason),
+                                              "token": runs[0].token})
         return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
                             stop_reason=stop_reason, dashboard_url=dashboard_url,
                             wall_s=time.monotonic() - started, dispatch_s=dispatch_s, workers=workers,

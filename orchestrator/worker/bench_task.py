@@ -30,7 +30,7 @@ from pathlib import Path
 
 from distributed import Event, get_worker
 
-from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, StepRecord, cancel_event_name
+from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, StepRecord, cancel_event_name, scheduler_lost
 from orchestrator.errors import InvalidInputError, RunCancelledError, SchedulerLostError
 from orchestrator.store.parquet import RunResult
 from orchestrator.worker import module_audit
@@ -282,5 +282,5 @@ def _dask_cancel_check(run: PlannedRun) -> Callable[[], bool]:
         try:
             return event.is_set()
         except Exception as exc:  # noqa: BLE001 - whatever Dask raises once its scheduler is gone
-            raise SchedulerLostError(f"lost the scheduler at {address} during run {run.run_key}") from exc
+            raise SchedulerLostError(scheduler_lost(address, run.run_key)) from exc
     return is_set

@@ -8,8 +8,12 @@ import json
 import os
 import signal
 import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pandas as pd
 import psutil
 import pytest
 from drill_helpers import bench_pids, client, finish, record_of, write_sweep
@@ -18,6 +22,9 @@ from fakebench.waits import is_gone, wait_for
 from filelock import FileLock
 
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
+from test_entrypoints import Served, serving, shasweep_argv  # noqa: E402
 
 
 def closed_pipe() -> int:
@@ -178,4 +185,44 @@ def test_list_and_status_tell_a_sweep_whose_client_was_killed_from_a_running_one
     resume = client(repo, ["run", "--resume", "latest", "--no-progress"], home, tmp_path / "resume.out",
                     **lock)
     assert finish(resume) == EXIT_OK, (tmp_path / "resume.out").read_text()
+    assert record_of(repo)["status"] == "finished"
+
+
+@contextmanager
+def lab_cluster(tmp_path: Path, home: Path, name: str) -> Iterator[Served]:
+    """``shasweep scheduler`` and one ``shasweep worker`` as processes; yields the scheduler."""
+    with (serving(shasweep_argv("scheduler", "--port", "0", "--dashboard-address", "127.0.0.1:0"),
+                  tmp_path / f"{name}-scheduler.log") as scheduler,
+          serving(shasweep_argv("worker", scheduler.address), tmp_path / f"{name}-worker.log",
+                  env={"SHASWEEP_HOME": str(home), "SHASWEEP_LOCK": str(tmp_path / "bench.lock")})):
+        yield scheduler
+
+
+def test_losing_the_scheduler_mid_run_is_one_line_a_failed_run_and_a_resumable_sweep(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    home = tmp_path / "home"
+    with lab_cluster(tmp_path, home, "first") as scheduler:
+        proc = client(repo, ["run", str(slow_sweep(repo, tmp_path)), "--no-progress", "--scheduler",
+                             scheduler.address], home, tmp_path / "client.out")
+        wait_for(lambda: bench_pids(home), "the first run's bench")
+        scheduler.proc.kill()  # SIGKILL: the scheduler is gone mid-run
+        assert finish(proc) == EXIT_RUN_FAILED
+    out = (tmp_path / "client.out").read_text()
+    record = record_of(repo)
+    first_key = record["outcomes"][0]["run_key"]
+    lost = f"lost the scheduler at {scheduler.address} during run {first_key}"
+    assert f"shasweep: {lost}" in out and "Traceback" not in out and "AttributeError" not in out, out
+    assert record["status"] == "stopped" and lost in record["stopped_reason"], record["stopped_reason"]
+    first, second = record["outcomes"]
+    assert first["status"] == "failed" and lost in first["error"], first
+    assert second["status"] == "cancelled" and "not run" in second["error"]
+    rows = pd.read_parquet(repo.path / "results" / "runs")
+    assert rows["status"].tolist() in ([], ["failed"]), "the worker may or may not have lived to write it"
+    assert all(lost in error for error in rows["error"]), rows["error"].tolist()
+
+    (tmp_path / "slow").unlink()
+    with lab_cluster(tmp_path, home, "second") as scheduler:
+        resume = client(repo, ["run", "--resume", "latest", "--no-progress", "--scheduler",
+                               scheduler.address], home, tmp_path / "resume.out")
+        assert finish(resume) == EXIT_OK, (tmp_path / "resume.out").read_text()
     assert record_of(repo)["status"] == "finished"
