@@ -100,6 +100,7 @@ class PlannedRun:
     audit_modules: tuple[str, ...] = ()  # modules that must be imported from the SHA's worktree
     prepare: tuple[tuple[str, ...], ...] = ()  # argvs run once per new worktree of the SHA
     sweep_dir: str = ""  # absolute directory of the sweep YAML ({sweep_dir})
+    submodules: bool = False  # the worktree's submodules checked out at the commits the SHA records
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

@@ -24,6 +24,7 @@ from orchestrator.plan.expand import (
     resolve_sweep,
     results_root_for,
 )
+from orchestrator.spec.identical_sides import aa_warnings
 from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record
 
@@ -88,6 +89,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InvalidInputError("--results goes with --resume; a new sweep writes to its results key "
                                 "(override it with results=DIR)")
     resolved = _resolve(args)
+    for warning in aa_warnings(lifecycle.record_sides(resolved), resolved.spec.aa):
+        say(warning)
     return _report_run(resolved.results_root, start_sweep(args, resolved))
 
 
@@ -211,6 +214,7 @@ def format_plan(resolved: ResolvedSweep, runs: list[PlannedRun]) -> str:
                      f"baselines, up to max_repeats={most}{budget}")
     if spec.pythonpath != ["."]:
         lines.append(f"pythonpath (first on the bench's PYTHONPATH): {', '.join(spec.pythonpath)}")
+    lines += aa_warnings(lifecycle.record_sides(resolved), spec.aa)
     for label, side in spec.sides.items():
         settings = resolved.settings[label]
         marker = " (baseline)" if label == spec.baseline else ""

@@ -184,6 +184,6 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             pythonpath=tuple(spec.pythonpath),
             protocol=spec.protocol.value, json_mapping=dict(json_mapping),
             audit_modules=tuple(spec.audit_modules), prepare=tuple(tuple(argv) for argv in spec.prepare),
-            sweep_dir=str(resolved.sweep_dir or resolved.repo),
+            sweep_dir=str(resolved.sweep_dir or resolved.repo), submodules=spec.submodules,
         ))
     return runs

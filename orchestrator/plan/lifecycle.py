@@ -23,17 +23,22 @@ def new_record(resolved: ResolvedSweep, sweep_id: str, created: datetime, planne
                ) -> dict[str, Any]:
     """The record of a sweep about to be dispatched: validated spec, resolved SHAs, status ``running``,
     and the digest ``--resume`` checks (``plan.integrity``)."""
-    sides = {label: {"ref": side.ref, "sha": resolved.shas[label], "variant": settings.variant,
-                     "params": settings.params, "env": settings.env}
-             for label, side in resolved.spec.sides.items()
-             for settings in [resolved.settings[label]]}
     return with_digest({
         "sweep_id": sweep_id, "created": created.astimezone(UTC).isoformat(timespec="seconds"),
         "status": "running", "repo": str(resolved.repo), "results_root": str(resolved.results_root),
-        "planned_runs": planned_runs, "spec": spec_to_dict(resolved.spec), "sides": sides, "host": None,
+        "planned_runs": planned_runs, "spec": spec_to_dict(resolved.spec), "sides": record_sides(resolved),
+        "host": None,
         "sweep_dir": str(resolved.sweep_dir) if resolved.sweep_dir is not None else None,
         "client_token": secrets.token_hex(16),
     })
+
+
+def record_sides(resolved: ResolvedSweep) -> dict[str, dict[str, Any]]:
+    """Each side as the record keeps it: its ref, SHA, variant, params and env."""
+    return {label: {"ref": side.ref, "sha": resolved.shas[label], "variant": settings.variant,
+                    "params": settings.params, "env": settings.env}
+            for label, side in resolved.spec.sides.items()
+            for settings in [resolved.settings[label]]}
 
 
 def resumed(record: dict[str, Any], results_root: Path, now: datetime) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from orchestrator.analysis.verdicts import (
     format_p,
 )
 from orchestrator.spec.anyrepo import is_envruntime_command
+from orchestrator.spec.identical_sides import aa_warnings
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ def summary_lines(report: Report) -> list[str]:
     n_audit = int((report.failures["status"] == AUDIT_FAILED).sum())
     return [
         f"created: {rec.get('created', '-')}; status: {rec.get('status', '-')}{stopped}",
+        *warning_lines(report),
         f"repo: {rec.get('repo', '-')}",
         f"order: {spec.get('order')} (seed {spec.get('order_seed')}), repeats: {spec.get('repeats')}, "
         f"baseline: {report.baseline}",
@@ -47,6 +49,11 @@ def summary_lines(report: Report) -> list[str]:
            f"{', '.join(spec.get('audit_modules') or []) or '-'}"]
           if spec.get("protocol", "v1") != "v1" or spec.get("audit_modules") else []),
     ]
+
+
+def warning_lines(report: Report) -> list[str]:
+    """What the reader should know before the numbers: sides that compare a commit with itself."""
+    return aa_warnings(report.record.get("sides") or {}, bool((report.record.get("spec") or {}).get("aa")))
 
 
 def _adaptive_line(record: dict) -> list[str]:

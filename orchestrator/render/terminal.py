@@ -16,7 +16,7 @@ from rich.text import Text
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS
-from orchestrator.render.tables import format_number, one_line, summary_lines, verdict_text
+from orchestrator.render.tables import format_number, one_line, summary_lines, verdict_text, warning_lines
 from orchestrator.render.verdict_line import verdict_line
 
 SHORT_SHA = 10
@@ -34,7 +34,7 @@ def render_report(report: Report, width: int) -> RenderableType:
     the baseline and its interval), gates, runs not ok, drift."""
     parts: list[RenderableType] = [Text(f"shasweep report: {report.sweep_id}", style="bold")]
     lines = summary_lines(report)
-    parts += [Text(lines[0]), Text(lines[-1])]  # status, run counts
+    parts += [Text(lines[0]), *(Text(w, style="yellow") for w in warning_lines(report)), Text(lines[-1])]
     parts.append(_sides(report))
     parts += [_case(report, case) for case in report.cases]
     if report.gates:

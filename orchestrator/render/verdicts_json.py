@@ -1,7 +1,8 @@
 """``reports/<id>.verdicts.json``: every gate verdict with its interval and n, and the exit code, for CI.
 
-Written atomically (temporary file, rename) and 0644. Numbers that do not exist (no interval) are
-``null``. A verdict's ``waived`` flag (default false) is kept, and waived verdicts are counted apart.
+Written atomically (``store.atomic``), with the mode the umask gives, like every other file. Numbers
+that do not exist (no interval) are ``null``. A verdict's ``waived`` flag (default false) is kept, and
+waived verdicts are counted apart.
 """
 
 from __future__ import annotations
@@ -9,16 +10,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from orchestrator.analysis.report_model import Report
 from orchestrator.render.terminal import report_verdict_line
 from orchestrator.render.verdict_line import is_waived, verdict_counts
+from orchestrator.store.atomic import write_text_atomic
 
-FILE_MODE = 0o644
 FORMAT_VERSION = 1
 
 
@@ -47,16 +46,5 @@ def _finite(values: dict[str, Any]) -> dict[str, Any]:
 
 def write_verdicts_json(report: Report, results_root: Path) -> Path:
     """Write ``<results>/reports/<id>.verdicts.json`` atomically; returns its path."""
-    path = results_root / "reports" / f"{report.sweep_id}.verdicts.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, FILE_MODE)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(verdicts_document(report), out, indent=2, allow_nan=False, default=str)
-            out.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    text = json.dumps(verdicts_document(report), indent=2, allow_nan=False, default=str) + "\n"
+    return write_text_atomic(results_root / "reports" / f"{report.sweep_id}.verdicts.json", text)

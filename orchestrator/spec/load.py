@@ -257,6 +257,8 @@ def _check_run_settings(settings: RunSettings, spec: SweepSpec, where: str | Non
             _fail(f"env.{name}", f"{name!r} is not a valid environment variable name", where)
         if not isinstance(value, str):
             _fail(f"env.{name}", f"must be a string, got {value!r}", where)
+        if "\0" in value or "\n" in value or "\r" in value:
+            _fail(f"env.{name}", f"must not hold a NUL byte or a line break, got {value!r}", where)
 
 
 def _fail(key: str, message: str, where: str | None) -> None:

@@ -170,6 +170,7 @@ class SweepSpec:
     metrics: list[str] | None = None
     timeout_s: float = 600.0
     continue_on_error: bool = False
+    aa: bool = False  # sides may run one commit with the same settings: no warning (spec.identical_sides)
     hosts: Any = "one"  # "one", "all" or a list of host ids: where rounds run (dispatch.host_choice)
     bootstrap_resamples: int = 9999  # unused since verdicts read t-intervals; kept so older records load
     bootstrap_seed: int = 0  # unused, as bootstrap_resamples
@@ -187,6 +188,7 @@ class SweepSpec:
     json: JsonMapping | None = None  # required for (and only for) protocol: json
     audit_modules: list[str] = field(default_factory=list)  # must be imported from the SHA's worktree
     prepare: list[list[str]] = field(default_factory=list)  # argvs run once per new worktree
+    submodules: bool = False  # check out the SHA's submodules (at the commits it records) in its worktree
 
 
 @dataclass

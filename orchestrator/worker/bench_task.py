@@ -102,7 +102,7 @@ def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
     with machine_lock(lock, cancelled) as marker:
         kill_leftover_run(marker)
         remove_non_regular(log_dir)  # what an earlier bench of this run key left where we write
-        with WorktreePool().checkout(run.repo, run.sha) as tree:
+        with WorktreePool().checkout(run.repo, run.sha, submodules=run.submodules) as tree:
             return _run_bench(run, tree, log_dir, publish, cancelled, marker)
 
 

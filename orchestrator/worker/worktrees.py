@@ -90,8 +90,10 @@ class WorktreePool:
         return self.root / _repo_id(repo)
 
     @contextmanager
-    def checkout(self, repo: str | Path, sha: str) -> Iterator[Path]:
-        """Yield the worktree of ``sha`` in ``repo``, creating it if needed, held against pruning."""
+    def checkout(self, repo: str | Path, sha: str, submodules: bool = False) -> Iterator[Path]:
+        """Yield the worktree of ``sha`` in ``repo``, creating it if needed, held against pruning.
+        ``submodules``: its submodules checked out (recursively) at the commits ``sha`` records;
+        otherwise none is (one checked out for an earlier sweep is emptied again)."""
         repo_path = Path(repo).resolve()
         repo_dir = self._repo_dir(repo_path)
         repo_dir.mkdir(parents=True, exist_ok=True)
@@ -104,6 +106,7 @@ class WorktreePool:
                     if not (ready.exists() and _is_clean_checkout(tree, sha)):
                         ready.unlink(missing_ok=True)
                         self._create(repo_path, sha, tree)
+                    _set_submodules(tree, submodules)
                     ready.write_text(str(repo_path))
                 yield tree
             finally:
@@ -177,6 +180,19 @@ class WorktreePool:
         except Timeout:  # being created or checked right now
             return None
         return PrunedTree(repo=str(repo), sha=sha, path=str(tree))
+
+
+def _set_submodules(tree: Path, checked_out: bool) -> None:
+    """Check out ``tree``'s submodules at the commits its HEAD records (``git submodule update --init
+    --recursive``), or empty them (``deinit``); nothing to do in a tree without ``.gitmodules``.
+    Their URLs are fetched as git fetches any submodule (a local path needs ``protocol.file.allow``)."""
+    if not (tree / ".gitmodules").exists():
+        return
+    args = (["submodule", "update", "--init", "--recursive"] if checked_out
+            else ["submodule", "deinit", "--all", "--force"])
+    proc = subprocess.run(dying_with_parent(["git", "-C", str(tree), *args]), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise WorktreeError(f"git {' '.join(args)} in {tree} failed: {proc.stderr.strip()}")
 
 
 def _is_clean_checkout(tree: Path, sha: str) -> bool:

@@ -74,3 +74,30 @@ def test_resolve_sweep_explicit_repo_and_errors(repo, tmp_path):
         resolve_sweep(_spec(), outside)
     with pytest.raises(RefError, match=r"^repo: '.*outside' is not a git repository"):
         resolve_sweep(_spec(repo="."), outside)
+
+
+def test_a_branch_and_a_tag_of_one_name_on_different_commits_is_an_error_naming_both(repo):
+    git(repo.path, "branch", "v1", repo.shas[1])  # tag v1 is on the first commit
+    with pytest.raises(RefError) as err:
+        resolve_ref(repo.path, "v1~0", "sides.a.ref")
+    message = str(err.value)
+    assert message.startswith("sides.a.ref: 'v1~0' is ambiguous") and err.value.exit_code == EXIT_INVALID
+    assert f"refs/heads/v1 ({repo.shas[1][:12]})" in message
+    assert f"refs/tags/v1 ({repo.shas[0][:12]})" in message
+    assert resolve_ref(repo.path, "refs/tags/v1", "k") == repo.shas[0]
+    assert resolve_ref(repo.path, "refs/heads/v1", "k") == repo.shas[1]
+
+
+def test_a_branch_named_like_a_short_sha_of_another_commit_is_an_error(repo):
+    prefix = repo.shas[0][:7]
+    git(repo.path, "branch", prefix, repo.shas[1])
+    with pytest.raises(RefError) as err:
+        resolve_ref(repo.path, prefix, "k")
+    assert f"commit {repo.shas[0][:12]} (by its short SHA)" in str(err.value)
+    assert f"refs/heads/{prefix} ({repo.shas[1][:12]})" in str(err.value)
+    assert resolve_ref(repo.path, repo.shas[0], "k") == repo.shas[0]
+
+
+def test_names_of_one_commit_are_not_ambiguous(repo):
+    git(repo.path, "branch", "v2", repo.shas[1])  # annotated tag v2 is on the same commit
+    assert resolve_ref(repo.path, "v2", "k") == repo.shas[1]
