@@ -8,6 +8,8 @@ Imports nothing of the orchestrator (see docs/design.md, "Code layout").
 
 from __future__ import annotations
 
+import os
+import platform
 from dataclasses import asdict, dataclass, field
 
 AUDIT_FAILED = "audit_failed"  # ran to the end, but failed its audit (orchestrator.worker.run_audit)
@@ -15,6 +17,13 @@ STATUSES: tuple[str, ...] = ("ok", "failed", "timeout", "cancelled", AUDIT_FAILE
 PROTOCOL_VERSION = 1  # the run protocol version this orchestrator reads (docs/design.md, "Run protocol")
 PROGRESS_TOPIC = "shasweep-progress"  # Worker.log_event topic of the bench worker's progress events
 RUN_KEY_VAR = "SHASWEEP_RUN_KEY"  # in the bench's environment, inherited by every process it starts
+HOST_ID_VAR = "SHASWEEP_HOST_ID"
+
+
+def host_id() -> str:
+    """This host's id: ``$SHASWEEP_HOST_ID`` (containers, tests, a fleet) or the hostname. It names the
+    bench host (``host_id`` column, host lock) and the writer of a temporary results file."""
+    return os.environ.get(HOST_ID_VAR) or platform.node()
 
 
 def cancel_event_name(sweep_id: str, token: str = "") -> str:

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from orchestrator.contract import host_id
 from orchestrator.dispatch.cluster import BENCH_RESOURCE, WORKER_WAIT_S, bench_workers, require_bench_worker
 from orchestrator.errors import ClusterError, InvalidInputError
-from orchestrator.worker.hostinfo import host_id
 
 if TYPE_CHECKING:
     from distributed import Client, Future

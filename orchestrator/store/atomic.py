@@ -1,9 +1,12 @@
 """Writing files so a reader never sees half of one, and cleaning up after writers that died.
 
-Every file shasweep writes under a results root goes to ``.<name>.<pid>.tmp`` in the target's
-directory, is fsynced, renamed into place, and the directory is fsynced, so after a crash a path holds
-either its old content or its new content. A temporary file whose writer process is gone is stale:
-the next writer in that directory removes it, and so does ``shasweep gc``.
+Every file shasweep writes under a results root goes to ``.<name>.<pid>@<host id>.tmp`` in the
+target's directory, is fsynced, renamed into place, and the directory is fsynced, so after a crash a
+path holds either its old content or its new content. A temporary file whose writer process is gone
+is stale: the next writer in that directory removes it, and so does ``shasweep gc``. A fleet shares
+its results root, and a pid means something only on the host that wrote it, so only that host
+(``contract.host_id``) judges a temporary file stale; a file of the older form ``.<name>.<pid>.tmp``
+names no host and is stale only once it is ``STALE_TEMP_AGE_S`` old.
 """
 
 from __future__ import annotations
@@ -15,13 +18,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-_TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.tmp\Z")
+from orchestrator.contract import host_id
+
+_TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)(@(?P<host>[A-Za-z0-9._-]+))?\.tmp\Z")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 STALE_TEMP_AGE_S = 3600.0  # a temp file this old is stale even if its pid is alive (pids are reused)
 
 
 def temp_path(path: Path) -> Path:
-    """The temporary name ``path`` is written under by this process."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """The temporary name ``path`` is written under by this process on this host."""
+    return path.with_name(f".{path.name}.{os.getpid()}@{_this_host()}.tmp")
 
 
 def fsync_dir(directory: Path) -> None:
@@ -94,15 +100,16 @@ def write_in_order(writers: list[tuple[Path, Callable[[Path], None]]]) -> None:
 
 
 def is_stale_temp(path: Path, now: float | None = None) -> bool:
-    """Whether ``path`` is a ``.<name>.<pid>.tmp`` file whose writer is gone (or that is very old)."""
+    """Whether ``path`` is a temporary file of this host whose writer is gone (or that is very old);
+    another host's is never this host's to judge (see the module docstring)."""
     match = _TEMP.match(path.name)
-    if match is None:
+    if match is None or match["host"] not in (None, _this_host()):
         return False
     try:
         age = (now or time.time()) - path.lstat().st_mtime
     except FileNotFoundError:
         return False
-    return age > STALE_TEMP_AGE_S or not _alive(int(match["pid"]))
+    return age > STALE_TEMP_AGE_S or match["host"] is not None and not _alive(int(match["pid"]))
 
 
 def stale_temps(directory: Path) -> list[Path]:
@@ -118,6 +125,10 @@ def remove_stale_temps(directory: Path) -> list[Path]:
     for path in removed:
         path.unlink(missing_ok=True)
     return removed
+
+
+def _this_host() -> str:
+    return _UNSAFE.sub("_", host_id())
 
 
 def _alive(pid: int) -> bool:

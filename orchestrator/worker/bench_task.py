@@ -30,14 +30,22 @@ from pathlib import Path
 
 from distributed import Event, get_worker
 
-from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, StepRecord, cancel_event_name, scheduler_lost
+from orchestrator.contract import (
+    PROGRESS_TOPIC,
+    PlannedRun,
+    StepRecord,
+    cancel_event_name,
+    host_id,
+    scheduler_lost,
+)
 from orchestrator.errors import InvalidInputError, RunCancelledError, SchedulerLostError
 from orchestrator.store.parquet import RunResult
 from orchestrator.worker import module_audit
 from orchestrator.worker.bench_env import bench_env, worktree_dirs
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, kill_run_processes, note_running
 from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
-from orchestrator.worker.hostinfo import collect_host, host_id, parse_cpus
+from orchestrator.worker.hostinfo import collect_host, parse_cpus
+from orchestrator.worker.log_trim import logs_in_use
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError, ensure_prepared
 from orchestrator.worker.proc import BenchProcess, file_tail, launch
@@ -98,8 +106,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
 
 def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
                 cancelled: Callable[[], bool]) -> RunResult:
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with machine_lock(lock, cancelled) as marker:
+    with logs_in_use(log_dir), machine_lock(lock, cancelled) as marker:  # gc leaves the logs alone
         kill_leftover_run(marker)
         remove_non_regular(log_dir)  # what an earlier bench of this run key left where we write
         with WorktreePool().checkout(run.repo, run.sha, submodules=run.submodules) as tree:

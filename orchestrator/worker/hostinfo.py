@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from orchestrator.contract import HostRecord
+from orchestrator.contract import HostRecord, host_id
 
 # Set to the run's thread count for every bench (the Dask nanny would leave them at 1).
 PINNED_THREAD_VARS: tuple[str, ...] = (
@@ -27,14 +27,6 @@ PINNED_THREAD_VARS: tuple[str, ...] = (
 # ``env`` sets them) come after the pinned ones.
 THREAD_VARS: tuple[str, ...] = (*PINNED_THREAD_VARS, "ENVRUNTIME_TORCH_THREADS")
 VERSIONED_PACKAGES: tuple[str, ...] = ("numpy", "torch", "mujoco", "motrixsim", "mujoco-warp", "numba")
-HOST_ID_VAR = "SHASWEEP_HOST_ID"
-
-
-def host_id() -> str:
-    """This bench host's id: ``$SHASWEEP_HOST_ID`` (containers, tests) or the hostname."""
-    return os.environ.get(HOST_ID_VAR) or platform.node()
-
-
 def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None) -> dict:
     """This machine's record; ``env``/``cpus`` describe a bench process (default: this process)."""
     env = dict(os.environ) if env is None else env

@@ -35,6 +35,12 @@ def write_sweep(repo: FakeRepo, name: str = "drill", **overrides) -> Path:
     return path
 
 
+def slow_sweep(repo: FakeRepo, tmp_path: Path) -> Path:
+    """Two runs of 30 s each while ``tmp_path/slow`` exists (3 s steps), of 50 ms once it is gone."""
+    (tmp_path / "slow").touch()
+    return write_sweep(repo, step_ms=5, command=[*COMMAND, "--slow-while", str(tmp_path / "slow")])
+
+
 def client(repo: FakeRepo, argv: list[str], home: Path, out: Path, stdout: int | None = None,
            **env: str) -> subprocess.Popen:
     """``shasweep ARGV`` in its own process group (as a terminal's foreground job), output to ``out``

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from drill_helpers import bench_pids, client, finish, record_of, write_sweep
+from drill_helpers import bench_pids, client, finish, record_of, slow_sweep, write_sweep
 from fakebench.fakerepo import make_fake_repo
 from fakebench.waits import wait_for
 
@@ -95,3 +95,51 @@ def test_a_second_local_user_can_neither_run_code_in_nor_talk_to_a_running_sweep
     record = record_of(repo)
     assert record["status"] == "stopped" and "cancel" in record["stopped_reason"]
     assert not list((home / "clusters").glob("*.pem")), "the credentials went with the cluster"
+
+
+def test_gc_while_a_sweep_runs_leaves_its_runs_logs_alone(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    home = tmp_path / "home"
+    finished = home / "logs" / "an-old-sweep" / "its-run"  # a finished run's logs: gc may take them
+    finished.mkdir(parents=True)
+    (finished / "stderr.log").write_text("old\n")
+    proc = client(repo, ["run", str(slow_sweep(repo, tmp_path)), "--no-progress"], home,
+                  tmp_path / "client.out", SHASWEEP_LOCK=str(tmp_path / "bench.lock"))
+    wait_for(lambda: bench_pids(home), "the first run's bench")
+    (running,) = [p.parent for p in (home / "logs").glob("drill-*/*/stream.jsonl")]
+    gc = client(repo, ["gc", "--logs-max-mib", "0", "--logs-max-age-s", "0"], home, tmp_path / "gc.out")
+    assert finish(gc) == EXIT_OK, (tmp_path / "gc.out").read_text()
+    assert not finished.exists(), "gc did its job"
+    assert (running / "stream.jsonl").exists() and (running / "stderr.log").exists(), "but not to the run"
+    (tmp_path / "slow").unlink()
+    assert finish(proc) == EXIT_OK, (tmp_path / "client.out").read_text()
+    assert [o["status"] for o in record_of(repo)["outcomes"]] == ["ok", "ok"]
+    assert (running / "stream.jsonl").read_text().count('"kind": "step"') == 10, "its stream is whole"
+
+
+WRITER = """import os, sys, time
+from pathlib import Path
+from orchestrator.store.atomic import staged
+with staged(Path(sys.argv[1])) as tmp:
+    tmp.write_bytes(b"half a file")
+    print(tmp, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_temporary_results_file_of_another_host_is_that_hosts_to_judge(tmp_path):
+    """Two hosts of a fleet share a results root; a pid means something only where it ran."""
+    results = tmp_path / "results"
+    target = results / "runs" / "sweep=s" / "r.parquet"
+    target.parent.mkdir(parents=True)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "SHASWEEP_HOST_ID": "gpu-2"})
+    temp = Path(writer.stdout.readline().strip())
+    writer.kill()  # on host gpu-2 its writer is gone; gpu-1 cannot know whose pid that was
+    writer.wait()
+    repo = make_fake_repo(tmp_path)
+    for host, kept in (("gpu-1", True), ("gpu-2", False)):
+        gc = client(repo, ["gc", "--results", str(results)], tmp_path / "home", tmp_path / "gc.out",
+                    SHASWEEP_HOST_ID=host)
+        assert finish(gc) == EXIT_OK, (tmp_path / "gc.out").read_text()
+        assert temp.exists() is kept, f"gc on {host}: {(tmp_path / 'gc.out').read_text()}"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 import psutil
 import pytest
-from drill_helpers import bench_pids, client, finish, record_of, write_sweep
-from fakebench.fakerepo import COMMAND, FakeRepo, make_fake_repo
+from drill_helpers import bench_pids, client, finish, record_of, slow_sweep, write_sweep
+from fakebench.fakerepo import FakeRepo, make_fake_repo
 from fakebench.waits import is_gone, wait_for
 from filelock import FileLock
 
@@ -32,12 +32,6 @@ def closed_pipe() -> int:
     read_end, write_end = os.pipe()
     os.close(read_end)
     return write_end
-
-
-def slow_sweep(repo: FakeRepo, tmp_path: Path) -> Path:
-    """Two runs of 30 s each (3 s steps while ``tmp_path/slow`` exists)."""
-    (tmp_path / "slow").touch()
-    return write_sweep(repo, step_ms=5, command=[*COMMAND, "--slow-while", str(tmp_path / "slow")])
 
 
 @pytest.fixture

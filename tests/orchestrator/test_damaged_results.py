@@ -16,6 +16,7 @@ from test_results import outcome, planned
 
 from orchestrator.analysis.drift import load_history
 from orchestrator.analysis.report_model import load_runs
+from orchestrator.contract import host_id
 from orchestrator.render import history
 from orchestrator.render.sweep_page import load_steps
 from orchestrator.store import atomic
@@ -130,14 +131,18 @@ def test_stale_temporary_files_are_removed_by_the_next_writer_and_by_gc(tmp_path
     directory.mkdir(parents=True)
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = directory / f".r0.parquet.{dead.pid}.tmp"
+    stale = directory / f".r0.parquet.{dead.pid}@{host_id()}.tmp"
     stale.write_bytes(b"half a file")
-    mine = directory / f".r9.parquet.{os.getpid()}.tmp"  # a live writer's: kept
+    mine = directory / f".r9.parquet.{os.getpid()}@{host_id()}.tmp"  # a live writer's: kept
     mine.write_bytes(b"being written")
+    elsewhere = directory / f".r8.parquet.{dead.pid}@another-host.tmp"  # only its host may judge it
+    elsewhere.write_bytes(b"being written there")
+    legacy = directory / f".r7.parquet.{dead.pid}.tmp"  # names no host: stale only when old
+    legacy.write_bytes(b"half a file")
     write_run(run, outcome())
-    assert not stale.exists() and mine.exists()
+    assert not stale.exists() and mine.exists() and elsewhere.exists() and legacy.exists()
 
-    old = directory.parent.parent / "sweeps" / f".x.json.{os.getpid()}.tmp"
+    old = directory.parent.parent / "sweeps" / f".x.json.{os.getpid()}@{host_id()}.tmp"
     old.parent.mkdir(parents=True)
     old.write_text("{")
     long_ago = (datetime.now(UTC) - timedelta(hours=2)).timestamp()

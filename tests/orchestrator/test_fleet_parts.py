@@ -12,11 +12,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakebench.fakerepo import FakeRepo, make_run  # noqa: E402
 
+from orchestrator.contract import host_id  # noqa: E402
 from orchestrator.dashboard.board import SweepBoard  # noqa: E402
 from orchestrator.dashboard.lanes import format_lane, host_lanes  # noqa: E402
 from orchestrator.dispatch.fleet import split_rounds  # noqa: E402
 from orchestrator.spec.load import spec_from_config  # noqa: E402
-from orchestrator.worker.hostinfo import collect_host, host_id  # noqa: E402
+from orchestrator.worker.hostinfo import collect_host  # noqa: E402
 from orchestrator.worker.machine_lock import DEFAULT_LOCK_DIR, host_lock_path  # noqa: E402
 
 REPO = FakeRepo(path=Path("/nonexistent"), shas=("a" * 40, "b" * 40))

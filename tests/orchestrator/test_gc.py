@@ -7,6 +7,7 @@ import subprocess
 import time
 
 from orchestrator.cli.main import main
+from orchestrator.contract import host_id
 
 
 def make_logs(home, sweep: str, run: str, mib: float, age_s: float) -> None:
@@ -29,7 +30,7 @@ def test_gc_trims_logs_by_age_then_size_and_dry_run_removes_nothing(tmp_path, mo
     results.mkdir(parents=True)
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = results / f".r.parquet.{dead.pid}.tmp"
+    stale = results / f".r.parquet.{dead.pid}@{host_id()}.tmp"
     stale.write_bytes(b"half")
 
     argv = ["gc", "--logs-max-mib", "4", "--results", str(tmp_path / "results")]
