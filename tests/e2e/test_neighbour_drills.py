@@ -133,7 +133,7 @@ def test_a_temporary_results_file_of_another_host_is_that_hosts_to_judge(tmp_pat
     target = results / "runs" / "sweep=s" / "r.parquet"
     target.parent.mkdir(parents=True)
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "SHASWEEP_HOST_ID": "gpu-2"})
+                              cwd=tmp_path, env={**os.environ, "SHASWEEP_HOST_ID": "gpu-2"})
     temp = Path(writer.stdout.readline().strip())
     writer.kill()  # on host gpu-2 its writer is gone; gpu-1 cannot know whose pid that was
     writer.wait()
