@@ -1,11 +1,13 @@
-"""``shasweep gc``: remove unused bench worktrees, trim bench logs by age and size, remove the stale
-temporary files of dead writers from a results root; ``--dry-run`` only says what it would remove."""
+"""``shasweep gc``: remove unused bench worktrees, trim bench logs by age and size (never a running
+run's), remove the stale temporary files of this host's dead writers from a results root and the
+credentials of embedded clusters whose client died; ``--dry-run`` only says what it would remove."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from orchestrator.dispatch.cluster_credentials import stale_credentials
 from orchestrator.plan.expand import results_root_for
 from orchestrator.store.parquet import remove_stale_results_temps, stale_results_temps
 from orchestrator.worker.log_trim import DEFAULT_MAX_AGE_S, DEFAULT_MAX_MIB, logs_to_trim, remove_logs
@@ -40,8 +42,13 @@ def cmd_gc(args: argparse.Namespace) -> int:
     temps = stale_results_temps(root) if args.dry_run else remove_stale_results_temps(root)
     for temp in temps:
         print(f"{verb} {temp} (temporary file of a writer that is gone)")
+    credentials = stale_credentials()
+    for path in credentials:
+        print(f"{verb} {path} (credentials of an embedded cluster whose client is gone)")
     if not args.dry_run:
         remove_logs(doomed)
+        for path in credentials:
+            path.unlink(missing_ok=True)
     freed = sum(logs.size for logs, _ in doomed) / 2**20
     print(f"{len(trees)} worktree(s) {verb} under {pool.root}; {len(doomed)} run log dir(s) {verb} "
           f"({freed:.1f} MiB); {len(temps)} stale temporary file(s) {verb} under {root}")
