@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from orchestrator.analysis.verdicts import FAIL, GateVerdict
+from orchestrator.analysis.verdicts import GateVerdict, Verdict
 
 WAIVE, REVOKE = "waive", "revoke"
 DECLARED_BY = "sweep YAML"  # ``by`` of a waiver declared in the YAML without one
@@ -87,7 +87,8 @@ def apply_waivers(verdicts: list[GateVerdict], waivers: list[Waiver]) -> list[Ga
     """``verdicts`` with every FAIL that an active waiver covers marked waived (the first one's reason)."""
     marked = []
     for verdict in verdicts:
-        cover = next((w for w in waivers if w.covers(verdict)), None) if verdict.verdict == FAIL else None
+        failed = verdict.verdict == Verdict.FAIL
+        cover = next((w for w in waivers if w.covers(verdict)), None) if failed else None
         marked.append(replace(verdict, waived=cover.reason) if cover else verdict)
     return marked
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.report_model import load_runs, report_metrics, sweep_gates
-from orchestrator.analysis.verdicts import INCONCLUSIVE
+from orchestrator.analysis.verdicts import Verdict
 from orchestrator.contract import PlannedRun
 from orchestrator.dispatch.dispatcher import SweepOutcome, run_sweep
 from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan, max_repeats
@@ -95,7 +95,7 @@ def undecided_cells(record: dict[str, Any], runs: Any) -> set[tuple[str, str]]:
     baseline = record["spec"]["baseline"]
     cells = set()
     for verdict in sweep_gates(record, runs):
-        if verdict.verdict == INCONCLUSIVE:
+        if verdict.verdict == Verdict.INCONCLUSIVE:
             cells |= {(verdict.case, verdict.side), (verdict.case, baseline)}
     return cells
 

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from bokeh.models import ColumnDataSource, HoverTool, Span
 from bokeh.plotting import figure
 
-from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, GateVerdict
+from orchestrator.analysis.verdicts import GateVerdict, Verdict
 
-VERDICT_COLORS: dict[str, str] = {PASS: "#1a8a3a", FAIL: "#c0392b", INCONCLUSIVE: "#c77c00"}
+VERDICT_COLORS: dict[Verdict, str] = {Verdict.PASS: "#1a8a3a", Verdict.FAIL: "#c0392b",
+                                      Verdict.INCONCLUSIVE: "#c77c00"}
 WAIVED_COLOR = "#888888"
 ROW_HEIGHT, MIN_HEIGHT, WIDTH = 34, 170, 560
 PAD = 0.1  # of the drawn span, on each side, so no interval end or bound sits on the frame

@@ -15,12 +15,13 @@ from rich.text import Text
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
-from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS
+from orchestrator.analysis.verdicts import Verdict
 from orchestrator.render.tables import format_number, one_line, summary_lines, verdict_text
 from orchestrator.render.verdict_line import verdict_line
 
 SHORT_SHA = 10
-VERDICT_STYLES: dict[str, str] = {PASS: "bold green", FAIL: "bold red", INCONCLUSIVE: "bold yellow"}
+VERDICT_STYLES: dict[Verdict, str] = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red",
+                                      Verdict.INCONCLUSIVE: "bold yellow"}
 
 
 def terminal_console() -> Console:

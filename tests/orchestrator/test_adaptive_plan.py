@@ -15,6 +15,7 @@ from fakebench.fakerepo import make_fake_repo
 from orchestrator.analysis import power
 from orchestrator.analysis.noise_history import earlier_noise, rounds_to_pass
 from orchestrator.analysis.sequential import Looks
+from orchestrator.analysis.verdicts import Verdict
 from orchestrator.cli.main import main
 from orchestrator.plan.expand import adaptive_plan, build_plan, max_repeats, resolve_sweep
 from orchestrator.spec.load import load_spec
@@ -93,4 +94,4 @@ def test_rounds_to_pass_grow_with_noise_and_shrink_with_distance():
     cand, base = power.simulate(np.random.default_rng(3), 2000, 40, cv=0.02, true_ratio=1.0)
     n = rounds_to_pass(0.02, 0.97, 0.95)
     fixed = power.decide(cand[:, :n], base[:, :n], Looks(n, n), min_ratio=0.97)
-    assert 0.7 <= fixed.rate(power.PASS) <= 0.9, "about 80 % power at the estimated rounds"
+    assert 0.7 <= fixed.rate(Verdict.PASS) <= 0.9, "about 80 % power at the estimated rounds"

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from orchestrator.analysis.report_model import make_report
-from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS
+from orchestrator.analysis.verdicts import Verdict
 from orchestrator.cli.main import main
 from orchestrator.errors import (
     EXIT_GATE_FAILED,
@@ -80,13 +80,14 @@ def test_medians_ranges_cv_and_ratios(tmp_path):
 
 
 @pytest.mark.parametrize("gates, verdicts, code", [
-    ([{"metric": "throughput", "min_ratio": 1.5}], [PASS], EXIT_OK),
-    ([{"metric": "throughput", "min_ratio": 2.6}], [FAIL], EXIT_GATE_FAILED),
-    ([{"metric": "physics_ms", "max_ratio": 0.6}, {"metric": "physics_ms", "max_ratio": 0.4}], [PASS, FAIL],
-     EXIT_GATE_FAILED),
-    ([{"metric": "throughput", "min_ratio": 1.5, "max_ratio": 1.9}], [INCONCLUSIVE], EXIT_GATE_INCONCLUSIVE),
-    ([{"metric": "d2h_ms", "max_ratio": 1.0}], [FAIL], EXIT_GATE_FAILED),
-    ([{"metric": "update_state.command.compute_ms", "max_ratio": 1.0}], [FAIL], EXIT_GATE_FAILED),
+    ([{"metric": "throughput", "min_ratio": 1.5}], [Verdict.PASS], EXIT_OK),
+    ([{"metric": "throughput", "min_ratio": 2.6}], [Verdict.FAIL], EXIT_GATE_FAILED),
+    ([{"metric": "physics_ms", "max_ratio": 0.6}, {"metric": "physics_ms", "max_ratio": 0.4}],
+     [Verdict.PASS, Verdict.FAIL], EXIT_GATE_FAILED),
+    ([{"metric": "throughput", "min_ratio": 1.5, "max_ratio": 1.9}], [Verdict.INCONCLUSIVE],
+     EXIT_GATE_INCONCLUSIVE),
+    ([{"metric": "d2h_ms", "max_ratio": 1.0}], [Verdict.FAIL], EXIT_GATE_FAILED),
+    ([{"metric": "update_state.command.compute_ms", "max_ratio": 1.0}], [Verdict.FAIL], EXIT_GATE_FAILED),
 ])
 def test_gate_verdicts_and_exit_codes(tmp_path, gates, verdicts, code):
     write_sweep(tmp_path, "ab-20260101T000000", [{"case": None, "side": None, "min_ratio": None,
@@ -108,8 +109,9 @@ def test_a_side_without_ok_runs_fails_its_gate_and_the_run(tmp_path):
         write_run(tmp_path, sweep, f"g1c{i}", "cand", G1, status="failed" if i < 2 else "timeout")
     report = make_report(tmp_path, sweep)
     verdict = {g.case: g for g in report.gates}
-    assert verdict[GO2].verdict == PASS
-    assert verdict[G1].verdict == FAIL and "no ok runs" in verdict[G1].reason and "cand" in verdict[G1].reason
+    assert verdict[GO2].verdict == Verdict.PASS
+    assert verdict[G1].verdict == Verdict.FAIL
+    assert "no ok runs" in verdict[G1].reason and "cand" in verdict[G1].reason
     assert report.counts[G1, "cand"] == (0, 3) and len(report.failures) == 3
     assert report.exit_code == EXIT_RUN_FAILED
     md = to_markdown(report)

@@ -18,7 +18,7 @@ from fakebench.waits import wait_for
 from test_report import GO2, write_go2_runs, write_sweep
 
 from orchestrator.analysis import stats
-from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, GateVerdict, gates_exit_code
+from orchestrator.analysis.verdicts import GateVerdict, Verdict, gates_exit_code
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_INVALID, EXIT_OK
 from orchestrator.store.records import read_record, record_path, write_record
@@ -99,16 +99,17 @@ def test_a_waiver_naming_no_such_verdict_is_invalid_input(root, capsys, args, me
                  "--results", str(root)]) == EXIT_INVALID
 
 
-def verdict(kind: str, waived: str | None = None) -> GateVerdict:
+def verdict(kind: Verdict, waived: str | None = None) -> GateVerdict:
     comparison = stats.Comparison(2.0, math.nan, math.nan, 0.95, math.nan, 3, 3, False)
     return GateVerdict(0, "throughput", GO2, "cand", "<= 1.5x", comparison, kind, "why", waived=waived)
 
 
 def test_the_exit_code_rule():
-    assert gates_exit_code([verdict(FAIL, "ok"), verdict(FAIL, "ok"), verdict(PASS)]) == EXIT_OK
-    assert gates_exit_code([verdict(FAIL, "ok"), verdict(INCONCLUSIVE)]) == EXIT_GATE_INCONCLUSIVE
-    assert gates_exit_code([verdict(FAIL, "ok"), verdict(FAIL), verdict(INCONCLUSIVE)]) == EXIT_GATE_FAILED
-    assert gates_exit_code([replace(verdict(PASS), waived="unused")]) == EXIT_OK
+    passed, failed, undecided = Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE
+    assert gates_exit_code([verdict(failed, "ok"), verdict(failed, "ok"), verdict(passed)]) == EXIT_OK
+    assert gates_exit_code([verdict(failed, "ok"), verdict(undecided)]) == EXIT_GATE_INCONCLUSIVE
+    assert gates_exit_code([verdict(failed, "ok"), verdict(failed), verdict(undecided)]) == EXIT_GATE_FAILED
+    assert gates_exit_code([replace(verdict(passed), waived="unused")]) == EXIT_OK
 
 
 def test_waivers_declared_in_the_yaml(root, capsys):
