@@ -20,11 +20,6 @@ BUILTIN_PLACEHOLDERS: tuple[str, ...] = (
 CASE_PLACEHOLDERS: tuple[str, ...] = ("algo", "task", "sim")
 # The placeholders a ``prepare`` command may use (it runs once per SHA, not per run).
 PREPARE_PLACEHOLDERS: tuple[str, ...] = ("python", "worktree", "sweep_dir")
-# envruntime's default placeholders (its ``ParamsSpec`` keys included), as documented in README.
-PLACEHOLDERS: tuple[str, ...] = (
-    "python", "algo", "task", "sim", "variant", "num_envs", "warmup", "measure",
-    "replay_capacity", "seed", "threads", "stream",
-)
 
 DEFAULT_COMMAND: tuple[str, ...] = (
     "{python}", "-m", "envruntime.bench", "--algo", "{algo}", "--task", "{task}", "--sim", "{sim}",
