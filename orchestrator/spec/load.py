@@ -21,7 +21,6 @@ from orchestrator.errors import SpecError
 from orchestrator.spec import anyrepo
 from orchestrator.spec.anyrepo import placeholders_in
 from orchestrator.spec.bounds import (
-    MAX_BOOTSTRAP_RESAMPLES,
     MAX_LABEL_LENGTH,
     MAX_NAME_LENGTH,
     MAX_REF_LENGTH,
@@ -31,6 +30,7 @@ from orchestrator.spec.bounds import (
     check_finite_floats,
     check_length,
 )
+from orchestrator.spec.deprecated import drop_deprecated
 from orchestrator.spec.overrides import plain_overrides
 from orchestrator.spec.schema import (
     ENVRUNTIME_OPTIONAL,
@@ -60,6 +60,7 @@ def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ())
     """Merge ``raw`` (a loaded YAML, or ``OmegaConf.create(spec_to_dict(...))``) and ``dotlist`` over
     the typed defaults and validate the result."""
     refuse_env_lookups(raw, "the sweep file")
+    dotlist = drop_deprecated(raw, dotlist)
     for name, schema in (("gates", GateSpec), ("waivers", WaiverSpec)):
         items = raw.get(name)
         if isinstance(items, ListConfig):  # omegaconf drops the list index from errors inside list items
@@ -145,10 +146,6 @@ def validate(spec: SweepSpec) -> None:
     if spec.budget_s is not None:
         _check_positive(spec.budget_s, "budget_s")
     _check_positive(spec.timeout_s, "timeout_s")
-    if spec.bootstrap_resamples < 100:
-        raise SpecError(f"must be >= 100, got {spec.bootstrap_resamples}", "bootstrap_resamples")
-    if spec.bootstrap_seed < 0:
-        raise SpecError(f"must be >= 0, got {spec.bootstrap_seed}", "bootstrap_seed")
     _check_positive(spec.drift_threshold, "drift_threshold")
     _check_run_settings(RunSettings(spec.variant, spec.params, spec.env), spec, None)
     if not spec.command:
@@ -179,7 +176,6 @@ def _check_sizes(spec: SweepSpec) -> None:
     check_at_most(spec.repeats, MAX_REPEATS, "repeats")
     if spec.max_repeats is not None:
         check_at_most(spec.max_repeats, MAX_REPEATS, "max_repeats")
-    check_at_most(spec.bootstrap_resamples, MAX_BOOTSTRAP_RESAMPLES, "bootstrap_resamples")
     runs = len(spec.cases) * len(spec.sides) * max(spec.repeats, 0)
     if runs > MAX_RUNS:
         raise SpecError(f"{len(spec.cases)} cases x {len(spec.sides)} sides x {spec.repeats} repeats = "

@@ -166,8 +166,6 @@ class SweepSpec:
     timeout_s: float = 600.0
     continue_on_error: bool = False
     hosts: Any = "one"  # "one", "all" or a list of host ids: where rounds run (dispatch.host_choice)
-    bootstrap_resamples: int = 9999  # unused since verdicts read t-intervals; kept so older records load
-    bootstrap_seed: int = 0  # unused, as bootstrap_resamples
     max_repeats: int | None = None  # adaptive rounds up to this many (default: repeats, a fixed sweep)
     budget_s: float | None = None  # no further adaptive round once the runs took this long (bench wall)
     noise: NoiseMode = NoiseMode.cell

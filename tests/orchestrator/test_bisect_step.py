@@ -20,7 +20,7 @@ def record(outcomes: list[dict] | None = None) -> dict:
             "sides": {"good": {"ref": GOOD}, "cand": {"ref": CAND}}, "order": "interleaved", "order_seed": 0,
             "gates": [{"metric": "throughput", "min_ratio": 0.95, "max_ratio": None, "case": None,
                        "side": None, "confidence": 0.95}],
-            "metrics": ["throughput"], "bootstrap_resamples": 999}
+            "metrics": ["throughput"]}
     return {"sweep_id": "bis.bbbbbbbbbbbb-20260101T000000", "created": "2026-01-01T00:00:00+00:00",
             "status": "finished", "planned_runs": 6, "spec": spec, "outcomes": outcomes or []}
 
