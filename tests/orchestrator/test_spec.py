@@ -199,7 +199,8 @@ def test_bootstrap_keys_are_accepted_with_a_note_and_ignored(repo, tmp_path, cap
     assert "bootstrap_resamples is deprecated and ignored" in notes[0] and "bootstrap_seed" in notes[1]
     assert main(["plan", str(write_yaml(tmp_path, BASE)), "repeats=2"]) == 0
     plain = capsys.readouterr()
-    sides = [[line for line in out.splitlines() if line.startswith("side ")] for out in (plain.out, captured.out)]
+    sides = [[line for line in text.splitlines() if line.startswith("side ")]
+             for text in (plain.out, captured.out)]
     assert plain.err == "" and sides[0] == sides[1] and len(sides[0]) == 2
     spec = load_spec(write_yaml(tmp_path, data))
     assert not hasattr(spec, "bootstrap_resamples") and not hasattr(spec, "bootstrap_seed")
