@@ -23,7 +23,7 @@ from orchestrator.analysis import power
 from orchestrator.analysis.report_model import sweep_comparer
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import Verdict, evaluate_gates
-from orchestrator.spec.schema import GateSpec
+from orchestrator.spec.schema import GateSpec, Order, SweepSpec
 
 CVS = (0.01, 0.015, 0.02, 0.03, 0.05)
 SLOWDOWNS = (0.0, 0.02, 0.03, 0.05, 0.07, 0.10)
@@ -52,7 +52,7 @@ def verdict_time(looks: Looks) -> float:
     runs = pd.DataFrame([{"case": c, "side": s, "repeat": r,
                           "throughput": float(100 * np.exp(rng.normal(0, 0.02)))}
                          for c in cases for s in sides for r in range(looks.last)])
-    spec = {"baseline": "base", "order": "interleaved"}
+    spec = SweepSpec(name="power", baseline="base", cases=cases, order=Order.interleaved)
     started = time.perf_counter()
     verdicts = evaluate_gates([GateSpec(metric="throughput", min_ratio=0.97)], cases, sides,
                               sweep_comparer(spec, runs), looks)

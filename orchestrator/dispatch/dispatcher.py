@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
 
 from distributed import Client, Event, Future, wait
 
@@ -26,7 +25,8 @@ from orchestrator.dispatch.fleet import FleetResult, LostResult, RoundHooks, run
 from orchestrator.dispatch.host_choice import BenchHost, HostsSetting, choose_hosts
 from orchestrator.dispatch.progress import SweepProgress
 from orchestrator.errors import ClusterError, InvalidInputError
-from orchestrator.store.records import OUTCOME_KEYS
+from orchestrator.spec.record import RunOutcome, SweepRecord
+from orchestrator.store.reuse import Reuse
 from orchestrator.worker.bench_task import bench_host_record, execute_run
 
 WORKER_CHECK_INTERVAL_S = 5.0
@@ -36,7 +36,6 @@ CANCELLED_REASON = "cancelled with `shasweep cancel`"
 
 OnConnect = Callable[[str, str | None], None]  # (scheduler address, dashboard URL)
 MoreRuns = Callable[[], list[PlannedRun]]  # the next runs to dispatch once the list is done; [] ends
-Reuse = Callable[[PlannedRun, str], dict | None]  # (run, host id) -> outcome of an earlier run copied in
 
 
 @dataclass
@@ -54,16 +53,14 @@ class SweepOutcome:
     hosts: list[str] = field(default_factory=list)  # host ids the sweep ran on
     requeued: list[str] = field(default_factory=list)  # rounds redone after their host's worker died
 
-    def finished_record(self, record: dict[str, Any]) -> dict[str, Any]:
+    def finished_record(self, record: SweepRecord) -> SweepRecord:
         """``record`` updated with this outcome: host, per-run status, whether it stopped early."""
-        return {
-            **record, "status": "stopped" if self.stopped_early else "finished",
-            "stopped_reason": self.stop_reason, "host": self.host, "dashboard_url": self.dashboard_url,
-            "wall_s": self.wall_s, "ended": datetime.now(UTC).isoformat(timespec="seconds"),
-            "outcomes": [{k: run.get(k) for k in OUTCOME_KEYS} for run in self.runs],
-            "planned_runs": len(self.runs),
-            "hosts": self.hosts, "requeued_rounds": self.requeued,
-        }
+        return replace(
+            record, status="stopped" if self.stopped_early else "finished", stopped_reason=self.stop_reason,
+            host=self.host, dashboard_url=self.dashboard_url, wall_s=self.wall_s,
+            ended=datetime.now(UTC).isoformat(timespec="seconds"),
+            outcomes=tuple(RunOutcome.of(run) for run in self.runs), planned_runs=len(self.runs),
+            hosts=tuple(self.hosts), requeued_rounds=tuple(self.requeued))
 
 
 def run_sweep(

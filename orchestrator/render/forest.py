@@ -10,6 +10,7 @@ from bokeh.models import ColumnDataSource, HoverTool, Span
 from bokeh.plotting import figure
 
 from orchestrator.analysis.verdicts import GateVerdict, Verdict
+from orchestrator.spec.schema import GateSpec
 
 VERDICT_COLORS: dict[Verdict, str] = {Verdict.PASS: "#1a8a3a", Verdict.FAIL: "#c0392b",
                                       Verdict.INCONCLUSIVE: "#c77c00"}
@@ -69,10 +70,11 @@ def _row(verdict: GateVerdict, label: str) -> dict:
             "color": WAIVED_COLOR if waived else VERDICT_COLORS.get(verdict.verdict, "#000")}
 
 
-def gate_bounds(spec_gates: Sequence[dict], verdicts: Sequence[GateVerdict]) -> list[float]:
-    """The min/max ratios of the gates ``verdicts`` came from (``spec_gates``: the record's gates)."""
+def gate_bounds(spec_gates: Sequence[GateSpec], verdicts: Sequence[GateVerdict]) -> list[float]:
+    """The min/max ratios of the gates ``verdicts`` came from (``spec_gates``: the sweep's gates)."""
     found = []
     for index in sorted({v.gate for v in verdicts}):
-        gate = spec_gates[index] if index < len(spec_gates) else {}
-        found += [float(gate[k]) for k in ("min_ratio", "max_ratio") if gate.get(k) is not None]
+        if index < len(spec_gates):
+            gate = spec_gates[index]
+            found += [float(bound) for bound in (gate.min_ratio, gate.max_ratio) if bound is not None]
     return sorted(set(found))

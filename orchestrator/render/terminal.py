@@ -66,12 +66,12 @@ def _sides(report: Report) -> RichTable:
     for name in ("side", "ref", "sha", "variant", "loaded"):
         table.add_column(name, overflow="fold")
     for side in report.sides:
-        info = report.record.get("sides", {}).get(side, {})
-        sha = str(info.get("sha", "-"))
+        info = report.record.side(side)
+        sha = info.sha or "-"
         loaded = report.audit[side]["git_sha"]
         mark = "same" if loaded == sha else loaded[:SHORT_SHA]
         label = f"{side} (baseline)" if side == report.baseline else side
-        table.add_row(label, str(info.get("ref", "-")), sha[:SHORT_SHA], str(info.get("variant", "-")), mark)
+        table.add_row(label, info.ref or "-", sha[:SHORT_SHA], info.variant or "-", mark)
     return table
 
 

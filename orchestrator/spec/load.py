@@ -7,6 +7,7 @@ problem raises ``SpecError`` naming the offending key, e.g. ``params.num_envs: m
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Iterator
@@ -43,8 +44,8 @@ from orchestrator.spec.schema import (
     WaiverSpec,
 )
 
-__all__ = ["load_spec", "spec_from_config", "side_settings", "parse_case", "placeholders_in", "validate",
-           "spec_to_dict"]
+__all__ = ["load_spec", "spec_from_config", "revalidated", "side_settings", "parse_case", "placeholders_in",
+           "validate"]
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -57,8 +58,7 @@ def load_spec(path: str | Path, dotlist: list[str] | tuple[str, ...] = ()) -> Sw
 
 
 def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
-    """Merge ``raw`` (a loaded YAML, or ``OmegaConf.create(spec_to_dict(...))``) and ``dotlist`` over
-    the typed defaults and validate the result."""
+    """Merge ``raw`` (a loaded YAML) and ``dotlist`` over the typed defaults and validate the result."""
     refuse_env_lookups(raw, "the sweep file")
     dotlist = drop_deprecated(raw, dotlist)
     for name, schema in (("gates", GateSpec), ("waivers", WaiverSpec)):
@@ -72,6 +72,14 @@ def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ())
     spec: SweepSpec = OmegaConf.to_object(merged)  # type: ignore[assignment]
     validate(spec)
     return spec
+
+
+def revalidated(spec: SweepSpec) -> SweepSpec:
+    """A validated copy of a recorded ``spec`` (``spec.record.spec_from_json`` types it without the
+    checks), before anything it says runs again."""
+    checked = copy.deepcopy(spec)
+    validate(checked)
+    return checked
 
 
 def side_settings(spec: SweepSpec, label: str) -> RunSettings:
@@ -223,11 +231,6 @@ def check_waiver(waiver: WaiverSpec, spec: SweepSpec, key: str | None) -> None:
     if not any(g.case in (None, waiver.case) and g.side in (None, *sides) for g in gates):
         which = f"gate {waiver.gate} does not check" if waiver.gate is not None else "no gate checks"
         raise SpecError(f"{which} case {waiver.case!r} on side {' or '.join(map(repr, sides))}", key)
-
-
-def spec_to_dict(spec: SweepSpec) -> dict[str, Any]:
-    """Plain JSON-able form of a validated spec (enums as their values)."""
-    return OmegaConf.to_container(OmegaConf.structured(spec), enum_to_str=True)  # type: ignore[return-value]
 
 
 def _check_run_settings(settings: RunSettings, spec: SweepSpec, where: str | None) -> None:

@@ -181,6 +181,16 @@ class SweepSpec:
     audit_modules: list[str] = field(default_factory=list)  # must be imported from the SHA's worktree
     prepare: list[list[str]] = field(default_factory=list)  # argvs run once per new worktree
 
+    @property
+    def max_rounds(self) -> int:
+        """The most rounds the sweep may run: ``max_repeats``, or ``repeats`` for a fixed sweep."""
+        return max(self.repeats, self.max_repeats or self.repeats)
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether rounds after ``repeats`` run while a gate is undecided (``dispatch.adaptive``)."""
+        return self.max_rounds > self.repeats
+
 
 @dataclass
 class RunSettings:

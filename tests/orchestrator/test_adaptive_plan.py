@@ -17,7 +17,7 @@ from orchestrator.analysis.noise_history import earlier_noise, rounds_to_pass
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import Verdict
 from orchestrator.cli.main import main
-from orchestrator.plan.expand import adaptive_plan, build_plan, max_repeats, resolve_sweep
+from orchestrator.plan.expand import adaptive_plan, build_plan, resolve_sweep
 from orchestrator.spec.load import load_spec
 
 GO2 = "sac/go2_joystick_flat/mujoco"
@@ -39,7 +39,7 @@ def sweep_file(tmp_path, monkeypatch):
 def test_the_added_rounds_extend_the_design_round_by_round(sweep_file, order):
     resolved = resolve_sweep(load_spec(sweep_file, [f"order={order}", "max_repeats=5"]), Path.cwd())
     first, extra = build_plan(resolved, "ad-1"), adaptive_plan(resolved, "ad-1")
-    assert max_repeats(resolved.spec) == 5 and len(first) == 2 * 2 * 2 and len(extra) == 2 * 2 * 3
+    assert resolved.spec.max_rounds == 5 and len(first) == 2 * 2 * 2 and len(extra) == 2 * 2 * 3
     assert [r.repeat for r in extra] == sorted(r.repeat for r in extra), "round by round"
     assert [r.order for r in first + extra] == list(range(len(first) + len(extra)))
     keys = {r.run_key for r in first + extra}
@@ -49,7 +49,7 @@ def test_the_added_rounds_extend_the_design_round_by_round(sweep_file, order):
     assert [r.run_key for r in again] == [r.run_key for r in extra], "deterministic: resume finds them"
     fixed = resolve_sweep(load_spec(sweep_file, [f"order={order}"]), Path.cwd())
     assert [r.run_key for r in build_plan(fixed, "ad-1")] == [r.run_key for r in first]
-    assert adaptive_plan(fixed, "ad-1") == [] and max_repeats(fixed.spec) == 2
+    assert adaptive_plan(fixed, "ad-1") == [] and fixed.spec.max_rounds == 2
 
 
 def test_plan_prints_min_and_max_runs(sweep_file, capsys):
