@@ -91,6 +91,14 @@ def violations(package: Path = PACKAGE) -> list[str]:
     return wrong
 
 
+def test_only_the_command_line_parses_arguments() -> None:
+    """Below ``cli`` a sweep is driven by typed options (``session``), never an ``argparse.Namespace``."""
+    users = [str(path.relative_to(ROOT)) for path in sorted(PACKAGE.rglob("*.py"))
+             if group_of(module_name(path)) != "cli"
+             and any(target == "argparse" for _, target in imported_modules(path))]
+    assert users == []
+
+
 def test_every_group_is_in_the_table() -> None:
     groups = {group_of(module_name(p)) for p in PACKAGE.rglob("*.py")}
     assert groups <= set(ALLOWED), f"add these groups to ALLOWED and docs/design.md: {groups - set(ALLOWED)}"
