@@ -29,7 +29,8 @@ class Capability(enum.Flag):
     CONTROL_CHANNEL = enum.auto()  # the worker can pace the bench step by step (lockstep)
     AUDIT_FIELDS = enum.auto()  # the bench reports what it loaded (header audit: git_sha, module file)
     MANY_CASES = enum.auto()  # one bench run measures many cases (benchmark suites)
-    MEASURE_PARAM = enum.auto()  # the worker itself runs ``params.measure`` measured steps
+    MEASURE_PARAM = enum.auto()  # the worker itself runs ``params.warmup`` + ``params.measure`` steps
+    RESULT_DOCUMENT = enum.auto()  # reads one document the bench writes to {result}, mapped by ``json:``
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,8 @@ def _v1(mapping: Mapping[str, object]) -> ProtocolInfo:
 def _json(mapping: Mapping[str, object]) -> ProtocolInfo:
     phases, metrics = mapping.get("phases") or {}, mapping.get("metrics") or {}
     window = Capability.THROUGHPUT_WINDOW if mapping.get("measure_wall_s") else Capability.NONE
-    return ProtocolInfo("json", window, phases=tuple(phases), metrics=tuple(metrics))  # type: ignore[arg-type]
+    return ProtocolInfo("json", Capability.RESULT_DOCUMENT | window, phases=tuple(phases),  # type: ignore[arg-type]
+                        metrics=tuple(metrics))  # type: ignore[arg-type]
 
 
 def _time(mapping: Mapping[str, object]) -> ProtocolInfo:

@@ -16,7 +16,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from orchestrator.capabilities import describe
+from orchestrator.capabilities import Capability, describe
 from orchestrator.errors import SpecError
 from orchestrator.spec.schema import (
     BUILTIN_PLACEHOLDERS,
@@ -88,9 +88,9 @@ def bench_argv(command: list[str] | tuple[str, ...], params: dict[str, Any]) -> 
 
 def check_generic_params(params: dict[str, Any], protocol: Protocol) -> list[tuple[str, str]]:
     """(key, problem) for the params the orchestrator itself reads: ``threads``, and ``warmup`` and
-    ``measure`` of protocol time."""
+    ``measure`` where the worker runs the steps itself (protocol time)."""
     counts = {"threads": 0}
-    if protocol is Protocol.time:
+    if describe(protocol.value).has(Capability.MEASURE_PARAM):
         counts |= {"warmup": 0, "measure": 1}
     problems = []
     for name, minimum in counts.items():
@@ -159,21 +159,22 @@ def check_command(spec: SweepSpec, params_by_side: dict[str, dict[str, Any]]) ->
                                     f"(set params.{name}, or use one of "
                                     + ", ".join(f"{{{p}}}" for p in BUILTIN_PLACEHOLDERS + CASE_PLACEHOLDERS)
                                     + ")", key)
-    if spec.protocol is Protocol.json and "result" not in used:
-        raise SpecError("protocol json reads the document the bench writes to {result}, but the command "
-                        "never passes {result} to it", "command")
+    if describe(spec.protocol.value).has(Capability.RESULT_DOCUMENT) and "result" not in used:
+        raise SpecError(f"protocol {spec.protocol.value} reads the document the bench writes to {{result}}, "
+                        "but the command never passes {result} to it", "command")
 
 
 def check_protocol(spec: SweepSpec) -> None:
-    """``json`` given exactly for protocol json, with valid paths and names."""
-    if spec.protocol is not Protocol.json:
+    """``json`` given exactly for a protocol that maps a result document (json), with valid paths and
+    names."""
+    if not describe(spec.protocol.value).has(Capability.RESULT_DOCUMENT):
         if spec.json is not None:
             raise SpecError(f"a json block maps a protocol json document; this sweep's protocol is "
                             f"{spec.protocol.value}", "json")
         return
     if spec.json is None:
-        raise SpecError("protocol json needs a json block: {throughput: <dotted path>, phases: {...}}",
-                        "json")
+        raise SpecError(f"protocol {spec.protocol.value} needs a json block: {{throughput: <dotted path>, "
+                        "phases: {...}}", "json")
     paths = {"json.throughput": spec.json.throughput}
     paths |= {f"json.phases.{name}": path for name, path in spec.json.phases.items()}
     paths |= {f"json.metrics.{name}": path for name, path in spec.json.metrics.items()}
