@@ -201,9 +201,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _describe_worker(address: str | None) -> str:
-    """``tcp://... (pid 12, CPUs 0-3)``: what a refused worker's error says of this one."""
-    where = f"{address} " if address else ""
-    return f"{where}(pid {os.getpid()}, CPUs {format_cpus(os.sched_getaffinity(0))})"
+    """``tcp://... (pid 12, CPUs 0-3)``, before it has an address ``pid 12, CPUs 0-3``: how a refused
+    worker's error names a worker."""
+    me = f"pid {os.getpid()}, CPUs {format_cpus(os.sched_getaffinity(0))}"
+    return f"{address} ({me})" if address else me
 
 
 async def serve_scheduler(config: SchedulerConfig) -> None:
