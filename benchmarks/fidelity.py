@@ -9,6 +9,9 @@ the truth or an independent tool, measured in one run on this machine.
 3. Peak RSS of a ~13 MiB and a ~500 MiB bench: shasweep's ``bench_max_rss_mib`` (and where it came
    from, ``rss_source``) against ``/usr/bin/time -v``'s maximum resident set size of the same command
    (target: within 5 %).
+4. The launch itself (``worker.proc.launch`` of ``true``): what the launch helper costs before the
+   bench starts (outside every measured window) and the wall the helper measures for ``true`` (spawn
+   to reap: all a launch adds inside a measured window).
 
 Each sweep has ``repeats`` interleaved rounds (default 5; the medians are over them). Run it on an
 idle machine for figures; ``--smoke`` runs a short version that only proves the script works.
@@ -25,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -93,6 +97,21 @@ def gnu_time_rss_mib(argv: list[str], cwd: Path) -> float:
     return int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", report).group(1)) / 1024
 
 
+def launch_costs(root: Path, times: int) -> tuple[float, float]:
+    """Median ms of (launch call until the bench runs, the measured wall of ``true``)."""
+    from orchestrator.worker.proc import launch
+
+    starts, walls = [], []
+    for _ in range(times):
+        began = time.perf_counter()
+        proc = launch(["true"], cwd=root, env=dict(os.environ), stdout_path=root / "out",
+                      stderr_path=root / "err")
+        starts.append((time.perf_counter() - began) * 1000)
+        proc.wait()
+        walls.append(proc.usage.wall_s * 1000)
+    return statistics.median(starts), statistics.median(walls)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -136,6 +155,10 @@ def main() -> None:
             print(f"3. peak RSS of the ~{mib} MiB bench: shasweep {ours:.1f} MiB ({sources}), "
                   f"/usr/bin/time -v {reference:.1f} MiB, ratio {ours / reference:.4f} (target 1.0 +- 5 %) "
                   f"{verdict(ours / reference, 1.0, 0.05, args.smoke)}")
+
+        start_ms, true_ms = launch_costs(Path(tmp), 5 if args.smoke else 50)
+        print(f"4. launch: {start_ms:.1f} ms before the bench starts (outside the measured window); "
+              f"`true` measured at {true_ms:.2f} ms wall (spawn to reap)")
 
 
 if __name__ == "__main__":
