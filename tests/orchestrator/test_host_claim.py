@@ -5,14 +5,12 @@ has several (workers the tool did not start)."""
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import subprocess
 import sys
-from contextlib import ExitStack
 
 import pytest
 from distributed import Client, LocalCluster
+from test_entrypoints import serving, shasweep_argv
 
 from orchestrator.dispatch.cluster import BENCH_RESOURCE
 from orchestrator.dispatch.host_choice import choose_hosts
@@ -22,51 +20,32 @@ from orchestrator.worker.host_claim import HostClaim, HostTakenError
 START_S = 120.0
 
 
-def shasweep(*args: str, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "orchestrator.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
+def test_a_second_worker_with_a_held_host_id_is_refused_naming_both(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHASWEEP_HOST_ID", "one-host")
+    monkeypatch.setenv("SHASWEEP_LOCK_DIR", str(tmp_path / "locks"))
+    scheduler_argv = shasweep_argv("scheduler", "--port", "0", "--dashboard-address", "127.0.0.1:0")
+    with serving(scheduler_argv, tmp_path / "scheduler.log") as scheduler:
+        first_argv = shasweep_argv("worker", scheduler.address, "--cpus", "0")
+        with serving(first_argv, tmp_path / "first.log") as first:
+            refused(first, scheduler.address)
 
 
-def first_line(proc: subprocess.Popen, starts: str) -> str:
-    """The first stdout line of ``proc`` starting with ``starts`` (its own announcement)."""
-    for line in proc.stdout:
-        if line.startswith(starts):
-            return line
-    pytest.fail(f"no line starting {starts!r}; exit {proc.wait()}: {proc.stderr.read()}")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def test_a_second_worker_with_a_held_host_id_is_refused_naming_both(tmp_path):
-    env = {"SHASWEEP_HOST_ID": "one-host", "SHASWEEP_LOCK_DIR": str(tmp_path / "locks"),
-           "SHASWEEP_HOME": str(tmp_path / "home")}
-    with ExitStack() as stack:
-        scheduler = shasweep("scheduler", "--port", "0", "--dashboard-address", "127.0.0.1:0", env=env)
-        stack.callback(stop, scheduler)
-        address = first_line(scheduler, "shasweep scheduler at ").split()[3].rstrip(",")
-        first = shasweep("worker", address, "--cpus", "0", env=env)
-        stack.callback(stop, first)
-        first_address = first_line(first, "shasweep worker at ").split()[3]
-        second = shasweep("worker", address, "--cpus", "1", env=env)
-        stack.callback(stop, second)
-        try:
-            _, err = second.communicate(timeout=START_S)
-        except subprocess.TimeoutExpired:
-            pytest.fail("the second worker with the same host id was not refused")
-        assert second.returncode == EXIT_INVALID
-        assert len(err.strip().splitlines()) == 1, err
-        assert f"host id 'one-host' is already held by the live bench worker {first_address} " \
-               f"(pid {first.pid}, CPUs 0)" in err
-        assert f"this worker (pid {second.pid}, CPUs 1) is refused" in err
-        assert first.poll() is None, "the first worker keeps serving"
+def refused(first, scheduler: str) -> None:
+    """A second worker of ``first``'s host id, on CPU 1, exits 2 with one line naming both."""
+    second = subprocess.Popen(shasweep_argv("worker", scheduler, "--cpus", "1"), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = second.communicate(timeout=START_S)
+    except subprocess.TimeoutExpired:
+        second.kill()
+        second.wait()
+        pytest.fail("the second worker with the same host id was not refused")
+    assert second.returncode == EXIT_INVALID
+    assert len(err.strip().splitlines()) == 1, err
+    assert f"host id 'one-host' is already held by the live bench worker {first.address} " \
+           f"(pid {first.proc.pid}, CPUs 0)" in err
+    assert f"this worker (pid {second.pid}, CPUs 1) is refused" in err
+    assert first.proc.poll() is None, "the first worker keeps serving"
 
 
 def test_the_claim_is_free_again_once_its_holder_is_gone(tmp_path, monkeypatch):
