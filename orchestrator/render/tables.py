@@ -45,9 +45,18 @@ def summary_lines(report: Report) -> list[str]:
         f"{report.missing} not run, {len(report.disturbed)} disturbed",
         *_adaptive_line(rec),
         *_protocol_line(spec),
-        f"peak RSS from: {_per_side(report, 'rss_source')} (rusage: the kernel's peak of the bench and its "
-        "waited-for children; VmHWM: sampled; bench: its own report)",
+        _rss_line(report),
     ]
+
+
+def _rss_line(report: Report) -> str:
+    """Where the runs' peak RSS came from (``rss_source``)."""
+    sources = _per_side(report, "rss_source")
+    if sources == "-":
+        return ("peak RSS from: not recorded (no run has rss_source; in rows written before it, "
+                "bench_max_rss_mib is the launching worker's high-water mark, not the bench's)")
+    return (f"peak RSS from: {sources} (rusage: the kernel's peak of the bench and its waited-for "
+            "children; VmHWM: sampled from /proc; bench: its own report; none: no figure)")
 
 
 def _protocol_line(spec: dict) -> list[str]:
