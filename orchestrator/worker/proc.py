@@ -100,7 +100,8 @@ class BenchProcess:
         self._pending += chunk
         if b"\n" in self._pending:
             self._finish(json.loads(self._pending.split(b"\n", 1)[0]))
-        elif not chunk:  # the helper died without reporting: the bench's fate is unknown
+        elif not chunk:  # the helper died without reporting: end the bench, whose fate is unknown
+            self.signal_group(signal.SIGKILL)
             self.returncode = -signal.SIGKILL
             self._close_helper()
 
