@@ -58,13 +58,11 @@ class DirectEnv:
     variant = "direct"
     manager_names: tuple[str, ...] = ()
 
-    def __init__(self, cfg: DirectCfg, backend: Backend, num_envs: int, keyframe: str) -> None:
-        if num_envs != backend.num_envs:
-            raise ValueError(f"num_envs {num_envs} does not match the backend's {backend.num_envs}")
+    def __init__(self, cfg: DirectCfg, backend: Backend, keyframe: str) -> None:
         info = backend.info
         if keyframe not in info.keyframes:
             raise ValueError(f"model {info.xml_path.name} has no keyframe {keyframe!r}")
-        n = num_envs
+        n = backend.num_envs
         self.cfg, self.backend, self.num_envs = cfg, backend, n
         self.step_dt = info.timestep * cfg.decimation
         self.max_episode_length = max(1, round(cfg.episode_length_s / self.step_dt))

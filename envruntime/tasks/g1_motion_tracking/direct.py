@@ -202,9 +202,9 @@ class G1MotionTrackingDirectEnv(DirectEnv):
     task = "g1_motion_tracking"
     cfg: G1MotionTrackingCfg
 
-    def __init__(self, cfg: G1MotionTrackingCfg, backend: Backend, num_envs: int) -> None:
-        super().__init__(cfg, backend, num_envs, HOME_KEYFRAME)
-        info, n = backend.info, num_envs
+    def __init__(self, cfg: G1MotionTrackingCfg, backend: Backend) -> None:
+        super().__init__(cfg, backend, HOME_KEYFRAME)
+        info, n = backend.info, self.num_envs
         clip = load_clip(cfg.clip_path)
         self.ref = ref = MotionReference.resolve(info, clip, cfg.anchor_body, cfg.root_body, self.step_dt)
         self.noise = ResetNoise.from_ranges(cfg.pose_range, cfg.velocity_range, cfg.joint_position_range)

@@ -178,8 +178,8 @@ class G1WalkDirectEnv(VelocityDirectEnv):
     task = "g1_walk_flat"
     cfg: p.G1WalkCfg
 
-    def __init__(self, cfg: p.G1WalkCfg, backend: Backend, num_envs: int) -> None:
-        super().__init__(cfg, backend, num_envs, HOME_KEYFRAME)
+    def __init__(self, cfg: p.G1WalkCfg, backend: Backend) -> None:
+        super().__init__(cfg, backend, HOME_KEYFRAME)
         info = backend.info
         nj = len(info.joint_names)
         if nj != info.nu or POLICY_DIM != 9 + 3 * nj + 3:
@@ -205,8 +205,8 @@ class G1WalkDirectEnv(VelocityDirectEnv):
         self.cmd_params = np.array(
             [cfg.heading_stiffness, cfg.ang_vel_z[0], cfg.ang_vel_z[1], cfg.contact_threshold, self.step_dt]
         )
-        self.air_stamp = np.full(num_envs, -1, dtype=np.int64)
-        self.air_time = np.zeros((num_envs, NUM_FEET))
+        self.air_stamp = np.full(self.num_envs, -1, dtype=np.int64)
+        self.air_time = np.zeros((self.num_envs, NUM_FEET))
         self._init_observations(self.proprioceptive_noise(), CRITIC_DIM)
 
     def _post_physics(self) -> None:

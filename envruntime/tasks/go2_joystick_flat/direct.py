@@ -154,8 +154,8 @@ class Go2JoystickDirectEnv(VelocityDirectEnv):
     task = "go2_joystick_flat"
     cfg: Go2JoystickCfg
 
-    def __init__(self, cfg: Go2JoystickCfg, backend: Backend, num_envs: int) -> None:
-        super().__init__(cfg, backend, num_envs, HOME_KEYFRAME)
+    def __init__(self, cfg: Go2JoystickCfg, backend: Backend) -> None:
+        super().__init__(cfg, backend, HOME_KEYFRAME)
         nj = len(self.qadr)
         self.cols = self.sensor_cols([BASE.linvel, BASE.gyro, BASE.quat])
         self.feet = np.stack(
