@@ -32,7 +32,7 @@ NO_NOISE = {"pose_range": {}, "velocity_range": {}, "joint_position_range": (0.0
 
 
 def _env(variant: str, n: int, cfg: G1MotionTrackingCfg, sim: str = "mujoco") -> VecEnv:
-    return FACTORIES[variant](make_backend(sim, XML_PATH, n, threads=1), n, cfg)
+    return FACTORIES[variant](make_backend(sim, XML_PATH, n, threads=1), cfg)
 
 
 @pytest.mark.parametrize("variant", ["manager", "direct"])

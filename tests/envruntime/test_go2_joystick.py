@@ -17,7 +17,7 @@ FACTORIES = {"manager": make_manager_env, "direct": make_direct_env}
 
 def _pair(cfg: Go2JoystickCfg, n: int = N) -> list:
     return [
-        FACTORIES[v](MujocoBackend(XML_PATH, num_envs=n, threads=1), n, cfg) for v in ("manager", "direct")
+        FACTORIES[v](MujocoBackend(XML_PATH, num_envs=n, threads=1), cfg) for v in ("manager", "direct")
     ]
 
 
