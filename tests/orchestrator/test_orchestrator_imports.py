@@ -28,7 +28,8 @@ ALLOWED: dict[str, set[str]] = {
     "dispatch": {"plan", "worker", "store", "spec", "analysis", "dashboard", "contract"} | BASE,
     "analysis": {"store", "spec", "contract"} | BASE,  # and MODULE_EXCEPTIONS
     "render": {"analysis", "store", "spec", "contract"} | BASE,
-    "cli": {"spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard", "contract"} | BASE,
+    "cli": {"spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard",
+            "contract"} | BASE,
     "__init__": set(),
 }
 # group -> single modules of another group it may import besides ALLOWED.
