@@ -33,7 +33,7 @@ class BenchHost:
     host id when it is gone, e.g. after a supervisor or nanny restarted the worker at a new address)."""
 
     host_id: str
-    workers: tuple[str, ...]
+    workers: tuple[str, ...]  # one address (a host is one worker), as Dask's ``workers=`` takes it
 
     def submit(self, client: Client, func: Callable, *args: object, key: str, **kwargs: object) -> Future:
         """Submit ``func`` to this host's bench workers only, under a key no other client can share."""
