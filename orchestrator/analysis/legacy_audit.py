@@ -25,7 +25,7 @@ def apply_audit(runs: pd.DataFrame, record: SweepRecord | None = None) -> pd.Dat
         return runs
     sides = {label: side.planned() for label, side in record.sides.items()} if record else {}
     spec = record.spec if record else None
-    options = (audit_options(spec.audit_modules, spec.protocol.value, spec.command) if spec
+    options = (audit_options(spec.audit_modules or [], spec.protocol.value, spec.command) if spec
                else audit_options([], None, None))
     audited = runs.copy()
     stored = (audited["audited"].fillna(False).astype(bool) if "audited" in audited

@@ -16,6 +16,7 @@ from bokeh.model import Model
 
 from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import Report
+from orchestrator.capabilities import describe_stored
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
 from orchestrator.render import host_section
 from orchestrator.render.forest import forest_plot, gate_bounds
@@ -35,7 +36,7 @@ from orchestrator.render.tables import (
 from orchestrator.render.terminal import SHORT_SHA, report_verdict_line
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 from orchestrator.spec.anyrepo import is_envruntime_command
-from orchestrator.spec.schema import Protocol, SweepSpec
+from orchestrator.spec.schema import SweepSpec
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import read_runs, steps_dir
 
@@ -65,9 +66,11 @@ def timeline_phase(steps: pd.DataFrame) -> str | None:
 
 
 def throughput_label(spec: SweepSpec) -> str:
-    """The throughput axis: envruntime's env steps, protocol time's runs, else the bench's own unit."""
-    if spec.protocol == Protocol.time:
-        return "throughput (runs / s)"
+    """The throughput axis: the protocol's unit (protocol time: runs), envruntime's env steps, else the
+    bench's own unit."""
+    unit = describe_stored(spec.protocol.value).throughput_unit
+    if unit is not None:
+        return f"throughput ({unit} / s)"
     if is_envruntime_command(spec.command):
         return "throughput (env steps / s)"
     return "throughput (as the bench reports it, per s)"

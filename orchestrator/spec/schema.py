@@ -1,7 +1,7 @@
 """The sweep YAML's schema as omegaconf structured configs: plain dataclasses with their defaults.
 
 Loading, overrides and validation are ``orchestrator.spec.load``'s job; this module holds only the
-shapes and the defaults (README, "Sweep YAML reference").
+shapes and the defaults (docs/sweep-yaml.md, "Every key").
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import Any
 from omegaconf import MISSING
 
 # Placeholders every command may use; every ``params.<name>`` is one too, and ``{algo} {task} {sim}``
-# are the parts of a case of the form ``algo/task/sim`` (README, "Benchmarking your own repository").
+# are the parts of a case of the form ``algo/task/sim``
+# (docs/sweep-yaml.md, "The command and its placeholders").
 BUILTIN_PLACEHOLDERS: tuple[str, ...] = (
     "python", "stream", "result", "worktree", "sweep_dir", "case", "variant", "threads",
 )
@@ -139,11 +140,12 @@ class JsonMapping:
     phases: dict[str, str] = field(default_factory=dict)  # <name>_ms -> path
     metrics: dict[str, str] = field(default_factory=dict)  # any other number: column name -> path
     versions: str | None = None  # path to an object {package: version} the bench reports
+    measure_wall_s: str | None = None  # path to the measured window's seconds (the throughput cross-check)
 
 
 @dataclass
 class SweepSpec:
-    """A whole sweep as written in YAML (see README, "Sweep YAML reference")."""
+    """A whole sweep as written in YAML (docs/sweep-yaml.md, "Every key")."""
 
     name: str = MISSING
     repo: str | None = None  # default: the git repository the command runs in
@@ -178,7 +180,9 @@ class SweepSpec:
     known: KnownNames = field(default_factory=KnownNames)
     protocol: Protocol = Protocol.v1
     json: JsonMapping | None = None  # required for (and only for) protocol: json
-    audit_modules: list[str] = field(default_factory=list)  # must be imported from the SHA's worktree
+    # must be imported from the SHA's worktree; unset: the protocol's default (json, time: every package
+    # of the worktree's pythonpath directories the bench imported); []: no module audit
+    audit_modules: list[str] | None = None
     prepare: list[list[str]] = field(default_factory=list)  # argvs run once per new worktree
 
     @property
