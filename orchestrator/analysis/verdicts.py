@@ -45,6 +45,7 @@ class Verdict(StrEnum):
 
 PAIRED_ORDERS: tuple[str, ...] = ("interleaved", "randomized")
 POWER = 0.8  # of the minimum detectable change
+MAX_LOG_CHANGE = 700.0  # exp() of more overflows a float: such a change is reported as infinite
 
 
 @dataclass(frozen=True)
@@ -255,8 +256,8 @@ def detectable(comparison: stats.Comparison, gate: GateSpec, max_rounds: int | N
     from scipy import stats as sps
 
     alpha = 1 - comparison.confidence
-    mde = math.expm1((sps.t.ppf(1 - alpha / 2, comparison.df) + sps.t.ppf(POWER, comparison.df))
-                     * comparison.se)
+    log_mde = (sps.t.ppf(1 - alpha / 2, comparison.df) + sps.t.ppf(POWER, comparison.df)) * comparison.se
+    mde = math.expm1(log_mde) if log_mde < MAX_LOG_CHANGE else math.inf  # e.g. df 1 at a late look
     late_alpha = (1 - gate.confidence) / max_rounds if max_rounds else alpha
     distance = min(abs(comparison.center - math.log(value)) for _, value in _bounds(gate))
     n = min(comparison.n_candidate, comparison.n_baseline)

@@ -102,6 +102,15 @@ def test_every_verdict_says_what_it_could_detect():
     assert clear.verdict == Verdict.FAIL and clear.rounds_needed is None and clear.mde is not None
 
 
+def test_an_undetectable_change_is_infinite_not_an_error():
+    """Two rounds (df 1) read at a late look's confidence: the MDE overflows a float; it is reported
+    as infinite and the gate still gets its verdict."""
+    gate = GateSpec(metric="throughput", min_ratio=0.999, max_ratio=1.001, confidence=0.99999)
+    result = verdict([93.0, 101.0], gate, base=[100.0, 99.0])
+    assert result.verdict == Verdict.INCONCLUSIVE and result.comparison.df == 1
+    assert result.mde == math.inf and format_detectable(result).startswith("MDE inf%")
+
+
 def test_an_adaptive_verdict_is_its_first_deciding_look_at_a_spent_confidence():
     rng = np.random.default_rng(2)
     base = list(100 * np.exp(rng.normal(0, 0.01, 12)))
