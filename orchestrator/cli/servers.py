@@ -5,7 +5,8 @@ dashboard). The worker is one plain Dask ``Worker`` (no Nanny, so the process th
 the process that runs the bench tasks; a supervisor such as Compose's ``restart`` brings it back):
 one thread, resource ``GPU=1``, pinned to ``--cpus`` (every thread of the process; the bench
 process inherits it) and to ``--gpu`` (``CUDA_VISIBLE_DEVICES``), with Dask's statistical profiler
-off. It records its host on start, logs it, and publishes it to the scheduler's board.
+off. It claims its host id first (one live worker per host id, ``worker.host_claim``), records its
+host on start, logs it, and publishes it to the scheduler's board.
 
 Both bind to 127.0.0.1 unless told otherwise, and stop cleanly on SIGINT or SIGTERM.
 """
@@ -24,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.dispatch import cluster_credentials
 from orchestrator.dispatch.cluster import (
     BENCH_RESOURCE,
     BENCH_SCHEDULER_CONFIG,
@@ -33,11 +33,12 @@ from orchestrator.dispatch.cluster import (
     LOCALHOST,
     check_scheduler_address,
 )
+from orchestrator.dispatch.tls import TLSFiles
 from orchestrator.errors import InvalidInputError
-from orchestrator.worker.hostinfo import collect_host, format_cpus, parse_cpus
+from orchestrator.worker.host_claim import HostClaim
+from orchestrator.worker.hostinfo import collect_host, format_cpus, host_id, parse_cpus
 
 if TYPE_CHECKING:
-    from distributed import Security
     from distributed.core import Server
 
 DEFAULT_SCHEDULER_PORT = 8786
@@ -46,22 +47,6 @@ _GPU_LIST = re.compile(r"[A-Za-z0-9-]+(,[A-Za-z0-9-]+)*\Z")  # indices or GPU UU
 _RESOURCE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 logger = logging.getLogger("shasweep")
-
-
-@dataclass(frozen=True)
-class TLSFiles:
-    """One CA and this process's certificate and key, for every connection it makes or accepts."""
-
-    ca_file: Path
-    cert: Path
-    key: Path
-
-    def security(self, role: str) -> Security:
-        """Dask ``Security`` for ``role`` (scheduler, worker or client), encryption required."""
-        from distributed import Security
-
-        return Security(require_encryption=True, tls_ca_file=str(self.ca_file),
-                        **{f"tls_{role}_cert": str(self.cert), f"tls_{role}_key": str(self.key)})
 
 
 @dataclass(frozen=True)
@@ -97,23 +82,6 @@ def add_tls_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-ca-file", type=Path, metavar="PATH", help="CA certificate (PEM); enables TLS")
     parser.add_argument("--tls-cert", type=Path, metavar="PATH", help="this process's certificate (PEM)")
     parser.add_argument("--tls-key", type=Path, metavar="PATH", help="this process's private key (PEM)")
-
-
-def client_security(args: argparse.Namespace, scheduler: str | None) -> Security | None:
-    """The client's Dask ``Security`` for ``scheduler`` from the TLS options: required for a
-    ``tls://`` scheduler (but for an embedded cluster of this user's), refused for any other."""
-    tls = tls_files(args)
-    if tls is None:
-        own = cluster_credentials.security_for(scheduler) if scheduler is not None else None
-        if own is not None:  # an embedded cluster of this user's (one bisect shares between its steps)
-            return own
-        if scheduler is not None and scheduler.startswith("tls://"):
-            raise InvalidInputError(f"the scheduler {scheduler} speaks TLS: give --tls-ca-file, --tls-cert "
-                                    "and --tls-key (a client certificate the scheduler's CA signed)")
-        return None
-    if scheduler is None or not scheduler.startswith("tls://"):
-        raise InvalidInputError(f"--tls-* options need --scheduler tls://HOST:PORT, got {scheduler!r}")
-    return tls.security("client")
 
 
 def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -189,12 +157,24 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    """Pin this process, then run the bench worker until SIGINT/SIGTERM or its scheduler goes away."""
+    """Pin this process, claim its host id (``worker.host_claim``: refused when a live worker holds
+    it), then run the bench worker until SIGINT/SIGTERM or its scheduler goes away."""
     config = worker_config(args)
     _configure_logging()
     pin_process(config.cpus, config.gpu)
-    asyncio.run(serve_worker(config))
+    claim = HostClaim(host_id(), _describe_worker(None))
+    try:
+        asyncio.run(serve_worker(config, claim))
+    finally:
+        claim.release()
     return 0
+
+
+def _describe_worker(address: str | None) -> str:
+    """``tcp://... (pid 12, CPUs 0-3)``, before it has an address ``pid 12, CPUs 0-3``: how a refused
+    worker's error names a worker."""
+    me = f"pid {os.getpid()}, CPUs {format_cpus(os.sched_getaffinity(0))}"
+    return f"{address} ({me})" if address else me
 
 
 async def serve_scheduler(config: SchedulerConfig) -> None:
@@ -218,7 +198,7 @@ async def serve_scheduler(config: SchedulerConfig) -> None:
     await _serve(scheduler, started)
 
 
-async def serve_worker(config: WorkerConfig) -> None:
+async def serve_worker(config: WorkerConfig, claim: HostClaim) -> None:
     import dask
     from distributed import Worker
 
@@ -235,6 +215,7 @@ async def serve_worker(config: WorkerConfig) -> None:
     )
 
     def started(server: Server) -> None:
+        claim.note(_describe_worker(server.address))
         worker.log_event(HOST_TOPIC, {"worker": server.address, "host": host})
         _say(f"shasweep worker at {server.address} (scheduler {config.scheduler}), "
              f"resource {config.resource}=1, CPUs {format_cpus(os.sched_getaffinity(0))}, "

@@ -18,6 +18,7 @@ from orchestrator.dashboard.lanes import format_lane
 from orchestrator.errors import ClusterError, InvalidInputError, RunFailedError, UnknownSweepError
 from orchestrator.plan import lifecycle
 from orchestrator.plan.expand import results_root_for
+from orchestrator.spec.record import SweepRecord
 from orchestrator.store import records as sweep_record
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         if view is not None and view["sweep"]["state"] != "running":
             print(f"sweep {sweep_id} already {view['sweep']['state']}; nothing to cancel")
             return 0
-        token = str((record or {}).get("client_token") or "")
+        token = record.client_token if record is not None else ""
         Event(cancel_event_name(sweep_id, token), client=conn.client).set()
         print(f"cancel requested for sweep {sweep_id} on {address}", flush=True)
         if view is not None and args.wait_s > 0:
@@ -128,14 +129,14 @@ def format_live(view: dict[str, Any], address: str) -> str:
     return "\n".join(lines)
 
 
-def format_recorded(record: dict[str, Any], statuses: dict[str, str | None], state: str) -> str:
+def format_recorded(record: SweepRecord, statuses: dict[str, str | None], state: str) -> str:
     """A sweep as its record and run files tell it (no live step information); ``state``: its status
     (``lifecycle.current_status``)."""
-    planned = int(record.get("planned_runs") or 0)
+    planned = record.planned_runs
     counts: dict[str, int] = {}
-    if record.get("outcomes"):
-        for outcome in record["outcomes"]:
-            counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
+    if record.outcomes:
+        for outcome in record.outcomes:
+            counts[str(outcome.status)] = counts.get(str(outcome.status), 0) + 1
     else:
         for status in statuses.values():
             counts[status or "unreadable"] = counts.get(status or "unreadable", 0) + 1
@@ -144,11 +145,11 @@ def format_recorded(record: dict[str, Any], statuses: dict[str, str | None], sta
             counts.update({"running": 1, "queued": remaining - 1})
         elif state == lifecycle.CLIENT_GONE and remaining > 0:
             counts["not run"] = remaining
-    lines = [f"sweep {record['sweep_id']}: {state} (from the sweep record and run files; "
+    lines = [f"sweep {record.sweep_id}: {state} (from the sweep record and run files; "
              "the current step needs a reachable scheduler)",
              "runs: " + _count_line(counts) + f" of {planned}"]
-    if record.get("stopped_reason"):
-        lines.append(f"stopped: {record['stopped_reason']}")
+    if record.stopped_reason:
+        lines.append(f"stopped: {record.stopped_reason}")
     return "\n".join(lines)
 
 
@@ -159,7 +160,7 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
                         help="results root (default: 'results' in the git repo of the current directory)")
 
 
-def _find_sweep(root: Path, wanted: str, scheduler: str | None) -> tuple[str, dict | None]:
+def _find_sweep(root: Path, wanted: str, scheduler: str | None) -> tuple[str, SweepRecord | None]:
     """(sweep id, its record or None). ``latest`` falls back to the board's newest sweep when the
     results root has none and a scheduler was given."""
     try:
@@ -179,11 +180,10 @@ def _find_sweep(root: Path, wanted: str, scheduler: str | None) -> tuple[str, di
         return sweep_id, None
 
 
-def _live_scheduler(root: Path, record: dict | None) -> str | None:
+def _live_scheduler(root: Path, record: SweepRecord | None) -> str | None:
     """The scheduler a running sweep's record names, while its client still runs it."""
-    if record is not None and record.get("status") == "running" \
-            and sweep_record.client_alive(root, str(record.get("sweep_id"))):
-        return record.get("scheduler")
+    if record is not None and record.status == "running" and sweep_record.client_alive(root, record.sweep_id):
+        return record.scheduler
     return None
 
 

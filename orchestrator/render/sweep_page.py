@@ -16,6 +16,7 @@ from bokeh.model import Model
 
 from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import Report
+from orchestrator.capabilities import describe_stored
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
 from orchestrator.render import host_section
 from orchestrator.render.forest import forest_plot, gate_bounds
@@ -35,6 +36,7 @@ from orchestrator.render.tables import (
 from orchestrator.render.terminal import SHORT_SHA, report_verdict_line
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 from orchestrator.spec.anyrepo import is_envruntime_command
+from orchestrator.spec.schema import SweepSpec
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import read_runs, steps_dir
 
@@ -63,12 +65,13 @@ def timeline_phase(steps: pd.DataFrame) -> str | None:
     return next((p for p in TIMELINE_PHASES if p in present), present[0] if present else None)
 
 
-def throughput_label(record: dict) -> str:
-    """The throughput axis: envruntime's env steps, protocol time's runs, else the bench's own unit."""
-    spec = record.get("spec") or {}
-    if spec.get("protocol") == "time":
-        return "throughput (runs / s)"
-    if not spec.get("command") or is_envruntime_command(spec["command"]):
+def throughput_label(spec: SweepSpec) -> str:
+    """The throughput axis: the protocol's unit (protocol time: runs), envruntime's env steps, else the
+    bench's own unit."""
+    unit = describe_stored(spec.protocol.value).throughput_unit
+    if unit is not None:
+        return f"throughput ({unit} / s)"
+    if is_envruntime_command(spec.command):
         return "throughput (env steps / s)"
     return "throughput (as the bench reports it, per s)"
 
@@ -104,7 +107,7 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
         paired = any(r.comparison.paired for r in report.rows
                      if r.case == case and r.metric == "throughput" and r.comparison is not None)
         figures = [throughput_plot(mine, report.sides, f"{case}: throughput per run", paired=paired,
-                                   y_label=throughput_label(report.record)),
+                                   y_label=throughput_label(report.record.spec)),
                    breakdown_plot(mine, report.sides, f"{case}: phase breakdown")]
         case_steps = steps[(steps["phase"] == phase) & steps["run_key"].isin(mine["run_key"])]
         if len(case_steps):
@@ -147,7 +150,7 @@ def mark_disturbed(runs: pd.DataFrame, report: Report) -> pd.DataFrame:
 
 def forest_plots(report: Report) -> list[Model]:
     """One forest plot per gate metric, in the order the gates list them."""
-    spec_gates = report.record["spec"].get("gates") or []
+    spec_gates = report.record.spec.gates
     metrics = list(dict.fromkeys(g.metric for g in report.gates))
     return [forest_plot(m, verdicts, gate_bounds(spec_gates, verdicts), f"gates on {m}")
             for m in metrics for verdicts in [[g for g in report.gates if g.metric == m]]]

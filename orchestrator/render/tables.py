@@ -17,8 +17,11 @@ from orchestrator.analysis.verdicts import (
     format_n,
     format_p,
 )
+from orchestrator.capabilities import Capability, describe_stored
 from orchestrator.spec.anyrepo import is_envruntime_command
 from orchestrator.spec.identical_sides import aa_warnings
+from orchestrator.spec.record import AdaptiveSummary
+from orchestrator.spec.schema import SweepSpec
 
 
 @dataclass(frozen=True)
@@ -32,45 +35,73 @@ class Table:
 
 def summary_lines(report: Report) -> list[str]:
     """When and how the sweep ran, and how many of its runs were ok."""
-    rec, spec = report.record, report.record["spec"]
-    stopped = f" ({rec['stopped_reason']})" if rec.get("stopped_reason") else ""
+    rec, spec = report.record, report.record.spec
+    stopped = f" ({rec.stopped_reason})" if rec.stopped_reason else ""
     n_ok = sum(ok for ok, _ in report.counts.values())
     n_audit = int((report.failures["status"] == AUDIT_FAILED).sum())
     return [
-        f"created: {rec.get('created', '-')}; status: {rec.get('status', '-')}{stopped}",
+        f"created: {rec.created or '-'}; status: {rec.status}{stopped}",
         *warning_lines(report),
-        f"repo: {rec.get('repo', '-')}",
-        f"order: {spec.get('order')} (seed {spec.get('order_seed')}), repeats: {spec.get('repeats')}, "
+        f"repo: {rec.repo or '-'}",
+        f"order: {spec.order.value} (seed {spec.order_seed}), repeats: {spec.repeats}, "
         f"baseline: {report.baseline}",
         f"runs: {n_ok} ok, {len(report.failures)} not ok ({n_audit} failed their audit), "
         f"{report.missing} not run, {len(report.disturbed)} disturbed",
-        *_adaptive_line(rec),
-        *([f"protocol: {spec.get('protocol', 'v1')}; modules audited: "
-           f"{', '.join(spec.get('audit_modules') or []) or '-'}"]
-          if spec.get("protocol", "v1") != "v1" or spec.get("audit_modules") else []),
+        *_adaptive_line(rec.adaptive),
+        *_protocol_line(spec),
+        _rss_line(report),
     ]
 
 
 def warning_lines(report: Report) -> list[str]:
     """What the reader should know before the numbers: sides that compare a commit with itself."""
-    return aa_warnings(report.record.get("sides") or {}, bool((report.record.get("spec") or {}).get("aa")))
+    return aa_warnings(report.record.sides, report.record.spec.aa)
 
 
-def _adaptive_line(record: dict) -> list[str]:
-    """``adaptive: 7 of 3-30 rounds, ended: every gate decided`` for an adaptive sweep."""
-    adaptive = record.get("adaptive")
-    if not isinstance(adaptive, dict):
+def _rss_line(report: Report) -> str:
+    """Where the runs' peak RSS came from (``rss_source``)."""
+    sources = _per_side(report, "rss_source")
+    if sources == "-":
+        return ("peak RSS from: not recorded (no run has rss_source; in rows written before it, "
+                "bench_max_rss_mib is the launching worker's high-water mark, not the bench's)")
+    return (f"peak RSS from: {sources} (rusage: the kernel's peak of the bench and its waited-for "
+            "children; VmHWM: sampled from /proc; bench: its own report; none: no figure)")
+
+
+def _protocol_line(spec: SweepSpec) -> list[str]:
+    """``protocol: json; modules audited: ...`` where the bench does not prove its own code, or the
+    sweep lists modules."""
+    info = describe_stored(spec.protocol.value)
+    listed = spec.audit_modules
+    if info.has(Capability.AUDIT_FIELDS) and not listed:
         return []
-    return [f"adaptive: {adaptive.get('rounds')} of {adaptive.get('repeats')}-{adaptive.get('max_repeats')} "
-            f"rounds, ended: {adaptive.get('ended') or 'the sweep stopped'}"]
+    audited = ("the worktree's packages the bench imported (default)" if listed is None
+               else ", ".join(listed) or "none")
+    return [f"protocol: {info.name}; modules audited: {audited}"]
+
+
+def _per_side(report: Report, column: str) -> str:
+    """``value`` when every side recorded the same values of ``column``, else ``side value; ...``."""
+    values = {side: report.audit[side].get(column, "-") for side in report.sides}
+    if len(set(values.values())) == 1:
+        return next(iter(values.values()), "-")
+    return "; ".join(f"{side} {value}" for side, value in values.items())
+
+
+def _adaptive_line(adaptive: AdaptiveSummary | None) -> list[str]:
+    """``adaptive: 7 of 3-30 rounds, ended: every gate decided`` for an adaptive sweep."""
+    if adaptive is None:
+        return []
+    return [f"adaptive: {adaptive.rounds} of {adaptive.repeats}-{adaptive.max_repeats} rounds, "
+            f"ended: {adaptive.ended or 'the sweep stopped'}"]
 
 
 def sides_table(report: Report) -> Table:
     """Each side's planned ref, SHA and variant next to what the runs' audit recorded."""
     rows = []
     for side in report.sides:
-        info, audit = report.record.get("sides", {}).get(side, {}), report.audit[side]
-        planned = [str(info.get(k, "-")) for k in ("ref", "sha", "variant")]
+        info, audit = report.record.side(side), report.audit[side]
+        planned = [info.ref or "-", info.sha or "-", info.variant or "-"]
         rows.append([side, *planned, audit["env_class"], audit["backend_class"], audit["git_sha"],
                      audit["threads"]])
     return Table(["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha",
@@ -149,16 +180,18 @@ def failures_table(report: Report) -> Table:
 
 def host_lines(report: Report) -> list[str]:
     """The bench host's record, one ``key: value`` per line."""
-    host = dict(report.record.get("host") or {})
-    spec = report.record.get("spec") or {}
-    if host and spec.get("command") and not is_envruntime_command(spec["command"]):
+    host = dict(report.record.host or {})
+    if host and not is_envruntime_command(report.record.spec.command):
         # the worker's own package list is envruntime's; another repository's bench reports its own
         reported = sorted({v for side in report.sides for v in report.audit[side].get("versions", "-")
                            .split(", ") if v != "-"})
         host["versions"] = "; ".join(reported) or "not reported by the bench"
     # The record's thread variables are the bench worker's own (a Dask nanny sets them to 1); each
-    # bench's real settings are in its audit, shown per side under "bench threads".
-    return [f"{k}: {v}" for k, v in sorted(host.items()) if k != "threads"] or ["not recorded"]
+    # bench's real settings are in its audit, shown per side under "bench threads". Where the runs
+    # ran is what each run recorded.
+    for column in ("host_worker", "host_affinity", "host_cpu_governor", "host_gpu_name"):
+        host[column.removeprefix("host_")] = f"{_per_side(report, column)} (per run)"
+    return [f"{k}: {v}" for k, v in sorted(host.items()) if k != "threads"]
 
 
 def format_summary(s: stats.Summary, ok_runs: int | None = None) -> str:

@@ -9,24 +9,23 @@ Sides of one commit with different settings compare those settings and are not w
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-SETTINGS: tuple[str, ...] = ("sha", "variant", "params", "env")
+from orchestrator.spec.record import SideRecord
 
 
-def identical_sides(sides: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
-    """Groups of two or more side labels whose ``SETTINGS`` are equal, in declaration order. ``sides``
-    is shaped as the sweep record's ``sides`` (label -> ref, sha, variant, params, env)."""
+def identical_sides(sides: Mapping[str, SideRecord]) -> list[list[str]]:
+    """Groups of two or more side labels of one SHA with equal variant, params and env, in
+    declaration order."""
     groups: dict[str, list[str]] = {}
     for label, side in sides.items():
-        groups.setdefault(repr([side.get(key) for key in SETTINGS]), []).append(label)
+        groups.setdefault(repr([side.sha, side.variant, side.params, side.env]), []).append(label)
     return [labels for labels in groups.values() if len(labels) > 1]
 
 
-def aa_warnings(sides: Mapping[str, Mapping[str, Any]], aa: bool) -> list[str]:
+def aa_warnings(sides: Mapping[str, SideRecord], aa: bool) -> list[str]:
     """One warning per group of identical sides, unless the sweep is an A/A sweep on purpose."""
     if aa:
         return []
-    return [f"warning: sides {' and '.join(labels)} run the same commit "
-            f"{str(sides[labels[0]].get('sha'))[:12]} with the same settings, an A/A comparison; set "
-            "aa: true if that is the intent" for labels in identical_sides(sides)]
+    return [f"warning: sides {' and '.join(labels)} run the same commit {str(sides[labels[0]].sha)[:12]} "
+            "with the same settings, an A/A comparison; set aa: true if that is the intent"
+            for labels in identical_sides(sides)]

@@ -1,7 +1,7 @@
 """The sweep YAML's schema as omegaconf structured configs: plain dataclasses with their defaults.
 
 Loading, overrides and validation are ``orchestrator.spec.load``'s job; this module holds only the
-shapes and the defaults (README, "Sweep YAML reference").
+shapes and the defaults (docs/sweep-yaml.md, "Every key").
 """
 
 from __future__ import annotations
@@ -13,18 +13,14 @@ from typing import Any
 from omegaconf import MISSING
 
 # Placeholders every command may use; every ``params.<name>`` is one too, and ``{algo} {task} {sim}``
-# are the parts of a case of the form ``algo/task/sim`` (README, "Benchmarking your own repository").
+# are the parts of a case of the form ``algo/task/sim``
+# (docs/sweep-yaml.md, "The command and its placeholders").
 BUILTIN_PLACEHOLDERS: tuple[str, ...] = (
     "python", "stream", "result", "worktree", "sweep_dir", "case", "variant", "threads",
 )
 CASE_PLACEHOLDERS: tuple[str, ...] = ("algo", "task", "sim")
 # The placeholders a ``prepare`` command may use (it runs once per SHA, not per run).
 PREPARE_PLACEHOLDERS: tuple[str, ...] = ("python", "worktree", "sweep_dir")
-# envruntime's default placeholders (its ``ParamsSpec`` keys included), as documented in README.
-PLACEHOLDERS: tuple[str, ...] = (
-    "python", "algo", "task", "sim", "variant", "num_envs", "warmup", "measure",
-    "replay_capacity", "seed", "threads", "stream",
-)
 
 DEFAULT_COMMAND: tuple[str, ...] = (
     "{python}", "-m", "envruntime.bench", "--algo", "{algo}", "--task", "{task}", "--sim", "{sim}",
@@ -144,11 +140,12 @@ class JsonMapping:
     phases: dict[str, str] = field(default_factory=dict)  # <name>_ms -> path
     metrics: dict[str, str] = field(default_factory=dict)  # any other number: column name -> path
     versions: str | None = None  # path to an object {package: version} the bench reports
+    measure_wall_s: str | None = None  # path to the measured window's seconds (the throughput cross-check)
 
 
 @dataclass
 class SweepSpec:
-    """A whole sweep as written in YAML (see README, "Sweep YAML reference")."""
+    """A whole sweep as written in YAML (docs/sweep-yaml.md, "Every key")."""
 
     name: str = MISSING
     repo: str | None = None  # default: the git repository the command runs in
@@ -172,8 +169,6 @@ class SweepSpec:
     continue_on_error: bool = False
     aa: bool = False  # sides may run one commit with the same settings: no warning (spec.identical_sides)
     hosts: Any = "one"  # "one", "all" or a list of host ids: where rounds run (dispatch.host_choice)
-    bootstrap_resamples: int = 9999  # unused since verdicts read t-intervals; kept so older records load
-    bootstrap_seed: int = 0  # unused, as bootstrap_resamples
     max_repeats: int | None = None  # adaptive rounds up to this many (default: repeats, a fixed sweep)
     budget_s: float | None = None  # no further adaptive round once the runs took this long (bench wall)
     noise: NoiseMode = NoiseMode.cell
@@ -186,9 +181,21 @@ class SweepSpec:
     known: KnownNames = field(default_factory=KnownNames)
     protocol: Protocol = Protocol.v1
     json: JsonMapping | None = None  # required for (and only for) protocol: json
-    audit_modules: list[str] = field(default_factory=list)  # must be imported from the SHA's worktree
+    # must be imported from the SHA's worktree; unset: the protocol's default (json, time: every package
+    # of the worktree's pythonpath directories the bench imported); []: no module audit
+    audit_modules: list[str] | None = None
     prepare: list[list[str]] = field(default_factory=list)  # argvs run once per new worktree
     submodules: bool = False  # check out the SHA's submodules (at the commits it records) in its worktree
+
+    @property
+    def max_rounds(self) -> int:
+        """The most rounds the sweep may run: ``max_repeats``, or ``repeats`` for a fixed sweep."""
+        return max(self.repeats, self.max_repeats or self.repeats)
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether rounds after ``repeats`` run while a gate is undecided (``dispatch.adaptive``)."""
+        return self.max_rounds > self.repeats
 
 
 @dataclass

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from distributed import Event, get_worker
 
+from orchestrator.capabilities import Capability
 from orchestrator.contract import (
     PROGRESS_TOPIC,
     PlannedRun,
@@ -48,7 +49,7 @@ from orchestrator.worker.hostinfo import collect_host, parse_cpus
 from orchestrator.worker.log_trim import logs_in_use
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError, ensure_prepared
-from orchestrator.worker.proc import BenchProcess, file_tail, launch
+from orchestrator.worker.proc import BenchProcess, file_tail, launch, with_reported_rss
 from orchestrator.worker.protocols import BenchReader, OnStep, make_reader
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
@@ -123,7 +124,8 @@ def render_argv(template: tuple[str, ...] | list[str], values: dict[str, object]
 
 
 def placeholder_values(run: PlannedRun, tree: Path, reader: BenchReader, threads: int) -> dict[str, object]:
-    """What the command's placeholders stand for in this run (README, "Benchmarking your own repository")."""
+    """What the command's placeholders stand for in this run (docs/sweep-yaml.md, "The command and its
+    placeholders")."""
     values: dict[str, object] = {
         **run.params, "threads": threads, "python": sys.executable, "stream": str(reader.stream_path),
         "result": str(reader.result_path), "worktree": str(tree), "sweep_dir": run.sweep_dir or run.repo,
@@ -142,8 +144,9 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     env = bench_env(run, tree, threads)
     pythonpath = worktree_dirs(tree, run.pythonpath)
     ensure_prepared([render_argv(a, values) for a in run.prepare], tree, env, run.timeout_s, cancelled)
-    side_file = module_audit.install(log_dir, run.audit_modules, env) if run.audit_modules else None
-    host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus)
+    audited = module_audit.modules_to_audit(run, pythonpath)
+    side_file = module_audit.install(log_dir, audited, env) if audited else None
+    host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus) | {"worker": _worker_address()}
     window = MeasureWindow()
     reader.on_record = window.observe
     (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
@@ -171,15 +174,16 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     ended_at = datetime.now(UTC)
     exit_code = procs[-1].returncode if procs else None
     status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run)
-    kept = status == "ok" or run.protocol == "v1"
+    kept = status == "ok" or reader.has(Capability.LIVE_STREAM)
     return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
                      exit_code=exit_code, log_dir=str(log_dir), host=host | window.columns(reader.steps),
-                     # v1 keeps what the stream said even when the run failed; the other protocols
+                     # a live stream keeps what it said even when the run failed; the other protocols
                      # keep no number of a failed run
                      header=reader.header, summary=reader.summary if kept else None,
-                     steps=reader.steps if kept else [], usage=procs[-1].usage if procs else None,
+                     steps=reader.steps if kept else [],
+                     usage=with_reported_rss(procs[-1], reader.reported_peak_rss_mib()) if procs else None,
                      pythonpath=pythonpath, worktree=str(tree.resolve()),
-                     audit_modules=module_audit.read_modules(side_file, run.audit_modules)
+                     audit_modules=module_audit.read_modules(side_file, audited)
                      if side_file else None)
 
 
@@ -257,6 +261,14 @@ def _event(run: PlannedRun, event: str, **fields: object) -> dict:
     return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order,
             "side": run.side, "case": run.case, "host_id": host_id(), "event": event, "token": run.token,
             **fields}
+
+
+def _worker_address() -> str | None:
+    """The address of the Dask worker running this task; None outside one."""
+    try:
+        return get_worker().address
+    except ValueError:
+        return None
 
 
 def _dask_publisher() -> Publisher:

@@ -57,17 +57,22 @@ def shared_file(path: Path) -> Path:
     return path
 
 
+def prepare_lock_dir(directory: Path) -> None:
+    """Create the lock directory if needed; the default one world-writable and sticky."""
+    if not directory.is_dir():
+        directory.mkdir(parents=True, exist_ok=True)
+        if directory == DEFAULT_LOCK_DIR:
+            try:
+                os.chmod(directory, _SHARED_DIR_MODE)
+            except PermissionError:  # created by another user a moment ago
+                pass
+
+
 @contextmanager
 def machine_lock(lock: Path, cancelled: Callable[[], bool] = lambda: False) -> Iterator[Path]:
     """Hold the host lock ``lock`` (``host_lock_path``; waiting until it is free, asking ``cancelled``
     every ``WAIT_POLL_S``: ``RunCancelledError`` when it says so); yields the path of its run note."""
-    if not lock.parent.is_dir():
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        if lock.parent == DEFAULT_LOCK_DIR:
-            try:
-                os.chmod(lock.parent, _SHARED_DIR_MODE)
-            except PermissionError:  # created by another user a moment ago
-                pass
+    prepare_lock_dir(lock.parent)
     shared_file(lock)
     marker = shared_file(marker_path(lock))
     held = FileLock(lock, mode=_SHARED_FILE_MODE)

@@ -21,7 +21,8 @@ from orchestrator.plan.lifecycle import new_record
 from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record
 from orchestrator.store.parquet import RunResult, write_run
-from orchestrator.worker.stream import StreamState, follow_lines
+from orchestrator.worker.protocols.v1_records import StreamState
+from orchestrator.worker.stream import follow_lines
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad_inputs"
 CASES: dict[str, dict] = yaml.safe_load((CORPUS / "expected.yaml").read_text())
@@ -35,7 +36,7 @@ def seeded(tmp_path_factory) -> tuple[FakeRepo, str]:
     resolved = resolve_sweep(load_spec(CORPUS / "sweeps" / "base.yaml"), repo.path)
     sweep_id = sweep_record.reserve_sweep_id(resolved.results_root, "corpus", SEEDED)
     runs = build_plan(resolved, sweep_id)
-    sweep_record.write_record(resolved.results_root, sweep_id,
+    sweep_record.write_record(resolved.results_root,
                               new_record(resolved, sweep_id, SEEDED, len(runs)))
     write_run(runs[0], RunResult(status="ok", error=None, started_at=SEEDED, ended_at=SEEDED, exit_code=0,
                                  log_dir="", host={}))
