@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator.contract import host_id
 from orchestrator.dispatch.cluster import (
     BENCH_RESOURCE,
     BENCH_SCHEDULER_CONFIG,
@@ -36,7 +37,7 @@ from orchestrator.dispatch.cluster import (
 from orchestrator.dispatch.tls import TLSFiles
 from orchestrator.errors import InvalidInputError
 from orchestrator.worker.host_claim import HostClaim
-from orchestrator.worker.hostinfo import collect_host, format_cpus, host_id, parse_cpus
+from orchestrator.worker.hostinfo import collect_host, format_cpus, parse_cpus
 
 if TYPE_CHECKING:
     from distributed.core import Server

@@ -1,6 +1,6 @@
 """Which bench hosts a sweep runs on: the ``hosts:`` key resolved against the connected workers.
 
-Every bench worker reports its host id (``worker.hostinfo.host_id``: ``SHASWEEP_HOST_ID`` or the
+Every bench worker reports its host id (``contract.host_id``: ``SHASWEEP_HOST_ID`` or the
 hostname). A host is one bench worker: ``shasweep worker`` refuses to start on a host id a live
 worker holds (``worker.host_claim``); where a host still has several (plain ``dask worker``
 processes, a ``LocalCluster`` of several), a ``BenchHost`` is its first worker by address, so a

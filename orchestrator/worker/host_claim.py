@@ -14,8 +14,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from orchestrator.contract import HOST_ID_VAR
 from orchestrator.errors import InvalidInputError
-from orchestrator.worker.hostinfo import HOST_ID_VAR
 from orchestrator.worker.machine_lock import host_lock_path, prepare_lock_dir, shared_file
 
 MAX_NOTE_BYTES = 512
