@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,45 +15,13 @@ from pathlib import Path
 import pandas as pd
 import psutil
 import pytest
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
-from fakebench.fakerepo import COMMAND, FakeRepo, make_fake_repo  # noqa: E402
+from drill_helpers import bench_pids, client, write_sweep  # noqa: E402
+from fakebench.fakerepo import make_fake_repo  # noqa: E402
 from fakebench.waits import is_gone, wait_for  # noqa: E402
 
 from orchestrator.errors import EXIT_OK, EXIT_RUN_FAILED  # noqa: E402
-
-# The client as a terminal starts it: SIGINT at its default even when this test runs as a background
-# job of a non-interactive shell (which starts its children with SIGINT ignored).
-CLIENT = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-          "sys.argv = ['shasweep', *sys.argv[1:]]; runpy.run_module('orchestrator.cli', run_name='__main__')")
-
-
-def write_sweep(repo: FakeRepo, name: str = "drill", **overrides) -> Path:
-    """Two runs (one per commit); ``step_ms`` x 10 steps each."""
-    step_ms = overrides.pop("step_ms", 50)
-    sweep = {"name": name, "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}}, "baseline": "old",
-             "cases": ["sac/fake/none"], "known": {"tasks": [], "sims": []},
-             "command": [*COMMAND, "--step-ms", str(step_ms)], "repeats": 1, "timeout_s": 120,
-             "params": {"num_envs": 8, "warmup": 0, "measure": 10, "threads": 1}, **overrides}
-    path = repo.path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(sweep, sort_keys=False))
-    return path
-
-
-def client(repo: FakeRepo, argv: list[str], home: Path, out: Path, **env: str) -> subprocess.Popen:
-    """``shasweep ARGV`` in its own process group (as a terminal's foreground job), output to ``out``."""
-    environ = {**os.environ, "SHASWEEP_HOME": str(home), **env}
-    with open(out, "wb") as sink:
-        return subprocess.Popen([sys.executable, "-c", CLIENT, *argv], cwd=repo.path, stdout=sink,
-                                stderr=subprocess.STDOUT, env=environ, start_new_session=True)
-
-
-def bench_pids(home: Path) -> list[int]:
-    """PIDs of the benches that wrote a header under ``home``, oldest first."""
-    streams = sorted((home / "logs").glob("*/*/stream.jsonl"), key=lambda p: p.stat().st_mtime)
-    firsts = [p.read_text().partition("\n")[0] for p in streams]
-    return [json.loads(line)["audit"]["pid"] for line in firsts if line]
 
 
 @pytest.mark.slow

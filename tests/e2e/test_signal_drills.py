@@ -137,7 +137,8 @@ def test_cancel_exits_3_when_the_sweep_did_not_stop_within_wait_s(tmp_path):
     proc = client(repo, ["run", str(slow_sweep(repo, tmp_path)), "--no-progress"], home,
                   tmp_path / "client.out", SHASWEEP_LOCK=str(tmp_path / "bench.lock"))
     bench = wait_for(lambda: (bench_pids(home) or [None])[0], "the first run's bench")
-    worker = psutil.Process(bench).parent()  # the Dask worker process running the bench task
+    # the Dask worker process running the bench task: the client's child among the bench's ancestors
+    (worker,) = [p for p in psutil.Process(bench).parents() if p.ppid() == proc.pid]
     worker.suspend()  # SIGSTOP: it cannot hear the cancel
     try:
         cancel = client(repo, ["cancel", "latest", "--wait-s", "5"], home, tmp_path / "cancel.out")
