@@ -167,7 +167,7 @@ def check_command(spec: SweepSpec, params_by_side: dict[str, dict[str, Any]]) ->
 def check_protocol(spec: SweepSpec) -> None:
     """``json`` given exactly for a protocol that maps a result document (json), with valid paths and
     names."""
-    if not describe(spec.protocol.value).has(Capability.RESULT_DOCUMENT):
+    if not describe(spec.protocol.value).has(Capability.JSON_MAPPING):
         if spec.json is not None:
             raise SpecError(f"a json block maps a protocol json document; this sweep's protocol is "
                             f"{spec.protocol.value}", "json")

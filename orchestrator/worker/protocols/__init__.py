@@ -86,9 +86,18 @@ def int_param(params: dict, name: str, default: int) -> int:
 
 def readers() -> dict[str, type[BenchReader]]:
     """Protocol name -> its reader class (the names ``orchestrator.capabilities`` declares)."""
-    from orchestrator.worker.protocols import json_doc, timed, v1
+    from orchestrator.worker.protocols import (
+        gbench_json,
+        json_doc,
+        pyperf_json,
+        pytest_benchmark_json,
+        timed,
+        v1,
+    )
 
-    classes: tuple[type[BenchReader], ...] = (v1.StreamReader, json_doc.JsonDocReader, timed.TimedReader)
+    classes: tuple[type[BenchReader], ...] = (
+        v1.StreamReader, json_doc.JsonDocReader, timed.TimedReader, pyperf_json.PyperfReader,
+        pytest_benchmark_json.PytestBenchmarkReader, gbench_json.GbenchReader)
     return {reader.protocol: reader for reader in classes}
 
 
