@@ -11,13 +11,17 @@ import math
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import pyperf
 import pytest
+from fakebench.fakerepo import make_run
 
 from orchestrator.capabilities import Capability, describe
 from orchestrator.contract import PlannedRun
+from orchestrator.worker.bench_task import execute_run
 from orchestrator.worker.protocols import make_reader
 from orchestrator.worker.protocols.suite import SuiteReader
 
@@ -272,3 +276,24 @@ def test_an_unknown_case_names_what_the_file_has(tmp_path):
     reader = reader_for("gbench", "BM_nope", tmp_path, GBENCH_JSON)
     assert reader.complete() == (f"gbench output {reader.result_path} has no benchmark named 'BM_nope'; "
                                  "it has 'BM_sum/64', 'BM_sum/512', 'BM_sin_us', 'BM_broken'")
+
+
+def test_a_pyperf_bench_through_the_worker_stores_time_ms_and_its_samples(tmp_path, repo):
+    suite = tmp_path / "suite.py"
+    suite.write_text(PYPERF_SUITE)
+    run = replace(make_run(repo, repo.shas[0], results_root=tmp_path / "results", params={}),
+                  protocol="pyperf", case="sum_small", algo=None, task=None, sim=None,
+                  argv_template=("{python}", str(suite), "--processes", "2", "--values", "2",
+                                 "--warmups", "1", "--min-time", "0.002", "--quiet", "-o", "{result}"))
+    outcome = execute_run(run)
+    assert outcome["status"] == "ok", outcome["error"]
+    row = pd.read_parquet(outcome["runs_file"]).iloc[0]
+    steps = pd.read_parquet(outcome["steps_file"])
+    assert set(steps["phase"]) == {"time_ms"} and len(steps) == 4 and row["steps"] == 4
+    assert row["time_ms"] == pytest.approx(steps["ms"].mean(), rel=1e-12)
+    assert row["throughput"] == pytest.approx(1000 / row["time_ms"], rel=1e-12)
+    assert row["audit_source_unit"] == "second" and row["audit_tool"] == "pyperf"
+    own = pyperf.BenchmarkSuite.load(str(Path(outcome["log_dir"]) / "result.json")).get_benchmark("sum_small")
+    assert row["time_ms"] == pytest.approx(own.mean() * 1000, rel=1e-12), "pyperf's own mean of the file"
+    missing = execute_run(replace(run, case="sum_nothing", run_key="other"))
+    assert missing["status"] == "failed" and "has no benchmark named 'sum_nothing'" in missing["error"]
