@@ -11,6 +11,7 @@ failure counts as not ok. Rendering is ``orchestrator.render``'s.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,10 @@ from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.software import SOFTWARE_COLUMNS
+from orchestrator.analysis.suite_summary import SuiteSummary, summarize_suite
 from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates, gates_exit_code
 from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
+from orchestrator.capabilities import TIME_METRIC, Capability, describe_stored
 from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.spec.schema import REPORT_METRICS, GateSpec
 from orchestrator.store.damaged import parquet_files, read_files
@@ -80,6 +83,7 @@ class Report:
     disturbed: pd.DataFrame = field(default_factory=pd.DataFrame)  # disturbed.disturbed_runs of the ok runs
     waivers: list[Waiver] = field(default_factory=list)  # the waiver log, revocations included
     by_host: host_agreement.HostsView | None = None  # medians per bench host and hosts that disagree
+    suites: list[SuiteSummary] = field(default_factory=list)  # a suite protocol's cases, per side
 
     @property
     def exit_code(self) -> int:
@@ -136,7 +140,20 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
         disturbed=disturbed_runs(ok),
         waivers=waivers,
         by_host=host_agreement.hosts_view(ok, cases, sides, baseline, metrics),
+        suites=_suites(spec, comparer, cases, sides, rows),
     )
+
+
+def _suites(spec: dict[str, Any], comparer: Comparer, cases: list[str], sides: list[str],
+            rows: list[MetricRow]) -> list[SuiteSummary]:
+    """For a protocol whose runs measure many cases (a benchmark suite) with more than one case: per
+    non-baseline side, its cases' ``time_ms`` sorted by change and their geometric mean ratio."""
+    if len(cases) < 2 or not describe_stored(spec.get("protocol")).has(Capability.MANY_CASES):
+        return []
+    ratios = {(r.case, r.side): r.ratio for r in rows if r.metric == TIME_METRIC}
+    return [summarize_suite(comparer, cases, side, TIME_METRIC, {c: ratios.get((c, side), math.nan)
+                                                                 for c in cases})
+            for side in sides if side != spec["baseline"]]
 
 
 def sweep_comparer(spec: dict[str, Any], ok: pd.DataFrame) -> Comparer:

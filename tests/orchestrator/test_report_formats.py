@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 
 import jsonschema
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -54,7 +55,7 @@ def write_suite_sweep(root, rounds: int = 4) -> None:
                 pq.write_table(pa.Table.from_pylist([row]), path)
     spec = {"name": "suite", "baseline": "base", "cases": list(CASES), "repeats": rounds,
             "sides": {"base": {"ref": "main"}, "cand": {"ref": "feature"}}, "order": "interleaved",
-            "order_seed": 0, "metrics": ["time_ms", "throughput"],
+            "order_seed": 0, "metrics": ["time_ms", "throughput"], "protocol": "pyperf",
             "gates": [{"metric": "time_ms", "max_ratio": 1.05}]}
     write_record(root, SWEEP, {
         "sweep_id": SWEEP, "created": "2026-01-01T00:00:00+00:00", "status": "finished", "repo": "/repo",
@@ -75,6 +76,26 @@ def verdicts_of(report) -> dict[str, str]:
 
 def test_the_fixture_has_each_verdict(report):
     assert verdicts_of(report) == {"slow": "FAIL", "same": "PASS", "noisy": "INCONCLUSIVE", ODD: "PASS"}
+
+
+def test_a_suite_report_sorts_its_cases_by_change_with_a_geometric_mean_row(report, tmp_path):
+    from orchestrator.render.markdown import to_markdown
+
+    (suite,) = report.suites
+    assert suite.side == "cand" and suite.metric == "time_ms" and suite.paired and suite.rounds == 4
+    assert suite.cases[0] == "slow" and set(suite.cases) == set(CASES)
+    ratios = {r.case: r.ratio for r in report.rows if r.side == "cand" and r.metric == "time_ms"}
+    changes = [abs(np.log(ratios[case])) for case in suite.cases]
+    assert changes == sorted(changes, reverse=True)
+    assert suite.low < suite.geomean < suite.high
+    runs = pd.read_parquet(tmp_path / "runs").pivot_table(index="repeat", columns=["case", "side"],
+                                                          values="time_ms")
+    logs = np.log(runs.xs("cand", axis=1, level="side")) - np.log(runs.xs("base", axis=1, level="side"))
+    assert suite.geomean == pytest.approx(float(np.exp(logs.to_numpy().mean())), rel=1e-12)
+    md = to_markdown(report)
+    section = md[md.index("## Suite: time_ms, cand / base"):]
+    assert section.index("| slow |") < section.index("| same |")
+    assert f"| geometric mean (4 cases, 4 rounds, paired) |  |  | {suite.geomean:.3f} | 95% CI" in section
 
 
 def test_bmf_follows_bencher_schema_with_medians_and_ratio_intervals(report):
@@ -142,8 +163,6 @@ def test_junit_has_the_shape_pytest_writes(report, tmp_path):
 
 def test_junit_skips_no_data_and_waived_and_errors_runs_not_ok(report):
     from dataclasses import replace
-
-    import pandas as pd
 
     gates = [replace(report.gates[0], verdict="NO DATA", reason="no ok runs of side cand"),
              replace(next(g for g in report.gates if g.case == "slow"), waived="known, fixed in #12")]
