@@ -15,7 +15,7 @@ import socket
 import xml.etree.ElementTree as ET
 
 from orchestrator.analysis.report_model import Report
-from orchestrator.analysis.verdicts import FAIL, PASS, GateVerdict, format_interval, format_n, format_p
+from orchestrator.analysis.verdicts import GateVerdict, Verdict, format_interval, format_n, format_p
 from orchestrator.render.verdict_line import is_waived
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -36,7 +36,7 @@ def junit_xml(report: Report, timestamp: str | None = None) -> str:
         counts["errors"] += 1
     suite.attrib |= {key: str(n) for key, n in counts.items()}
     suite.attrib |= {"tests": str(len(suite)), "time": "0",
-                     "timestamp": timestamp or str(report.record.get("created") or ""),
+                     "timestamp": timestamp or report.record.created,
                      "hostname": _text(socket.gethostname())}
     root = ET.Element("testsuites", name="shasweep")
     root.append(suite)
@@ -51,9 +51,9 @@ def _gate_case(suite: ET.Element, sweep_id: str, gate: GateVerdict) -> str | Non
     c = gate.comparison
     detail = (f"{gate.metric} {gate.case} [{gate.side}]: ratio {c.ratio:.4g}, {format_interval(c)}, "
               f"p {format_p(c)}, n {format_n(c)}; bound {gate.bound}; {gate.reason}")
-    if gate.verdict == PASS:
+    if gate.verdict == Verdict.PASS:
         return None
-    if gate.verdict == FAIL and not is_waived(gate):
+    if gate.verdict == Verdict.FAIL and not is_waived(gate):
         failure = ET.SubElement(case, "failure", message=_text(
             f"FAIL: ratio {c.ratio:.4g} outside {gate.bound}, {format_interval(c)}"))
         failure.text = _text(detail)

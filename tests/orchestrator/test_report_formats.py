@@ -22,6 +22,7 @@ from orchestrator.errors import EXIT_GATE_FAILED, EXIT_INVALID
 from orchestrator.render.bmf import bmf_document
 from orchestrator.render.gh_summary import gh_markdown
 from orchestrator.render.junit import junit_xml
+from orchestrator.spec.record import SweepRecord
 from orchestrator.store.records import write_record
 
 SWEEP = "suite-20260101T000000"
@@ -57,11 +58,11 @@ def write_suite_sweep(root, rounds: int = 4) -> None:
             "sides": {"base": {"ref": "main"}, "cand": {"ref": "feature"}}, "order": "interleaved",
             "order_seed": 0, "metrics": ["time_ms", "throughput"], "protocol": "pyperf",
             "gates": [{"metric": "time_ms", "max_ratio": 1.05}]}
-    write_record(root, SWEEP, {
+    write_record(root, SweepRecord.from_json({
         "sweep_id": SWEEP, "created": "2026-01-01T00:00:00+00:00", "status": "finished", "repo": "/repo",
         "planned_runs": len(CASES) * 2 * rounds, "spec": spec,
         "sides": {s: {"ref": spec["sides"][s]["ref"], "sha": SHAS[s], "variant": "manager"} for s in SHAS},
-        "host": {"cpu_model": "Test CPU", "cpu_logical": 2}})
+        "host": {"cpu_model": "Test CPU", "cpu_logical": 2}}))
 
 
 @pytest.fixture
