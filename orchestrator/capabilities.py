@@ -13,6 +13,8 @@ To add a protocol: declare it in ``_DECLARATIONS`` and register its reader in
 from __future__ import annotations
 
 import enum
+import fnmatch
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -107,6 +109,24 @@ def _suite(name: str) -> Callable[[Mapping[str, object]], ProtocolInfo]:
 _DECLARATIONS: dict[str, Callable[[Mapping[str, object]], ProtocolInfo]] = {
     "v1": _v1, "json": _json, "time": _time, **{name: _suite(name) for name in SUITE_PHASES}}
 PROTOCOLS: tuple[str, ...] = tuple(_DECLARATIONS)
+
+
+# Suites (``MANY_CASES``): one bench run, many cases. How the spec, the plan, the worker and the
+# report name them (docs/design.md, "Suites").
+SUITE_CASE = "(suite)"  # the case of a suite run: one bench run whose output holds many cases
+DISCOVER = "*"  # ``cases: discover``: every benchmark the suite's output holds
+
+
+def case_matches(case: str, pattern: str) -> bool:
+    """Whether ``case`` is ``pattern`` or matches it as a glob (``*``, ``?``, ``[...]``); the exact name
+    wins, so a pytest id like ``test_x[1]`` names itself."""
+    return case == pattern or fnmatch.fnmatchcase(case, pattern)
+
+
+def suite_case_key(suite_run_key: str, case: str) -> str:
+    """The run key of ``case`` read from the suite run ``suite_run_key``: deterministic, so a re-run
+    of the suite replaces each case's files."""
+    return hashlib.sha256(f"{suite_run_key}\0{case}".encode()).hexdigest()[:20]
 
 
 def describe(protocol: str | None, mapping: Mapping[str, object] | None = None) -> ProtocolInfo:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.report_model import Report
-from orchestrator.analysis.suite_summary import SuiteSummary
+from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.render import host_section
 from orchestrator.render.tables import (
     GATES_NOTE,

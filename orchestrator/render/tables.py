@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from orchestrator.analysis import stats
 from orchestrator.analysis.legacy_audit import AUDIT_FAILED
 from orchestrator.analysis.report_model import Report
-from orchestrator.analysis.suite_summary import SuiteSummary
+from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import (
     GateVerdict,
     format_detectable,

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
-from orchestrator.analysis.suite_summary import SuiteSummary
+from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import Verdict
 from orchestrator.render.tables import format_number, one_line, suite_table, summary_lines, verdict_text
 from orchestrator.render.verdict_line import verdict_line

@@ -101,6 +101,7 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         records.discard(root, sweep_id)
         raise
+    check_suite_input(resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
 
 
@@ -125,7 +126,24 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
             record = lifecycle.resumed(plan.record, root, datetime.now(UTC))
             _dispatch(plan.resolved, record, todo, options,
                       lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)), plan.ok_keys)
+    check_suite_input(plan.resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
+
+
+def check_suite_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> None:
+    """``InvalidInputError`` (exit 2) for what a suite's runs showed to be wrong with the sweep: a
+    ``cases`` entry no benchmark matches, a unit that is not a time, a gate's ``case`` that matches
+    no case found (``analysis.suites.input_problem``). The record and the runs stay as they are."""
+    from orchestrator.analysis.report_model import load_runs
+    from orchestrator.analysis.suites import input_problem
+    from orchestrator.spec.anyrepo import is_suite
+
+    if not is_suite(spec):
+        return
+    problem = input_problem(spec, load_runs(results_root, sweep_id, []))
+    if problem is not None:
+        key, why = problem
+        raise InvalidInputError(f"sweep {sweep_id}: {why}", key)
 
 
 def noise_estimates(plan: SweepPlan, host: str) -> list[str]:

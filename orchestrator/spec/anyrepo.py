@@ -86,6 +86,12 @@ def bench_argv(command: list[str] | tuple[str, ...], params: dict[str, Any]) -> 
     return (*command[:stream], *extra, *command[stream:])
 
 
+def is_suite(spec: SweepSpec) -> bool:
+    """Whether one run of the sweep's protocol measures many cases (a benchmark suite): its ``cases``
+    are names and globs of what the output holds, read from one run per side and round."""
+    return describe(spec.protocol.value).has(Capability.MANY_CASES)
+
+
 def check_generic_params(params: dict[str, Any], protocol: Protocol) -> list[tuple[str, str]]:
     """(key, problem) for the params the orchestrator itself reads: ``threads``, and ``warmup`` and
     ``measure`` where the worker runs the steps itself (protocol time)."""

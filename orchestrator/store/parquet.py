@@ -78,6 +78,9 @@ class RunResult:
     audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
     worktree: str | None = None  # the checkout the bench ran in
     audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
+    suite_run_key: str | None = None  # the suite run this case's numbers were read from (None: its own)
+    bad_input: str | None = None  # why the run failed because of the sweep's input (exit 2 at the client)
+    cases: list[tuple[PlannedRun, RunResult]] | None = None  # a suite run's cases, each a run of its own
 
     @property
     def wall_s(self) -> float:
@@ -128,6 +131,13 @@ def superseded_dir(results_root: str | Path, sweep_id: str) -> Path:
     return Path(results_root) / "superseded" / f"sweep={sweep_id}"
 
 
+def remove_run(run: PlannedRun) -> None:
+    """Remove ``run``'s files, if any: its runs file first, so a runs row never lacks its steps."""
+    files = run_files(run)
+    for path in (files.runs, files.steps):
+        path.unlink(missing_ok=True)
+
+
 def supersede_run(results_root: str | Path, sweep_id: str, run_key: str, tag: str) -> None:
     """Move both files of ``run_key`` out of the results into ``superseded_dir`` (named with ``tag``,
     e.g. the host that ran them), so a round redone elsewhere never mixes with them."""
@@ -173,6 +183,8 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "rss_source": (result.usage.rss_source if result.usage else None, pa.string()),
         "audited": (result.audited, pa.bool_()),
         "reused_from": (None, pa.string()),  # measured by this run; store.reuse sets it on a copy
+        "suite_run_key": (result.suite_run_key, pa.string()),
+        "bad_input": (result.bad_input, pa.string()),
     }
     columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string())}
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
@@ -256,19 +268,23 @@ def read_runs(results_root: str | Path, sweep_id: str | None = None) -> pd.DataF
 
 def run_statuses(results_root: str | Path, sweep_id: str) -> dict[str, str | None]:
     """``run_key -> status`` of every run file of one sweep; ``None`` when its runs file or its steps
-    file cannot be read (a re-run replaces both). Temporary (dot-prefixed) files are not runs."""
+    file cannot be read (a re-run replaces both). Temporary (dot-prefixed) files are not runs. The
+    cases of a suite run count under the suite run's key (``suite_run_key``): ok when every one is."""
     statuses: dict[str, str | None] = {}
     steps = steps_dir(results_root, sweep_id)
     for path in sorted(runs_dir(results_root, sweep_id).glob("[!.]*.parquet")):
         try:
-            status = pq.read_table(path, columns=["status"]).column("status")[0].as_py()
+            file = pq.ParquetFile(path)
+            columns = [c for c in ("status", "suite_run_key") if c in file.schema_arrow.names]
+            row = file.read(columns=columns).to_pylist()[0]
+            status, key = row["status"], row.get("suite_run_key") or path.stem
         except (pa.ArrowException, OSError, IndexError, KeyError) as exc:
             warn_damaged(path, exc)
-            status = None
+            status, key = None, path.stem
         steps_file = steps / path.name
         if status is not None and steps_file.exists() and not is_readable(steps_file):
             status = None
-        statuses[path.stem] = status
+        statuses[key] = status if statuses.get(key, "ok") == "ok" else statuses[key]
     return statuses
 
 

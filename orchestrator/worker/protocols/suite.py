@@ -19,6 +19,7 @@ from typing import ClassVar, TypeVar
 
 from orchestrator.capabilities import TIME_METRIC
 from orchestrator.contract import StepRecord
+from orchestrator.store.parquet import RunResult
 from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal
 from orchestrator.worker.protocols.json_doc import DocumentError, read_json_document, wait_for_exit
 
@@ -84,6 +85,9 @@ class SuiteReader(BenchReader):
             benchmarks, self.tool_audit = self.parse(document)
         except DocumentError as exc:
             return str(exc)
+        except UnitError as exc:
+            self.bad_input = f"{self.tool} output {self.result_path}: {exc}"
+            return self.bad_input
         except SuiteFormatError as exc:
             return f"{self.tool} output {self.result_path}: {exc}"
         for bench in benchmarks:
@@ -92,21 +96,30 @@ class SuiteReader(BenchReader):
             self.benchmarks[bench.name] = bench
         if not self.benchmarks:
             return f"{self.tool} output {self.result_path} holds no benchmark"
-        return self.select(self.run.case)
+        return None if self.run.suite_cases else self.select(self.run.case)  # a suite run: every case
 
     def select(self, case: str) -> str | None:
         """Make ``case``'s benchmark this reader's header, summary and steps; why it cannot, or None."""
         bench = self.benchmarks.get(case)
         if bench is None:
-            names = ", ".join(repr(n) for n in list(self.benchmarks)[:10])
-            more = f" and {len(self.benchmarks) - 10} more" if len(self.benchmarks) > 10 else ""
             return (f"{self.tool} output {self.result_path} has no benchmark named {case!r}; "
-                    f"it has {names}{more}")
+                    f"it has {self.names_text()}")
         if bench.error is not None:
             return f"{self.tool} benchmark {case!r} did not run: {bench.error}"
         self.header = {"audit": {**self.tool_audit, "source_unit": bench.unit}}
         self.summary, self.steps = bench.summary(), bench.steps()
         return None
+
+    def with_cases(self, result: RunResult) -> RunResult:
+        from orchestrator.worker.protocols.suite_cases import case_results
+
+        return case_results(self.run, self, result)
+
+    def names_text(self, shown: int = 10) -> str:
+        """The benchmarks' names, the first ``shown`` of them, for a message."""
+        names = list(self.benchmarks)
+        more = f" and {len(names) - shown} more" if len(names) > shown else ""
+        return ", ".join(repr(n) for n in names[:shown]) + more
 
     @abstractmethod
     def parse(self, document: object) -> tuple[list[Benchmark], dict]:

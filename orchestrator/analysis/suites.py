@@ -1,5 +1,6 @@
-"""The summary row of a suite's cases: the geometric mean of their candidate/baseline ratios, with an
-interval (docs/design.md, "Suites").
+"""A benchmark suite's cases in the analysis (docs/design.md, "Suites"): which cases a sweep has (what
+its suite runs found), what in its input was wrong (exit 2), and the summary row of its cases: the
+geometric mean of their candidate/baseline ratios, with an interval.
 
 The geometric mean ratio of ``K`` cases is ``exp(mean_k log ratio_k)``. Per round ``r`` each side's
 mean log value over the cases, ``A_r = mean_k log cand[k, r]`` and ``B_r = mean_k log base[k, r]``,
@@ -7,7 +8,7 @@ is one number, and rounds are independent of each other (whatever the cases of o
 the interval is the ordinary one of those per-round means (``intervals``): paired by round, the
 one-sample t of ``A_r - B_r``; unpaired, the two-sample t of ``A`` against ``B``. Only complete
 rounds count (every case has its value on both sides; ``summarize_suite`` picks them). Coverage is
-measured by seeded simulation in ``tests/orchestrator/test_suite_summary.py``.
+measured by seeded simulation in ``tests/orchestrator/test_suites_stats.py``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,46 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
 
 from orchestrator.analysis import intervals
 from orchestrator.analysis.verdicts import PAIRED_ORDERS, Comparer
+from orchestrator.capabilities import SUITE_CASE, case_matches
+from orchestrator.spec.anyrepo import is_suite
+from orchestrator.spec.schema import SweepSpec
+
+
+def sweep_cases(spec: SweepSpec, runs: pd.DataFrame) -> list[str]:
+    """The sweep's cases: its ``cases``, or for a suite the cases its runs read from the output that
+    ``cases`` selects (sorted by name)."""
+    if not is_suite(spec):
+        return list(spec.cases)
+    found = set(runs["case"].dropna()) - {SUITE_CASE} if "case" in runs else set()
+    return sorted(c for c in found if any(case_matches(c, pattern) for pattern in spec.cases))
+
+
+def run_count(runs: pd.DataFrame) -> int:
+    """How many bench runs the rows are: a suite run's cases count once."""
+    if "suite_run_key" not in runs:
+        return len(runs)
+    return int(runs["suite_run_key"].fillna(runs["run_key"]).nunique())
+
+
+def input_problem(spec: SweepSpec, runs: pd.DataFrame) -> tuple[str | None, str] | None:
+    """(YAML key, why) for what the suite's runs showed to be wrong with the sweep's input: a run
+    failed because of it (a ``cases`` entry that selects nothing, a unit that is not a time), or a
+    gate's ``case`` that matches none of the cases found; None when nothing is."""
+    if not is_suite(spec) or runs.empty:
+        return None
+    bad = runs["bad_input"].dropna() if "bad_input" in runs else pd.Series(dtype=object)
+    if len(bad):
+        return None, str(bad.iloc[0])
+    cases = sweep_cases(spec, runs)
+    for i, gate in enumerate(spec.gates):
+        if cases and gate.case is not None and not any(case_matches(c, gate.case) for c in cases):
+            return f"gates[{i}].case", (f"{gate.case!r} matches none of the suite's cases: "
+                                        + ", ".join(cases[:10]) + (" ..." if len(cases) > 10 else ""))
+    return None
 
 
 def geomean_interval(cand_logs: np.ndarray, base_logs: np.ndarray, *, paired: bool) -> intervals.LogInterval:

@@ -1,4 +1,4 @@
-"""Coverage of a suite's geometric-mean interval (``analysis.suite_summary``), by seeded simulation of
+"""Coverage of a suite's geometric-mean interval (``analysis.suites``), by seeded simulation of
 many sweeps at once, with what real hosts do: per-process offsets (each run its own), rounds that
 are faster or slower as a whole (a burst lasting seconds: every case of the round, both sides),
 heavy-tailed run noise (Student t, 3 degrees of freedom) and cases whose true ratios differ."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrator.analysis.suite_summary import geomean_interval
+from orchestrator.analysis.suites import geomean_interval
 
 SWEEPS = 4000  # Monte-Carlo error of a 0.95 coverage: 0.0034
 
