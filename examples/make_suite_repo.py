@@ -7,10 +7,9 @@ gbench): ``suitelib`` with three functions in Python and in C++, at two commits;
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from make_demo_repo import git
+from make_demo_repo import cli, commit, git
 
 WORK = {"checksum": 20_000, "tokenize": 30_000, "sort_words": 25_000}  # loop lengths at the first commit
 SLOWED, FACTOR = "tokenize", 1.3
@@ -56,19 +55,12 @@ def make_suite_repo(repo: Path) -> tuple[str, str]:
     package = repo / "suitelib"
     package.mkdir(parents=True)
     git(repo, "init", "-q")
-    shas = []
     slowed = {**WORK, SLOWED: int(WORK[SLOWED] * FACTOR)}
-    for work, message in ((WORK, "suitelib"), (slowed, f"{SLOWED}: 30 % more work")):
-        python, cpp = _sources(work)
-        (package / "__init__.py").write_text(python)
-        (package / "suitelib.hpp").write_text(cpp)
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", message)
-        shas.append(git(repo, "rev-parse", "HEAD"))
+    shas = [commit(repo, dict(zip((package / "__init__.py", package / "suitelib.hpp"), _sources(work),
+                                  strict=True)), message)
+            for work, message in ((WORK, "suitelib"), (slowed, f"{SLOWED}: 30 % more work"))]
     return shas[0], shas[1]
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python examples/make_suite_repo.py DIR")
-    print(*make_suite_repo(Path(sys.argv[1])))
+    cli(make_suite_repo, "make_suite_repo.py")

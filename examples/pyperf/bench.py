@@ -7,7 +7,6 @@ shared with other work blurs it less; pyperf divides it by the loops as usual.
 import time
 
 import pyperf
-
 import suitelib
 
 

@@ -1,7 +1,6 @@
 """suitelib's benchmarks as a pytest-benchmark suite."""
 
 import pytest
-
 import suitelib
 
 
