@@ -139,14 +139,30 @@ def remove_run(run: PlannedRun) -> None:
 
 
 def supersede_run(results_root: str | Path, sweep_id: str, run_key: str, tag: str) -> None:
-    """Move both files of ``run_key`` out of the results into ``superseded_dir`` (named with ``tag``,
-    e.g. the host that ran them), so a round redone elsewhere never mixes with them."""
+    """Move both files of ``run_key`` (and of the cases read from it, when it is a suite run) out of
+    the results into ``superseded_dir`` (named with ``tag``, e.g. the host that ran them), so a round
+    redone elsewhere never mixes with them."""
     target = superseded_dir(results_root, sweep_id)
-    for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
-        path = source(results_root, sweep_id) / f"{run_key}.parquet"
-        if path.exists():
-            (target / kind).mkdir(parents=True, exist_ok=True)
-            os.replace(path, target / kind / f"{run_key}.{tag}.{time.time_ns()}.parquet")
+    for key in [run_key, *_suite_case_keys(results_root, sweep_id, run_key)]:
+        for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
+            path = source(results_root, sweep_id) / f"{key}.parquet"
+            if path.exists():
+                (target / kind).mkdir(parents=True, exist_ok=True)
+                os.replace(path, target / kind / f"{key}.{tag}.{time.time_ns()}.parquet")
+
+
+def _suite_case_keys(results_root: str | Path, sweep_id: str, suite_run_key: str) -> list[str]:
+    """The run keys of the case rows read from suite run ``suite_run_key`` (readable files only)."""
+    keys = []
+    for path in runs_dir(results_root, sweep_id).glob("[!.]*.parquet"):
+        try:
+            file = pq.ParquetFile(path)
+            if "suite_run_key" in file.schema_arrow.names and \
+                    file.read(columns=["suite_run_key"]).column(0)[0].as_py() == suite_run_key:
+                keys.append(path.stem)
+        except (pa.ArrowException, OSError, IndexError):
+            continue
+    return keys
 
 
 def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
