@@ -6,7 +6,7 @@ bench command's argv template and host (hostname and CPU model). The side labels
 sweeps; runs with an unknown identity field are never matched, except the command, which rows
 written before it was recorded lack: those match only each other. Only the partitions of the latest
 ``HISTORY_SWEEPS`` recorded sweeps (by creation, none newer than this one) that ran one of this
-sweep's SHAs are read (their sweep records say which), so a report stays fast on a large root.
+sweep's SHAs are read (the results index says which), so a report stays fast on a large root.
 
 The reference is the median of the earlier sweeps' per-sweep medians (robust to one odd sweep); the
 latest earlier sweep's median is shown next to it. The software is not part of the match: the
@@ -21,22 +21,18 @@ began after the first, ``new_segment_since`` names the sweep that began it.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from orchestrator.analysis.changepoints import segments
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.software import SOFTWARE_COLUMNS, describe_changes, version_changes, versions_of
-from orchestrator.store.damaged import parquet_files, read_files
-from orchestrator.store.parquet import runs_dir
-from orchestrator.store.records import sweeps_dir
-from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN
+from orchestrator.store import query
+from orchestrator.store.reuse import REUSED_COLUMN
 
 IDENTITY_COLUMNS: tuple[str, ...] = ("sha", "case", "variant", "params", "env", "command", "host_hostname",
                                      "host_cpu_model")
@@ -80,30 +76,23 @@ def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.Dat
                        + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64()),
                           ("audited", pa.bool_()), (REUSED_COLUMN, pa.string())]
                        + [(name, pa.float64()) for name in metrics])
-    shas = {side.get("sha") for side in (record.get("sides") or {}).values()} - {None}
-    earlier = [sweep for created, sweep in sweeps_with_shas(results_root, shas)
-               if sweep != record["sweep_id"] and created <= str(record.get("created", ""))]
-    files = [path for sweep in earlier[-HISTORY_SWEEPS:]
-             for path in parquet_files(runs_dir(results_root, sweep))]
-    table = read_files(files, schema=schema, filter=(ds.field("status") == "ok") & MEASURED_FILTER)
-    if table is None:
+    shas = sorted({side.get("sha") for side in (record.get("sides") or {}).values()} - {None})
+    earlier = earlier_sweeps(results_root, shas, record["sweep_id"], str(record.get("created", "")))
+    if not earlier:
         return schema.empty_table().to_pandas()
-    runs = apply_audit(table.to_pandas())
+    where = query.Where(sweeps=earlier[-HISTORY_SWEEPS:], shas=shas, status="ok", measured=True)
+    runs = apply_audit(query.read_runs(results_root, where, schema))
     return runs[runs["status"] == "ok"]
 
 
-def sweeps_with_shas(results_root: Path, shas: set[str]) -> list[tuple[str, str]]:
-    """``(created, sweep id)`` of every recorded sweep with a side at one of ``shas``, oldest first."""
-    found = []
-    for path in sweeps_dir(Path(results_root)).glob("*.json"):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            sides = record.get("sides") or {}
-        except (OSError, ValueError, AttributeError):  # reserved (empty), unreadable or not an object
-            continue
-        if any(isinstance(side, dict) and side.get("sha") in shas for side in sides.values()):
-            found.append((str(record.get("created", "")), path.stem))
-    return sorted(found)
+def earlier_sweeps(results_root: Path, shas: list[str], sweep_id: str, created: str) -> list[str]:
+    """The recorded sweeps other than ``sweep_id`` with runs of one of ``shas``, created no later
+    than ``created``, oldest first (an index lookup: no data file is opened)."""
+    found = query.lookup(results_root, query.Where(shas=shas))
+    found = found[(found["sweep_id"] != sweep_id) & found["created"].notna()]  # recorded sweeps only
+    found = found[found["created"] <= created]
+    firsts = found.groupby("sweep_id")["created"].first()
+    return [sweep for _, sweep in sorted(zip(firsts, firsts.index, strict=True))]
 
 
 def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],

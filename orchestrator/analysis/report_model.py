@@ -28,8 +28,7 @@ from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates
 from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
 from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.spec.schema import REPORT_METRICS, GateSpec
-from orchestrator.store.damaged import parquet_files, read_files
-from orchestrator.store.parquet import read_runs, runs_dir
+from orchestrator.store import query
 from orchestrator.store.records import read_record
 
 AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha", "audit_threads",
@@ -92,8 +91,7 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
                           ("audited", pa.bool_()),
                           ("started_at", pa.timestamp("us", tz="UTC"))]
                        + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])])
-    table = read_files(parquet_files(runs_dir(results_root, sweep_id)), schema=schema)
-    return (schema.empty_table() if table is None else table).to_pandas()
+    return query.read_runs(results_root, query.Where(sweeps=[sweep_id]), schema)
 
 
 def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFrame | None = None) -> Report:
@@ -212,7 +210,8 @@ def make_report(results_root: Path, sweep_id: str) -> Report:
     record = read_record(results_root, sweep_id)
     spec = record["spec"]
     gates = [GateSpec(**g) for g in spec.get("gates", [])]
-    reported = read_runs(results_root, sweep_id) if spec.get("metrics", []) is None else None
+    reported = (query.read_runs(results_root, query.Where(sweeps=[sweep_id]))
+                if spec.get("metrics", []) is None else None)
     metrics = report_metrics(spec, gates, reported)
     return build_report(record, load_runs(results_root, sweep_id, metrics),
                         drift.load_history(results_root, record, metrics))

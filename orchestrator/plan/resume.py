@@ -22,7 +22,7 @@ from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan, c
 from orchestrator.plan.integrity import check_digest
 from orchestrator.plan.refs import repo_root, resolve_ref
 from orchestrator.spec.load import side_settings, spec_from_config
-from orchestrator.store.parquet import run_statuses
+from orchestrator.store.query import run_statuses
 from orchestrator.store.records import OUTCOME_KEYS, read_record, record_path
 
 
