@@ -26,6 +26,7 @@ from orchestrator.plan.expand import (
 )
 from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record
+from orchestrator.store.compact import compact_finished, release_for_rerun
 
 if TYPE_CHECKING:
     from orchestrator.dispatch.dispatcher import Reuse, SweepOutcome
@@ -108,6 +109,7 @@ def start_sweep(args: argparse.Namespace, resolved: ResolvedSweep, reuse: Reuse 
     try:
         with sweep_record.sweep_lock(root, sweep_id):
             _dispatch(args, resolved, record, runs, reuse=reuse)
+            compact_finished(root, sweep_id)
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         sweep_record.discard(root, sweep_id)
         raise
@@ -129,6 +131,7 @@ def resume_sweep(args: argparse.Namespace, root: Path, sweep_id: str, reuse: Reu
     plan = resume.plan_resume(root, sweep_id)  # checks everything, writes nothing
     with sweep_record.sweep_lock(root, sweep_id):
         plan = plan.refreshed()  # what is ok now that no other client runs the sweep
+        release_for_rerun(root, sweep_id, [key for key, status in plan.statuses.items() if status != "ok"])
         todo = plan.todo
         say(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
             f"results under {root}")
@@ -137,6 +140,7 @@ def resume_sweep(args: argparse.Namespace, root: Path, sweep_id: str, reuse: Reu
             _dispatch(args, plan.resolved, record, todo,
                       lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)),
                       plan.ok_keys, reuse=reuse)
+        compact_finished(root, sweep_id)
 
 
 def _dispatch(args: argparse.Namespace, resolved: ResolvedSweep, record: dict, runs: list[PlannedRun],

@@ -29,6 +29,7 @@ import json
 import os
 import secrets
 import shutil
+import sys
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,15 +131,33 @@ def compact_sweep(root: str | Path, sweep_id: str, release: Collection[str] = ()
     return outcome
 
 
-def release_runs(root: str | Path, sweep_id: str, run_keys: Collection[str]) -> Compacted | None:
-    """Before runs of a compacted sweep are run again: move ``run_keys`` out of its parts into files
-    of their own, so each re-run replaces just its own files (None: none of them is in a part).
-    The caller holds the sweep's lock."""
+def compact_finished(root: str | Path, sweep_id: str) -> None:
+    """The last step of ``shasweep run``: compact the sweep just dispatched (its lock held). A
+    failure is a warning, never the run's: the per-run files stay and ``shasweep compact`` retries."""
+    _compact_or_warn(root, sweep_id, ())
+
+
+def release_for_rerun(root: str | Path, sweep_id: str, run_keys: Collection[str]) -> None:
+    """Before runs of a compacted sweep are run again (its lock held): move ``run_keys`` out of its
+    parts into files of their own, so each re-run replaces just its own two files and a plain
+    ``pd.read_parquet`` never sees a run twice. Nothing to do when none of them is in a part; a
+    failure is a warning (shasweep's readers prefer a run's own file to a part's row anyway)."""
     wanted = set(run_keys)
     held = holdings(root, "runs", sweep_id)
-    if not any(wanted.intersection(keys) for path, keys in held.files.items() if is_part(path)):
-        return None
-    return compact_sweep(root, sweep_id, release=wanted)
+    if any(wanted.intersection(keys) for path, keys in held.files.items() if is_part(path)):
+        _compact_or_warn(root, sweep_id, wanted)
+
+
+def _compact_or_warn(root: str | Path, sweep_id: str, release: Collection[str]) -> None:
+    try:
+        outcome = compact_sweep(root, sweep_id, release)
+    except (OSError, *READ_ERRORS) as exc:
+        why = f"compaction failed ({type(exc).__name__}: {exc})"
+        outcome = Compacted(sweep_id, blocked=f"{why}; the files are kept as they were and "
+                                              f"`shasweep compact {sweep_id}` retries")
+    if outcome.blocked:
+        print(f"shasweep: warning: sweep {sweep_id} not compacted: {outcome.blocked}", file=sys.stderr,
+              flush=True)
 
 
 def recover(root: str | Path, sweep_id: str) -> None:

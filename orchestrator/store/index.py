@@ -152,6 +152,7 @@ def write_delta(root: str | Path, rows: pa.Table) -> None:
 def fold(root: str | Path, wait: bool = True) -> bool:
     """Merge the deltas into the base (under the index lock); False when another process holds it
     and ``wait`` is False."""
+    index_dir(root).mkdir(parents=True, exist_ok=True)
     lock = FileLock(index_dir(root) / ".lock", timeout=LOCK_TIMEOUT_S if wait else 0)
     try:
         lock.acquire()
