@@ -56,6 +56,7 @@ def steps_seen(root: Path) -> list[tuple[str, int, str, float]]:
 def plain_runs(root: Path) -> list[tuple[str, str, float]]:
     """The same rows as pandas and duckdb read the root (they must agree, and see no run twice)."""
     runs = pd.read_parquet(root / "runs", columns=["sweep_id", "run_key", "throughput"])
+    runs = runs.astype(object).where(runs.notna(), None)  # duckdb's NULL is None, pandas' NaN
     by_pandas = sorted(runs.itertuples(index=False, name=None))
     by_duckdb = sorted(duckdb.sql(f"SELECT sweep_id, run_key, throughput FROM read_parquet("
                                   f"'{root}/runs/**/*.parquet', union_by_name = true)").fetchall())
