@@ -90,7 +90,7 @@ def physics_limit(cfg: OverheadConfig, decimation: int) -> Rate:
     module = importlib.import_module(f"envruntime.tasks.{cfg.task}")
     backend = make_backend(cfg.sim, module.XML_PATH, cfg.num_envs, cfg.threads)
     try:
-        env = module.make_direct_env(backend, cfg.num_envs)
+        env = module.make_direct_env(backend)
         controls: list[np.ndarray] = []
         step_backend = backend.step
         backend.step = lambda ctrl, substeps: (controls.append(ctrl.copy()), step_backend(ctrl, substeps))

@@ -48,21 +48,11 @@ class ModelInfo:
     actuator_names: tuple[str, ...]
     actuator_joint: np.ndarray  # (nu,) index into joint_names of the joint each actuator drives
     ctrl_range: np.ndarray  # (nu, 2)
-    torque_limit: np.ndarray  # (nu,) actuator force limit
     sensor_names: tuple[str, ...]
     sensor_adr: np.ndarray  # (nsensor,) start in sensordata
     sensor_dim: np.ndarray  # (nsensor,)
     nsensordata: int
     keyframes: dict[str, tuple[np.ndarray, np.ndarray]]  # name -> (qpos, qvel)
-    body_names: tuple[str, ...]
-    total_mass: float
-
-    @classmethod
-    def from_xml(cls, xml_path: str | Path) -> ModelInfo:
-        """Compile the MJCF with MuJoCo and read its metadata."""
-        path = Path(xml_path)
-        model = mujoco.MjModel.from_xml_path(str(path))
-        return cls.from_model(model, path)
 
     @classmethod
     def from_model(cls, model: mujoco.MjModel, xml_path: Path) -> ModelInfo:
@@ -92,16 +82,12 @@ class ModelInfo:
                                  for a in range(model.nu)),
             actuator_joint=actuator_joint,
             ctrl_range=model.actuator_ctrlrange.copy().reshape(-1, 2),
-            torque_limit=np.abs(model.actuator_forcerange[:, 1]).copy(),
             sensor_names=tuple(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SENSOR, s)
                                for s in range(model.nsensor)),
             sensor_adr=model.sensor_adr.copy(),
             sensor_dim=model.sensor_dim.copy(),
             nsensordata=model.nsensordata,
             keyframes=keyframes,
-            body_names=tuple(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
-                             for b in range(model.nbody)),
-            total_mass=float(model.body_mass.sum()),
         )
 
     def sensor_slice(self, name: str) -> slice:
@@ -140,11 +126,6 @@ class Backend(Protocol):
 
         Rows not in ``env_ids`` are left exactly as they were.
         """
-        ...
-
-    def model_param(self, field: str) -> np.ndarray:
-        """Writable per-env (N, ...) values of an MjModel field (e.g. ``geom_friction``,
-        ``body_mass``) for domain randomisation; takes effect from the next step."""
         ...
 
     def apply_body_velocity_kick(self, env_ids: np.ndarray, dvel_xy: np.ndarray) -> None:

@@ -7,9 +7,8 @@ step; the protocol's arrays are read-only NumPy views of them. State is float32,
 
 What one ``step`` does and where its time goes (``timings``, ms, each synchronised):
 
-* ``h2d_ms``: the controls (and any per-world model fields from ``model_param``) copied to the
-  device. Not part of ``physics_ms``: it belongs to writing the controls, so the env adds it to
-  its ``apply_action_ms``.
+* ``h2d_ms``: the controls copied to the device. Not part of ``physics_ms``: it belongs to writing
+  the controls, so the env adds it to its ``apply_action_ms``.
 * ``physics_ms``: the substeps (``mjw.step``) and then a position/velocity pass with their sensors,
   so that kinematics and position/velocity sensors describe the new state, as MuJoCo's
   ``mjSTAGE_VEL``; acceleration-stage sensors (``touch``) keep the values of the last substep,
@@ -30,7 +29,6 @@ for the common constructor and unused: warp schedules its own kernels.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -109,20 +107,19 @@ class MjwarpBackend:
         self._wp, self._mjw = wp, mjw
         wp.init()
         self._device = wp.get_device()
-        self._mjm = mujoco.MjModel.from_xml_path(str(path))
-        self.info = ModelInfo.from_model(self._mjm, path)
+        mjm = mujoco.MjModel.from_xml_path(str(path))
+        self.info = ModelInfo.from_model(mjm, path)
         self.num_envs = num_envs
         self.dtype = np.dtype(np.float32)
         self.timings = {"physics_ms": 0.0, "d2h_ms": 0.0, "h2d_ms": 0.0}
 
-        self._model = mjw.put_model(self._mjm)
-        self._data = mjw.make_data(self._mjm, nworld=num_envs, nconmax=NCONMAX, njmax=NJMAX)
+        self._model = mjw.put_model(mjm)
+        self._data = mjw.make_data(mjm, nworld=num_envs, nconmax=NCONMAX, njmax=NJMAX)
         self._launches = _LaunchCache(wp, self._device)
-        self._params: dict[str, Any] = {}  # model field -> host buffer of its per-world values
         self._buffer_overflows = int(
             mjw.OverflowType.NEFC | mjw.OverflowType.BROADPHASE | mjw.OverflowType.NARROWPHASE)
-        free = [j for j in range(self._mjm.njnt) if self._mjm.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
-        self._free_dof = int(self._mjm.jnt_dofadr[free[0]]) if free else None
+        free = [j for j in range(mjm.njnt) if mjm.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+        self._free_dof = int(mjm.jnt_dofadr[free[0]]) if free else None
 
         from envruntime.backends.mjwarp_rows import RowTransfer  # needs warp, known installed now
 
@@ -159,7 +156,6 @@ class MjwarpBackend:
         t0 = time.perf_counter()
         np.copyto(self._ctrl_host.numpy(), ctrl, casting="same_kind")
         wp.copy(self._data.ctrl, self._ctrl_host)
-        self._upload_params()
         wp.synchronize_device(self._device)
         t1 = time.perf_counter()
         self._launches.run(("step", substeps), lambda: self._advance(substeps))
@@ -186,32 +182,10 @@ class MjwarpBackend:
         self._qpos_host.numpy()[ids] = qpos
         self._qvel_host.numpy()[ids] = qvel
         rows.select(ids, self._mask_dev)
-        self._upload_params()
         self._launches.run("reset_rows", lambda: mjw.reset_data(self._model, d, self._mask_dev))
         rows.scatter("qpos", qpos, d.qpos)
         rows.scatter("qvel", qvel, d.qvel)
         self._refresh_rows(ids)
-
-    def model_param(self, field: str) -> np.ndarray:
-        """Writable (N, ...) per-world values of Model field ``field``; uploaded before every step
-        and reset (counted in ``h2d_ms``). Only fields mujoco-warp can batch are supported."""
-        if field in self._params:
-            return self._params[field].numpy()
-        spec = {f.name: f.type for f in dataclasses.fields(self._mjw.Model)}.get(field)
-        if spec is None:
-            raise KeyError(f"mujoco-warp Model has no field {field!r}")
-        if getattr(spec, "shape", ())[:1] != ("*",):
-            raise NotImplementedError(
-                f"mujoco-warp cannot give model field {field!r} per-world values (not a batched field)")
-        batched = dict.fromkeys([*self._params, field], self.num_envs)
-        self._model = self._mjw.put_model(self._mjm, batch_sizes=batched)
-        self._launches.clear()
-        host = self._host_like(getattr(self._model, field))
-        self._wp.copy(host, getattr(self._model, field))
-        self._params[field] = host
-        self._upload_params()  # the other expanded fields' values survive the rebuilt model
-        self._wp.synchronize_device(self._device)
-        return host.numpy()
 
     def apply_body_velocity_kick(self, env_ids: np.ndarray, dvel_xy: np.ndarray) -> None:
         """Add world-frame xy velocity to the free base of rows ``env_ids`` (host and device)."""
@@ -237,7 +211,6 @@ class MjwarpBackend:
     def close(self) -> None:
         """Drop the graphs and device arrays."""
         self._launches.clear()
-        self._params.clear()
         self._model = self._data = None
 
     # ----------------------------------------------------------------- internals
@@ -268,10 +241,6 @@ class MjwarpBackend:
         """Run the position/velocity pass and take the new sensor rows of the selected ``ids``."""
         self._launches.run("position_velocity", self._position_velocity_pass)
         self._sensordata_host.numpy()[ids] = self._rows.gather("sensordata", self._data.sensordata)
-
-    def _upload_params(self) -> None:
-        for field, host in self._params.items():
-            self._wp.copy(getattr(self._model, field), host)
 
     def _copy_state_to_host(self) -> None:
         d = self._data

@@ -92,15 +92,6 @@ class MujocoBackend:
         self._qvel[ids] = qvel
         self._batch.forward(ids, stage=_VEL)
 
-    def model_param(self, field: str) -> np.ndarray:
-        """Writable per-env (N, ...) values of MjModel ``field``. After writing a field that
-        ``mj_setConst`` reads (e.g. ``body_mass``), call ``set_const`` for derived constants."""
-        return self._batch.expand(field)
-
-    def set_const(self) -> None:
-        """Recompute every env's model constants after per-env parameter writes."""
-        self._batch.set_const()
-
     def apply_body_velocity_kick(self, env_ids: np.ndarray, dvel_xy: np.ndarray) -> None:
         """Add world-frame xy velocity (len, 2) to the free base of rows ``env_ids`` and refresh
         their velocity-stage values so sensors reflect the kick."""

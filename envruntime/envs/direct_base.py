@@ -20,15 +20,16 @@ calls ``_restart`` (hook), resets every row as in 4, then runs 5 without the pus
 Random numbers come from one Generator, in the manager variant's order: observation noise of the
 done rows, the reset draws of ``_reset_state``, push timers, command draws of ``_reset_commands``,
 those of ``_advance_commands``, push kicks and their new timers, observation noise of every row.
-Subclasses build their arrays in ``__init__`` after ``super().__init__`` and finish with
-``_init_observations``.
+Subclasses build their arrays in ``__init__`` after ``super().__init__``, call
+``_init_observations`` and then bind their fused kernels' arrays by name (``kernel_args``).
 """
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -36,6 +37,23 @@ from envruntime.backends.base import Backend
 from envruntime.backends.reset_staging import ResetStaging
 from envruntime.envs.vecenv import ENV_PHASES, StepResult, elapsed_ms, final_obs_of, record_backend_phases
 from envruntime.kernels.action import record_action_and_targets
+
+
+def kernel_args(kernel: Any, leading: int = 0, **named: Any) -> tuple[Any, ...]:
+    """The arguments of Numba ``kernel`` after its first ``leading`` parameters, in its parameter
+    order, from ``named`` (every one by its parameter name: a missing or unknown name is a
+    TypeError naming it).
+
+    A fused kernel takes 20+ arrays, several of the same shape: naming each once, at construction,
+    keeps a swapped pair out of the kernel, and the step calls ``kernel(*per_call, *args)`` with no
+    lookups. The arrays are bound, so they must be updated in place, never replaced.
+    """
+    params = tuple(inspect.signature(kernel.py_func).parameters)[leading:]
+    missing = [p for p in params if p not in named]
+    unknown = [k for k in named if k not in params]
+    if missing or unknown:
+        raise TypeError(f"{kernel.__name__}: missing arguments {missing}, unknown {unknown}")
+    return tuple(named[p] for p in params)
 
 
 class DirectCfg(Protocol):
@@ -58,13 +76,11 @@ class DirectEnv:
     variant = "direct"
     manager_names: tuple[str, ...] = ()
 
-    def __init__(self, cfg: DirectCfg, backend: Backend, num_envs: int, keyframe: str) -> None:
-        if num_envs != backend.num_envs:
-            raise ValueError(f"num_envs {num_envs} does not match the backend's {backend.num_envs}")
+    def __init__(self, cfg: DirectCfg, backend: Backend, keyframe: str) -> None:
         info = backend.info
         if keyframe not in info.keyframes:
             raise ValueError(f"model {info.xml_path.name} has no keyframe {keyframe!r}")
-        n = num_envs
+        n = backend.num_envs
         self.cfg, self.backend, self.num_envs = cfg, backend, n
         self.step_dt = info.timestep * cfg.decimation
         self.max_episode_length = max(1, round(cfg.episode_length_s / self.step_dt))

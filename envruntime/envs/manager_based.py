@@ -90,9 +90,7 @@ class ManagerBasedEnv:
     variant = "manager"
     manager_names: tuple[str, ...] = ("action", "observation", "reward", "termination", "event", "command")
 
-    def __init__(self, cfg: ManagerBasedEnvCfg, backend: Backend, num_envs: int) -> None:
-        if num_envs != backend.num_envs:
-            raise ValueError(f"num_envs {num_envs} does not match the backend's {backend.num_envs}")
+    def __init__(self, cfg: ManagerBasedEnvCfg, backend: Backend) -> None:
         if cfg.decimation < 1:
             raise ValueError(f"decimation must be >= 1, got {cfg.decimation}")
         info = backend.info
@@ -101,7 +99,7 @@ class ManagerBasedEnv:
         self.cfg = cfg
         self.task = cfg.task
         self.backend = backend
-        self.num_envs = num_envs
+        self.num_envs = num_envs = backend.num_envs
         self.decimation = cfg.decimation
         self.step_dt = info.timestep * cfg.decimation
         self.max_episode_length = max(1, round(cfg.episode_length_s / self.step_dt))

@@ -7,30 +7,23 @@ from typing import Any
 import numpy as np
 
 from envruntime.kernels.termination import combine
-from envruntime.managers.terms import TerminationTermCfg, build
+from envruntime.managers.term_rows import TermRows
+from envruntime.managers.terms import TerminationTermCfg
 
 
-class TerminationManager:
+class TerminationManager(TermRows):
     def __init__(self, terms: dict[str, TerminationTermCfg], env: Any) -> None:
-        self._cfgs = terms
-        self._env = env
-        self.term_names = tuple(terms)
-        self._fns: list[Any] = []
         n = env.num_envs
-        self.flags = np.zeros((len(terms), n), dtype=np.bool_)
+        self.flags = np.zeros((len(terms), n), dtype=np.bool_)  # term k's (N,) flags in row k
+        super().__init__("termination", terms, env, self.flags)
         self.is_time_out = np.array([cfg.time_out for cfg in terms.values()], dtype=np.bool_)
         self.terminated = np.zeros(n, dtype=np.bool_)
         self.truncated = np.zeros(n, dtype=np.bool_)
         self.done = np.zeros(n, dtype=np.bool_)
 
-    def resolve(self) -> None:
-        """Build the terms (called once every manager exists)."""
-        self._fns = [build(cfg, self._env, "termination", name) for name, cfg in self._cfgs.items()]
-
     def compute(self) -> np.ndarray:
         """Evaluate every term; return ``done`` = terminated | truncated (N,) bool."""
-        for k, fn in enumerate(self._fns):
-            fn(self.flags[k])
+        self.fill()
         combine(self.flags.T, self.is_time_out, self.terminated, self.truncated)
         np.logical_or(self.terminated, self.truncated, out=self.done)
         return self.done

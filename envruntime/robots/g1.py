@@ -47,7 +47,6 @@ ANCHOR_BODY = "torso_link"
 
 FEET: tuple[str, ...] = ("left_foot", "right_foot")
 """Foot sole sites; the foot collision geoms carry the same names."""
-FOOT_BODIES: tuple[str, ...] = ("left_ankle_roll_link", "right_ankle_roll_link")
 
 BodySensorKind = Literal["pos", "quat", "linvel", "angvel"]
 BODY_SENSOR_KINDS: tuple[str, ...] = ("pos", "quat", "linvel", "angvel")

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from envruntime.robots import ASSETS_DIR
 
-GO2_XML = ASSETS_DIR / "go2.xml"
-"""The robot alone, timestep 0.005 s."""
 GO2_SCENE_XML = ASSETS_DIR / "go2_scene.xml"
 """The Go2 on a flat floor (includes ``go2.xml``): the scene the Go2 tasks load."""
 

@@ -22,4 +22,4 @@ def make_env(task: str, sim: str, variant: str, num_envs: int, threads: int | No
     module = importlib.import_module(f"envruntime.tasks.{task}")
     backend = make_backend(sim, module.XML_PATH, num_envs=num_envs, threads=threads)
     factory = module.make_manager_env if variant == "manager" else module.make_direct_env
-    return factory(backend, num_envs)
+    return factory(backend)

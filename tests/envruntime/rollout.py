@@ -24,7 +24,7 @@ def rollout(task: str, variant: str, arrays: dict[str, np.ndarray]) -> None:
     module = importlib.import_module(f"envruntime.tasks.{task}")
     cfg = getattr(module, CFG_CLASSES[task])(episode_length_s=0.3)  # time-outs, besides the falls
     factory = module.make_manager_env if variant == "manager" else module.make_direct_env
-    env = factory(MujocoBackend(module.XML_PATH, num_envs=N, threads=1), N, cfg)
+    env = factory(MujocoBackend(module.XML_PATH, num_envs=N, threads=1), cfg)
     rng = np.random.default_rng(7)
     amplitude = np.where(np.arange(N) % 2 == 0, 3.0, 0.3)[:, None]  # even rows act wildly and fall
     try:

@@ -47,7 +47,7 @@ class RecordingEnv:
 
 def recording_env() -> RecordingEnv:
     backend = MujocoBackend(XML_PATH, num_envs=NUM_ENVS, threads=1)
-    return RecordingEnv(make_manager_env(backend, NUM_ENVS, Go2JoystickCfg(episode_length_s=0.1)))
+    return RecordingEnv(make_manager_env(backend, Go2JoystickCfg(episode_length_s=0.1)))
 
 
 @pytest.fixture(params=[("sac", "actor"), ("flashsac", "actor"), ("sac", "pregenerated")])

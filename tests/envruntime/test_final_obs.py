@@ -16,7 +16,7 @@ FACTORIES = {"manager": make_manager_env, "direct": make_direct_env}
 
 @pytest.mark.parametrize("variant", ["manager", "direct"])
 def test_final_obs_aliases_obs_or_holds_the_done_rows(variant: str) -> None:
-    env = FACTORIES[variant](MujocoBackend(XML_PATH, num_envs=N, threads=1), N,
+    env = FACTORIES[variant](MujocoBackend(XML_PATH, num_envs=N, threads=1),
                              Go2JoystickCfg(episode_length_s=0.1, push_vel=0.0))  # 5-step episodes
     try:
         env.reset(seed=1)
@@ -48,7 +48,7 @@ def test_final_obs_aliases_obs_or_holds_the_done_rows(variant: str) -> None:
 def test_terminal_rows_match_a_replay_without_reset() -> None:
     """The done rows' final_obs is the observation their terminal state gives: replay the same seed
     with episodes long enough that no row resets, and compare the critic (noise-free) rows."""
-    short, long = (make_manager_env(MujocoBackend(XML_PATH, num_envs=N, threads=1), N,
+    short, long = (make_manager_env(MujocoBackend(XML_PATH, num_envs=N, threads=1),
                                     Go2JoystickCfg(episode_length_s=s, push_vel=0.0)) for s in (0.1, 1.0))
     try:
         zero = np.zeros((N, short.action_dim), dtype=np.float32)

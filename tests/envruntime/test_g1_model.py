@@ -72,7 +72,7 @@ def test_structure_matches_the_published_names(model: mujoco.MjModel) -> None:
     assert tuple(model.actuator(a).name for a in range(model.nu)) == g1.ACTUATOR_NAMES
     driven = tuple(model.joint(model.actuator_trnid[a, 0]).name for a in range(model.nu))
     assert driven == g1.JOINT_NAMES
-    for body in (*g1.TRACKED_BODIES, *g1.FOOT_BODIES, g1.ANCHOR_BODY):
+    for body in (*g1.TRACKED_BODIES, g1.ANCHOR_BODY):
         model.body(body)  # raises KeyError if missing
 
 

@@ -17,7 +17,7 @@ from envruntime.tasks.g1_motion_tracking import (
     make_direct_env,
     make_manager_env,
 )
-from envruntime.tasks.g1_motion_tracking.clip import load_g1_motion
+from envruntime.tasks.g1_motion_tracking.clip import G1_MOTION_NPZ, load_clip
 
 FACTORIES = {"manager": make_manager_env, "direct": make_direct_env}
 STAGES = (
@@ -32,7 +32,7 @@ NO_NOISE = {"pose_range": {}, "velocity_range": {}, "joint_position_range": (0.0
 
 
 def _env(variant: str, n: int, cfg: G1MotionTrackingCfg, sim: str = "mujoco") -> VecEnv:
-    return FACTORIES[variant](make_backend(sim, XML_PATH, n, threads=1), n, cfg)
+    return FACTORIES[variant](make_backend(sim, XML_PATH, n, threads=1), cfg)
 
 
 @pytest.mark.parametrize("variant", ["manager", "direct"])
@@ -69,7 +69,7 @@ def test_reset_puts_the_robot_on_the_reference(variant: str) -> None:
     n = 8
     env = _env(variant, n, G1MotionTrackingCfg(**NO_NOISE))
     obs = env.reset(seed=4)
-    clip = load_g1_motion()
+    clip = load_clip(G1_MOTION_NPZ)
     time_step = env.command_manager.term("motion").time_step if variant == "manager" else env.time_step
     assert len(set(time_step.tolist())) > 1  # the start frames differ
     start = (time_step - 1) % clip.num_frames

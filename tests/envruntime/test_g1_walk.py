@@ -20,7 +20,7 @@ CALM = G1WalkCfg(reset_root_vel=0.0, push_vel=0.0, reset_joint_offset=0.0)
 
 
 def _env(variant: str, cfg: G1WalkCfg, n: int = N):
-    return FACTORIES[variant](MujocoBackend(XML_PATH, num_envs=n, threads=1), n, cfg)
+    return FACTORIES[variant](MujocoBackend(XML_PATH, num_envs=n, threads=1), cfg)
 
 
 @pytest.mark.parametrize("variant", ["manager", "direct"])

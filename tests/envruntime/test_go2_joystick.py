@@ -17,7 +17,7 @@ FACTORIES = {"manager": make_manager_env, "direct": make_direct_env}
 
 def _pair(cfg: Go2JoystickCfg, n: int = N) -> list:
     return [
-        FACTORIES[v](MujocoBackend(XML_PATH, num_envs=n, threads=1), n, cfg) for v in ("manager", "direct")
+        FACTORIES[v](MujocoBackend(XML_PATH, num_envs=n, threads=1), cfg) for v in ("manager", "direct")
     ]
 
 
@@ -40,7 +40,7 @@ def test_make_env_builds_a_vecenv(variant: str) -> None:
 
 
 def test_the_robot_stands_with_zero_actions() -> None:
-    env = make_direct_env(MujocoBackend(XML_PATH, num_envs=N, threads=1), N,
+    env = make_direct_env(MujocoBackend(XML_PATH, num_envs=N, threads=1),
                           Go2JoystickCfg(reset_root_vel=0.0, push_vel=0.0))  # fmt: skip
     env.reset(seed=0)
     for _ in range(50):
@@ -53,7 +53,7 @@ def test_the_robot_stands_with_zero_actions() -> None:
 
 def test_same_seed_same_episode_other_seed_differs() -> None:
     cfg = Go2JoystickCfg()
-    a, b = (make_manager_env(MujocoBackend(XML_PATH, num_envs=4, threads=1), 4, cfg) for _ in range(2))
+    a, b = (make_manager_env(MujocoBackend(XML_PATH, num_envs=4, threads=1), cfg) for _ in range(2))
     np.testing.assert_array_equal(a.reset(seed=5)["actor"], b.reset(seed=5)["actor"])
     action = np.full((4, 12), 0.2, dtype=np.float32)
     np.testing.assert_array_equal(a.step(action).obs["actor"], b.step(action).obs["actor"])
@@ -64,7 +64,7 @@ def test_final_obs_is_the_pre_reset_observation() -> None:
     """With the critic (noise-free) group: a done row's final_obs holds its terminal state, its
     obs the reset state; other rows have final_obs == obs."""
     env = make_manager_env(
-        MujocoBackend(XML_PATH, num_envs=4, threads=1), 4, Go2JoystickCfg(episode_length_s=0.1)
+        MujocoBackend(XML_PATH, num_envs=4, threads=1), Go2JoystickCfg(episode_length_s=0.1)
     )
     check_final_obs_is_pre_reset(env, slice(9, 21))  # 0.1 s: every env times out at step 5
     env.close()

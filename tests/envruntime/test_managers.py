@@ -20,7 +20,7 @@ N = 8
 
 def _env(task: Go2JoystickCfg | None = None, **overrides) -> ManagerBasedEnv:
     cfg = dataclasses.replace(manager_cfg(task or Go2JoystickCfg()), **overrides)
-    return ManagerBasedEnv(cfg, MujocoBackend(XML_PATH, num_envs=N, threads=1), N)
+    return ManagerBasedEnv(cfg, MujocoBackend(XML_PATH, num_envs=N, threads=1))
 
 
 @pytest.fixture
@@ -221,7 +221,3 @@ def test_timings_have_the_same_keys_every_step(env: ManagerBasedEnv) -> None:
         assert env.timings["update_state_ms"] >= env.timings["update_state.observation.compute_ms"]
     assert env.manager_names == ("action", "observation", "reward", "termination", "event", "command")
 
-
-def test_mismatched_num_envs() -> None:
-    with pytest.raises(ValueError, match="num_envs 4 does not match the backend's 8"):
-        ManagerBasedEnv(manager_cfg(Go2JoystickCfg()), MujocoBackend(XML_PATH, num_envs=N, threads=1), 4)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from envruntime.robots import g1
-from envruntime.tasks.g1_motion_tracking.clip import MotionClip, load_clip, load_g1_motion
+from envruntime.tasks.g1_motion_tracking.clip import G1_MOTION_NPZ, MotionClip, load_clip
 from envruntime.tasks.g1_motion_tracking.generate_clip import MotionSpec, generate_clip, main
 
 
@@ -93,7 +93,7 @@ def test_generation_is_deterministic(clip: MotionClip) -> None:
 
 
 def test_shipped_clip_is_the_current_generation(clip: MotionClip) -> None:
-    shipped = load_g1_motion()
+    shipped = load_clip(G1_MOTION_NPZ)
     assert shipped.fps == clip.fps and shipped.body_names == clip.body_names
     for name in ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w"):
         np.testing.assert_allclose(getattr(shipped, name), getattr(clip, name), atol=1e-5, err_msg=name)
@@ -111,8 +111,6 @@ def test_save_load_round_trip_and_bad_files(clip: MotionClip, tmp_path: Path) ->
         load_clip(tmp_path / "partial.npz")
     with pytest.raises(ValueError, match=r"joint_vel has shape \(250, 28\)"):
         dataclasses.replace(clip, joint_vel=clip.joint_vel[:, :28])
-    with pytest.raises(FileNotFoundError, match="envruntime.tasks.g1_motion_tracking.generate_clip"):
-        load_g1_motion(tmp_path / "absent.npz")
 
 
 def test_spec_rejects_a_clip_that_cannot_loop() -> None:

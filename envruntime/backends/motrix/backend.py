@@ -35,13 +35,6 @@ from envruntime.backends.motrix.panic import describe_rows, panics_as_errors
 # The size of this process's MotrixSim pool once a backend initialised it (it cannot change).
 _POOL_THREADS: dict[str, int] = {}
 
-# MuJoCo model fields model_param serves, and the MotrixSim override each one writes.
-_PARAM_SOURCES = {
-    "geom_friction": write.GeomFrictionOverride,
-    "body_mass": write.LinkMassOverride,
-    "body_ipos": write.LinkCenterOfMassOverride,
-}
-
 
 def _read_only(array: np.ndarray) -> np.ndarray:
     view = array.view()
@@ -91,11 +84,11 @@ class MotrixBackend:
         if not path.is_file():
             raise FileNotFoundError(f"MJCF not found: {path}")
         self.threads = ensure_thread_pool(threads)
-        self._mj = mujoco.MjModel.from_xml_path(str(path))
-        self.info = ModelInfo.from_model(self._mj, path)
+        mj = mujoco.MjModel.from_xml_path(str(path))
+        self.info = ModelInfo.from_model(mj, path)
         with panics_as_errors(f"loading {path}"):
             self.model = motrixsim.load_model(path)
-        self.layout = MotrixLayout.build(self._mj, self.model)
+        self.layout = MotrixLayout.build(mj, self.model)
         self.num_envs = num_envs
         self.dtype = np.dtype(np.float32)
         self._data = motrixsim.SceneData(self.model, batch=[num_envs])
@@ -104,8 +97,6 @@ class MotrixBackend:
             {"ctrl": write.ActuatorCtrls(list(self.info.actuator_names))}).allocate(self._data)
         self._ctrl_in = self._ctrl["ctrl"]  # (N, nu) view of the program's buffer
         self._all_rows = describe_rows(np.arange(num_envs))
-        self._params: dict[str, np.ndarray] = {}
-        self._param_write: write.WriteProgram | None = None
         self._kick = None if self.layout.free_base_body is None else self.model.compile_write(
             {"linvel": write.BodyLinearVelocity([self.layout.free_base_body])},
             forward_kinematic=True).allocate(self._data)
@@ -117,7 +108,7 @@ class MotrixBackend:
         self.timings = {"physics_ms": 0.0, "d2h_ms": 0.0}
         self._steps = 0
         all_rows = np.arange(num_envs)
-        self.reset(all_rows, np.tile(self._mj.qpos0, (num_envs, 1)), np.zeros((num_envs, self.info.nv)))
+        self.reset(all_rows, np.tile(mj.qpos0, (num_envs, 1)), np.zeros((num_envs, self.info.nv)))
 
     def sensor(self, name: str) -> np.ndarray:
         """(N, dim) view of sensor ``name``'s columns of ``sensordata``."""
@@ -131,7 +122,6 @@ class MotrixBackend:
             raise ValueError(f"substeps must be >= 1, got {substeps}")
         start = time.perf_counter()
         with panics_as_errors(f"stepping {self._all_rows} (step {self._steps}, {substeps} substeps)"):
-            self._push_params()
             self._ctrl_in[...] = ctrl
             self._ctrl.execute(self._data)
             self.model.step_n(self._data, substeps)
@@ -143,7 +133,7 @@ class MotrixBackend:
 
     def reset(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
         """Set rows ``env_ids`` to the given MuJoCo-layout state and make their kinematics and
-        sensors current; randomised model parameters are kept, other rows are not touched."""
+        sensors current; other rows are not touched."""
         ids = self._checked_rows(env_ids)
         if qpos.shape != (len(ids), self.info.nq) or qvel.shape != (len(ids), self.info.nv):
             raise ValueError(
@@ -161,19 +151,6 @@ class MotrixBackend:
             self._query.execute(self._data, ids)
         self._gather_rows(ids)
         self.sensordata[np.ix_(ids, self.layout.acc_sensor_cols)] = 0.0
-
-    def model_param(self, field: str) -> np.ndarray:
-        """Writable float32 (N, ...) values of MjModel ``field`` (``geom_friction``,
-        ``body_mass``, ``body_ipos``), written to MotrixSim's per-world overrides before every
-        step. The world body (index 0) has no MotrixSim link: its column is ignored."""
-        if field not in _PARAM_SOURCES:
-            raise ValueError(f"model_param: MotrixSim backend supports {', '.join(_PARAM_SOURCES)}; "
-                             f"got {field!r}")
-        if field not in self._params:
-            values = np.asarray(getattr(self._mj, field), dtype=np.float32)
-            self._params[field] = np.tile(values, (self.num_envs,) + (1,) * values.ndim)
-            self._param_write = self._compile_param_write()
-        return self._params[field]
 
     def apply_body_velocity_kick(self, env_ids: np.ndarray, dvel_xy: np.ndarray) -> None:
         """Add world-frame xy velocity (len, 2) to the free base of rows ``env_ids`` and refresh
@@ -195,27 +172,7 @@ class MotrixBackend:
 
     def close(self) -> None:
         """Drop the scene data and programs (the process-wide pool stays, as MotrixSim requires)."""
-        self._data = self._query = self._ctrl = self._param_write = self._kick = None
-
-    def _compile_param_write(self) -> write.WriteProgram:
-        links = [self.model.get_link_index(name) for name in self.info.body_names[1:]]
-        if None in links:
-            missing = [n for n, i in zip(self.info.body_names[1:], links, strict=True) if i is None]
-            raise ValueError(f"model_param: bodies {missing} have no MotrixSim link")
-        fields = {}
-        for field in self._params:
-            selection = None if field == "geom_friction" else links
-            fields[field] = _PARAM_SOURCES[field](selection)
-        return self.model.compile_write(fields).allocate(self._data)
-
-    def _push_params(self) -> None:
-        if self._param_write is None:
-            return
-        for field, values in self._params.items():
-            per_link = values if field == "geom_friction" else values[:, 1:]  # drop the world body
-            target = self._param_write[field]
-            target[...] = per_link.reshape(target.shape)
-        self._param_write.execute(self._data)
+        self._data = self._query = self._ctrl = self._kick = None
 
     def _checked_rows(self, env_ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(env_ids, dtype=np.int64).ravel()

@@ -24,9 +24,9 @@ class VelocityDirectEnv(DirectEnv):
 
     cfg: VelocityTaskCfg
 
-    def __init__(self, cfg: VelocityTaskCfg, backend: Backend, num_envs: int, keyframe: str) -> None:
-        super().__init__(cfg, backend, num_envs, keyframe)
-        n = num_envs
+    def __init__(self, cfg: VelocityTaskCfg, backend: Backend, keyframe: str) -> None:
+        super().__init__(cfg, backend, keyframe)
+        n = self.num_envs
         self.cos_tilt = math.cos(math.radians(cfg.max_tilt_deg))
         self.cmd_ranges = np.array(
             [cfg.lin_vel_x, cfg.lin_vel_y, cfg.ang_vel_z, cfg.heading, cfg.command_resampling_s],

@@ -16,15 +16,11 @@ XML_PATH = G1_XML
 __all__ = ["XML_PATH", "G1MotionTrackingCfg", "make_direct_env", "make_manager_env"]
 
 
-def make_manager_env(
-    backend: Backend, num_envs: int, cfg: G1MotionTrackingCfg | None = None
-) -> MotionTrackingEnv:
-    """The manager-based variant."""
-    return MotionTrackingEnv(manager_cfg(cfg or G1MotionTrackingCfg()), backend, num_envs, COMMAND)
+def make_manager_env(backend: Backend, cfg: G1MotionTrackingCfg | None = None) -> MotionTrackingEnv:
+    """The manager-based variant, one env per row of ``backend``."""
+    return MotionTrackingEnv(manager_cfg(cfg or G1MotionTrackingCfg()), backend, COMMAND)
 
 
-def make_direct_env(
-    backend: Backend, num_envs: int, cfg: G1MotionTrackingCfg | None = None
-) -> G1MotionTrackingDirectEnv:
-    """The hand-fused variant."""
-    return G1MotionTrackingDirectEnv(cfg or G1MotionTrackingCfg(), backend, num_envs)
+def make_direct_env(backend: Backend, cfg: G1MotionTrackingCfg | None = None) -> G1MotionTrackingDirectEnv:
+    """The hand-fused variant, one env per row of ``backend``."""
+    return G1MotionTrackingDirectEnv(cfg or G1MotionTrackingCfg(), backend)

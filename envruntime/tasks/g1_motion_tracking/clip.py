@@ -86,11 +86,3 @@ def load_clip(path: str | Path) -> MotionClip:
             **{name: npz[name] for name in _ARRAYS},
         )
 
-
-def load_g1_motion(path: str | Path = G1_MOTION_NPZ) -> MotionClip:
-    """The G1 reference clip shipped in ``envruntime/assets`` (regenerate it with
-    ``python -m envruntime.tasks.g1_motion_tracking.generate_clip``)."""
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"no G1 motion clip at {path}; create it with "
-                                f"`python -m envruntime.tasks.g1_motion_tracking.generate_clip --out {path}`")
-    return load_clip(path)

@@ -23,7 +23,7 @@ import numpy as np
 from numba import prange
 
 from envruntime.backends.base import Backend
-from envruntime.envs.direct_base import DirectEnv
+from envruntime.envs.direct_base import DirectEnv, kernel_args
 from envruntime.kernels.motion_command import advance_motion_row, relative_body_poses_row
 from envruntime.kernels.motion_observation import (
     body_ori_b_into,
@@ -132,6 +132,9 @@ def _post_physics(
 def _observe(
     rows: np.ndarray,
     update_command: bool,
+    uniforms: np.ndarray,
+    actor: np.ndarray,
+    critic: np.ndarray,
     sd: np.ndarray,
     qpos: np.ndarray,
     qvel: np.ndarray,
@@ -150,10 +153,7 @@ def _observe(
     dadr: np.ndarray,
     default: np.ndarray,
     action: np.ndarray,
-    uniforms: np.ndarray,
     noise_amp: np.ndarray,
-    actor: np.ndarray,
-    critic: np.ndarray,
 ) -> None:
     """Optionally the command update, then the actor and critic rows of ``rows``, one pass.
 
@@ -202,9 +202,9 @@ class G1MotionTrackingDirectEnv(DirectEnv):
     task = "g1_motion_tracking"
     cfg: G1MotionTrackingCfg
 
-    def __init__(self, cfg: G1MotionTrackingCfg, backend: Backend, num_envs: int) -> None:
-        super().__init__(cfg, backend, num_envs, HOME_KEYFRAME)
-        info, n = backend.info, num_envs
+    def __init__(self, cfg: G1MotionTrackingCfg, backend: Backend) -> None:
+        super().__init__(cfg, backend, HOME_KEYFRAME)
+        info, n = backend.info, self.num_envs
         clip = load_clip(cfg.clip_path)
         self.ref = ref = MotionReference.resolve(info, clip, cfg.anchor_body, cfg.root_body, self.step_dt)
         self.noise = ResetNoise.from_ranges(cfg.pose_range, cfg.velocity_range, cfg.joint_position_range)
@@ -234,28 +234,32 @@ class G1MotionTrackingDirectEnv(DirectEnv):
             [nc, 3, 6, 3, 3, nj, nj, info.nu],
         )  # fmt: skip
         self._init_observations(noise_amp, len(noise_amp) + 9 * nb)
+        b = backend
+        self._post_physics_args = kernel_args(
+            _post_physics, sd=b.sensordata, qpos=b.qpos, time_step=self.time_step, body_pos=ref.body_pos,
+            body_quat=ref.body_quat, body_lin_vel=ref.body_lin_vel, body_ang_vel=ref.body_ang_vel,
+            anchor=ref.anchor, cols=self.cols, end_effectors=self.end_effectors, pos_rel=self.body_pos_rel,
+            quat_rel=self.body_quat_rel, qadr=self.qadr, soft_lo=self.soft_lo, soft_hi=self.soft_hi,
+            action=self.action, prev_action=self.prev_action, limits=self.limits, stds=self.stds,
+            weights=self.weights, max_length=self.max_episode_length, episode_length=self.episode_length,
+            terminated=self.terminated, truncated=self.truncated, done=self.done, reward=self.reward,
+        )  # fmt: skip
+        self._observe_args = kernel_args(
+            _observe, leading=5, sd=b.sensordata, qpos=b.qpos, qvel=b.qvel, time_step=self.time_step,
+            ref_joint_pos=ref.joint_pos, ref_joint_vel=ref.joint_vel, body_pos=ref.body_pos,
+            body_quat=ref.body_quat, anchor=ref.anchor, cols=self.cols, imu_cols=self.imu_cols,
+            command=self.command, pos_rel=self.body_pos_rel, quat_rel=self.body_quat_rel, qadr=self.qadr,
+            dadr=self.dadr, default=self.joint_default, action=self.action, noise_amp=self.noise_amp,
+        )  # fmt: skip
 
     def _post_physics(self) -> None:
-        b, ref = self.backend, self.ref
-        _post_physics(
-            b.sensordata, b.qpos, self.time_step, ref.body_pos, ref.body_quat, ref.body_lin_vel,
-            ref.body_ang_vel, ref.anchor, self.cols, self.end_effectors, self.body_pos_rel,
-            self.body_quat_rel, self.qadr, self.soft_lo, self.soft_hi, self.action, self.prev_action,
-            self.limits, self.stds, self.weights, self.max_episode_length, self.episode_length,
-            self.terminated, self.truncated, self.done, self.reward,
-        )  # fmt: skip
+        _post_physics(*self._post_physics_args)
 
     def _observe_rows(
         self, rows: np.ndarray, update_command: bool, uniforms: np.ndarray, actor: np.ndarray,
         critic: np.ndarray,
     ) -> None:  # fmt: skip
-        b, ref = self.backend, self.ref
-        _observe(
-            rows, update_command, b.sensordata, b.qpos, b.qvel, self.time_step, ref.joint_pos, ref.joint_vel,
-            ref.body_pos, ref.body_quat, ref.anchor, self.cols, self.imu_cols, self.command,
-            self.body_pos_rel, self.body_quat_rel, self.qadr, self.dadr, self.joint_default, self.action,
-            uniforms, self.noise_amp, actor, critic,
-        )  # fmt: skip
+        _observe(rows, update_command, uniforms, actor, critic, *self._observe_args)
 
     def _reset_commands(self, rows: np.ndarray) -> None:
         """Count the failures of ``rows``, draw their start frames and write the reference state."""

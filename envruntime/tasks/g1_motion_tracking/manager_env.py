@@ -16,8 +16,8 @@ from envruntime.tasks.g1_motion_tracking.motion_command import MotionCommand
 class MotionTrackingEnv(ManagerBasedEnv):
     """``ManagerBasedEnv``, checked to track a ``MotionCommand`` named ``command``."""
 
-    def __init__(self, cfg: ManagerBasedEnvCfg, backend: Backend, num_envs: int, command: str) -> None:
-        super().__init__(cfg, backend, num_envs)
+    def __init__(self, cfg: ManagerBasedEnvCfg, backend: Backend, command: str) -> None:
+        super().__init__(cfg, backend)
         motion = self.command_manager.term(command)
         if not isinstance(motion, MotionCommand):
             raise ValueError(f"command {command!r} is a {type(motion).__name__}, not a MotionCommand")

@@ -16,11 +16,11 @@ XML_PATH = G1_XML
 __all__ = ["XML_PATH", "G1WalkCfg", "make_direct_env", "make_manager_env"]
 
 
-def make_manager_env(backend: Backend, num_envs: int, cfg: G1WalkCfg | None = None) -> ManagerBasedEnv:
-    """The manager-based variant."""
-    return ManagerBasedEnv(manager_cfg(cfg or G1WalkCfg()), backend, num_envs)
+def make_manager_env(backend: Backend, cfg: G1WalkCfg | None = None) -> ManagerBasedEnv:
+    """The manager-based variant, one env per row of ``backend``."""
+    return ManagerBasedEnv(manager_cfg(cfg or G1WalkCfg()), backend)
 
 
-def make_direct_env(backend: Backend, num_envs: int, cfg: G1WalkCfg | None = None) -> G1WalkDirectEnv:
-    """The hand-fused variant."""
-    return G1WalkDirectEnv(cfg or G1WalkCfg(), backend, num_envs)
+def make_direct_env(backend: Backend, cfg: G1WalkCfg | None = None) -> G1WalkDirectEnv:
+    """The hand-fused variant, one env per row of ``backend``."""
+    return G1WalkDirectEnv(cfg or G1WalkCfg(), backend)

@@ -20,6 +20,7 @@ import numpy as np
 from numba import prange
 
 from envruntime.backends.base import Backend
+from envruntime.envs.direct_base import kernel_args
 from envruntime.kernels.command import update_velocity_command_row
 from envruntime.kernels.humanoid import (
     angular_momentum_proxy_row,
@@ -116,6 +117,9 @@ def _post_physics(
 def _observe(
     rows: np.ndarray,
     update_command: bool,
+    uniforms: np.ndarray,
+    actor: np.ndarray,
+    critic: np.ndarray,
     sd: np.ndarray,
     qpos: np.ndarray,
     qvel: np.ndarray,
@@ -133,10 +137,7 @@ def _observe(
     episode_length: np.ndarray,
     air_stamp: np.ndarray,
     air_time: np.ndarray,
-    uniforms: np.ndarray,
     noise_amp: np.ndarray,
-    actor: np.ndarray,
-    critic: np.ndarray,
 ) -> None:
     """Optionally the command update, then foot air time and actor and critic rows for ``rows``."""
     base_quat = cols[2]
@@ -178,8 +179,8 @@ class G1WalkDirectEnv(VelocityDirectEnv):
     task = "g1_walk_flat"
     cfg: p.G1WalkCfg
 
-    def __init__(self, cfg: p.G1WalkCfg, backend: Backend, num_envs: int) -> None:
-        super().__init__(cfg, backend, num_envs, HOME_KEYFRAME)
+    def __init__(self, cfg: p.G1WalkCfg, backend: Backend) -> None:
+        super().__init__(cfg, backend, HOME_KEYFRAME)
         info = backend.info
         nj = len(info.joint_names)
         if nj != info.nu or POLICY_DIM != 9 + 3 * nj + 3:
@@ -205,27 +206,32 @@ class G1WalkDirectEnv(VelocityDirectEnv):
         self.cmd_params = np.array(
             [cfg.heading_stiffness, cfg.ang_vel_z[0], cfg.ang_vel_z[1], cfg.contact_threshold, self.step_dt]
         )
-        self.air_stamp = np.full(num_envs, -1, dtype=np.int64)
-        self.air_time = np.zeros((num_envs, NUM_FEET))
+        self.air_stamp = np.full(self.num_envs, -1, dtype=np.int64)
+        self.air_time = np.zeros((self.num_envs, NUM_FEET))
         self._init_observations(self.proprioceptive_noise(), CRITIC_DIM)
+        b = backend
+        self._post_physics_args = kernel_args(
+            _post_physics, sd=b.sensordata, qpos=b.qpos, cols=self.cols, feet=self.feet,
+            ang_cols=self.ang_cols, self_cols=self.self_cols, body_cols=self.body_cols,
+            body_mass=self.body_mass, qadr=self.qadr, default=self.joint_default, inv_std=self.inv_std,
+            soft_lo=self.soft_lo, soft_hi=self.soft_hi, action=self.action, prev_action=self.prev_action,
+            command=self.command, shape=self.shape, weights=self.weights, max_length=self.max_episode_length,
+            cos_tilt=self.cos_tilt, episode_length=self.episode_length, terminated=self.terminated,
+            truncated=self.truncated, done=self.done, reward=self.reward,
+        )  # fmt: skip
+        self._observe_args = kernel_args(
+            _observe, leading=5, sd=b.sensordata, qpos=b.qpos, qvel=b.qvel, cols=self.cols, feet=self.feet,
+            qadr=self.qadr, dadr=self.dadr, default=self.joint_default, action=self.action,
+            command=self.command, heading=self.heading, is_heading=self.is_heading,
+            is_standing=self.is_standing, cmd_params=self.cmd_params, episode_length=self.episode_length,
+            air_stamp=self.air_stamp, air_time=self.air_time, noise_amp=self.noise_amp,
+        )  # fmt: skip
 
     def _post_physics(self) -> None:
-        b = self.backend
-        _post_physics(
-            b.sensordata, b.qpos, self.cols, self.feet, self.ang_cols, self.self_cols, self.body_cols,
-            self.body_mass, self.qadr, self.joint_default, self.inv_std, self.soft_lo, self.soft_hi,
-            self.action, self.prev_action, self.command, self.shape, self.weights, self.max_episode_length,
-            self.cos_tilt, self.episode_length, self.terminated, self.truncated, self.done, self.reward,
-        )  # fmt: skip
+        _post_physics(*self._post_physics_args)
 
     def _observe_rows(
         self, rows: np.ndarray, update_command: bool, uniforms: np.ndarray, actor: np.ndarray,
         critic: np.ndarray,
     ) -> None:  # fmt: skip
-        b = self.backend
-        _observe(
-            rows, update_command, b.sensordata, b.qpos, b.qvel, self.cols, self.feet, self.qadr, self.dadr,
-            self.joint_default, self.action, self.command, self.heading, self.is_heading, self.is_standing,
-            self.cmd_params, self.episode_length, self.air_stamp, self.air_time, uniforms, self.noise_amp,
-            actor, critic,
-        )  # fmt: skip
+        _observe(rows, update_command, uniforms, actor, critic, *self._observe_args)

@@ -16,13 +16,11 @@ XML_PATH = GO2_SCENE_XML
 __all__ = ["XML_PATH", "Go2JoystickCfg", "make_direct_env", "make_manager_env"]
 
 
-def make_manager_env(backend: Backend, num_envs: int, cfg: Go2JoystickCfg | None = None) -> ManagerBasedEnv:
-    """The manager-based variant."""
-    return ManagerBasedEnv(manager_cfg(cfg or Go2JoystickCfg()), backend, num_envs)
+def make_manager_env(backend: Backend, cfg: Go2JoystickCfg | None = None) -> ManagerBasedEnv:
+    """The manager-based variant, one env per row of ``backend``."""
+    return ManagerBasedEnv(manager_cfg(cfg or Go2JoystickCfg()), backend)
 
 
-def make_direct_env(
-    backend: Backend, num_envs: int, cfg: Go2JoystickCfg | None = None
-) -> Go2JoystickDirectEnv:
-    """The hand-fused variant."""
-    return Go2JoystickDirectEnv(cfg or Go2JoystickCfg(), backend, num_envs)
+def make_direct_env(backend: Backend, cfg: Go2JoystickCfg | None = None) -> Go2JoystickDirectEnv:
+    """The hand-fused variant, one env per row of ``backend``."""
+    return Go2JoystickDirectEnv(cfg or Go2JoystickCfg(), backend)

@@ -22,6 +22,7 @@ import numpy as np
 from numba import prange
 
 from envruntime.backends.base import Backend
+from envruntime.envs.direct_base import kernel_args
 from envruntime.kernels.command import update_velocity_command_row
 from envruntime.kernels.observation import proprioceptive_row
 from envruntime.kernels.parallel import rows_kernel
@@ -101,6 +102,9 @@ def _post_physics(
 def _observe(
     rows: np.ndarray,
     update_command: bool,
+    uniforms: np.ndarray,
+    actor: np.ndarray,
+    critic: np.ndarray,
     sd: np.ndarray,
     qpos: np.ndarray,
     qvel: np.ndarray,
@@ -115,11 +119,8 @@ def _observe(
     is_heading: np.ndarray,
     is_standing: np.ndarray,
     cmd_params: np.ndarray,
-    uniforms: np.ndarray,
     noise_amp: np.ndarray,
     scale: np.ndarray,
-    actor: np.ndarray,
-    critic: np.ndarray,
 ) -> None:
     """Optionally the command update, then actor and critic rows for ``rows``, one pass."""
     quat = cols[2]
@@ -154,8 +155,8 @@ class Go2JoystickDirectEnv(VelocityDirectEnv):
     task = "go2_joystick_flat"
     cfg: Go2JoystickCfg
 
-    def __init__(self, cfg: Go2JoystickCfg, backend: Backend, num_envs: int) -> None:
-        super().__init__(cfg, backend, num_envs, HOME_KEYFRAME)
+    def __init__(self, cfg: Go2JoystickCfg, backend: Backend) -> None:
+        super().__init__(cfg, backend, HOME_KEYFRAME)
         nj = len(self.qadr)
         self.cols = self.sensor_cols([BASE.linvel, BASE.gyro, BASE.quat])
         self.feet = np.stack(
@@ -182,23 +183,27 @@ class Go2JoystickDirectEnv(VelocityDirectEnv):
             [1.0, 1.0, 1.0, 1.0, cfg.joint_vel_scale, 1.0, 1.0], [3, 3, 3, nj, nj, self.action_dim, 3]
         )
         self._init_observations(self.proprioceptive_noise(), CRITIC_DIM)
+        b = backend
+        self._post_physics_args = kernel_args(
+            _post_physics, sd=b.sensordata, qpos=b.qpos, cols=self.cols, feet=self.feet, qadr=self.qadr,
+            default=self.joint_default, soft_lo=self.soft_lo, soft_hi=self.soft_hi, action=self.action,
+            prev_action=self.prev_action, command=self.command, shape=self.shape, weights=self.weights,
+            max_length=self.max_episode_length, cos_tilt=self.cos_tilt, episode_length=self.episode_length,
+            terminated=self.terminated, truncated=self.truncated, done=self.done, reward=self.reward,
+        )  # fmt: skip
+        self._observe_args = kernel_args(
+            _observe, leading=5, sd=b.sensordata, qpos=b.qpos, qvel=b.qvel, cols=self.cols, feet=self.feet,
+            qadr=self.qadr, dadr=self.dadr, default=self.joint_default, action=self.action,
+            command=self.command, heading=self.heading, is_heading=self.is_heading,
+            is_standing=self.is_standing, cmd_params=self.cmd_params, noise_amp=self.noise_amp,
+            scale=self.scale,
+        )  # fmt: skip
 
     def _post_physics(self) -> None:
-        b = self.backend
-        _post_physics(
-            b.sensordata, b.qpos, self.cols, self.feet, self.qadr, self.joint_default, self.soft_lo,
-            self.soft_hi, self.action, self.prev_action, self.command, self.shape, self.weights,
-            self.max_episode_length, self.cos_tilt, self.episode_length, self.terminated, self.truncated,
-            self.done, self.reward,
-        )  # fmt: skip
+        _post_physics(*self._post_physics_args)
 
     def _observe_rows(
         self, rows: np.ndarray, update_command: bool, uniforms: np.ndarray, actor: np.ndarray,
         critic: np.ndarray,
     ) -> None:  # fmt: skip
-        b = self.backend
-        _observe(
-            rows, update_command, b.sensordata, b.qpos, b.qvel, self.cols, self.feet, self.qadr, self.dadr,
-            self.joint_default, self.action, self.command, self.heading, self.is_heading, self.is_standing,
-            self.cmd_params, uniforms, self.noise_amp, self.scale, actor, critic,
-        )  # fmt: skip
+        _observe(rows, update_command, uniforms, actor, critic, *self._observe_args)
