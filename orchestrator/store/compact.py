@@ -9,7 +9,7 @@ again, so a re-run replaces its own two files as before and the part is never re
 Every rewrite goes through a staging directory outside the dataset, ``<root>/.compacting/<id>/``:
 
 1. the new partitions are written there in full, read back and fsynced;
-2. ``plan.json`` records the new directories' inodes (the commit point: before it, a crash leaves
+2. ``commit.json`` records the new directories' inodes (the commit point: before it, a crash leaves
    the staging directory to be removed; after it, to be finished);
 3. the steps partition, then the runs partition, is swapped for its new version (``store.swap``:
    one atomic exchange each, so a reader listing a partition sees all old files or all new ones);
@@ -121,13 +121,13 @@ def compact_sweep(root: str | Path, sweep_id: str, release: Collection[str] = ()
     token = secrets.token_hex(8)
     _stage(root, sweep_id, token, runs, tables["steps"], singles)
     staging = staging_dir(root, sweep_id)
-    plan = {"token": token, "inodes": {kind: inode(staging / f"new-{kind}") for kind in KINDS},
+    commit = {"token": token, "inodes": {kind: inode(staging / f"new-{kind}") for kind in KINDS},
             "damaged": [str(path) for path in lost]}
-    write_text_atomic(staging / "plan.json", json.dumps(plan))
-    _finish(root, sweep_id, plan)
+    write_text_atomic(staging / "commit.json", json.dumps(commit))
+    _finish(root, sweep_id, commit)
     outcome.runs = len(keys) - len(singles)
     outcome.files_after = sum(len(holdings(root, kind, sweep_id).files) for kind in KINDS)
-    outcome.dropped = [Path(p) for p in plan["damaged"]]
+    outcome.dropped = [Path(p) for p in commit["damaged"]]
     return outcome
 
 
@@ -166,21 +166,21 @@ def recover(root: str | Path, sweep_id: str) -> None:
     if not staging.exists():
         return
     try:
-        plan = json.loads((staging / "plan.json").read_text(encoding="utf-8"))
+        commit = json.loads((staging / "commit.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         shutil.rmtree(staging)  # interrupted before its commit point: the live partitions are untouched
         return
-    _finish(Path(root), sweep_id, plan)
+    _finish(Path(root), sweep_id, commit)
 
 
-def _finish(root: Path, sweep_id: str, plan: dict) -> None:
+def _finish(root: Path, sweep_id: str, commit: dict) -> None:
     """Swap the staged partitions in (steps first), move dropped damaged files out of the way,
     index the sweep and remove the staging directory. Repeatable after a crash at any point."""
     staging = staging_dir(root, sweep_id)
     for kind in ("steps", "runs"):
         put_in_place(staging / f"new-{kind}", partition_dir(root, kind, sweep_id), staging / f"old-{kind}",
-                     plan["inodes"][kind])
-    for name in plan["damaged"]:
+                     commit["inodes"][kind])
+    for name in commit["damaged"]:
         _keep_damaged(root, sweep_id, Path(name), staging)
     if partition_dir(root, "runs", sweep_id).exists():
         index.write_delta(root, index.scan_partition(root, sweep_id))

@@ -135,7 +135,7 @@ def test_an_interrupted_compaction_is_finished_or_undone_by_the_next(tmp_path, k
     root = tmp_path / "results"
     staging = compact.staging_dir(root, SWEEP)
     (staging / "new-runs").mkdir(parents=True)
-    (staging / "new-runs" / "part-x.parquet").write_bytes(b"half written")  # no plan.json: never committed
+    (staging / "new-runs" / "part-x.parquet").write_bytes(b"half written")  # no commit.json: never committed
     assert runs_seen(root) == plain_runs(root) and len(runs_seen(root)) == 8
     compact.compact_sweep(root, SWEEP)
     assert not staging.exists() and len(runs_seen(root)) == 8
