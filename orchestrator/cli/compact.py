@@ -72,7 +72,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.rebuild:
         table = index.rebuild(root)
     else:
-        table = index.current(root)
+        table = index.current(root, columns=["sweep_id", "run_key"])
         index.fold(root)
     runs = table.filter(table.column("run_key").is_valid())
     print(f"index of {root}: {runs.num_rows} runs of {len(set(table.column('sweep_id').to_pylist()))} sweeps "

@@ -51,7 +51,11 @@ class HistoryQuery:
         return ", ".join([self.case, *filter(None, filters)])
 
 
-# What the table, the plot and the audit of a history read: one summary row per run, never its steps.
+# What the table, the plot and the audit of a history read: one summary row per run, never its steps;
+# typed as the writer (store.parquet.run_table) types them, so no file's footer is read twice.
+_TYPED: dict[str, pa.DataType] = {"started_at": pa.timestamp("us", tz="UTC"), "order": pa.int64(),
+                                  "audited": pa.bool_(), "steps": pa.int64(), "throughput": pa.float64(),
+                                  "measure_wall_s": pa.float64()}
 HISTORY_COLUMNS: tuple[str, ...] = (
     "run_key", "started_at", "sweep_id", "order", "side", "sha", "variant", "params", "command", "status",
     "error", "audited", "steps", "throughput", "measure_wall_s", *AUDIT_INPUT_COLUMNS)
@@ -62,20 +66,18 @@ def load_history(results_root: Path, query: HistoryQuery) -> pd.DataFrame:
     if query.sha is not None and not _SHA_PREFIX.match(query.sha):
         raise InvalidInputError(f"{query.sha!r} is not a SHA prefix (4 to 40 lowercase hex digits)", "--sha")
     where = Where(cases=[query.case], measured=True)  # a bisect's reused runs are not new samples
-    schema = store_query.runs_schema(results_root, where)
-    if not schema.names:
+    wanted = dict.fromkeys((*HISTORY_COLUMNS, *(() if query.steps else (query.metric,))))
+    metrics = {query.metric: pa.float64()}  # every phase and metric is a float column
+    mine = store_query.read_runs(results_root, where, pa.schema(
+        [(name, _TYPED.get(name) or metrics.get(name) or pa.string()) for name in wanted]))
+    if mine.empty:
         recorded = store_query.lookup(results_root, Where(measured=True))
         if recorded.empty:
             raise InvalidInputError(f"no runs recorded under {Path(results_root) / 'runs'}")
         raise InvalidInputError(f"no runs of case {query.case!r}; recorded cases: "
                                 f"{', '.join(sorted(recorded['case'].dropna().unique()))}", "--case")
-    if not query.steps and not _numeric(schema, query.metric):
-        numeric = sorted(f.name for f in schema if f.name == "throughput" or f.name.endswith("_ms"))
-        raise InvalidInputError(f"unknown metric {query.metric!r}; recorded: {', '.join(numeric)}",
-                                "--metric")
-    wanted = dict.fromkeys((*HISTORY_COLUMNS, *(() if query.steps else (query.metric,))))
-    mine = store_query.read_runs(results_root, where, pa.schema(
-        [schema.field(name) if name in schema.names else pa.field(name, pa.string()) for name in wanted]))
+    if not query.steps and mine[query.metric].isna().all():
+        _check_metric(results_root, where, query.metric)
     if query.side is not None:
         if not (mine["side"] == query.side).any():
             raise InvalidInputError(f"no runs of side {query.side!r} in case {query.case}; sides: "
@@ -92,9 +94,13 @@ def load_history(results_root: Path, query: HistoryQuery) -> pd.DataFrame:
     return history.assign(settings=_settings_keys(history).map(settings_labels(history)))
 
 
-def _numeric(schema: pa.Schema, name: str) -> bool:
-    return name in schema.names and (pa.types.is_floating(schema.field(name).type)
-                                     or pa.types.is_integer(schema.field(name).type))
+def _check_metric(results_root: Path, where: Where, metric: str) -> None:
+    """A metric no run of the case has a value of must at least be a numeric column of its files."""
+    schema = store_query.runs_schema(results_root, where)
+    kind = schema.field(metric).type if metric in schema.names else None
+    if kind is None or not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
+        numeric = sorted(f.name for f in schema if f.name == "throughput" or f.name.endswith("_ms"))
+        raise InvalidInputError(f"unknown metric {metric!r}; recorded: {', '.join(numeric)}", "--metric")
 
 
 def _step_medians(results_root: Path, query: HistoryQuery, runs: pd.DataFrame) -> pd.Series:

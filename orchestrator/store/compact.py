@@ -116,19 +116,31 @@ def compact_sweep(root: str | Path, sweep_id: str, release: Collection[str] = ()
     if not lost and not _worth_rewriting(held, release):
         outcome.files_after, outcome.runs = outcome.files_before, runs.num_rows
         return outcome
-    keys = runs.column("run_key").to_pylist()
-    singles = set(keys) & set(release)
+    singles = set(runs.column("run_key").to_pylist()) & set(release)
+    _rewrite(root, sweep_id, runs, tables["steps"], singles, lost)
+    outcome.runs = runs.num_rows - len(singles)
+    outcome.files_after = sum(len(holdings(root, kind, sweep_id).files) for kind in KINDS)
+    outcome.dropped = lost
+    return outcome
+
+
+def write_compacted(root: str | Path, sweep_id: str, runs: pa.Table, steps: pa.Table) -> None:
+    """Write rows already at hand (``store.parquet``'s run and steps tables of every run of the sweep)
+    as the sweep's compacted partitions, by the path compaction takes. The caller holds the sweep's
+    lock."""
+    _rewrite(Path(root), sweep_id, runs, steps, set(), [])
+
+
+def _rewrite(root: Path, sweep_id: str, runs: pa.Table, steps: pa.Table, singles: set[str],
+             dropped: list[Path]) -> None:
+    """Steps 1 to 4 of the module docstring: stage, commit, swap in, index and clean up."""
     token = secrets.token_hex(8)
-    _stage(root, sweep_id, token, runs, tables["steps"], singles)
+    _stage(root, sweep_id, token, runs, steps, singles)
     staging = staging_dir(root, sweep_id)
     commit = {"token": token, "inodes": {kind: inode(staging / f"new-{kind}") for kind in KINDS},
-            "damaged": [str(path) for path in lost]}
+              "damaged": [str(path) for path in dropped]}
     write_text_atomic(staging / "commit.json", json.dumps(commit))
     _finish(root, sweep_id, commit)
-    outcome.runs = len(keys) - len(singles)
-    outcome.files_after = sum(len(holdings(root, kind, sweep_id).files) for kind in KINDS)
-    outcome.dropped = [Path(p) for p in commit["damaged"]]
-    return outcome
 
 
 def compact_finished(root: str | Path, sweep_id: str) -> None:

@@ -26,6 +26,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,7 +37,14 @@ from filelock import FileLock, Timeout
 
 from orchestrator.store.atomic import write_with
 from orchestrator.store.damaged import READ_ERRORS, read_table_skipping
-from orchestrator.store.partitions import Holdings, holdings, is_part, partition_dir, sweep_partitions
+from orchestrator.store.partitions import (
+    Holdings,
+    data_files,
+    holdings,
+    is_part,
+    partition_dir,
+    sweep_partitions,
+)
 from orchestrator.store.records import record_path
 
 INDEX_COLUMNS: tuple[str, ...] = ("sweep_id", "run_key", "case", "side", "sha", "host_id", "host_hostname",
@@ -159,12 +167,10 @@ def fold(root: str | Path, wait: bool = True) -> bool:
     except Timeout:
         return False
     try:
-        deltas = _deltas(root)
-        merged = _merged(root, deltas)
-        present = sweep_partitions(root)
-        merged = merged.filter(pc.is_in(merged.column("sweep_id"), pa.array(list(present), pa.string())))
-        _write_base(root, merged)
-        for path in deltas:
+        stored = _Stored.load(root)
+        present = set(sweep_partitions(root))
+        _write_base(root, stored.rows(set(stored.marks) & present))
+        for path in stored.sources[1:] if stored.has_base else stored.sources:
             path.unlink(missing_ok=True)
     finally:
         lock.release()
@@ -185,84 +191,147 @@ def rebuild(root: str | Path) -> pa.Table:
 
 
 def _write_base(root: str | Path, table: pa.Table) -> None:
-    table = table.sort_by([("sweep_id", "ascending"), ("case", "ascending"), ("side", "ascending")])
-    write_with(_base(root), lambda tmp: pq.write_table(table, tmp, row_group_size=65536))
+    table = table.sort_by([("case", "ascending"), ("sweep_id", "ascending"), ("side", "ascending")])
+    write_with(_base(root), lambda tmp: pq.write_table(table, tmp, row_group_size=16384))
 
 
-def _merged(root: str | Path, deltas: list[Path]) -> pa.Table:
-    """Base and ``deltas``: per partition the rows of its newest write."""
-    tables = []
-    for path in [_base(root), *deltas]:
+_MARK_COLUMNS = ["sweep_id", "partition_inode", "partition_mtime_ns", "indexed_ns"]
+_ATTEMPTS = 3  # the index files read again when a fold removed one while it was read
+
+
+@dataclass
+class _Stored:
+    """The index files (base first, then deltas) and, per partition, the fingerprint of its newest
+    write and which file holds it (read as four columns: rows are read later, filtered)."""
+
+    root: Path
+    sources: list[Path]
+    has_base: bool
+    marks: dict[str, dict]  # sweep id -> partition_inode, partition_mtime_ns, indexed_ns, source
+
+    @classmethod
+    def load(cls, root: str | Path) -> _Stored:
+        for attempt in range(_ATTEMPTS):
+            base, deltas = _base(root), _deltas(root)
+            sources = [base, *deltas] if base.exists() else deltas
+            try:
+                return cls(Path(root), sources, base.exists(), _marks(sources))
+            except FileNotFoundError:  # folded meanwhile: list again
+                if attempt == _ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def rows(self, sweeps: set[str], where: pc.Expression | None = None,
+             columns: list[str] | None = None) -> pa.Table:
+        """The stored rows of ``sweeps`` (from each one's newest write) matching ``where``."""
+        by_source: dict[int, list[str]] = {}
+        for sweep in sweeps:
+            by_source.setdefault(self.marks[sweep]["source"], []).append(sweep)
+        tables = []
+        for source, owned in sorted(by_source.items()):
+            condition = pc.field("sweep_id").isin(owned)
+            condition = condition if where is None else condition & where
+            tables.append(pq.read_table(self.sources[source], schema=INDEX_SCHEMA, columns=columns,
+                                        filters=condition))
+        schema = INDEX_SCHEMA if columns is None else pa.schema([INDEX_SCHEMA.field(c) for c in columns])
+        return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def _marks(sources: list[Path]) -> dict[str, dict]:
+    """Per sweep, the fingerprint columns of its newest write among ``sources`` and its position."""
+    marks: dict[str, dict] = {}
+    for position, path in enumerate(sources):
         try:
-            tables.append(pq.read_table(path, schema=INDEX_SCHEMA))
+            table = pq.read_table(path, columns=_MARK_COLUMNS, schema=INDEX_SCHEMA)
         except FileNotFoundError:
-            continue  # no base yet, or a delta folded meanwhile (the base holds it now)
+            raise
         except READ_ERRORS:
-            continue  # a damaged index file: its partitions are stale and scanned again
-    if not tables:
-        return INDEX_SCHEMA.empty_table()
-    if len(tables) == 1:
-        return tables[0]
-    table = pa.concat_tables(tables)
-    newest = table.group_by("sweep_id").aggregate([("indexed_ns", "max")])
-    keep = table.join(newest, keys=["sweep_id"], join_type="inner")
-    keep = keep.filter(pc.equal(keep.column("indexed_ns"), keep.column("indexed_ns_max")))
-    return keep.drop_columns(["indexed_ns_max"]).select(INDEX_SCHEMA.names)
+            continue  # a damaged index file: its partitions look unindexed and are scanned again
+        newest = table.group_by("sweep_id").aggregate([(c, "max") for c in _MARK_COLUMNS[1:]])
+        for row in newest.to_pylist():
+            mark = {c: row[f"{c}_max"] for c in _MARK_COLUMNS[1:]} | {"source": position}
+            earlier = marks.get(row["sweep_id"])
+            if earlier is None or (mark["indexed_ns"], position) > (earlier["indexed_ns"], earlier["source"]):
+                marks[row["sweep_id"]] = mark
+    return marks
 
 
 def known_rows(root: str | Path, sweep_id: str) -> pa.Table:
     """The rows the index holds for one sweep, fresh or not (what it last saw there)."""
-    table = _merged(root, _deltas(root))
-    return table.filter(pc.equal(table.column("sweep_id"), sweep_id))
+    stored = _Stored.load(root)
+    return stored.rows({sweep_id} & set(stored.marks))
 
 
-def current(root: str | Path, only: Iterable[str] | None = None) -> pa.Table:
-    """The index rows of every partition on disk (or of the sweeps in ``only``), up to date: rows
-    of partitions whose fingerprint changed, or that were never indexed, come from a scan of their
-    files; those of sweeps not running are written back (one warning names them)."""
+def current(root: str | Path, only: Iterable[str] | None = None, where: pc.Expression | None = None,
+            columns: list[str] | None = None) -> pa.Table:
+    """``_current``, again when a fold removed an index file while it was read."""
+    for attempt in range(_ATTEMPTS):
+        try:
+            return _current(root, only, where, columns)
+        except FileNotFoundError:
+            if attempt == _ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _current(root: str | Path, only: Iterable[str] | None, where: pc.Expression | None,
+             columns: list[str] | None) -> pa.Table:
+    """The index rows matching ``where`` (``columns`` of them) of every partition on disk, or of the
+    sweeps in ``only``, up to date: rows of partitions whose fingerprint changed, or that were never
+    indexed, come from a scan of their files; those of sweeps not running are written back (one
+    warning names them), and so are the rows of racy partitions found unchanged once they are no
+    longer racy. Only the fingerprint columns of the whole index are read; rows come filtered."""
+    now = time.time_ns()  # before any listing: what is confirmed was so at least since then
     present = sweep_partitions(root)
     if only is not None:
         wanted = set(only)
         present = {sweep: stat for sweep, stat in present.items() if sweep in wanted}
-    had_index = _base(root).exists() or bool(_deltas(root))
-    table = _merged(root, _deltas(root)) if had_index else INDEX_SCHEMA.empty_table()
-    fresh = _fresh(root, table, present)
+    stored = _Stored.load(root)
+    fresh, settled = _fresh(root, stored, present, now)
     stale = [sweep for sweep in present if sweep not in fresh]
-    if not stale:
-        return table.filter(pc.is_in(table.column("sweep_id"), pa.array(sorted(fresh), pa.string())))
     scanned = [scan_partition(root, sweep, present[sweep]) for sweep in stale]
-    settled = [rows for sweep, rows in zip(stale, scanned, strict=True) if not _running(root, sweep)]
+    written = [rows for sweep, rows in zip(stale, scanned, strict=True) if not _running(root, sweep)]
+    if written:
+        _warn_stale(root, bool(stored.sources), len(written))
     if settled:
-        _warn_stale(root, had_index, len(settled))
-        _save(root, pa.concat_tables(settled))
-    kept = table.filter(pc.is_in(table.column("sweep_id"), pa.array(sorted(fresh), pa.string())))
-    return pa.concat_tables([kept, *scanned])
+        rows = stored.rows(settled)
+        written.append(rows.set_column(rows.schema.get_field_index("indexed_ns"), "indexed_ns",
+                                       pa.array([now] * rows.num_rows, pa.int64())))
+    if written:
+        _save(root, pa.concat_tables(written))
+    kept = stored.rows(fresh, where, columns)
+    found = [table if where is None else table.filter(where) for table in scanned]
+    found = [table if columns is None else table.select(columns) for table in found]
+    return pa.concat_tables([kept, *found]) if found else kept
 
 
-def _fresh(root: str | Path, table: pa.Table, present: dict[str, os.stat_result]) -> set[str]:
-    """The sweeps of ``present`` whose index rows still describe their partition."""
-    if not table.num_rows:
-        return set()
-    marks = table.group_by("sweep_id").aggregate(
-        [("partition_inode", "max"), ("partition_mtime_ns", "max"), ("indexed_ns", "max")]).to_pylist()
-    fresh = set()
-    for mark in marks:
-        stat = present.get(mark["sweep_id"])
-        if stat is None or (stat.st_ino, stat.st_mtime_ns) != (mark["partition_inode_max"],
-                                                                mark["partition_mtime_ns_max"]):
+def _fresh(root: str | Path, stored: _Stored, present: dict[str, os.stat_result], now: int
+           ) -> tuple[set[str], set[str]]:
+    """The sweeps of ``present`` whose index rows still describe their partition, and those of them
+    that were racy, are unchanged and no longer racy at ``now`` (to be indexed as of ``now``)."""
+    fresh, settled = set(), set()
+    for sweep_id, stat in present.items():
+        mark = stored.marks.get(sweep_id)
+        if mark is None or (stat.st_ino, stat.st_mtime_ns) != (mark["partition_inode"],
+                                                                mark["partition_mtime_ns"]):
             continue
-        if mark["indexed_ns_max"] - stat.st_mtime_ns >= RACY_NS or _same_files(root, table, mark["sweep_id"]):
-            fresh.add(mark["sweep_id"])
-    return fresh
+        if mark["indexed_ns"] - stat.st_mtime_ns >= RACY_NS:
+            fresh.add(sweep_id)
+        elif _same_files(root, stored, sweep_id):
+            fresh.add(sweep_id)
+            if now - stat.st_mtime_ns >= RACY_NS:
+                settled.add(sweep_id)
+    return fresh, settled
 
 
-def _same_files(root: str | Path, table: pa.Table, sweep_id: str) -> bool:
-    """Whether the partition holds exactly the files (names and sizes) its index rows name."""
-    rows = table.filter(pc.equal(table.column("sweep_id"), sweep_id)).select(["file", "file_size"])
+def _same_files(root: str | Path, stored: _Stored, sweep_id: str) -> bool:
+    """Whether the partition holds exactly the files (names and sizes) its index rows name (one
+    directory listing, no data file opened)."""
+    rows = stored.rows({sweep_id}, columns=["file", "file_size"])
     indexed = {(f, s) for f, s in zip(*(rows.column(c).to_pylist() for c in ("file", "file_size")),
                                        strict=True) if f is not None}
-    held = holdings(root, "runs", sweep_id)
-    return indexed == {(path.name, size) for path, size in held.sizes.items()}
+    listed = data_files(partition_dir(root, "runs", sweep_id))
+    return indexed == {(entry.name, entry.stat().st_size) for entry in listed}
 
 
 def _running(root: str | Path, sweep_id: str) -> bool:

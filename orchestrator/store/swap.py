@@ -54,6 +54,7 @@ def put_in_place(new: Path, live: Path, aside: Path, new_inode: int) -> None:
     Safe to call again after a crash at any point: the inode says whether ``live`` is already new."""
     if inode(live) == new_inode or inode(new) != new_inode:
         return
+    live.parent.mkdir(parents=True, exist_ok=True)
     if not (live.exists() and exchange(new, live)):
         if live.exists():
             os.replace(live, aside)
