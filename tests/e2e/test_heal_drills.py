@@ -106,6 +106,8 @@ def test_a_damaged_steps_file_is_healed_by_resume(tmp_path):
     out = (tmp_path / "resume.out").read_text()
     assert "resuming 2 of 2 runs" in out, out
     pd.read_parquet(root / "steps")  # readable again as a whole
+    assert (root / "damaged" / "steps" / f"sweep={sweep_id}" / damaged.name).exists(), "kept aside"
+    assert len(list((root / "runs" / f"sweep={sweep_id}").iterdir())) == 1, "compacted again by the resume"
     rows = pd.read_parquet(root / "runs")
     assert len(rows) == 2 and rows["run_key"].is_unique and (rows["status"] == "ok").all()
 
