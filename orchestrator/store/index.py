@@ -43,6 +43,7 @@ from orchestrator.store.partitions import (
     holdings,
     is_part,
     partition_dir,
+    retrying,
     sweep_partitions,
 )
 from orchestrator.store.records import record_path
@@ -93,14 +94,15 @@ def scan_partition(root: str | Path, sweep_id: str, stat: os.stat_result | None 
     """The index rows of one sweep, read from its files (the fingerprint taken before listing them,
     so a change during the scan makes them stale, never wrongly fresh)."""
     directory = partition_dir(root, "runs", sweep_id)
-    stat = stat or directory.stat()
-    while True:
-        try:
-            held = holdings(root, "runs", sweep_id)
-            sources = _sources(held)
-            break
-        except FileNotFoundError:  # replaced while we read it: the new one has a new fingerprint
-            stat = directory.stat()
+    stats = [stat or directory.stat()]
+
+    def read() -> tuple[Holdings, list[dict]]:
+        held = holdings(root, "runs", sweep_id)
+        return held, _sources(held)
+
+    # replaced while it was read: the new one, with its own fingerprint, is read again
+    held, sources = retrying(read, lambda: stats.append(directory.stat()))
+    stat = stats[-1]
     sizes = {path.name: size for path, size in held.sizes.items()}
     common = {"sweep_id": sweep_id, "created": _created(root, sweep_id),
               "partition_inode": stat.st_ino, "partition_mtime_ns": stat.st_mtime_ns,
@@ -196,7 +198,6 @@ def _write_base(root: str | Path, table: pa.Table) -> None:
 
 
 _MARK_COLUMNS = ["sweep_id", "partition_inode", "partition_mtime_ns", "indexed_ns"]
-_ATTEMPTS = 3  # the index files read again when a fold removed one while it was read
 
 
 @dataclass
@@ -211,15 +212,12 @@ class _Stored:
 
     @classmethod
     def load(cls, root: str | Path) -> _Stored:
-        for attempt in range(_ATTEMPTS):
+        def read() -> _Stored:
             base, deltas = _base(root), _deltas(root)
             sources = [base, *deltas] if base.exists() else deltas
-            try:
-                return cls(Path(root), sources, base.exists(), _marks(sources))
-            except FileNotFoundError:  # folded meanwhile: list again
-                if attempt == _ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+            return cls(Path(root), sources, base.exists(), _marks(sources))
+
+        return retrying(read)  # a delta folded meanwhile: list again
 
     def rows(self, sweeps: set[str], where: pc.Expression | None = None,
              columns: list[str] | None = None) -> pa.Table:
@@ -265,13 +263,7 @@ def known_rows(root: str | Path, sweep_id: str) -> pa.Table:
 def current(root: str | Path, only: Iterable[str] | None = None, where: pc.Expression | None = None,
             columns: list[str] | None = None) -> pa.Table:
     """``_current``, again when a fold removed an index file while it was read."""
-    for attempt in range(_ATTEMPTS):
-        try:
-            return _current(root, only, where, columns)
-        except FileNotFoundError:
-            if attempt == _ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
+    return retrying(lambda: _current(root, only, where, columns))
 
 
 def _current(root: str | Path, only: Iterable[str] | None, where: pc.Expression | None,

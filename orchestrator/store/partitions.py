@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow.parquet as pq
 
@@ -27,6 +29,24 @@ KINDS: tuple[str, ...] = ("runs", "steps")
 PART_PREFIX = "part-"
 RUN_KEYS_METADATA = b"shasweep.run_keys"
 SWEEP_PREFIX = "sweep="
+T = TypeVar("T")
+
+
+ATTEMPTS = 3  # a read that found a file gone (a compaction replaced its partition) lists again
+
+
+def retrying(read: Callable[[], T], again: Callable[[], None] | None = None) -> T:
+    """``read()``; when a file it listed vanished (FileNotFoundError: a compaction or an index fold
+    replaced it), ``again()`` (e.g. list again) and retry, ``ATTEMPTS`` times in all."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return read()
+        except FileNotFoundError:
+            if attempt == ATTEMPTS - 1:
+                raise
+            if again is not None:
+                again()
+    raise AssertionError("unreachable")
 
 
 def partition_dir(root: str | Path, kind: str, sweep_id: str) -> Path:
@@ -94,10 +114,6 @@ class Holdings:
     partial: set[Path] = field(default_factory=set)
     damaged: list[Path] = field(default_factory=list)
     sizes: dict[Path, int] = field(default_factory=dict)
-
-    @property
-    def run_keys(self) -> set[str]:
-        return {key for keys in self.files.values() for key in keys}
 
     def selection(self) -> dict[Path, list[str] | None]:
         """Each readable file with the keys to read from it; None where that is every row."""

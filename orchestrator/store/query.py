@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -24,13 +23,19 @@ import pyarrow.parquet as pq
 
 from orchestrator.store import index
 from orchestrator.store.damaged import READ_ERRORS, is_readable, read_table_skipping, warn_damaged
-from orchestrator.store.partitions import Holdings, holdings, is_part, partition_dir, sweep_partitions
+from orchestrator.store.partitions import (
+    Holdings,
+    T,
+    holdings,
+    is_part,
+    partition_dir,
+    retrying,
+    sweep_partitions,
+)
 
 STEP_COLUMNS: tuple[str, ...] = ("sweep_id", "run_key", "step", "warmup", "phase", "ms")
 PARTITION_COLUMN = "sweep"  # what ``pd.read_parquet(root / "runs")`` calls the partition
-_ATTEMPTS = 3  # a partition replaced by a compaction while it was read is listed again
 READ_CHUNK = 16  # files per dataset read: faster, and a fraction of the memory, than all at once
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,7 @@ class Selection:
 
     def __init__(self, root: Path, where: Where) -> None:
         self.root, self.where = root, where
-        self._files = _retrying(lambda: _runs_files(root, where))
+        self._list()
 
     def schema(self) -> pa.Schema:
         """Every column (with its type) the selected files hold (footers only)."""
@@ -132,14 +137,10 @@ class Selection:
         return table
 
     def _again(self, read: Callable[[], T]) -> T:
-        for attempt in range(_ATTEMPTS):
-            try:
-                return read()
-            except FileNotFoundError:
-                if attempt == _ATTEMPTS - 1:
-                    raise
-                self._files = _retrying(lambda: _runs_files(self.root, self.where))
-        raise AssertionError("unreachable")
+        return retrying(read, self._list)
+
+    def _list(self) -> None:
+        self._files = retrying(lambda: _runs_files(self.root, self.where))
 
 
 def read_steps(root: str | Path, where: Where = ALL, phases: Iterable[str] | None = None,
@@ -164,7 +165,7 @@ def steps_table(root: str | Path, where: Where = ALL, phases: Iterable[str] | No
         schema = pa.schema([(name, _STEP_TYPES[name]) for name in columns])
         return _read(files, schema, expression, [pa.field(n, _STEP_TYPES[n]) for n in ("phase", "warmup")])
 
-    return _retrying(read)
+    return retrying(read)
 
 
 def run_statuses(root: str | Path, sweep_id: str) -> dict[str, str | None]:
@@ -180,7 +181,7 @@ def run_statuses(root: str | Path, sweep_id: str) -> dict[str, str | None]:
                 statuses[key] = None
         return statuses
 
-    return _retrying(read)
+    return retrying(read)
 
 
 def _single_status(path: Path) -> str | None:
@@ -210,7 +211,7 @@ def check_files(root: str | Path, sweep_id: str) -> list[Path]:
         held = [holdings(root, kind, sweep_id) for kind in ("runs", "steps")]
         return [path for h in held for path in [*h.damaged, *(p for p in h.files if not is_readable(p))]]
 
-    return _retrying(check)
+    return retrying(check)
 
 
 def lookup(root: str | Path, where: Where = ALL) -> pd.DataFrame:
@@ -224,17 +225,6 @@ def lookup(root: str | Path, where: Where = ALL) -> pd.DataFrame:
 
 _STEP_TYPES: dict[str, pa.DataType] = {"sweep_id": pa.string(), "run_key": pa.string(), "step": pa.int64(),
                                        "warmup": pa.bool_(), "phase": pa.string(), "ms": pa.float64()}
-
-
-def _retrying(read: Callable[[], T]) -> T:
-    """``read()``, again when a file it listed vanished (a compaction replaced a partition)."""
-    for attempt in range(_ATTEMPTS):
-        try:
-            return read()
-        except FileNotFoundError:
-            if attempt == _ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
 
 
 def _runs_files(root: str | Path, where: Where) -> dict[Path, list[str] | None]:
