@@ -242,7 +242,7 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> None:
 def _results_dirs(results_root: str | Path) -> list[Path]:
     """Every directory of a results root that files are written to."""
     root = Path(results_root)
-    return [root / "sweeps", root / "reports",
+    return [root / "sweeps", root / "reports", root / "index", root / "index" / "delta",
             *(p for kind in ("runs", "steps") for p in sorted((root / kind).glob("sweep=*")))]
 
 
