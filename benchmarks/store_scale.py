@@ -9,11 +9,10 @@ machine, so `plan` finds a noise history), the base SHA shared by 5 consecutive 
 (the drift history of the reported sweep). Each run is a row of `store.parquet.run_table` (about 80
 columns: the host record, the audit, 15 phase means) and 50 steps x 12 phases (`steps_table`).
 Finished sweeps are written compacted through `store.compact.write_compacted` (what `shasweep run`
-leaves behind); the latest 1 % of runs stay per-run files (`write_run`), like sweeps still running
-or never compacted.
+leaves behind); the latest 1 % of runs are per-run files (`write_run`) of sweeps still running.
 
-Then, each as a fresh process under `/usr/bin/time -v` (median wall of --repeats, highest peak
-RSS): `history --case C` (C in a third of the sweeps), `report` of a sweep with drift history,
+Then, each as a fresh process under `/usr/bin/time -v` (median wall and CPU time of --repeats,
+highest peak RSS): `history --case C` (C in a third of the sweeps), `report` of a sweep with drift history,
 `plan` of a one-case sweep (noise history of its case on this host), `list`, and a duckdb group-by
 of every run (a plain reader, for scale). Next to them: what the root holds and what history reads
 (files, MiB), so cost can be checked against what is read rather than what is stored.
@@ -83,6 +82,7 @@ results: RESULTS
 @dataclass(frozen=True)
 class Measured:
     wall_s: float
+    cpu_s: float  # user + system: what the command itself cost, whatever else ran on the machine
     max_rss_mib: float
 
 
@@ -118,7 +118,8 @@ class Lab:
                  self.result(created + timedelta(seconds=30 * n), host, shas[side], case))
                 for n, (repeat, case, side) in enumerate((r, c, s) for r in range(REPEATS) for c in cases
                                                          for s in SIDES)]
-        self.record(sweep_id, created, cases, shas, host, [run for run, _ in runs])
+        self.record(sweep_id, created, cases, shas, host, [run for run, _ in runs],
+                    "finished" if compacted else "running")
         if compacted:
             write_compacted(self.root, sweep_id, pa.concat_tables([run_table(r, x) for r, x in runs]),
                             pa.concat_tables([steps_table(r, x.steps) for r, x in runs]))
@@ -148,10 +149,10 @@ class Lab:
                          pythonpath=["/lab/worktrees"], audited=True, worktree="/lab/worktrees")
 
     def record(self, sweep_id: str, created: datetime, cases: list[str], shas: dict, host: dict,
-               runs: list[PlannedRun]) -> None:
+               runs: list[PlannedRun], status: str) -> None:
         spec = {**self.spec, "name": "lab", "cases": cases}
         write_record(self.root, sweep_id, {
-            "sweep_id": sweep_id, "created": created.isoformat(timespec="seconds"), "status": "finished",
+            "sweep_id": sweep_id, "created": created.isoformat(timespec="seconds"), "status": status,
             "repo": "/lab/repo", "results_root": str(self.root), "planned_runs": len(runs), "spec": spec,
             "sides": {side: {"ref": side, "sha": sha, "variant": "manager", "params": {"num_envs": 4096},
                              "env": {}} for side, sha in shas.items()},
@@ -172,17 +173,19 @@ def generate(root: Path, runs: int, spec: dict) -> float:
 
 
 def timed(argv: list[str], repeats: int) -> Measured:
-    """Median wall time and highest peak RSS of ``argv`` as a fresh process (``/usr/bin/time -v``)."""
-    walls, rss = [], []
+    """Median wall and CPU time and highest peak RSS of ``argv`` as a fresh process (``/usr/bin/time -v``)."""
+    walls, cpus, rss = [], [], []
     for _ in range(repeats):
         proc = subprocess.run(["/usr/bin/time", "-v", *argv], stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True, check=False)
         if proc.returncode not in (0, 1, 4):
             raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
         walls.append(_clock(re.search(r"Elapsed \(wall clock\) time.*: (\S+)", proc.stderr).group(1)))
+        cpus.append(sum(float(re.search(rf"{kind} time \(seconds\): (\S+)", proc.stderr).group(1))
+                        for kind in ("User", "System")))
         peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1)
         rss.append(int(peak) / 1024)
-    return Measured(statistics.median(walls), max(rss))
+    return Measured(statistics.median(walls), statistics.median(cpus), max(rss))
 
 
 def _clock(text: str) -> float:
@@ -286,14 +289,15 @@ def main() -> None:
         print(f"  generated in {took:.0f} s; {read_set(root)}")
         results[size] = measure(root, repo, size, args.repeats)
         for name, m in results[size].items():
-            print(f"  {name:<16} {m.wall_s:7.2f} s  {m.max_rss_mib:7.0f} MiB", flush=True)
+            print(f"  {name:<16} {m.wall_s:7.2f} s  (CPU {m.cpu_s:6.2f} s)  {m.max_rss_mib:7.0f} MiB",
+                  flush=True)
         shutil.rmtree(root.parent)
     sizes = sorted(results)
     for small, large in zip(sizes, sizes[1:], strict=False):
         print(f"growth {small} -> {large} runs (x{large / small:g}):")
         for name in results[small]:
             a, b = results[small][name], results[large][name]
-            print(f"  {name:<16} time x{b.wall_s / a.wall_s:5.2f}  "
+            print(f"  {name:<16} time x{b.wall_s / a.wall_s:5.2f}  CPU x{b.cpu_s / a.cpu_s:5.2f}  "
                   f"peak RSS x{b.max_rss_mib / a.max_rss_mib:5.2f}")
     compaction_sample(work, args.compaction_sample, spec)
     if args.work is None:
