@@ -47,7 +47,8 @@ import numpy as np
 import pyarrow as pa
 
 from orchestrator.contract import PlannedRun, StepRecord
-from orchestrator.spec.load import load_spec, spec_to_dict
+from orchestrator.spec.load import load_spec
+from orchestrator.spec.record import SweepRecord, spec_to_json
 from orchestrator.store import query
 from orchestrator.store.compact import write_compacted
 from orchestrator.store.parquet import STANDARD_PHASES, BenchUsage, RunResult, run_table, steps_table
@@ -145,18 +146,18 @@ class Lab:
                          host=host, header={"audit": audit},
                          summary={"throughput": 4096 * (STEPS - WARMUP) / wall, "measure_wall_s": wall,
                                   "phase_means_ms": dict(zip(PHASES, map(float, means), strict=True))},
-                         steps=steps, usage=BenchUsage(wall * 0.9, 0.2, 2048.0),
+                         steps=steps, usage=BenchUsage(wall + 3, wall * 0.9, 0.2, 2048.0, "rusage"),
                          pythonpath=["/lab/worktrees"], audited=True, worktree="/lab/worktrees")
 
     def record(self, sweep_id: str, created: datetime, cases: list[str], shas: dict, host: dict,
                runs: list[PlannedRun], status: str) -> None:
         spec = {**self.spec, "name": "lab", "cases": cases}
-        write_record(self.root, sweep_id, {
+        write_record(self.root, SweepRecord.from_json({
             "sweep_id": sweep_id, "created": created.isoformat(timespec="seconds"), "status": status,
             "repo": "/lab/repo", "results_root": str(self.root), "planned_runs": len(runs), "spec": spec,
             "sides": {side: {"ref": side, "sha": sha, "variant": "manager", "params": {"num_envs": 4096},
                              "env": {}} for side, sha in shas.items()},
-            "host": host, "outcomes": [run.outcome(host_id=host["id"], status="ok") for run in runs]})
+            "host": host, "outcomes": [run.outcome(host_id=host["id"], status="ok") for run in runs]}))
 
 
 def generate(root: Path, runs: int, spec: dict) -> float:
@@ -278,7 +279,7 @@ def main() -> None:
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="store-scale-"))
     repo = make_repo(work / "repo")
-    spec = spec_to_dict(load_spec(sweep_yaml(work / "lab.yaml", CASES[:CASES_PER_SWEEP], work, repo)))
+    spec = spec_to_json(load_spec(sweep_yaml(work / "lab.yaml", CASES[:CASES_PER_SWEEP], work, repo)))
     print(f"store_scale: sweeps of {RUNS_PER_SWEEP} runs, {STEPS} steps x {len(PHASES)} phases each; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; under {work}")
     results: dict[int, dict[str, Measured]] = {}

@@ -31,13 +31,13 @@ import pyarrow as pa
 from orchestrator.analysis.changepoints import segments
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.software import SOFTWARE_COLUMNS, describe_changes, version_changes, versions_of
+from orchestrator.spec.record import SweepRecord
 from orchestrator.store import query
 from orchestrator.store.reuse import REUSED_COLUMN
 
 IDENTITY_COLUMNS: tuple[str, ...] = ("sha", "case", "variant", "params", "env", "command", "host_hostname",
                                      "host_cpu_model")
 UNRECORDED_COMMAND = ""  # the command of rows written before it was a column
-DEFAULT_THRESHOLD = 0.03
 HISTORY_SWEEPS = 10  # the most recent earlier sweeps a side is compared with
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
     ("sweep_id", "side", "status", "error", *IDENTITY_COLUMNS, *AUDIT_INPUT_COLUMNS, *SOFTWARE_COLUMNS)))
@@ -69,15 +69,15 @@ class Drift:
         return abs(self.change) > self.threshold  # NaN compares False
 
 
-def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.DataFrame:
+def load_history(results_root: Path, record: SweepRecord, metrics: list[str]) -> pd.DataFrame:
     """The audited ok runs of the latest ``HISTORY_SWEEPS`` other recorded sweeps that ran a SHA of
     ``record``'s sweep and were created no later: identity, start time and ``metrics``."""
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
                        + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64()),
                           ("audited", pa.bool_()), (REUSED_COLUMN, pa.string())]
                        + [(name, pa.float64()) for name in metrics])
-    shas = sorted({side.get("sha") for side in (record.get("sides") or {}).values()} - {None})
-    earlier = earlier_sweeps(results_root, shas, record["sweep_id"], str(record.get("created", "")))
+    shas = sorted({side.sha for side in record.sides.values()} - {None})
+    earlier = earlier_sweeps(results_root, shas, record.sweep_id, record.created)
     if not earlier:
         return schema.empty_table().to_pandas()
     where = query.Where(sweeps=earlier[-HISTORY_SWEEPS:], shas=shas, status="ok", measured=True)
@@ -96,7 +96,7 @@ def earlier_sweeps(results_root: Path, shas: list[str], sweep_id: str, created: 
 
 
 def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],
-               threshold: float = DEFAULT_THRESHOLD) -> list[Drift]:
+               threshold: float) -> list[Drift]:
     """Drift of every (case, side, metric) of ``current`` (one sweep's ok runs) that has history.
 
     Both frames need ``sweep_id``, ``side``, ``started_at``, the identity columns and ``metrics``.

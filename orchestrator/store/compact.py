@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from orchestrator.errors import InvalidInputError
 from orchestrator.store import index
 from orchestrator.store.atomic import fsync_dir, fsync_file, write_text_atomic
 from orchestrator.store.damaged import READ_ERRORS, warn_damaged
@@ -51,7 +52,7 @@ from orchestrator.store.partitions import (
     part_run_keys,
     partition_dir,
 )
-from orchestrator.store.records import record_path
+from orchestrator.store.records import read_record
 from orchestrator.store.swap import inode, put_in_place
 
 STAGING = ".compacting"
@@ -270,9 +271,8 @@ def _indexed_keys(root: Path, sweep_id: str, name: str) -> set[str]:
 def _recorded_keys(root: Path, sweep_id: str) -> set[str]:
     """Every run key the sweep record's outcomes name (empty without a readable record)."""
     try:
-        outcomes = json.loads(record_path(root, sweep_id).read_text(encoding="utf-8")).get("outcomes")
-        return {o["run_key"] for o in outcomes or [] if isinstance(o, dict) and o.get("run_key")}
-    except (OSError, ValueError, AttributeError, TypeError):
+        return {outcome.run_key for outcome in read_record(root, sweep_id).outcomes}
+    except (InvalidInputError, OSError):
         return set()
 
 

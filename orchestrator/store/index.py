@@ -20,7 +20,6 @@ sweep is still running, named in one warning and indexed anew.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import secrets
 import sys
@@ -35,6 +34,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
+from orchestrator.errors import InvalidInputError
 from orchestrator.store.atomic import write_with
 from orchestrator.store.damaged import READ_ERRORS, read_table_skipping
 from orchestrator.store.partitions import (
@@ -46,7 +46,7 @@ from orchestrator.store.partitions import (
     retrying,
     sweep_partitions,
 )
-from orchestrator.store.records import record_path
+from orchestrator.store.records import read_record
 
 INDEX_COLUMNS: tuple[str, ...] = ("sweep_id", "run_key", "case", "side", "sha", "host_id", "host_hostname",
                                   "params_digest", "created", "status", "reused", "file")
@@ -144,10 +144,9 @@ def _reader(schema: pa.Schema) -> Callable[[list[Path]], pa.Table]:
 def _created(root: str | Path, sweep_id: str) -> str | None:
     """The sweep's creation time from its record; None without a readable record."""
     try:
-        created = json.loads(record_path(Path(root), sweep_id).read_text(encoding="utf-8")).get("created")
-    except (OSError, ValueError, AttributeError):
+        return read_record(Path(root), sweep_id).created
+    except (InvalidInputError, OSError):
         return None
-    return created if isinstance(created, str) else None
 
 
 def write_delta(root: str | Path, rows: pa.Table) -> None:
@@ -329,10 +328,9 @@ def _same_files(root: str | Path, stored: _Stored, sweep_id: str) -> bool:
 def _running(root: str | Path, sweep_id: str) -> bool:
     """Whether the sweep's record says it is being dispatched (its partition still grows)."""
     try:
-        record = json.loads(record_path(Path(root), sweep_id).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_record(Path(root), sweep_id).status == "running"
+    except (InvalidInputError, OSError):
         return False
-    return isinstance(record, dict) and record.get("status") == "running"
 
 
 def _save(root: str | Path, rows: pa.Table) -> None:

@@ -12,6 +12,7 @@ import pandas as pd
 from test_results import outcome, planned
 
 from orchestrator.contract import StepRecord
+from orchestrator.spec.record import SweepRecord
 from orchestrator.store.parquet import write_run
 from orchestrator.store.query import ALL, read_runs, read_steps
 from orchestrator.store.records import write_record
@@ -24,9 +25,12 @@ def write_sweep(tmp_path: Path, sweep_id: str, day: int = 0, repeats: int = 2, s
                 host: str = "bench1") -> list[str]:
     """A recorded sweep of every case x side x repeat (3 measured steps x 2 phases each); its run keys."""
     root = tmp_path / "results"
-    write_record(root, sweep_id, {"sweep_id": sweep_id, "created": f"2026-01-{day + 1:02d}T00:00:00+00:00",
-                                  "status": "done", "sides": {s: {"sha": s[0] * 40} for s in SIDES},
-                                  "outcomes": []})
+    spec = {"name": sweep_id.rsplit("-", 1)[0], "baseline": SIDES[0], "cases": list(CASES),
+            "repeats": repeats, "sides": {side: {"ref": side} for side in SIDES}}
+    write_record(root, SweepRecord.from_json({
+        "sweep_id": sweep_id, "created": f"2026-01-{day + 1:02d}T00:00:00+00:00", "status": "finished",
+        "planned_runs": repeats * len(CASES) * len(SIDES), "spec": spec,
+        "sides": {side: {"ref": side, "sha": side[0] * 40} for side in SIDES}}))
     keys = []
     cells = [(case, side, repeat) for repeat in range(repeats) for case in CASES for side in SIDES]
     for order, (case, side, repeat) in enumerate(cells):

@@ -3,6 +3,7 @@ only the files that can hold an answer opened, an index kept by writers and heal
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ from orchestrator.errors import EXIT_INVALID, EXIT_OK
 from orchestrator.render.history import HistoryQuery, load_history
 from orchestrator.store import compact, index, query
 from orchestrator.store.query import Where
-from orchestrator.store.records import sweep_lock, write_record
+from orchestrator.store.records import read_record, sweep_lock, write_record
 
 SWEEPS = ("s-20260101T000000", "s-20260102T000000", "s-20260103T000000")
 
@@ -140,9 +141,8 @@ def test_an_out_of_date_index_is_noticed_and_updated(root, tmp_path, capsys):
 
 def test_a_running_sweep_is_read_from_its_files_without_a_warning(root, tmp_path, capsys):
     index.rebuild(root)
-    write_record(root, SWEEPS[2], {"sweep_id": SWEEPS[2], "status": "running", "created": "2026-01-03"})
-    write_sweep(tmp_path, SWEEPS[2], 2, repeats=3)
-    write_record(root, SWEEPS[2], {"sweep_id": SWEEPS[2], "status": "running", "created": "2026-01-03"})
+    write_sweep(tmp_path, SWEEPS[2], 2, repeats=3)  # a third round being written
+    write_record(root, dataclasses.replace(read_record(root, SWEEPS[2]), status="running"))
     capsys.readouterr()
     assert len(query.lookup(root, Where(sweeps=[SWEEPS[2]]))) == 12
     assert capsys.readouterr().err == ""
