@@ -42,6 +42,7 @@ from orchestrator.errors import InvalidInputError
 from orchestrator.store import index
 from orchestrator.store.atomic import fsync_dir, fsync_file, write_text_atomic
 from orchestrator.store.damaged import READ_ERRORS, warn_damaged
+from orchestrator.store.parquet import WRITE_OPTIONS
 from orchestrator.store.partitions import (
     KINDS,
     RUN_KEYS_METADATA,
@@ -58,7 +59,6 @@ from orchestrator.store.swap import inode, put_in_place
 STAGING = ".compacting"
 DAMAGED_DIR = "damaged"
 RUNS_ORDER: tuple[str, ...] = ("case", "side", "sha", "order", "run_key")
-SINGLE_OPTIONS = {"write_statistics": False, "store_schema": False}  # as store.parquet writes a run
 # Column statistics (min/max per row group, so a filter skips row groups) only on the columns the
 # readers filter on: on all ~80 columns they would be most of each footer, parsed on every read.
 FILTERED_COLUMNS: tuple[str, ...] = ("sweep_id", "run_key", "case", "side", "sha", "status", "host_hostname",
@@ -76,10 +76,6 @@ class Compacted:
     files_after: int = 0
     dropped: list[Path] = field(default_factory=list)  # damaged files moved out: their runs are elsewhere
     blocked: str | None = None  # why nothing was done (a damaged file whose runs exist nowhere else)
-
-    @property
-    def changed(self) -> bool:
-        return (self.blocked is None and self.files_before != self.files_after) or bool(self.dropped)
 
 
 def staging_dir(root: str | Path, sweep_id: str) -> Path:
@@ -311,7 +307,7 @@ def _stage(root: Path, sweep_id: str, token: str, runs: pa.Table, steps: pa.Tabl
         if key in singles:
             for kind, table in (("runs", runs), ("steps", steps)):
                 one = table.filter(pc.equal(table.column("run_key"), key))
-                pq.write_table(one, new[kind] / f"{key}.parquet", **SINGLE_OPTIONS)
+                pq.write_table(one, new[kind] / f"{key}.parquet", **WRITE_OPTIONS)
     _verify(new, len(order), steps.num_rows)
     for directory in new.values():
         for path in directory.iterdir():
