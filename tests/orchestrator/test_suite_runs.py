@@ -15,7 +15,8 @@ from orchestrator.contract import PlannedRun
 from orchestrator.errors import SpecError
 from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan
 from orchestrator.spec.load import load_spec, side_settings
-from orchestrator.store.parquet import run_statuses, supersede_run, write_run
+from orchestrator.store.parquet import supersede_run, write_run
+from orchestrator.store.query import run_statuses
 from orchestrator.worker.protocols import make_reader
 from orchestrator.worker.protocols.suite_cases import case_results, select_cases
 
