@@ -1,0 +1,285 @@
+"""One lockstep round on a bench host: every side's bench process resident, the host given to one at
+a time, block by block (docs/design.md, "Run protocol", control channel).
+
+``LockstepRound`` starts the processes one after another: each gets a control FIFO, and the next
+starts only when the previous one is parked (its header read and its warm-up block ended, after
+which it blocks reading its FIFO). ``block`` hands the host to one process for one block of steps
+and waits for that block's end record, so at any instant exactly one bench process runs, start-up
+included. ``finish`` ends the processes one at a time (``end``, then their summaries and exits).
+``run_blocks`` plays a whole ``BlockPlan``: measured blocks in ``turn_order`` (A B B A ... for two
+sides), each preceded by its own warm-up steps. Any failure (a process that exits, answers wrongly
+or not within ``timeout_s``, a cancel) raises ``RoundFailed`` naming the side, its SHA and what was
+awaited; the caller kills every process of the round (``kill``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.errors import ProtocolError
+from orchestrator.worker.proc import BenchProcess
+from orchestrator.worker.protocols.v1 import check_sha
+from orchestrator.worker.stream import StreamState
+
+CONTROL_VERSION = 1  # the header's "control" value this worker speaks
+POLL_S = 0.005  # how often a waiting round looks at the streams (each look reads a few bytes)
+
+
+class RoundFailed(Exception):
+    """A lockstep round cannot go on; ``side`` is the side at fault (None: not one side's)."""
+
+    def __init__(self, message: str, side: str | None = None) -> None:
+        super().__init__(message)
+        self.side = side
+
+
+class NoControlChannel(RoundFailed):
+    """A side's bench did not declare the control channel in its header (an older SHA)."""
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """How a round's steps are cut: ``blocks`` measured blocks of ``block_steps`` steps per side, each
+    preceded by ``block_warmup`` warm-up steps in the same turn; ``warmup`` steps per process before
+    the next process starts."""
+
+    block_steps: int
+    blocks: int
+    block_warmup: int = 1
+    warmup: int = 0
+
+
+def turn_order(sides: int, blocks: int, first: int = 0) -> list[int]:
+    """The side index of every measured block: cycles in which every side runs once, alternately
+    forward and reversed (A B B A A B B A ... for two sides), the cycles' starting side rotating
+    every second cycle (for three or more sides), so every side has the same mean position in time
+    and follows every other equally often. ``first`` (e.g. the round's index) rotates who starts."""
+    order = []
+    for cycle in range(blocks):
+        start = (first + cycle // 2) % sides
+        sides_in_cycle = [(start + i) % sides for i in range(sides)]
+        order += sides_in_cycle[::-1] if cycle % 2 else sides_in_cycle
+    return order
+
+
+class ControlChannel:
+    """The worker's end of a bench's control FIFO (mode 0600), held open read-write so that no open
+    ever blocks and the bench reads end-of-file only once it is closed."""
+
+    def __init__(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        os.mkfifo(path, 0o600)
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+
+    def send(self, **command: object) -> None:
+        if self._fd is None:
+            raise RuntimeError(f"control channel {self.path} is closed")
+        os.write(self._fd, (json.dumps(command) + "\n").encode())
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.path.unlink(missing_ok=True)
+
+
+@dataclass
+class Contestant:
+    """One side's process in the round: how to start it and what it said."""
+
+    side: str
+    sha: str
+    start: Callable[[], BenchProcess]  # launches the rendered command (its --control is ``control_path``)
+    stream_path: Path
+    control_path: Path
+    proc: BenchProcess | None = None
+    channel: ControlChannel | None = None
+    records: StreamState = field(default_factory=StreamState)
+    blocks: list[dict] = field(default_factory=list)  # the block records, in order
+    ended: bool = False  # told to end and exited: no longer expected alive
+    _tail: _Tail | None = None
+    _next_block: int = 0
+
+    def name(self) -> str:
+        return f"side {self.side!r} (SHA {self.sha[:12]})"
+
+
+class LockstepRound:
+    """The processes of one round; see the module docstring."""
+
+    def __init__(self, contestants: list[Contestant], timeout_s: float,
+                 stopped: Callable[[], bool] = lambda: False) -> None:
+        self.contestants = contestants
+        self.timeout_s = timeout_s
+        self.stopped = stopped
+
+    def open(self, warmup: int) -> None:
+        """Start every process in turn; each runs ``warmup`` steps and is parked before the next starts."""
+        for contestant in self.contestants:
+            contestant.channel = ControlChannel(contestant.control_path)
+            contestant.stream_path.unlink(missing_ok=True)
+            contestant._tail = _Tail(contestant.stream_path)
+            contestant.proc = contestant.start()
+            self._await(contestant, lambda c: c.records.header is not None, "its header")
+            self._check_header(contestant)
+            self.block(contestant, warmup, warmup=True)
+
+    def block(self, contestant: Contestant, steps: int, *, warmup: bool) -> dict:
+        """Give the host to ``contestant`` for ``steps`` steps; returns its block record."""
+        number = contestant._next_block
+        contestant._next_block += 1
+        assert contestant.channel is not None
+        contestant.channel.send(cmd="run", steps=steps, block=number, warmup=warmup)
+        self._await(contestant, lambda c: len(c.blocks) > number,
+                    f"the end of block {number} ({steps} steps)")
+        record = contestant.blocks[number]
+        if (record.get("block"), record.get("steps"), record.get("warmup")) != (number, steps, warmup):
+            raise RoundFailed(f"{contestant.name()} answered block {number} ({steps} steps, warmup "
+                              f"{warmup}) with {json.dumps(record)[:200]}", contestant.side)
+        return record
+
+    def finish(self) -> None:
+        """End every process in turn: its summary written and its exit awaited before the next ends."""
+        for contestant in self.contestants:
+            assert contestant.channel is not None and contestant.proc is not None
+            contestant.channel.send(cmd="end")
+            self._await(contestant, lambda c: c.proc.poll() is not None, "its summary and exit", exiting=True)
+            contestant.ended = True
+            contestant.channel.close()
+            self._drain(contestant)
+            problem = self._exit_problem(contestant)
+            if problem:
+                raise RoundFailed(f"{contestant.name()} {problem}", contestant.side)
+
+    def kill(self) -> None:
+        """Kill every process of the round (their whole process groups) and remove the FIFOs."""
+        for contestant in self.contestants:
+            if contestant.proc is not None:
+                contestant.proc.kill_group()
+            if contestant.channel is not None:
+                contestant.channel.close()
+            if contestant._tail is not None:
+                contestant._tail.close()
+
+    # ------------------------------------------------------------------ waiting
+    def _await(self, contestant: Contestant, done: Callable[[Contestant], bool], what: str,
+               exiting: bool = False) -> None:
+        """Read the streams until ``done(contestant)``; RoundFailed when a process exits (other than an
+        ``exiting`` contestant), the timeout passes or the round is stopped."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            self._drain(contestant)
+            if done(contestant):
+                return
+            for other in self.contestants:
+                if (other.proc is None or other.ended or (exiting and other is contestant)
+                        or other.proc.poll() is None):
+                    continue
+                self._drain(other)
+                waiting = "" if other is contestant else f" (parked while {contestant.name()} ran)"
+                raise RoundFailed(f"{other.name()} {self._exit_problem(other) or 'exited'}{waiting} "
+                                  f"while the round awaited {what}", other.side)
+            if time.monotonic() >= deadline:
+                raise RoundFailed(f"{contestant.name()} sent no {what} within timeout_s={self.timeout_s:g}",
+                                  contestant.side)
+            if self.stopped():
+                raise RoundFailed(f"the sweep was cancelled while the round awaited {what} from "
+                                  f"{contestant.name()}")
+            time.sleep(POLL_S)
+
+    def _drain(self, contestant: Contestant) -> None:
+        assert contestant._tail is not None
+        try:
+            for line in contestant._tail.lines(final=contestant.proc is not None
+                                               and contestant.proc.returncode is not None):
+                _feed(contestant, line)
+        except ProtocolError as exc:
+            raise RoundFailed(f"{contestant.name()}: {exc}", contestant.side) from None
+
+    def _check_header(self, contestant: Contestant) -> None:
+        header = contestant.records.header or {}
+        try:
+            check_sha(header, contestant.sha)
+        except ProtocolError as exc:
+            raise RoundFailed(f"{contestant.name()}: {exc}", contestant.side) from None
+        if header.get("control") != CONTROL_VERSION:
+            raise NoControlChannel(f"{contestant.name()}: its bench does not declare the control channel "
+                                   f"(no \"control\": {CONTROL_VERSION} in its header), so it cannot run "
+                                   "in lockstep", contestant.side)
+
+    @staticmethod
+    def _exit_problem(contestant: Contestant) -> str | None:
+        """Why a process that exited did not end well, or None."""
+        code = contestant.proc.returncode if contestant.proc else None
+        error = contestant.records.error_message()
+        if code not in (0, None):
+            return f"exited with code {code}" + (f": {error}" if error else "")
+        if error:
+            return f"reported an error: {error}"
+        if contestant.records.summary is None:
+            return "exited without a summary record"
+        return None
+
+
+def run_blocks(round_: LockstepRound, plan: BlockPlan, first: int = 0) -> None:
+    """Open the round, play ``plan``'s measured blocks in ``turn_order`` (each after its own warm-up
+    steps) and finish it."""
+    round_.open(plan.warmup)
+    for index in turn_order(len(round_.contestants), plan.blocks, first):
+        contestant = round_.contestants[index]
+        if plan.block_warmup:
+            round_.block(contestant, plan.block_warmup, warmup=True)
+        round_.block(contestant, plan.block_steps, warmup=False)
+    round_.finish()
+
+
+def _feed(contestant: Contestant, line: str) -> None:
+    """One stream line: a block record is checked and kept, every other goes to the v1 records."""
+    text = line.strip()
+    try:
+        record = json.loads(text) if text.startswith("{") else None
+    except json.JSONDecodeError:
+        record = None  # StreamState names the malformed line
+    if isinstance(record, dict) and record.get("kind") == "block":
+        if contestant.records.header is None:
+            raise ProtocolError("a block record before the header")
+        wall = record.get("wall_s")
+        number = isinstance(wall, int | float) and not isinstance(wall, bool)
+        if not (number and math.isfinite(wall) and wall >= 0):
+            raise ProtocolError(f"a block record whose wall_s is not a non-negative number: {text[:200]!r}")
+        contestant.blocks.append(record)
+        return
+    contestant.records.feed(line)
+
+
+class _Tail:
+    """Complete lines appended to a file since the last look (the file may not exist yet)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = None
+        self._pending = b""
+
+    def lines(self, final: bool = False) -> list[str]:
+        """New complete lines; ``final`` (the writer exited): a last unterminated line too."""
+        if self._file is None and self.path.exists():
+            self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        if self._file is not None:
+            self._pending += self._file.read()
+        *lines, self._pending = self._pending.split(b"\n")
+        if final and self._pending:
+            lines.append(self._pending)
+            self._pending = b""
+        return [line.decode("utf-8", errors="replace") for line in lines]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
