@@ -86,7 +86,7 @@ def bench(argv: list[str]) -> int:
             list(pool.map(hash_n, shares))
 
     runner = Bench(case={"algo": "synthetic", "task": "sha256", "sim": "none", "variant": "manager"},
-                   module=os.path.abspath(WORK_FILE), params={"num_envs": 1, **work}, argv=argv)
+                   module=os.path.abspath(WORK_FILE), argv=argv)
     return runner.run(step, exit=False)
 
 

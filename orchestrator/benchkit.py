@@ -1,11 +1,11 @@
 """Make a Python benchmark speak shasweep's run protocol, lockstep's control channel included.
 
-    from orchestrator.benchkit import Bench
     import mylib
+    from orchestrator.benchkit import Bench
 
-    bench = Bench(case="sort/list", module=mylib)     # --stream, --control, --warmup, --measure
-    data = mylib.make_data()                          # set-up: before the first step
-    bench.run(lambda: mylib.sort(data))               # header, steps, summary; exit code
+    bench = Bench("sort", module=mylib, options={"size": 1000})   # --size, --stream, --control, ...
+    data = mylib.make_data(bench.params["size"])                   # set-up: before the first step
+    bench.run(lambda: mylib.sort(data), items_per_step=bench.params["size"])
 
 ``run`` times each call of the step function (``step_ms``; a step that returns ``{phase: ms}`` adds
 its own phases) and writes the records of docs/design.md "Run protocol": a header (the case, the
@@ -67,38 +67,40 @@ class Bench:
     """One benchmark process: parse the protocol's options, then ``run`` a step function."""
 
     def __init__(self, case: str | Mapping[str, str], *, module: ModuleType | str | None = None,
-                 params: Mapping[str, Any] | None = None, items_per_step: float = 1.0,
+                 options: Mapping[str, int | float | str] | None = None,
                  argv: list[str] | None = None) -> None:
-        """``case``: a name or the case's parts; ``module``: the code under test (module or file),
-        default the ``__main__`` script; ``params``: what the header reports besides warmup/measure;
-        ``items_per_step``: throughput counts items per second. Arguments the protocol does not use
-        are left in ``self.rest``."""
-        parser = argparse.ArgumentParser(add_help=False)
-        parser.add_argument("--stream", required=True)
-        parser.add_argument("--control")
+        """``case``: a name or the case's parts; ``module``: the code under test (a module or a file;
+        default the ``__main__`` script), whose checkout's SHA the header reports; ``options``: the
+        bench's own ``--name`` options with their defaults (a sweep's params fill them), parsed into
+        ``self.params`` with ``warmup`` and ``measure``. Bad arguments exit 2."""
+        parser = argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) or "bench")
+        parser.add_argument("--stream", required=True, help="the run protocol's record file")
+        parser.add_argument("--control", help="lockstep: the control FIFO whose commands say what to run")
         parser.add_argument("--warmup", type=int, default=2)
         parser.add_argument("--measure", type=int, default=20)
-        self.options, self.rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-        if self.options.warmup < 0 or self.options.measure < 1:
+        for name, default in (options or {}).items():
+            parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=type(default), default=default)
+        parsed = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        if parsed.warmup < 0 or parsed.measure < 1:
             parser.error("--warmup must be >= 0 and --measure >= 1")
+        self.stream, self.control = parsed.stream, parsed.control
+        self.params = {name: getattr(parsed, name) for name in (*(options or {}), "warmup", "measure")}
         self.case = {"name": case} if isinstance(case, str) else dict(case)
-        self.params = {**(params or {}), "warmup": self.options.warmup, "measure": self.options.measure}
-        self.items_per_step = items_per_step
         module_file = getattr(module, "__file__", module) or getattr(sys.modules["__main__"], "__file__", ".")
         self.module_file = os.path.abspath(module_file)
 
-    def run(self, step: Step, *, exit: bool = True) -> int:
-        """Run ``step`` as the protocol asks, writing every record; exits with the code unless ``exit``
-        is False (then returns it)."""
-        with open(self.options.stream, "w", encoding="utf-8") as stream:
-            writer = _Writer(stream, self.items_per_step)
+    def run(self, step: Step, *, items_per_step: float = 1.0, exit: bool = True) -> int:
+        """Run ``step`` as the protocol asks, writing every record (throughput: ``items_per_step``
+        items a step, per second); exits with the code unless ``exit`` is False (then returns it)."""
+        with open(self.stream, "w", encoding="utf-8") as stream:
+            writer = _Writer(stream, items_per_step)
             try:
-                writer.header(self.case, self.params, self.module_file, self.options.control is not None)
-                if self.options.control is None:
-                    writer.block(step, None, self.options.warmup, warmup=True)
-                    writer.block(step, None, self.options.measure, warmup=False)
+                writer.header(self.case, self.params, self.module_file, self.control is not None)
+                if self.control is None:
+                    writer.block(step, None, self.params["warmup"], warmup=True)
+                    writer.block(step, None, self.params["measure"], warmup=False)
                 else:
-                    for block, steps, warmup in control_commands(self.options.control):
+                    for block, steps, warmup in control_commands(self.control):
                         writer.block(step, block, steps, warmup=warmup)
                 writer.summary()
                 code = EXIT_OK

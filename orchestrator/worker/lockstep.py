@@ -56,16 +56,18 @@ class BlockPlan:
 
 
 def turn_order(sides: int, blocks: int, first: int = 0) -> list[int]:
-    """The side index of every measured block: cycles in which every side runs once, alternately
-    forward and reversed (A B B A A B B A ... for two sides), the cycles' starting side rotating
-    every second cycle (for three or more sides), so every side has the same mean position in time
-    and follows every other equally often. ``first`` (e.g. the round's index) rotates who starts."""
-    order = []
-    for cycle in range(blocks):
-        start = (first + cycle // 2) % sides
-        sides_in_cycle = [(start + i) % sides for i in range(sides)]
-        order += sides_in_cycle[::-1] if cycle % 2 else sides_in_cycle
-    return order
+    """The side index of every measured block: ``blocks`` cycles in which every side runs once, the
+    cycles taken in turn from a Williams square (A B, B A for two sides: A B B A A B B A ...; for an
+    odd number of sides the square and its mirror), so that over a whole square every side holds
+    every position once and follows every other side equally often. ``first`` (e.g. the round's
+    index) rotates who starts."""
+    row = [0]
+    for i in range(1, sides):  # 0, 1, n-1, 2, n-2, ...
+        row.append((i + 1) // 2 if i % 2 else sides - i // 2)
+    square = [[(s + shift) % sides for s in row] for shift in range(sides)]
+    if sides % 2:
+        square += [cycle[::-1] for cycle in square]
+    return [(s + first) % sides for cycle in range(blocks) for s in square[cycle % len(square)]]
 
 
 class ControlChannel:
@@ -187,8 +189,8 @@ class LockstepRound:
                 raise RoundFailed(f"{other.name()} {self._exit_problem(other) or 'exited'}{waiting} "
                                   f"while the round awaited {what}", other.side)
             if time.monotonic() >= deadline:
-                raise RoundFailed(f"{contestant.name()} sent no {what} within timeout_s={self.timeout_s:g}",
-                                  contestant.side)
+                raise RoundFailed(f"{contestant.name()} did not answer within timeout_s={self.timeout_s:g} "
+                                  f"(awaited: {what})", contestant.side)
             if self.stopped():
                 raise RoundFailed(f"the sweep was cancelled while the round awaited {what} from "
                                   f"{contestant.name()}")
