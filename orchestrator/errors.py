@@ -1,6 +1,6 @@
 """Exception types and process exit codes shared by every shasweep command.
 
-Exit codes (documented in README and ``shasweep --help``):
+Exit codes (documented in docs/cli.md and ``shasweep --help``):
 
 * 0 ``EXIT_OK``: everything ran and every gate passed
 * 1 ``EXIT_GATE_FAILED``: all runs ran, at least one gate failed

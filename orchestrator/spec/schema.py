@@ -1,7 +1,7 @@
 """The sweep YAML's schema as omegaconf structured configs: plain dataclasses with their defaults.
 
 Loading, overrides and validation are ``orchestrator.spec.load``'s job; this module holds only the
-shapes and the defaults (README, "Sweep YAML reference").
+shapes and the defaults (docs/sweep-yaml.md, "Every key").
 """
 
 from __future__ import annotations
@@ -13,14 +13,15 @@ from typing import Any
 from omegaconf import MISSING
 
 # Placeholders every command may use; every ``params.<name>`` is one too, and ``{algo} {task} {sim}``
-# are the parts of a case of the form ``algo/task/sim`` (README, "Benchmarking your own repository").
+# are the parts of a case of the form ``algo/task/sim``
+# (docs/sweep-yaml.md, "The command and its placeholders").
 BUILTIN_PLACEHOLDERS: tuple[str, ...] = (
     "python", "stream", "result", "worktree", "sweep_dir", "case", "variant", "threads",
 )
 CASE_PLACEHOLDERS: tuple[str, ...] = ("algo", "task", "sim")
 # The placeholders a ``prepare`` command may use (it runs once per SHA, not per run).
 PREPARE_PLACEHOLDERS: tuple[str, ...] = ("python", "worktree", "sweep_dir")
-# envruntime's default placeholders (its ``ParamsSpec`` keys included), as documented in README.
+# envruntime's default placeholders (its ``ParamsSpec`` keys included), as docs/sweep-yaml.md documents them.
 PLACEHOLDERS: tuple[str, ...] = (
     "python", "algo", "task", "sim", "variant", "num_envs", "warmup", "measure",
     "replay_capacity", "seed", "threads", "stream",
@@ -148,7 +149,7 @@ class JsonMapping:
 
 @dataclass
 class SweepSpec:
-    """A whole sweep as written in YAML (see README, "Sweep YAML reference")."""
+    """A whole sweep as written in YAML (docs/sweep-yaml.md, "Every key")."""
 
     name: str = MISSING
     repo: str | None = None  # default: the git repository the command runs in

@@ -111,7 +111,8 @@ def render_argv(template: tuple[str, ...] | list[str], values: dict[str, object]
 
 
 def placeholder_values(run: PlannedRun, tree: Path, reader: BenchReader, threads: int) -> dict[str, object]:
-    """What the command's placeholders stand for in this run (README, "Benchmarking your own repository")."""
+    """What the command's placeholders stand for in this run (docs/sweep-yaml.md, "The command and its
+    placeholders")."""
     values: dict[str, object] = {
         **run.params, "threads": threads, "python": sys.executable, "stream": str(reader.stream_path),
         "result": str(reader.result_path), "worktree": str(tree), "sweep_dir": run.sweep_dir or run.repo,

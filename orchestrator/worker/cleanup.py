@@ -3,7 +3,7 @@
 The bench starts with ``contract.RUN_KEY_VAR`` in its environment and every process it starts
 inherits it, including daemons that left its session with ``setsid``. Killing the bench's process
 group misses those; looking the key up in every process's environment does not. A process that
-scrubbed its environment escapes this, which is documented (README, "When something dies").
+scrubbed its environment escapes this, which is documented (docs/operations.md, "When something dies").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Parquet results are queryable with duckdb, as the README shows (files from the real writer)."""
+"""duckdb queries the Parquet results in place, as README.md and docs/design.md show (real files)."""
 
 from __future__ import annotations
 
