@@ -30,6 +30,7 @@ class CpuSample:
     steal: int
     total: int
     load: float | None
+    idle: int = 0  # idle and iowait ticks
 
 
 def cpu_sample(proc: Path = PROC) -> CpuSample | None:
@@ -43,7 +44,8 @@ def cpu_sample(proc: Path = PROC) -> CpuSample | None:
         load: float | None = float((proc / "loadavg").read_text().split()[0])
     except (OSError, IndexError, ValueError):
         load = None
-    return CpuSample(steal=ticks[7] if len(ticks) > 7 else 0, total=sum(ticks), load=load)
+    return CpuSample(steal=ticks[7] if len(ticks) > 7 else 0, total=sum(ticks), load=load,
+                     idle=ticks[3] + (ticks[4] if len(ticks) > 4 else 0))
 
 
 class MeasureWindow:
