@@ -71,54 +71,43 @@ DirectEnv.step = _ab_validity_slower_step
 VERDICTS: tuple[str, ...] = ("PASS", "FAIL", "INCONCLUSIVE")
 
 
-def work(iterations: int) -> None:
-    """``iterations`` SHA-256 digests of a 4 KiB block."""
+def work(iterations: int, block: bytes = BLOCK) -> None:
+    """``iterations`` SHA-256 digests of ``block`` (4 KiB by default)."""
     for _ in range(iterations):
-        hashlib.sha256(BLOCK).digest()
+        hashlib.sha256(block).digest()
 
 
 def bench(argv: list[str]) -> int:
-    """The synthetic bench: ``work.json`` in the current directory (the worktree) sets the work per step."""
-    parser = argparse.ArgumentParser(prog="ab_validity.py bench")
-    parser.add_argument("--stream", required=True)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--measure", type=int, default=20)
-    args = parser.parse_args(argv)
-    iterations = int(json.loads(Path(WORK_FILE).read_text())["iterations"])
-    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-    sha = head.stdout.strip()
-    with open(args.stream, "w", buffering=1) as stream:
-        def emit(record: dict) -> None:
-            stream.write(json.dumps(record) + "\n")
+    """The synthetic bench (``orchestrator.benchkit``, so it also runs in lockstep): ``work.json`` in the
+    current directory (the worktree) sets the work per step: ``iterations`` digests of a block of
+    ``bytes`` (default 4096), spread over a pool of ``threads`` (default 1; hashlib drops the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
 
-        emit({"kind": "header", "protocol": 1,
-              "case": {"algo": "synthetic", "task": "sha256", "sim": "none", "variant": "manager"},
-              "params": {"num_envs": 1, "warmup": args.warmup, "measure": args.measure},
-              "audit": {"module_file": os.path.abspath(WORK_FILE), "git_sha": sha, "env_class": "Sha256Work",
-                        "iterations": iterations}})
-        started, cpu_started = time.perf_counter(), time.process_time()
-        for step in range(args.warmup + args.measure):
-            if step == args.warmup:
-                started = time.perf_counter()
-            if step == args.warmup:
-                cpu_started = time.process_time()
-            t0, c0 = time.perf_counter(), time.process_time()
-            work(iterations)
-            phases = {"physics_ms": (time.perf_counter() - t0) * 1000,
-                      "cpu_ms": (time.process_time() - c0) * 1000}
-            emit({"kind": "step", "step": step, "warmup": step < args.warmup, "phases": phases})
-        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-        means = {"physics_ms": 1000 * wall / args.measure, "cpu_ms": 1000 * cpu / args.measure}
-        emit({"kind": "summary", "throughput": args.measure / wall, "measure_wall_s": wall,
-              "phase_means_ms": means})
-    return 0
+    from orchestrator.benchkit import Bench
+
+    spec = json.loads(Path(WORK_FILE).read_text())
+    iterations, threads = int(spec["iterations"]), int(spec.get("threads", 1))
+    block = b"\x5a" * int(spec.get("bytes", len(BLOCK)))
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    shares = [iterations // threads + (i < iterations % threads) for i in range(threads)]
+
+    def step() -> dict[str, float]:
+        c0 = time.process_time()
+        if pool is None:
+            work(iterations, block)
+        else:
+            list(pool.map(lambda n: work(n, block), shares))
+        return {"cpu_ms": (time.process_time() - c0) * 1000}
+
+    case = {"algo": "synthetic", "task": "sha256", "sim": "none", "variant": "manager"}
+    return Bench(case, module=os.path.abspath(WORK_FILE), argv=argv).run(step, exit=False)
 
 
-def calibrate(step_ms: float) -> int:
-    """Iterations of ``work`` that take about ``step_ms`` here."""
-    n = 200
+def calibrate(step_ms: float, block: bytes = BLOCK) -> int:
+    """Iterations of ``work`` on ``block`` that take about ``step_ms`` here."""
+    n = max(1, 800_000 // len(block))
     t0 = time.perf_counter()
-    work(n)
+    work(n, block)
     return max(1, round(n * step_ms / 1000 / (time.perf_counter() - t0)))
 
 

@@ -16,18 +16,21 @@ four conditions (their order rotates by round, so drift of the host hits all ali
   for the other side's turn does when no other process runs (sleeping thread pools, idle CPUs)
   as against what the other process's run does (its caches, TLB and memory traffic).
 
-Workloads: ``synthetic`` (a temporary git repository of this file's ``bench`` subcommand, written
-with ``orchestrator.benchkit``, at two commits of ``work.json``: ``--factor`` times the SHA-256
-digests per step; ``--synthetic-threads 2`` hashes on a pool of two threads, ``--synthetic-bytes``
-sets the block hashed, e.g. 16 MiB to stream memory) and ``envruntime`` (a clone of this repository
-with the generated commit of ``benchmarks/ab_validity.py`` whose direct env step spins for
-``--env-slowdown`` of its own time; the collector bench ``python -m envruntime.bench``).
+Workloads: ``synthetic`` (``benchmarks/ab_validity.py``'s bench, written with
+``orchestrator.benchkit``, in a temporary git repository at two commits of its ``work.json``:
+``--factor`` times the SHA-256 digests per step; ``--synthetic-threads 2`` hashes on a pool of two
+threads, ``--synthetic-bytes`` sets the block hashed, e.g. 16777216 to stream memory) and
+``envruntime`` (a clone of this repository with the generated commit of ``ab_validity.py`` whose
+direct env step spins for ``--env-slowdown`` of its own time; the collector bench
+``python -m envruntime.bench``).
 
 Every process's stream is kept under ``--out`` (step records carry their block; block records their
 start and end) with per-block samples of each process's CPU ticks and page faults (``/proc``).
 ``analyse`` prints, per condition: the ratio (geometric mean of the per-round ratios) with its 95 %
-interval and the per-round log-ratio s.d., from all measured steps and with the first step of each
-block dropped; per side the mean step time by position within the block (the first step's
+interval and the per-round log-ratio s.d., per round from the two processes' mean step times
+(``process``) and, where there are blocks, as lockstep estimates it (``pairs``: the median of the
+block pairs' log ratios, block i of each side being cycle i), each also with the first step of
+every block dropped; per side the mean step time by position within the block (the first step's
 excess, per phase for envruntime); the parked process's CPU share and each side's page faults per
 block; and the largest overlap of two processes' blocks (0: exactly one process ran at a time).
 For envruntime the truth is not 1/(1 + slowdown): the spin is a share of the env step only, so
@@ -38,13 +41,11 @@ Usage:
       [--blocks 16] [--block-steps 3] [--warmup 5] [--factor 1.10] [--conditions ...] [--cpus 0,1]
       [--smoke]
   python benchmarks/lockstep_validity.py analyse DIR
-  python benchmarks/lockstep_validity.py bench --stream PATH [--control FIFO] ...  (the synthetic bench)
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -53,50 +54,16 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
-WORK_FILE = "work.json"
+sys.path[:0] = [str(REPO_ROOT), str(REPO_ROOT / "benchmarks")]
+from ab_validity import WORK_FILE, calibrate, make_envruntime_repo  # noqa: E402
+
+AB_VALIDITY = REPO_ROOT / "benchmarks" / "ab_validity.py"
 CONDITIONS: tuple[str, ...] = ("interleaved", "lockstep", "solo", "gap")
 SIDES: tuple[str, ...] = ("base", "cand")
 CONTROL_CONDITIONS = frozenset({"lockstep", "solo", "gap"})
-
-
-# ---------------------------------------------------------------------------- the synthetic bench
-def bench(argv: list[str]) -> int:
-    """The synthetic bench (``work.json`` in the current directory sets the work per step)."""
-    from orchestrator.benchkit import Bench
-
-    work = json.loads(Path(WORK_FILE).read_text())
-    iterations, threads = int(work["iterations"]), int(work.get("threads", 1))
-    block = b"\x5a" * int(work.get("bytes", 4096))
-    pool = ThreadPoolExecutor(threads) if threads > 1 else None
-    shares = [iterations // threads + (i < iterations % threads) for i in range(threads)]
-
-    def hash_n(n: int) -> None:
-        for _ in range(n):
-            hashlib.sha256(block).digest()
-
-    def step() -> None:
-        if pool is None:
-            hash_n(iterations)
-        else:
-            list(pool.map(hash_n, shares))
-
-    runner = Bench(case={"algo": "synthetic", "task": "sha256", "sim": "none", "variant": "manager"},
-                   module=os.path.abspath(WORK_FILE), argv=argv)
-    return runner.run(step, exit=False)
-
-
-def calibrate(step_ms: float, size: int) -> int:
-    """Digests of a ``size``-byte block that take about ``step_ms`` here."""
-    block, n = b"\x5a" * size, max(1, 2_000_000 // size)
-    t0 = time.perf_counter()
-    for _ in range(n):
-        hashlib.sha256(block).digest()
-    return max(1, round(n * step_ms / 1000 / (time.perf_counter() - t0)))
 
 
 # ---------------------------------------------------------------------------- the two sides
@@ -110,7 +77,7 @@ def synthetic_sides(root: Path, args: argparse.Namespace) -> dict[str, tuple[Pat
     repo = root / "synthetic"
     repo.mkdir()
     git(repo, "init", "-q")
-    iterations = calibrate(args.step_ms, args.synthetic_bytes)
+    iterations = calibrate(args.step_ms, b"\x5a" * args.synthetic_bytes)
     shas = {}
     for side, factor in (("base", 1.0), ("cand", args.factor)):
         work = {"iterations": round(iterations * factor), "bytes": args.synthetic_bytes,
@@ -127,9 +94,6 @@ def synthetic_sides(root: Path, args: argparse.Namespace) -> dict[str, tuple[Pat
 
 def envruntime_sides(root: Path, args: argparse.Namespace) -> dict[str, tuple[Path, str]]:
     """Worktrees of this repository's HEAD and of ab_validity's generated slower commit."""
-    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-    from ab_validity import make_envruntime_repo
-
     shas = list(make_envruntime_repo(root, args.env_slowdown).values())
     if args.factor == 1.0:
         shas[1] = shas[0]
@@ -147,7 +111,7 @@ def _worktree(repo: Path, path: Path, sha: str) -> tuple[Path, str]:
 
 def bench_argv(args: argparse.Namespace, stream: Path, control: Path | None, measure: int) -> list[str]:
     if args.workload == "synthetic":
-        argv = [sys.executable, str(Path(__file__).resolve()), "bench"]
+        argv = [sys.executable, str(AB_VALIDITY), "bench"]
     else:
         algo, task, sim = args.env_case.split("/")
         argv = [sys.executable, "-m", "envruntime.bench", "--algo", algo, "--task", task, "--sim", sim,
@@ -285,6 +249,25 @@ def mean_step_ms(run: dict, drop_first: bool) -> float:
     return statistics.fmean(times)
 
 
+def block_means(run: dict, drop_first: bool) -> list[float]:
+    """Each measured block's mean step time, in block order."""
+    blocks: dict[int, list[float]] = defaultdict(list)
+    for pos, step in positions(run):
+        if not (drop_first and pos == 0):
+            blocks[step.get("block", -1)].append(step_metric(step))
+    return [statistics.fmean(blocks[b]) for b in sorted(blocks)]
+
+
+def round_log_ratio(base: dict, cand: dict, drop_first: bool, estimator: str) -> float:
+    """log(cand throughput / base throughput) of one round: of the processes' mean step times, or
+    (``pairs``) lockstep's estimate, the median of the block pairs (block i of each side: cycle i)."""
+    if estimator == "process":
+        return math.log(mean_step_ms(base, drop_first) / mean_step_ms(cand, drop_first))
+    pairs = [math.log(b / c) for b, c in zip(block_means(base, drop_first), block_means(cand, drop_first),
+                                              strict=True)]
+    return statistics.median(pairs)
+
+
 def interval(logs: list[float]) -> tuple[float, float, float, float]:
     """(geometric mean ratio, low, high, s.d. of the logs) with a t-interval of the mean log."""
     from scipy import stats
@@ -314,18 +297,18 @@ def analyse(out: Path) -> str:
     lines = [f"workload {meta['workload']}, {meta['rounds']} rounds, {meta['blocks']} blocks of "
              f"{meta['block_steps']} steps a side, load before {meta['load_before']}, after "
              f"{meta.get('load_after')}", ""]
-    lines.append(f"{'condition':<12} {'estimate':<11} {'ratio':>7} {'95% CI':>17} {'log s.d.':>8}"
+    lines.append(f"{'condition':<12} {'estimate':<18} {'ratio':>7} {'95% CI':>17} {'log s.d.':>8}"
                  + ("  implied truth" if meta["workload"] == "envruntime" else ""))
     for condition in meta["conditions"]:
-        for drop in (False, True):
-            if drop and condition not in CONTROL_CONDITIONS:
-                continue
+        estimates = [("process", False)]
+        if condition in CONTROL_CONDITIONS:
+            estimates += [("process", True), ("pairs", False), ("pairs", True)]
+        for estimator, drop in estimates:
             base, cand = runs[condition, "base"], runs[condition, "cand"]
-            logs = [math.log(mean_step_ms(b, drop) / mean_step_ms(c, drop))
-                    for b, c in zip(base, cand, strict=True)]
+            logs = [round_log_ratio(b, c, drop, estimator) for b, c in zip(base, cand, strict=True)]
             ratio, low, high, sd = interval(logs)
-            line = (f"{condition:<12} {'drop first' if drop else 'all steps':<11} {ratio:7.4f} "
-                    f"[{low:7.4f}, {high:7.4f}] {sd:8.4f}")
+            name = f"{estimator}{', drop 1st' if drop else ''}"
+            line = f"{condition:<12} {name:<18} {ratio:7.4f} [{low:7.4f}, {high:7.4f}] {sd:8.4f}"
             if meta["workload"] == "envruntime":
                 share = statistics.fmean(statistics.fmean(s["phases"]["env_step_ms"] for s in b["steps"])
                                          / statistics.fmean(step_metric(s) for s in b["steps"]) for b in base)
@@ -447,8 +430,6 @@ def run(argv: list[str]) -> int:
 
 def main() -> int:
     command, rest = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
-    if command == "bench":
-        return bench(rest)
     if command == "run":
         return run(rest)
     if command == "analyse" and len(rest) == 1:
