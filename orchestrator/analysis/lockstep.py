@@ -9,9 +9,16 @@ ratio of the two processes' totals. Rounds (process pairs) stay the independent 
 interval, because each process carries its own speed offset (memory layout, page placement) that
 no pairing of its blocks can cancel. ``tests/orchestrator/test_lockstep_stats.py`` measures the
 coverage and the sequential error rates on simulated hosts.
+
+A run's blocks are stored as the JSON list ``blocks`` (one object per block the worker commanded:
+``block``, ``cycle`` (null for warm-up blocks), ``steps``, ``wall_s``, ``warmup``, ``started``,
+``ended``, ``throughput`` and ``phases``, the block's mean of each phase).
 """
 
 from __future__ import annotations
+
+import json
+import math
 
 import numpy as np
 
@@ -19,3 +26,43 @@ import numpy as np
 def round_log_ratios(pair_log_ratios: np.ndarray) -> np.ndarray:
     """Per-round estimates from block-pair log ratios ``[..., pairs]``: their median."""
     return np.median(pair_log_ratios, axis=-1)
+
+
+def parse_blocks(cell: object) -> list[dict]:
+    """A run's ``blocks`` column as a list of block objects; [] for null, NaN or anything malformed."""
+    if not isinstance(cell, str):
+        return []
+    try:
+        blocks = json.loads(cell)
+    except (json.JSONDecodeError, RecursionError):
+        return []
+    return [b for b in blocks if isinstance(b, dict)] if isinstance(blocks, list) else []
+
+
+def block_values(blocks: list[dict], metric: str) -> dict[int, float]:
+    """Cycle -> the metric of that cycle's measured block (``throughput`` or a phase mean); blocks
+    without the metric or with a value that is not a positive finite number are left out."""
+    values = {}
+    for block in blocks:
+        cycle = block.get("cycle")
+        value = block.get("throughput") if metric == "throughput" else (block.get("phases") or {}).get(metric)
+        if isinstance(cycle, int) and not block.get("warmup") and _positive(value):
+            values[cycle] = float(value)
+    return values
+
+
+def pair_log_ratios(base_blocks: list[dict], cand_blocks: list[dict], metric: str) -> list[float]:
+    """log(candidate / baseline) of the metric for every cycle both ran, in cycle order."""
+    base, cand = block_values(base_blocks, metric), block_values(cand_blocks, metric)
+    return [math.log(cand[c] / base[c]) for c in sorted(base.keys() & cand.keys())]
+
+
+def round_log_ratio(base_blocks: list[dict], cand_blocks: list[dict], metric: str) -> float | None:
+    """The round's estimate (the median of its block pairs' log ratios); None without a pair."""
+    pairs = pair_log_ratios(base_blocks, cand_blocks, metric)
+    return float(np.median(pairs)) if pairs else None
+
+
+def _positive(value: object) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value > 0

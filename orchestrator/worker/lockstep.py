@@ -29,6 +29,7 @@ from orchestrator.worker.stream import StreamState
 
 CONTROL_VERSION = 1  # the header's "control" value this worker speaks
 POLL_S = 0.005  # how often a waiting round looks at the streams (each look reads a few bytes)
+BLOCK_KEYS: tuple[str, ...] = ("block", "steps", "wall_s", "warmup", "started", "ended")  # kept per block
 
 
 class RoundFailed(Exception):
@@ -105,12 +106,33 @@ class Contestant:
     channel: ControlChannel | None = None
     records: StreamState = field(default_factory=StreamState)
     blocks: list[dict] = field(default_factory=list)  # the block records, in order
+    cycles: dict[int, int] = field(default_factory=dict)  # measured block number -> its cycle
+    phase_sums: dict[int, dict[str, float]] = field(default_factory=dict)  # block -> phase -> ms summed
     ended: bool = False  # told to end and exited: no longer expected alive
     _tail: _Tail | None = None
     _next_block: int = 0
 
     def name(self) -> str:
         return f"side {self.side!r} (SHA {self.sha[:12]})"
+
+    def block_summaries(self) -> list[dict]:
+        """Every block as the runs table keeps it (``analysis.lockstep``): its record, its ``cycle``
+        (None for warm-up blocks), its ``throughput`` (in the summary's units) and its phase means."""
+        summary = self.records.summary or {}
+        measured = sum(b["steps"] for b in self.blocks if not b.get("warmup"))
+        window, throughput = summary.get("measure_wall_s"), summary.get("throughput")
+        per_step = throughput * window / measured if measured and _number(window) and _number(throughput) \
+            else None  # items a step: the bench's own throughput unit
+        found = []
+        for record in self.blocks:
+            number, steps, wall = record["block"], record["steps"], record["wall_s"]
+            sums = self.phase_sums.get(number, {})
+            kept = {key: record.get(key) for key in BLOCK_KEYS}
+            found.append(kept | {
+                "cycle": self.cycles.get(number),
+                "throughput": per_step * steps / wall if per_step and steps and wall > 0 else None,
+                "phases": {name: total / steps for name, total in sums.items()} if steps else {}})
+        return found
 
 
 class LockstepRound:
@@ -133,10 +155,13 @@ class LockstepRound:
             self._check_header(contestant)
             self.block(contestant, warmup, warmup=True)
 
-    def block(self, contestant: Contestant, steps: int, *, warmup: bool) -> dict:
-        """Give the host to ``contestant`` for ``steps`` steps; returns its block record."""
+    def block(self, contestant: Contestant, steps: int, *, warmup: bool, cycle: int | None = None) -> dict:
+        """Give the host to ``contestant`` for ``steps`` steps (a measured block of ``cycle``); returns
+        its block record."""
         number = contestant._next_block
         contestant._next_block += 1
+        if cycle is not None:
+            contestant.cycles[number] = cycle
         assert contestant.channel is not None
         contestant.channel.send(cmd="run", steps=steps, block=number, warmup=warmup)
         self._await(contestant, lambda c: len(c.blocks) > number,
@@ -234,31 +259,44 @@ def run_blocks(round_: LockstepRound, plan: BlockPlan, first: int = 0) -> None:
     """Open the round, play ``plan``'s measured blocks in ``turn_order`` (each after its own warm-up
     steps) and finish it."""
     round_.open(plan.warmup)
-    for index in turn_order(len(round_.contestants), plan.blocks, first):
+    sides = len(round_.contestants)
+    for slot, index in enumerate(turn_order(sides, plan.blocks, first)):
         contestant = round_.contestants[index]
         if plan.block_warmup:
             round_.block(contestant, plan.block_warmup, warmup=True)
-        round_.block(contestant, plan.block_steps, warmup=False)
+        round_.block(contestant, plan.block_steps, warmup=False, cycle=slot // sides)
     round_.finish()
 
 
 def _feed(contestant: Contestant, line: str) -> None:
-    """One stream line: a block record is checked and kept, every other goes to the v1 records."""
+    """One stream line: a block record is checked and kept, every other goes to the v1 records; a
+    step's phases are also summed per block."""
     text = line.strip()
     try:
         record = json.loads(text) if text.startswith("{") else None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         record = None  # StreamState names the malformed line
-    if isinstance(record, dict) and record.get("kind") == "block":
+    kind = record.get("kind") if isinstance(record, dict) else None
+    if kind == "block":
         if contestant.records.header is None:
             raise ProtocolError("a block record before the header")
-        wall = record.get("wall_s")
-        number = isinstance(wall, int | float) and not isinstance(wall, bool)
-        if not (number and math.isfinite(wall) and wall >= 0):
-            raise ProtocolError(f"a block record whose wall_s is not a non-negative number: {text[:200]!r}")
+        if not (_number(record.get("wall_s")) and isinstance(record.get("block"), int)
+                and isinstance(record.get("steps"), int)):
+            raise ProtocolError(f"a block record needs an integer block and steps and a non-negative "
+                                f"wall_s: {text[:200]!r}")
         contestant.blocks.append(record)
         return
     contestant.records.feed(line)
+    if kind == "step" and isinstance(record.get("block"), int):
+        sums = contestant.phase_sums.setdefault(record["block"], {})
+        for name, ms in contestant.records.steps[-1].phases.items():
+            sums[name] = sums.get(name, 0.0) + ms
+
+
+def _number(value: object) -> bool:
+    """A finite, non-negative number (not a bool)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value >= 0
 
 
 class _Tail:

@@ -4,6 +4,7 @@ round awaited, with every process of the round killed."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from fakebench.fakerepo import git
 
+from orchestrator.analysis.lockstep import pair_log_ratios
 from orchestrator.worker.lockstep import (
     BlockPlan,
     Contestant,
@@ -92,6 +94,13 @@ def test_two_processes_take_turns_and_never_run_at_once(trees, tmp_path):
         wall = sum(b["wall_s"] for b in player.blocks if not b["warmup"])
         assert player.records.summary["measure_wall_s"] == pytest.approx(wall)
     assert not list(tmp_path.glob("*.fifo")), "the control FIFOs are removed with the round"
+    kept = {player.side: player.block_summaries() for player in players}
+    for blocks in kept.values():
+        measured = [b for b in blocks if not b["warmup"]]
+        assert [b["cycle"] for b in measured] == list(range(plan.blocks))
+        assert all(b["throughput"] > 0 and b["phases"]["step_ms"] > 0 for b in measured)
+    pairs = pair_log_ratios(kept["base"], kept["cand"], "throughput")
+    assert len(pairs) == plan.blocks and all(math.isfinite(p) for p in pairs)
 
 
 def test_a_bench_without_the_control_channel_is_named_with_its_sha(trees, tmp_path):

@@ -172,3 +172,26 @@ def test_block_pairs_cancel_bursts_that_separate_processes_cannot():
     apart = simulate(rng, 500, 10, host, Design(), true_ratio=0.9, order="interleaved")
     assert np.median(np.std(lock, axis=1, ddof=1)) < np.median(np.std(apart, axis=1, ddof=1)) / 3
     assert 0.93 <= coverage(lock, 0.9) <= 0.97
+
+
+def block(cycle, wall_s, throughput, warmup=False, **phases):
+    return {"block": cycle, "cycle": None if warmup else cycle, "steps": 5, "wall_s": wall_s,
+            "warmup": warmup, "throughput": throughput, "phases": phases}
+
+
+def test_a_round_is_the_median_of_its_block_pairs_from_the_stored_blocks():
+    base = [block(0, 1.0, 100.0, step_ms=10.0), block(1, 1.0, 100.0, step_ms=10.0),
+            block(2, 3.0, 30.0, step_ms=30.0), block(9, 9.0, 1.0, warmup=True)]
+    cand = [block(0, 1.1, 90.0, step_ms=11.0), block(1, 1.1, 90.0, step_ms=11.0),
+            block(2, 1.1, 90.0, step_ms=11.0), block(3, 1.1, 90.0, step_ms=11.0)]
+    assert lockstep.pair_log_ratios(base, cand, "throughput") == pytest.approx(
+        [np.log(0.9), np.log(0.9), np.log(3.0)])
+    assert lockstep.round_log_ratio(base, cand, "throughput") == pytest.approx(np.log(0.9))
+    assert lockstep.round_log_ratio(base, cand, "step_ms") == pytest.approx(np.log(1.1))
+    assert lockstep.round_log_ratio(base, cand, "cpu_ms") is None, "a metric no block has: no estimate"
+
+
+@pytest.mark.parametrize("cell", [None, float("nan"), "not json", "{}", "[1, 2]", '[{"cycle": 0}]'])
+def test_malformed_blocks_give_no_pairs(cell):
+    blocks = lockstep.parse_blocks(cell)
+    assert lockstep.round_log_ratio(blocks, blocks, "throughput") is None
