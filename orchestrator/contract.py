@@ -51,6 +51,7 @@ class HostRecord:
     threads: str  # JSON object: thread variable -> value or null
     affinity: str  # CPU list, e.g. "0-3,8"
     id: str | None = None  # the bench host's id (``SHASWEEP_HOST_ID`` or the hostname): column ``host_id``
+    worker: str | None = None  # the address of the Dask worker that ran the run (column ``host_worker``)
     # CPU frequency settings from /sys and, per run, the measured window (worker.disturbance)
     cpu_governor: str | None = None
     cpu_turbo: str | None = None  # on | off
@@ -90,7 +91,9 @@ class PlannedRun:
     pythonpath: tuple[str, ...] = (".",)  # worktree-relative directories first on the bench's PYTHONPATH
     protocol: str = "v1"  # v1 | json | time (docs/design.md, "Protocols")
     json_mapping: dict = field(default_factory=dict)  # protocol json: throughput, phases, metrics paths
-    audit_modules: tuple[str, ...] = ()  # modules that must be imported from the SHA's worktree
+    # modules that must be imported from the SHA's worktree; None: the protocol's default
+    # (worker.module_audit.modules_to_audit)
+    audit_modules: tuple[str, ...] | None = None
     prepare: tuple[tuple[str, ...], ...] = ()  # argvs run once per new worktree of the SHA
     sweep_dir: str = ""  # absolute directory of the sweep YAML ({sweep_dir})
 

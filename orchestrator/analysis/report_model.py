@@ -34,6 +34,10 @@ from orchestrator.store.records import read_record
 
 AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha", "audit_threads",
                                   "audit_versions")
+# What each run recorded about where it ran and where its peak RSS came from (the report's Host
+# section and summary show their distinct values per side).
+RUN_SOURCE_COLUMNS: tuple[str, ...] = ("rss_source", "host_id", "host_worker", "host_affinity",
+                                       "host_cpu_governor", "host_gpu_name")
 
 
 FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error")
@@ -41,7 +45,7 @@ FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error"
 
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
     ("run_key", "sweep_id", "side", "case", "sha", "status", "error", host_agreement.HOST_COLUMN,
-     *AUDIT_COLUMNS, *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS)))
+     *AUDIT_COLUMNS, *RUN_SOURCE_COLUMNS, *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS)))
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ class Report:
     rows: list[MetricRow]
     counts: dict[tuple[str, str], tuple[int, int]]  # (case, side) -> (ok, not ok)
     gates: list[GateVerdict]
-    audit: dict[str, dict[str, str]]  # side -> audit column -> distinct values
+    audit: dict[str, dict[str, str]]  # side -> audit or run-source column -> distinct values
     failures: pd.DataFrame  # FAILURE_COLUMNS of every run that is not ok (with or without a results row)
     missing: int  # planned runs with no result
     drift: list[drift.Drift] = field(default_factory=list)  # against earlier sweeps of the same identity
@@ -185,6 +189,7 @@ def _audit(runs: pd.DataFrame, sides: list[str]) -> dict[str, dict[str, str]]:
     for side in sides:
         mine = runs[runs["side"] == side]
         audit[side] = {col.removeprefix("audit_"): _distinct(mine[col]) for col in AUDIT_COLUMNS}
+        audit[side] |= {col: _distinct(mine[col]) for col in RUN_SOURCE_COLUMNS}
     return audit
 
 

@@ -5,7 +5,8 @@ dashboard). The worker is one plain Dask ``Worker`` (no Nanny, so the process th
 the process that runs the bench tasks; a supervisor such as Compose's ``restart`` brings it back):
 one thread, resource ``GPU=1``, pinned to ``--cpus`` (every thread of the process; the bench
 process inherits it) and to ``--gpu`` (``CUDA_VISIBLE_DEVICES``), with Dask's statistical profiler
-off. It records its host on start, logs it, and publishes it to the scheduler's board.
+off. It claims its host id first (one live worker per host id, ``worker.host_claim``), records its
+host on start, logs it, and publishes it to the scheduler's board.
 
 Both bind to 127.0.0.1 unless told otherwise, and stop cleanly on SIGINT or SIGTERM.
 """
@@ -33,7 +34,8 @@ from orchestrator.dispatch.cluster import (
     check_scheduler_address,
 )
 from orchestrator.errors import InvalidInputError
-from orchestrator.worker.hostinfo import collect_host, format_cpus, parse_cpus
+from orchestrator.worker.host_claim import HostClaim
+from orchestrator.worker.hostinfo import collect_host, format_cpus, host_id, parse_cpus
 
 if TYPE_CHECKING:
     from distributed import Security
@@ -185,12 +187,24 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    """Pin this process, then run the bench worker until SIGINT/SIGTERM or its scheduler goes away."""
+    """Pin this process, claim its host id (``worker.host_claim``: refused when a live worker holds
+    it), then run the bench worker until SIGINT/SIGTERM or its scheduler goes away."""
     config = worker_config(args)
     _configure_logging()
     pin_process(config.cpus, config.gpu)
-    asyncio.run(serve_worker(config))
+    claim = HostClaim(host_id(), _describe_worker(None))
+    try:
+        asyncio.run(serve_worker(config, claim))
+    finally:
+        claim.release()
     return 0
+
+
+def _describe_worker(address: str | None) -> str:
+    """``tcp://... (pid 12, CPUs 0-3)``, before it has an address ``pid 12, CPUs 0-3``: how a refused
+    worker's error names a worker."""
+    me = f"pid {os.getpid()}, CPUs {format_cpus(os.sched_getaffinity(0))}"
+    return f"{address} ({me})" if address else me
 
 
 async def serve_scheduler(config: SchedulerConfig) -> None:
@@ -214,7 +228,7 @@ async def serve_scheduler(config: SchedulerConfig) -> None:
     await _serve(scheduler, started)
 
 
-async def serve_worker(config: WorkerConfig) -> None:
+async def serve_worker(config: WorkerConfig, claim: HostClaim) -> None:
     import dask
     from distributed import Worker
 
@@ -231,6 +245,7 @@ async def serve_worker(config: WorkerConfig) -> None:
     )
 
     def started(server: Server) -> None:
+        claim.note(_describe_worker(server.address))
         worker.log_event(HOST_TOPIC, {"worker": server.address, "host": host})
         _say(f"shasweep worker at {server.address} (scheduler {config.scheduler}), "
              f"resource {config.resource}=1, CPUs {format_cpus(os.sched_getaffinity(0))}, "

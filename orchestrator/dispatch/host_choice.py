@@ -1,9 +1,12 @@
 """Which bench hosts a sweep runs on: the ``hosts:`` key resolved against the connected workers.
 
 Every bench worker reports its host id (``worker.hostinfo.host_id``: ``SHASWEEP_HOST_ID`` or the
-hostname). Workers of one host id form one ``BenchHost``; a run is submitted to the workers of
-exactly one host (``workers=``, never elsewhere), so ``hosts: one`` keeps a whole sweep on the host
-chosen at start and a fleet keeps each round on one host.
+hostname). A host is one bench worker: ``shasweep worker`` refuses to start on a host id a live
+worker holds (``worker.host_claim``); where a host still has several (plain ``dask worker``
+processes, a ``LocalCluster`` of several), a ``BenchHost`` is its first worker by address, so a
+sweep's sides never split across workers pinned to different CPUs. A run is submitted to that
+worker only (``workers=``, never elsewhere), so ``hosts: one`` keeps a whole sweep on the host and
+worker chosen at start and a fleet keeps each round on one.
 """
 
 from __future__ import annotations
@@ -26,11 +29,11 @@ HostsSetting = str | list[str]  # "one", "all" or host ids (validated by orchest
 
 @dataclass
 class BenchHost:
-    """One bench host: its id and the addresses of its bench workers (re-resolved by host id when
-    they are all gone, e.g. after a supervisor or nanny restarted a worker at a new address)."""
+    """One bench host: its id and the address of the one bench worker its runs go to (re-resolved by
+    host id when it is gone, e.g. after a supervisor or nanny restarted the worker at a new address)."""
 
     host_id: str
-    workers: tuple[str, ...]
+    workers: tuple[str, ...]  # one address (a host is one worker), as Dask's ``workers=`` takes it
 
     def submit(self, client: Client, func: Callable, *args: object, key: str, **kwargs: object) -> Future:
         """Submit ``func`` to this host's bench workers only, under a key no other client can share."""
@@ -52,7 +55,7 @@ class BenchHost:
             present = set(bench_workers(client))
             live = tuple(worker for worker in self.workers if worker in present)
             if not live and present:
-                live = connected_hosts(client).get(self.host_id, ())
+                live = connected_hosts(client).get(self.host_id, ())[:1]
                 self.workers = live or self.workers
             if live or time.monotonic() >= deadline:
                 return live
@@ -85,7 +88,7 @@ def choose_hosts(client: Client, setting: HostsSetting, wait_s: float = WORKER_W
         if not hosts:
             raise ClusterError(f"the bench workers of {client.scheduler.address} left before the sweep began")
         first = min(hosts)
-        return [BenchHost(first, hosts[first])]
+        return [BenchHost(first, hosts[first][:1])]
     wanted = None if setting == "all" else list(setting)
     deadline = time.monotonic() + wait_s
     while True:
@@ -99,9 +102,9 @@ def choose_hosts(client: Client, setting: HostsSetting, wait_s: float = WORKER_W
         if not hosts:
             raise InvalidInputError(f"no bench worker is connected to {client.scheduler.address} "
                                     f"(connected hosts: {known})", "hosts")
-        return [BenchHost(ident, workers) for ident, workers in hosts.items()]
+        return [BenchHost(ident, workers[:1]) for ident, workers in hosts.items()]
     unknown = [ident for ident in wanted if ident not in hosts]
     if unknown:
         raise InvalidInputError(f"host {', '.join(map(repr, unknown))} has no bench worker connected to "
                                 f"{client.scheduler.address} (connected hosts: {known})", "hosts")
-    return [BenchHost(ident, hosts[ident]) for ident in wanted]
+    return [BenchHost(ident, hosts[ident][:1]) for ident in wanted]

@@ -183,7 +183,8 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             env=dict(settings.env), timeout_s=spec.timeout_s, results_root=str(resolved.results_root),
             pythonpath=tuple(spec.pythonpath),
             protocol=spec.protocol.value, json_mapping=dict(json_mapping),
-            audit_modules=tuple(spec.audit_modules), prepare=tuple(tuple(argv) for argv in spec.prepare),
+            audit_modules=None if spec.audit_modules is None else tuple(spec.audit_modules),
+            prepare=tuple(tuple(argv) for argv in spec.prepare),
             sweep_dir=str(resolved.sweep_dir or resolved.repo),
         ))
     return runs

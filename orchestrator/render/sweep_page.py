@@ -16,6 +16,7 @@ from bokeh.model import Model
 
 from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import Report
+from orchestrator.capabilities import describe_stored
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
 from orchestrator.render import host_section
 from orchestrator.render.forest import forest_plot, gate_bounds
@@ -64,10 +65,12 @@ def timeline_phase(steps: pd.DataFrame) -> str | None:
 
 
 def throughput_label(record: dict) -> str:
-    """The throughput axis: envruntime's env steps, protocol time's runs, else the bench's own unit."""
+    """The throughput axis: the protocol's unit (protocol time: runs), envruntime's env steps, else the
+    bench's own unit."""
     spec = record.get("spec") or {}
-    if spec.get("protocol") == "time":
-        return "throughput (runs / s)"
+    unit = describe_stored(spec.get("protocol")).throughput_unit
+    if unit is not None:
+        return f"throughput ({unit} / s)"
     if not spec.get("command") or is_envruntime_command(spec["command"]):
         return "throughput (env steps / s)"
     return "throughput (as the bench reports it, per s)"

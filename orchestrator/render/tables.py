@@ -17,6 +17,7 @@ from orchestrator.analysis.verdicts import (
     format_n,
     format_p,
 )
+from orchestrator.capabilities import Capability, describe_stored
 from orchestrator.spec.anyrepo import is_envruntime_command
 
 
@@ -43,10 +44,39 @@ def summary_lines(report: Report) -> list[str]:
         f"runs: {n_ok} ok, {len(report.failures)} not ok ({n_audit} failed their audit), "
         f"{report.missing} not run, {len(report.disturbed)} disturbed",
         *_adaptive_line(rec),
-        *([f"protocol: {spec.get('protocol', 'v1')}; modules audited: "
-           f"{', '.join(spec.get('audit_modules') or []) or '-'}"]
-          if spec.get("protocol", "v1") != "v1" or spec.get("audit_modules") else []),
+        *_protocol_line(spec),
+        _rss_line(report),
     ]
+
+
+def _rss_line(report: Report) -> str:
+    """Where the runs' peak RSS came from (``rss_source``)."""
+    sources = _per_side(report, "rss_source")
+    if sources == "-":
+        return ("peak RSS from: not recorded (no run has rss_source; in rows written before it, "
+                "bench_max_rss_mib is the launching worker's high-water mark, not the bench's)")
+    return (f"peak RSS from: {sources} (rusage: the kernel's peak of the bench and its waited-for "
+            "children; VmHWM: sampled from /proc; bench: its own report; none: no figure)")
+
+
+def _protocol_line(spec: dict) -> list[str]:
+    """``protocol: json; modules audited: ...`` where the bench does not prove its own code, or the
+    sweep lists modules."""
+    info = describe_stored(spec.get("protocol"))
+    listed = spec.get("audit_modules")
+    if info.has(Capability.AUDIT_FIELDS) and not listed:
+        return []
+    audited = ("the worktree's packages the bench imported (default)" if listed is None
+               else ", ".join(listed) or "none")
+    return [f"protocol: {info.name}; modules audited: {audited}"]
+
+
+def _per_side(report: Report, column: str) -> str:
+    """``value`` when every side recorded the same values of ``column``, else ``side value; ...``."""
+    values = {side: report.audit[side].get(column, "-") for side in report.sides}
+    if len(set(values.values())) == 1:
+        return next(iter(values.values()), "-")
+    return "; ".join(f"{side} {value}" for side, value in values.items())
 
 
 def _adaptive_line(record: dict) -> list[str]:
@@ -150,8 +180,11 @@ def host_lines(report: Report) -> list[str]:
                            .split(", ") if v != "-"})
         host["versions"] = "; ".join(reported) or "not reported by the bench"
     # The record's thread variables are the bench worker's own (a Dask nanny sets them to 1); each
-    # bench's real settings are in its audit, shown per side under "bench threads".
-    return [f"{k}: {v}" for k, v in sorted(host.items()) if k != "threads"] or ["not recorded"]
+    # bench's real settings are in its audit, shown per side under "bench threads". Where the runs
+    # ran is what each run recorded.
+    for column in ("host_worker", "host_affinity", "host_cpu_governor", "host_gpu_name"):
+        host[column.removeprefix("host_")] = f"{_per_side(report, column)} (per run)"
+    return [f"{k}: {v}" for k, v in sorted(host.items()) if k != "threads"]
 
 
 def format_summary(s: stats.Summary, ok_runs: int | None = None) -> str:

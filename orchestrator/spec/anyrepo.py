@@ -16,6 +16,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from orchestrator.capabilities import Capability, describe
 from orchestrator.errors import SpecError
 from orchestrator.spec.schema import (
     BUILTIN_PLACEHOLDERS,
@@ -42,7 +43,6 @@ RESERVED_COLUMNS: frozenset[str] = frozenset((
     "status", "error", "started_at", "ended_at", "wall_s", "throughput", "measure_wall_s", "exit_code",
     "steps", "log_dir", "params", "env", "protocol", "sweep",
 ))
-TIME_METRICS: tuple[str, ...] = ("max_rss_mib",)  # what protocol time reports besides its *_ms phases
 
 
 def is_envruntime_command(command: list[str] | tuple[str, ...]) -> bool:
@@ -88,9 +88,9 @@ def bench_argv(command: list[str] | tuple[str, ...], params: dict[str, Any]) -> 
 
 def check_generic_params(params: dict[str, Any], protocol: Protocol) -> list[tuple[str, str]]:
     """(key, problem) for the params the orchestrator itself reads: ``threads``, and ``warmup`` and
-    ``measure`` of protocol time."""
+    ``measure`` where the worker runs the steps itself (protocol time)."""
     counts = {"threads": 0}
-    if protocol is Protocol.time:
+    if describe(protocol.value).has(Capability.MEASURE_PARAM):
         counts |= {"warmup": 0, "measure": 1}
     problems = []
     for name, minimum in counts.items():
@@ -159,26 +159,29 @@ def check_command(spec: SweepSpec, params_by_side: dict[str, dict[str, Any]]) ->
                                     f"(set params.{name}, or use one of "
                                     + ", ".join(f"{{{p}}}" for p in BUILTIN_PLACEHOLDERS + CASE_PLACEHOLDERS)
                                     + ")", key)
-    if spec.protocol is Protocol.json and "result" not in used:
-        raise SpecError("protocol json reads the document the bench writes to {result}, but the command "
-                        "never passes {result} to it", "command")
+    if describe(spec.protocol.value).has(Capability.RESULT_DOCUMENT) and "result" not in used:
+        raise SpecError(f"protocol {spec.protocol.value} reads the document the bench writes to {{result}}, "
+                        "but the command never passes {result} to it", "command")
 
 
 def check_protocol(spec: SweepSpec) -> None:
-    """``json`` given exactly for protocol json, with valid paths and names."""
-    if spec.protocol is not Protocol.json:
+    """``json`` given exactly for a protocol that maps a result document (json), with valid paths and
+    names."""
+    if not describe(spec.protocol.value).has(Capability.RESULT_DOCUMENT):
         if spec.json is not None:
             raise SpecError(f"a json block maps a protocol json document; this sweep's protocol is "
                             f"{spec.protocol.value}", "json")
         return
     if spec.json is None:
-        raise SpecError("protocol json needs a json block: {throughput: <dotted path>, phases: {...}}",
-                        "json")
+        raise SpecError(f"protocol {spec.protocol.value} needs a json block: {{throughput: <dotted path>, "
+                        "phases: {...}}", "json")
     paths = {"json.throughput": spec.json.throughput}
     paths |= {f"json.phases.{name}": path for name, path in spec.json.phases.items()}
     paths |= {f"json.metrics.{name}": path for name, path in spec.json.metrics.items()}
     if spec.json.versions is not None:
         paths["json.versions"] = spec.json.versions
+    if spec.json.measure_wall_s is not None:
+        paths["json.measure_wall_s"] = spec.json.measure_wall_s
     for key, path in paths.items():
         if not isinstance(path, str) or not _DOTTED_PATH.match(path):
             raise SpecError(f"{path!r} is not a dotted path like results.0.mean_ms", key)
@@ -193,7 +196,9 @@ def check_protocol(spec: SweepSpec) -> None:
                             "not start with host_ or audit_, and not be a run column", f"json.metrics.{name}")
 
 
-def check_audit_modules(modules: list[str]) -> None:
+def check_audit_modules(modules: list[str] | None) -> None:
+    if modules is None:
+        return
     for i, name in enumerate(modules):
         if not isinstance(name, str) or not MODULE_NAME.match(name):
             raise SpecError(f"{name!r} is not a module name like mypkg.core", f"audit_modules[{i}]")
@@ -214,12 +219,10 @@ def check_prepare(prepare: list[list[str]]) -> None:
 
 
 def reported_metric_names(spec: SweepSpec) -> set[str]:
-    """Metric names besides ``throughput`` and ``*_ms`` phases the sweep's protocol reports."""
-    if spec.protocol is Protocol.time:
-        return set(TIME_METRICS)
-    if spec.protocol is Protocol.json and spec.json is not None:
-        return set(spec.json.metrics)
-    return set()
+    """Metric names besides ``throughput`` and ``*_ms`` phases the sweep's protocol reports (none
+    known before a run where only the bench knows them)."""
+    mapping = vars(spec.json) if spec.json is not None else {}
+    return set(describe(spec.protocol.value, mapping).metrics or ())
 
 
 def default_metrics(spec: SweepSpec) -> list[str] | None:

@@ -145,6 +145,7 @@ class JsonMapping:
     phases: dict[str, str] = field(default_factory=dict)  # <name>_ms -> path
     metrics: dict[str, str] = field(default_factory=dict)  # any other number: column name -> path
     versions: str | None = None  # path to an object {package: version} the bench reports
+    measure_wall_s: str | None = None  # path to the measured window's seconds (the throughput cross-check)
 
 
 @dataclass
@@ -186,7 +187,9 @@ class SweepSpec:
     known: KnownNames = field(default_factory=KnownNames)
     protocol: Protocol = Protocol.v1
     json: JsonMapping | None = None  # required for (and only for) protocol: json
-    audit_modules: list[str] = field(default_factory=list)  # must be imported from the SHA's worktree
+    # must be imported from the SHA's worktree; unset: the protocol's default (json, time: every package
+    # of the worktree's pythonpath directories the bench imported); []: no module audit
+    audit_modules: list[str] | None = None
     prepare: list[list[str]] = field(default_factory=list)  # argvs run once per new worktree
 
 

@@ -91,11 +91,14 @@ class RunResult:
 
 @dataclass(frozen=True)
 class BenchUsage:
-    """CPU time and peak memory of the bench process (``os.wait4``; its waited-for children included)."""
+    """Wall time, CPU time and peak memory of the bench process (``os.wait4``; its waited-for children
+    included) and where the peak came from (``rusage``, ``VmHWM``, ``bench`` or ``none``)."""
 
+    wall_s: float
     user_s: float
     sys_s: float
-    max_rss_mib: float
+    max_rss_mib: float | None
+    rss_source: str
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "bench_user_s": (result.usage.user_s if result.usage else None, pa.float64()),
         "bench_sys_s": (result.usage.sys_s if result.usage else None, pa.float64()),
         "bench_max_rss_mib": (result.usage.max_rss_mib if result.usage else None, pa.float64()),
+        "rss_source": (result.usage.rss_source if result.usage else None, pa.string()),
         "audited": (result.audited, pa.bool_()),
         "reused_from": (None, pa.string()),  # measured by this run; store.reuse sets it on a copy
     }

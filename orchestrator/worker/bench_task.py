@@ -29,6 +29,7 @@ from pathlib import Path
 
 from distributed import Event, get_worker
 
+from orchestrator.capabilities import Capability
 from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, StepRecord, cancel_event_name
 from orchestrator.errors import InvalidInputError
 from orchestrator.store.parquet import RunResult
@@ -39,7 +40,7 @@ from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
 from orchestrator.worker.hostinfo import collect_host, host_id, parse_cpus
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError, ensure_prepared
-from orchestrator.worker.proc import BenchProcess, file_tail, launch
+from orchestrator.worker.proc import BenchProcess, file_tail, launch, with_reported_rss
 from orchestrator.worker.protocols import BenchReader, OnStep, make_reader
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
@@ -131,8 +132,9 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     env = bench_env(run, tree, threads)
     pythonpath = worktree_dirs(tree, run.pythonpath)
     ensure_prepared([render_argv(a, values) for a in run.prepare], tree, env, run.timeout_s)
-    side_file = module_audit.install(log_dir, run.audit_modules, env) if run.audit_modules else None
-    host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus)
+    audited = module_audit.modules_to_audit(run, pythonpath)
+    side_file = module_audit.install(log_dir, audited, env) if audited else None
+    host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus) | {"worker": _worker_address()}
     window = MeasureWindow()
     reader.on_record = window.observe
     (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
@@ -160,15 +162,16 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     ended_at = datetime.now(UTC)
     exit_code = procs[-1].returncode if procs else None
     status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run)
-    kept = status == "ok" or run.protocol == "v1"
+    kept = status == "ok" or reader.has(Capability.LIVE_STREAM)
     return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
                      exit_code=exit_code, log_dir=str(log_dir), host=host | window.columns(reader.steps),
-                     # v1 keeps what the stream said even when the run failed; the other protocols
+                     # a live stream keeps what it said even when the run failed; the other protocols
                      # keep no number of a failed run
                      header=reader.header, summary=reader.summary if kept else None,
-                     steps=reader.steps if kept else [], usage=procs[-1].usage if procs else None,
+                     steps=reader.steps if kept else [],
+                     usage=with_reported_rss(procs[-1], reader.reported_peak_rss_mib()) if procs else None,
                      pythonpath=pythonpath, worktree=str(tree.resolve()),
-                     audit_modules=module_audit.read_modules(side_file, run.audit_modules)
+                     audit_modules=module_audit.read_modules(side_file, audited)
                      if side_file else None)
 
 
@@ -239,6 +242,14 @@ def _event(run: PlannedRun, event: str, **fields: object) -> dict:
     return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order,
             "side": run.side, "case": run.case, "host_id": host_id(), "event": event, "token": run.token,
             **fields}
+
+
+def _worker_address() -> str | None:
+    """The address of the Dask worker running this task; None outside one."""
+    try:
+        return get_worker().address
+    except ValueError:
+        return None
 
 
 def _dask_publisher() -> Publisher:

@@ -25,7 +25,8 @@ from pathlib import Path
 from orchestrator.errors import ProtocolError
 from orchestrator.worker.proc import BenchProcess
 from orchestrator.worker.protocols.v1 import check_sha
-from orchestrator.worker.stream import StreamState
+from orchestrator.worker.protocols.v1_records import StreamState
+from orchestrator.worker.stream import LineTail
 
 CONTROL_VERSION = 1  # the header's "control" value this worker speaks
 POLL_S = 0.005  # how often a waiting round looks at the streams (each look reads a few bytes)
@@ -105,11 +106,9 @@ class Contestant:
     proc: BenchProcess | None = None
     channel: ControlChannel | None = None
     records: StreamState = field(default_factory=StreamState)
-    blocks: list[dict] = field(default_factory=list)  # the block records, in order
     cycles: dict[int, int] = field(default_factory=dict)  # measured block number -> its cycle
-    phase_sums: dict[int, dict[str, float]] = field(default_factory=dict)  # block -> phase -> ms summed
     ended: bool = False  # told to end and exited: no longer expected alive
-    _tail: _Tail | None = None
+    _tail: LineTail | None = None
     _next_block: int = 0
 
     def name(self) -> str:
@@ -119,14 +118,14 @@ class Contestant:
         """Every block as the runs table keeps it (``analysis.lockstep``): its record, its ``cycle``
         (None for warm-up blocks), its ``throughput`` (in the summary's units) and its phase means."""
         summary = self.records.summary or {}
-        measured = sum(b["steps"] for b in self.blocks if not b.get("warmup"))
+        measured = sum(b["steps"] for b in self.records.blocks if not b.get("warmup"))
         window, throughput = summary.get("measure_wall_s"), summary.get("throughput")
         per_step = throughput * window / measured if measured and _number(window) and _number(throughput) \
             else None  # items a step: the bench's own throughput unit
         found = []
-        for record in self.blocks:
+        for record in self.records.blocks:
             number, steps, wall = record["block"], record["steps"], record["wall_s"]
-            sums = self.phase_sums.get(number, {})
+            sums = self.records.block_phase_sums.get(number, {})
             kept = {key: record.get(key) for key in BLOCK_KEYS}
             found.append(kept | {
                 "cycle": self.cycles.get(number),
@@ -149,7 +148,7 @@ class LockstepRound:
         for contestant in self.contestants:
             contestant.channel = ControlChannel(contestant.control_path)
             contestant.stream_path.unlink(missing_ok=True)
-            contestant._tail = _Tail(contestant.stream_path)
+            contestant._tail = LineTail(contestant.stream_path)
             contestant.proc = contestant.start()
             self._await(contestant, lambda c: c.records.header is not None, "its header")
             self._check_header(contestant)
@@ -164,9 +163,9 @@ class LockstepRound:
             contestant.cycles[number] = cycle
         assert contestant.channel is not None
         contestant.channel.send(cmd="run", steps=steps, block=number, warmup=warmup)
-        self._await(contestant, lambda c: len(c.blocks) > number,
+        self._await(contestant, lambda c: len(c.records.blocks) > number,
                     f"the end of block {number} ({steps} steps)")
-        record = contestant.blocks[number]
+        record = contestant.records.blocks[number]
         if (record.get("block"), record.get("steps"), record.get("warmup")) != (number, steps, warmup):
             raise RoundFailed(f"{contestant.name()} answered block {number} ({steps} steps, warmup "
                               f"{warmup}) with {json.dumps(record)[:200]}", contestant.side)
@@ -226,7 +225,7 @@ class LockstepRound:
         try:
             for line in contestant._tail.lines(final=contestant.proc is not None
                                                and contestant.proc.returncode is not None):
-                _feed(contestant, line)
+                contestant.records.feed(line)
         except ProtocolError as exc:
             raise RoundFailed(f"{contestant.name()}: {exc}", contestant.side) from None
 
@@ -268,58 +267,7 @@ def run_blocks(round_: LockstepRound, plan: BlockPlan, first: int = 0) -> None:
     round_.finish()
 
 
-def _feed(contestant: Contestant, line: str) -> None:
-    """One stream line: a block record is checked and kept, every other goes to the v1 records; a
-    step's phases are also summed per block."""
-    text = line.strip()
-    try:
-        record = json.loads(text) if text.startswith("{") else None
-    except (json.JSONDecodeError, RecursionError):
-        record = None  # StreamState names the malformed line
-    kind = record.get("kind") if isinstance(record, dict) else None
-    if kind == "block":
-        if contestant.records.header is None:
-            raise ProtocolError("a block record before the header")
-        if not (_number(record.get("wall_s")) and isinstance(record.get("block"), int)
-                and isinstance(record.get("steps"), int)):
-            raise ProtocolError(f"a block record needs an integer block and steps and a non-negative "
-                                f"wall_s: {text[:200]!r}")
-        contestant.blocks.append(record)
-        return
-    contestant.records.feed(line)
-    if kind == "step" and isinstance(record.get("block"), int):
-        sums = contestant.phase_sums.setdefault(record["block"], {})
-        for name, ms in contestant.records.steps[-1].phases.items():
-            sums[name] = sums.get(name, 0.0) + ms
-
-
 def _number(value: object) -> bool:
     """A finite, non-negative number (not a bool)."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
     return number and math.isfinite(value) and value >= 0
-
-
-class _Tail:
-    """Complete lines appended to a file since the last look (the file may not exist yet)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._file = None
-        self._pending = b""
-
-    def lines(self, final: bool = False) -> list[str]:
-        """New complete lines; ``final`` (the writer exited): a last unterminated line too."""
-        if self._file is None and self.path.exists():
-            self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
-        if self._file is not None:
-            self._pending += self._file.read()
-        *lines, self._pending = self._pending.split(b"\n")
-        if final and self._pending:
-            lines.append(self._pending)
-            self._pending = b""
-        return [line.decode("utf-8", errors="replace") for line in lines]
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None

@@ -54,17 +54,22 @@ def shared_file(path: Path) -> Path:
     return path
 
 
+def prepare_lock_dir(directory: Path) -> None:
+    """Create the lock directory if needed; the default one world-writable and sticky."""
+    if not directory.is_dir():
+        directory.mkdir(parents=True, exist_ok=True)
+        if directory == DEFAULT_LOCK_DIR:
+            try:
+                os.chmod(directory, _SHARED_DIR_MODE)
+            except PermissionError:  # created by another user a moment ago
+                pass
+
+
 @contextmanager
 def machine_lock(lock: Path) -> Iterator[Path]:
     """Hold the host lock ``lock`` (``host_lock_path``; blocking until it is free); yields the path
     of its run note."""
-    if not lock.parent.is_dir():
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        if lock.parent == DEFAULT_LOCK_DIR:
-            try:
-                os.chmod(lock.parent, _SHARED_DIR_MODE)
-            except PermissionError:  # created by another user a moment ago
-                pass
+    prepare_lock_dir(lock.parent)
     shared_file(lock)
     marker = shared_file(marker_path(lock))
     with FileLock(lock, mode=_SHARED_FILE_MODE):

@@ -1,12 +1,18 @@
 """Proving from outside the bench where its code came from (the sweep's ``audit_modules``).
 
+Which modules (``modules_to_audit``): the sweep's ``audit_modules``, each of which the bench must
+import; unset, for a protocol whose bench does not report what it loaded (json, time), every
+top-level package of the worktree's ``pythonpath`` directories, checked where the bench imported it
+(a copy beside the bench that shadows the SHA's package fails the run); ``[]``: none.
+
 Before the bench starts, a generated ``sitecustomize`` goes first on its ``PYTHONPATH``. Every
 Python process of the bench then runs it at start-up: it chains to the ``sitecustomize`` it shadows
 and, at exit, appends one JSON line ``{module: file}`` for each listed module it imported to a side
-file the bench is never told about. The worker reads that file after the run (``read_modules``);
-the run audit (``module_reasons``, called by ``worker.run_audit``) fails a run when a module was never
-imported or came from outside the SHA's worktree. A bench that lies in its own output cannot change
-what its interpreter imported.
+file the bench is never told about. It is the one piece of ours inside a bench process, and only
+where modules are audited. The worker reads that file after the run (``read_modules``); the run
+audit (``module_reasons``, called by ``worker.run_audit``) fails a run when a required module was
+never imported or any recorded module came from outside the SHA's worktree. A bench that lies in
+its own output cannot change what its interpreter imported.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from orchestrator.capabilities import Capability, describe
+from orchestrator.contract import PlannedRun
 
 MODULES_VAR = "SHASWEEP_AUDIT_MODULES"  # comma-separated module names
 SIDE_FILE_VAR = "SHASWEEP_AUDIT_FILE"  # where each process appends its line
@@ -62,6 +71,26 @@ _shasweep_chain()
 '''
 
 
+def modules_to_audit(run: PlannedRun, pythonpath: Sequence[str]) -> tuple[str, ...]:
+    """The modules whose origin the worker records for ``run`` (see the module docstring);
+    ``pythonpath``: the run's absolute worktree directories."""
+    if run.audit_modules is not None:
+        return tuple(run.audit_modules)
+    if describe(run.protocol, run.json_mapping).has(Capability.AUDIT_FIELDS):
+        return ()
+    return worktree_packages(pythonpath)
+
+
+def worktree_packages(directories: Sequence[str]) -> tuple[str, ...]:
+    """Top-level packages (a directory with ``__init__.py`` and a module's name) in ``directories``."""
+    found: dict[str, None] = {}
+    for directory in directories:
+        for entry in sorted(Path(directory).iterdir()):
+            if entry.name.isidentifier() and (entry / "__init__.py").is_file():
+                found[entry.name] = None
+    return tuple(found)
+
+
 def install(log_dir: Path, modules: tuple[str, ...], env: dict[str, str]) -> Path:
     """Write the sitecustomize under ``log_dir``, put it first on ``env``'s PYTHONPATH, and return the
     side file (emptied) the bench's processes will append to."""
@@ -97,21 +126,24 @@ def read_modules(side_file: Path, modules: tuple[str, ...]) -> dict[str, object]
 
 
 def module_reasons(run: Mapping[str, Any], modules: Sequence[str]) -> list[str]:
-    """Why ``run`` fails the module audit for ``modules``; empty when it passes (or none is asked)."""
-    if not modules:
-        return []
+    """Why ``run`` fails the module audit: a module of ``modules`` (required) never imported, or any
+    module recorded in its ``audit_modules`` column imported from outside its worktree; empty when it
+    passes (or nothing was asked or recorded)."""
     worktree = run.get("worktree")
     try:
         recorded = json.loads(run.get("audit_modules"))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         recorded = None
+    if not modules and recorded is None:
+        return []
     if not isinstance(recorded, dict) or not isinstance(worktree, str):
         return ["audit_modules: where the bench imported its modules from was not recorded"]
     reasons = []
-    for name in modules:
+    for name in dict.fromkeys([*modules, *recorded]):
         files = recorded.get(name)
         if files is None:
-            reasons.append(f"module {name} was never imported by the bench")
+            if name in modules:
+                reasons.append(f"module {name} was never imported by the bench")
             continue
         files = files if isinstance(files, list) else [files]
         outside = [f for f in files if not _inside(str(f), worktree)]

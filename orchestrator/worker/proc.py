@@ -1,96 +1,149 @@
-"""Launching and stopping a bench process: own session, parent-death signal, no shell, no preexec_fn.
+"""Launching and stopping a bench process: own session, no shell, nothing of ours inside it.
 
-The worker is multi-threaded, so nothing but exec may run in the forked child (a ``preexec_fn``
-is not async-signal-safe there). The bench therefore starts as a tiny exec helper: a fresh,
-single-threaded ``python -I -S`` that asks the kernel for SIGKILL on its parent's death
-(``PR_SET_PDEATHSIG``), checks with ``getppid`` that the parent did not die before that took
-effect, pins itself to the bench CPUs and ``exec``s the bench command in its place (same pid).
-The signal fires when the thread that started the bench exits; that thread waits for the bench,
-so in practice it fires when the worker process dies.
+The worker is multi-threaded and big, so it never forks the bench itself. ``launch`` starts the
+launch helper (``worker.bench_spawn``, a fresh single-threaded ``python -I -S``), which
+``posix_spawn``s the bench straight into its command, reaps it with ``os.wait4`` and reports its exit
+status, wall time (spawn to reap), CPU seconds and peak RSS (``peak_rss_kib``) on a pipe. The bench
+dies with the worker: the helper kills its process group when that pipe closes.
 
-``BenchProcess`` reaps the bench with ``os.wait4`` so its resource usage (CPU seconds, peak RSS)
-is known.
+Commands that are not measured (``git worktree add``) start through ``dying_with_parent``: a tiny
+exec helper that asks the kernel for SIGKILL on its parent's death (``PR_SET_PDEATHSIG``) and
+``exec``s the command in its place.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.store.parquet import BenchUsage
 
-EXEC_HELPER_FAILED = 127  # the helper's exit code when it could not set up or exec the bench
+EXEC_HELPER_FAILED = 127  # the exit code of a command that could not be started
+SPAWN_HELPER = Path(__file__).with_name("bench_spawn.py")
 
-# argv: PARENT_PID CPUS COMMAND...; CPUS is "" or a comma-separated list.
+# argv: PARENT_PID COMMAND...
 _EXEC_HELPER = """\
 import ctypes, os, signal, sys
-parent, cpus, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+parent, argv = int(sys.argv[1]), sys.argv[2:]
 try:
     if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
     if os.getppid() != parent:
         sys.exit(127)
-    if cpus:
-        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
     os.execvp(argv[0], argv)
 except OSError as exc:
-    print(f"shasweep: cannot start the bench {argv[0]!r}: {exc}", file=sys.stderr, flush=True)
+    print(f"shasweep: cannot start {argv[0]!r}: {exc}", file=sys.stderr, flush=True)
     sys.exit(127)
 """
 
 
-def dying_with_parent(argv: Sequence[str], cpus: set[int] | None = None) -> list[str]:
+def dying_with_parent(argv: Sequence[str]) -> list[str]:
     """``argv`` wrapped in the exec helper: it gets SIGKILL when this process dies."""
-    cpu_list = ",".join(str(c) for c in sorted(cpus or ()))
-    return [sys.executable, "-I", "-S", "-c", _EXEC_HELPER, str(os.getpid()), cpu_list, *argv]
+    return [sys.executable, "-I", "-S", "-c", _EXEC_HELPER, str(os.getpid()), *argv]
 
 
 class BenchProcess:
-    """A running bench: its pid (which leads its own session and process group), exit code, usage."""
+    """A running bench: its pid (which leads its own session and process group), exit code, usage.
 
-    def __init__(self, popen: subprocess.Popen) -> None:
-        self._popen = popen
-        self.pid = popen.pid
-        self.returncode: int | None = None
+    The launch helper (``worker.bench_spawn``) is its parent: it reaps the bench and reports the exit
+    status and resource usage on a pipe, which ``poll`` and ``wait`` read.
+    """
+
+    def __init__(self, helper: subprocess.Popen, pid: int | None, floor_kib: int = 0) -> None:
+        self._helper = helper
+        self.pid = pid
+        self.floor_kib = floor_kib  # the helper's own peak RSS when it forked the bench
+        self.returncode: int | None = None if pid is not None else EXEC_HELPER_FAILED
         self.usage: BenchUsage | None = None
+        self._pending = b""
+        if pid is None:
+            self._close_helper()
 
     def poll(self) -> int | None:
-        """The exit code if the bench has exited (reaping it), else None."""
+        """The exit code if the bench has exited (and was reaped), else None."""
         if self.returncode is None:
-            self._reap(os.WNOHANG)
+            self._read(block=False)
         return self.returncode
 
     def wait(self) -> int:
         while self.returncode is None:
-            self._reap(0)
+            self._read(block=True)
         return self.returncode
 
     def kill_group(self) -> None:
-        """SIGKILL the bench's whole process group (its session) and reap the bench."""
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        """SIGKILL the bench's whole process group (its session) and wait for it to be reaped."""
+        self.signal_group(signal.SIGKILL)
         self.wait()
 
-    def _reap(self, flags: int) -> None:
-        try:
-            pid, status, rusage = os.wait4(self.pid, flags)
-        except ChildProcessError:  # reaped elsewhere: the exit code is lost
-            self._set(-signal.SIGKILL, None)
-            return
-        if pid:
-            self._set(os.waitstatus_to_exitcode(status),
-                      BenchUsage(user_s=rusage.ru_utime, sys_s=rusage.ru_stime,
-                                 max_rss_mib=rusage.ru_maxrss / 1024))  # Linux: KiB
+    def signal_group(self, signum: int) -> None:
+        """Send ``signum`` to the bench's process group, if there is one (safe from any thread)."""
+        if self.pid is not None:
+            try:
+                os.killpg(self.pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
 
-    def _set(self, code: int, usage: BenchUsage | None) -> None:
-        self.returncode, self.usage = code, usage
-        self._popen.returncode = code  # so Popen never waits for it again
+    def _read(self, block: bool) -> None:
+        """Read what the helper reported; its exit line sets ``returncode`` and ``usage``."""
+        stdout = self._helper.stdout
+        assert stdout is not None
+        if not block and not select.select([stdout], [], [], 0)[0]:
+            return
+        chunk = os.read(stdout.fileno(), 4096)
+        self._pending += chunk
+        if b"\n" in self._pending:
+            self._finish(json.loads(self._pending.split(b"\n", 1)[0]))
+        elif not chunk:  # the helper died without reporting: end the bench, whose fate is unknown
+            self.signal_group(signal.SIGKILL)
+            self.returncode = -signal.SIGKILL
+            self._close_helper()
+
+    def _finish(self, report: dict) -> None:
+        self.returncode = os.waitstatus_to_exitcode(report["status"])
+        rss_kib, source = peak_rss_kib(report["maxrss_kib"], report["hwm_kib"], self.floor_kib)
+        self.usage = BenchUsage(wall_s=report["wall_ns"] / 1e9, user_s=report["user_s"],
+                                sys_s=report["sys_s"], rss_source=source,
+                                max_rss_mib=None if rss_kib is None else rss_kib / 1024)
+        self._close_helper()
+
+    def _close_helper(self) -> None:
+        for pipe in (self._helper.stdin, self._helper.stdout):
+            if pipe is not None:
+                pipe.close()
+        self._helper.wait()
+
+
+def peak_rss_kib(maxrss_kib: int, hwm_kib: int | None, floor_kib: int) -> tuple[int | None, str]:
+    """The bench's own peak RSS and where it came from.
+
+    ``maxrss_kib`` (``wait4``: the largest of the bench and its waited-for children) is at least the
+    launching helper's peak at the fork, ``floor_kib``; above it, it is the bench's own (``rusage``).
+    Otherwise the bench's sampled ``VmHWM`` (``VmHWM``), a lower bound for a process that grew after
+    its last sample; otherwise none.
+    """
+    if maxrss_kib > floor_kib:
+        return max(maxrss_kib, hwm_kib or 0), "rusage"
+    if hwm_kib:
+        return hwm_kib, "VmHWM"
+    return None, "none"
+
+
+def with_reported_rss(proc: BenchProcess, reported_mib: float | None) -> BenchUsage | None:
+    """``proc``'s usage, its peak RSS taken from the bench's own report (``bench``) where the kernel
+    gave none; a report no higher than the helper's floor is that floor, not the bench's own."""
+    usage = proc.usage
+    if usage is None or usage.max_rss_mib is not None or reported_mib is None:
+        return usage
+    if reported_mib * 1024 <= proc.floor_kib:
+        return usage
+    return replace(usage, max_rss_mib=reported_mib, rss_source="bench")
 
 
 def launch(
@@ -102,17 +155,20 @@ def launch(
     stderr_path: Path,
     cpus: set[int] | None = None,
 ) -> BenchProcess:
-    """Start ``argv`` (no shell) in its own session with stdout/stderr going to files.
-
-    The child gets SIGKILL if this process dies, so a crashed worker leaves no orphan bench.
-    ``cpus`` pins the child to those CPUs.
-    """
+    """Start ``argv`` (no shell) through the launch helper, in its own session, with stdout/stderr
+    going to files; ``cpus`` pins it to those CPUs. The bench gets SIGKILL if this process dies."""
     if not argv:
         raise ValueError("empty bench command")
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        popen = subprocess.Popen(dying_with_parent(argv, cpus), cwd=cwd, env=dict(env),
-                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
-    return BenchProcess(popen)
+    helper = subprocess.Popen([sys.executable, "-I", "-S", str(SPAWN_HELPER)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, bufsize=0, start_new_session=True)
+    request = {"argv": list(argv), "cwd": str(cwd), "env": dict(env), "stdout": str(stdout_path),
+               "stderr": str(stderr_path), "cpus": sorted(cpus) if cpus else None}
+    assert helper.stdin is not None and helper.stdout is not None
+    helper.stdin.write(json.dumps(request).encode() + b"\n")
+    started = json.loads(helper.stdout.readline() or b'{"error": "the launch helper died"}')
+    if "started" not in started:
+        return BenchProcess(helper, None)
+    return BenchProcess(helper, started["started"], started["floor_kib"])
 
 
 def kill_group(proc: BenchProcess) -> None:

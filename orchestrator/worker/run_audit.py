@@ -4,19 +4,23 @@ Computed by the bench worker when the run finishes (``audit_result``), stored as
 (``audit_failed``, the reasons as its error, ``audited`` true); ``analysis.legacy_audit`` applies the
 same row checks at report time to older rows that were stored without it. The checks:
 
-* run protocol v1: the loaded SHA (``audit_git_sha``) equals the requested ``sha``;
-* every module of the sweep's ``audit_modules`` was imported from the SHA's worktree
+* a protocol whose bench reports what it loaded (``Capability.AUDIT_FIELDS``, v1): the loaded SHA
+  (``audit_git_sha``) equals the requested ``sha``;
+* every module of the sweep's ``audit_modules`` was imported, and every module the worker recorded
+  (those, or by default the worktree's packages) came from the SHA's worktree
   (``module_audit.module_reasons``, from what the worker itself recorded);
 * the loaded module (``audit_module_file``) lies in one of the worktree directories the worker put
   first on the bench's PYTHONPATH (``pythonpath``, the sweep's ``pythonpath`` key), when both are known;
 * the run's ``variant``, ``params``, ``env`` and ``sha`` equal the planned ones for its side (no
   overrides beyond the sweep's), and it measured as many steps as ``params.measure`` asked for (when
-  the command passes ``{measure}`` or the protocol is ``time``; a json run without per-step samples
-  has no step count to check);
+  the command passes ``{measure}`` or the protocol runs ``params.measure`` itself; a run of a
+  protocol without ``Capability.STEPS`` that reported no step has no step count to check);
 * for envruntime benches (env class from the ``envruntime`` package): the backend class is the one of
   the requested ``sim``, and a ``manager`` variant built all six managers;
-* the summary's throughput agrees within ``THROUGHPUT_TOLERANCE`` with ``num_envs * measured steps /
-  measure_wall_s`` and is no higher than the step timings allow (``numbers_reasons``).
+* where the protocol carries a throughput window (``Capability.THROUGHPUT_WINDOW``: v1, a json
+  mapping naming ``measure_wall_s``), the summary's throughput agrees within ``THROUGHPUT_TOLERANCE``
+  with ``num_envs * measured steps / measure_wall_s`` and is no higher than the step timings allow
+  (``numbers_reasons``).
 
 The row checks are pure functions of plain data (no Dask), so the report can apply them to old rows.
 """
@@ -31,6 +35,7 @@ from dataclasses import replace
 from pathlib import PurePath
 from typing import Any
 
+from orchestrator.capabilities import Capability, describe, describe_stored
 from orchestrator.contract import AUDIT_FAILED, PlannedRun, StepRecord
 from orchestrator.store.parquet import RunResult, run_table
 from orchestrator.worker.module_audit import module_reasons
@@ -56,8 +61,9 @@ def audit_options(modules: Sequence[str], protocol: str | None, command: Sequenc
                   ) -> dict[str, Any]:
     """``audit_row``'s keyword arguments for a sweep's ``audit_modules``, ``protocol`` and ``command``:
     ``params.measure`` is a step count the bench was given only when the command passes ``{measure}``
-    (the default envruntime command does) or the protocol is ``time``."""
-    check_measure = protocol == "time" or not command or any("{measure}" in str(arg) for arg in command)
+    (the default envruntime command does) or the protocol runs ``params.measure`` itself."""
+    check_measure = (describe_stored(protocol).has(Capability.MEASURE_PARAM) or not command
+                     or any("{measure}" in str(arg) for arg in command))
     return {"modules": tuple(modules), "check_measure": check_measure}
 
 
@@ -68,7 +74,7 @@ def audit_row(run: Mapping[str, Any], planned_side: Mapping[str, Any] | None = N
     ``planned_side`` holds what was planned for the run's side (``sha``, ``variant``, ``params``,
     ``env``); keys it lacks are not checked. ``modules`` and ``check_measure``: ``audit_options``.
     """
-    sha = _sha_reasons(run) if (_text(run.get("protocol")) or "v1") == "v1" else []
+    sha = _sha_reasons(run) if describe_stored(run.get("protocol")).has(Capability.AUDIT_FIELDS) else []
     reasons = (sha + _module_reasons(run) + _plan_reasons(run, planned_side or {}, check_measure)
                + module_reasons(run, modules))
     if str(_text(run.get("audit_env_class")) or "").startswith(ENVRUNTIME_PACKAGE):
@@ -143,7 +149,7 @@ def _plan_reasons(run: Mapping[str, Any], planned: Mapping[str, Any], check_meas
         if key in planned:
             reasons += _mapping_reasons(key, _json_object(run.get(key)), planned[key])
     steps, measure = _number(run.get("steps")), _number((params or {}).get("measure"))
-    counted = steps is not None and (steps > 0 or (_text(run.get("protocol")) or "v1") == "v1")
+    counted = steps is not None and (steps > 0 or describe_stored(run.get("protocol")).has(Capability.STEPS))
     if check_measure and counted and measure is not None and steps != measure:
         reasons.append(f"measured {steps:g} steps, params.measure asked for {measure:g}")
     return reasons
@@ -211,9 +217,10 @@ def audit_result(run: PlannedRun, result: RunResult) -> RunResult:
     if result.status != "ok":
         return replace(result, audited=True)
     planned = {"sha": run.sha, "variant": run.variant, "params": run.params, "env": run.env}
-    options = audit_options(run.audit_modules, run.protocol, run.argv_template)
-    reasons = (audit_row(run_table(run, result).to_pylist()[0], planned, **options)
-               + numbers_reasons(result.summary, result.steps, run.params.get("num_envs")))
+    options = audit_options(run.audit_modules or (), run.protocol, run.argv_template)
+    reasons = audit_row(run_table(run, result).to_pylist()[0], planned, **options)
+    if describe(run.protocol, run.json_mapping).has(Capability.THROUGHPUT_WINDOW):
+        reasons += numbers_reasons(result.summary, result.steps, run.params.get("num_envs"))
     if not reasons:
         return replace(result, audited=True)
     return replace(result, audited=True, status=AUDIT_FAILED, error=audit_failure(reasons))

@@ -1,128 +1,37 @@
-"""Reading a bench's run-protocol stream (docs/design.md, "Run protocol (v1)") as it is written.
-
-``StreamState`` validates and accumulates records; ``follow_lines`` tails the stream file while
-the bench runs, yielding each complete line as soon as it lands.
-"""
+"""Tailing a file a bench writes while it runs (protocol v1's stream): ``LineTail`` hands out the
+complete lines appended since the last look; ``follow_lines`` yields each as soon as it lands."""
 
 from __future__ import annotations
 
-import json
-import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.contract import PROTOCOL_VERSION, StepRecord
-from orchestrator.errors import ProtocolError
 
-MAX_PHASES = 256  # phase timings one step may report (each becomes rows and, as a mean, a column)
+class LineTail:
+    """Complete lines appended to a file since the last look (the file may not exist yet)."""
 
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = None
+        self._pending = b""
 
-@dataclass
-class StreamState:
-    """Everything read from one bench stream so far."""
+    def lines(self, final: bool = False) -> list[str]:
+        """The new complete lines; ``final`` (the writer is gone): a last unterminated line too."""
+        if self._file is None and self.path.exists():
+            self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        if self._file is not None:
+            self._pending += self._file.read()
+        *lines, self._pending = self._pending.split(b"\n")
+        if final and self._pending:
+            lines.append(self._pending)
+            self._pending = b""
+        return [line.decode("utf-8", errors="replace") for line in lines]
 
-    header: dict | None = None
-    steps: list[StepRecord] = field(default_factory=list)
-    summary: dict | None = None
-    error: dict | None = None
-    lines_read: int = 0
-
-    def feed(self, line: str) -> dict | None:
-        """Parse and store one line; returns the record, or None for a blank or unknown-kind line.
-
-        Raises ``ProtocolError`` for anything a reader could misread: malformed JSON, a record that
-        is not an object, a step before the header, a protocol version other than 1.
-        """
-        self.lines_read += 1
-        text = line.strip()
-        if not text:
-            return None
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ProtocolError(f"{self._where()} is not valid JSON ({exc}): {text[:200]!r}") from None
-        except RecursionError:
-            raise ProtocolError(f"{self._where()} is nested too deeply to parse: {text[:200]!r}") from None
-        if not isinstance(record, dict):
-            raise ProtocolError(f"{self._where()} is not a JSON object: {text[:200]!r}")
-        kind = record.get("kind")
-        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
-        if handler is None:
-            return None
-        handler(self, record)
-        return record
-
-    def _on_header(self, record: dict) -> None:
-        if self.header is not None:
-            raise ProtocolError(f"{self._where()}: a second header record")
-        version = record.get("protocol")
-        if version != PROTOCOL_VERSION:
-            raise ProtocolError(
-                f"bench speaks run protocol {version!r}; this shasweep reads protocol {PROTOCOL_VERSION}")
-        self.header = record
-
-    def _on_step(self, record: dict) -> None:
-        self._require_header("step")
-        phases = record.get("phases")
-        if not isinstance(record.get("step"), int) or not isinstance(phases, dict):
-            raise ProtocolError(f"{self._where()}: a step record needs an integer 'step' "
-                                f"and a 'phases' object, got {record!r:.200}")
-        if len(phases) > MAX_PHASES:
-            raise ProtocolError(f"{self._where()}: {len(phases)} phases in one step; at most {MAX_PHASES}")
-        try:
-            ms = {str(name): float(value) for name, value in phases.items()}
-        except (TypeError, ValueError):
-            raise ProtocolError(f"{self._where()}: non-numeric phase timing in {phases!r:.200}") from None
-        _check_timings(ms, f"{self._where()} (step {record['step']})")
-        if self.steps and record["step"] <= self.steps[-1].step:
-            raise ProtocolError(f"{self._where()}: step {record['step']} does not follow step "
-                                f"{self.steps[-1].step} (step numbers must increase)")
-        warmup = bool(record.get("warmup", False))
-        self.steps.append(StepRecord(step=record["step"], warmup=warmup, phases=ms))
-
-    def _on_summary(self, record: dict) -> None:
-        self._require_header("summary")
-        means = record.get("phase_means_ms")
-        numbers = {name: value for name, value in (means.items() if isinstance(means, dict) else ())
-                   if isinstance(value, int | float) and not isinstance(value, bool)}
-        if isinstance(record.get("throughput"), int | float):
-            numbers["throughput"] = record["throughput"]
-        _check_timings(numbers, f"{self._where()} (summary)")
-        self.summary = record
-
-    def _on_error(self, record: dict) -> None:
-        self.error = record
-
-    def _require_header(self, kind: str) -> None:
-        if self.header is None:
-            raise ProtocolError(f"{self._where()}: a {kind} record before the header")
-
-    def _where(self) -> str:
-        return f"stream line {self.lines_read}"
-
-    def error_message(self) -> str | None:
-        """The bench's own error record as 'Type: message', if it sent one."""
-        if self.error is None:
-            return None
-        kind = self.error.get("type") or "error"
-        return f"{kind}: {self.error.get('message', '')}"
-
-
-def _check_timings(values: dict[str, float], where: str) -> None:
-    """A timing (or throughput) that is negative, NaN or infinite is a broken bench, never a number."""
-    bad = [f"{name}={value!r}" for name, value in values.items() if not (math.isfinite(value) and value >= 0)]
-    if bad:
-        raise ProtocolError(f"{where}: negative, NaN or infinite values: {', '.join(bad[:5])}")
-
-
-_HANDLERS: dict[str, Callable[[StreamState, dict], None]] = {
-    "header": StreamState._on_header,
-    "step": StreamState._on_step,
-    "summary": StreamState._on_summary,
-    "error": StreamState._on_error,
-}
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
 
 def follow_lines(path: Path, finished: Callable[[], bool], poll_s: float = 0.02) -> Iterator[str]:
@@ -131,24 +40,15 @@ def follow_lines(path: Path, finished: Callable[[], bool], poll_s: float = 0.02)
     The file may not exist yet (the bench creates it); a last line without a newline is yielded
     once the writer has finished.
     """
-    pending = b""
-    stream = None
+    tail = LineTail(path)
     try:
         while True:
             done = finished()  # sample before reading so nothing written before exit is missed
-            if stream is None and path.exists():
-                stream = open(path, "rb")  # closed in finally
-            chunk = stream.read() if stream is not None else b""
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                yield line.decode("utf-8", errors="replace")
+            lines = tail.lines(final=done)
+            yield from lines
             if done:
-                if pending:
-                    yield pending.decode("utf-8", errors="replace")
                 return
-            if not chunk:
+            if not lines:
                 time.sleep(poll_s)
     finally:
-        if stream is not None:
-            stream.close()
+        tail.close()

@@ -122,7 +122,7 @@ def test_children_of_a_bench_whose_worker_died_are_killed_by_the_next_run(tmp_pa
     def kill_the_worker() -> None:
         children.append(int(wait_for(lambda: child_file.exists() and child_file.read_text(), "the child")))
         bench = psutil.Process(psutil.Process(children[0]).ppid())
-        bench.parent().send_signal(signal.SIGKILL)
+        bench.parent().parent().send_signal(signal.SIGKILL)  # the worker: the bench's parent is its helper
 
     killer = threading.Thread(target=kill_the_worker)
     killer.start()
@@ -172,7 +172,8 @@ def test_worker_killed_mid_run_then_resume(tmp_path, home, monkeypatch, capsys, 
 
     def kill_the_worker() -> None:  # the Dask worker process running the second run's bench task
         pids.append(wait_for(lambda: bench_pid(home, 2), "the second run's bench"))
-        psutil.Process(pids[0]).parent().send_signal(signal.SIGKILL)
+        helper = psutil.Process(pids[0]).parent()  # the launch helper that spawned and reaps the bench
+        helper.parent().send_signal(signal.SIGKILL)
 
     killer = threading.Thread(target=kill_the_worker)
     killer.start()

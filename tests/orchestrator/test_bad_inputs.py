@@ -21,7 +21,8 @@ from orchestrator.plan.lifecycle import new_record
 from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record
 from orchestrator.store.parquet import RunResult, write_run
-from orchestrator.worker.stream import StreamState, follow_lines
+from orchestrator.worker.protocols.v1_records import StreamState
+from orchestrator.worker.stream import follow_lines
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad_inputs"
 CASES: dict[str, dict] = yaml.safe_load((CORPUS / "expected.yaml").read_text())

@@ -49,3 +49,11 @@ def test_kill_group_and_stderr_tail(tmp_path):
     tail = file_tail(tmp_path / "err", max_bytes=100)
     assert len(tail) == 100 and tail.endswith("END")
     assert file_tail(tmp_path / "missing") == ""
+
+
+def test_a_launch_helper_that_dies_takes_its_bench_along(tmp_path):
+    proc = launch(["sleep", "120"], cwd=tmp_path, env=dict(os.environ), stdout_path=tmp_path / "out",
+                  stderr_path=tmp_path / "err")
+    psutil.Process(proc.pid).parent().send_signal(signal.SIGKILL)  # the helper, not the bench
+    assert proc.wait() == -signal.SIGKILL and proc.usage is None
+    wait_for(lambda: is_gone(proc.pid), "the orphaned bench to be killed")

@@ -80,18 +80,18 @@ def test_two_processes_take_turns_and_never_run_at_once(trees, tmp_path):
     finally:
         round_.kill()
     base, cand = players
-    spans = sorted((b["started"], b["ended"], c.side, b["warmup"]) for c in players for b in c.blocks)
+    spans = sorted((b["started"], b["ended"], c.side, b["warmup"]) for c in players for b in c.records.blocks)
     for (_, ended, *_), (started, *_) in zip(spans, spans[1:], strict=False):
         assert started >= ended, "two blocks overlapped in time"
     measured = [side for _, _, side, warmup in spans if not warmup]
     assert measured == [players[i].side for i in turn_order(2, plan.blocks, first=1)]
     # the second process was born after the first had run its warm-up block and parked
-    assert cand.records.header["params"]["born"] > base.blocks[0]["ended"]
+    assert cand.records.header["params"]["born"] > base.records.blocks[0]["ended"]
     for player in players:
         assert player.proc.returncode == 0 and player.records.summary is not None
-        assert [(b["steps"], b["warmup"]) for b in player.blocks] == \
+        assert [(b["steps"], b["warmup"]) for b in player.records.blocks] == \
             [(2, True)] + [(1, True), (3, False)] * plan.blocks
-        wall = sum(b["wall_s"] for b in player.blocks if not b["warmup"])
+        wall = sum(b["wall_s"] for b in player.records.blocks if not b["warmup"])
         assert player.records.summary["measure_wall_s"] == pytest.approx(wall)
     assert not list(tmp_path.glob("*.fifo")), "the control FIFOs are removed with the round"
     kept = {player.side: player.block_summaries() for player in players}

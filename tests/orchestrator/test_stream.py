@@ -9,7 +9,8 @@ import time
 import pytest
 
 from orchestrator.errors import ProtocolError
-from orchestrator.worker.stream import StreamState, follow_lines
+from orchestrator.worker.protocols.v1_records import StreamState
+from orchestrator.worker.stream import follow_lines
 
 HEADER = {"kind": "header", "protocol": 1, "case": {}, "params": {}, "audit": {"git_sha": "abc"}}
 

@@ -1,9 +1,11 @@
 """The run protocols: how the bench task reads one bench run (docs/design.md, "Protocols").
 
 Every protocol is a ``BenchReader``: the bench task renders the command, then calls ``execute`` with
-a ``start`` that launches one process of it (the task's own launch helper: logs, CPU pinning, the
-host lock's marker) and a ``StopSignal``; after the last process exited 0, ``complete`` reads what
-the bench left behind. ``header``, ``summary`` and ``steps`` are then what the store writes.
+a ``start`` that launches one process of it (``worker.proc.launch``: logs, CPU pinning, the host
+lock's marker) and a ``StopSignal``; after the last process exited 0, ``complete`` reads what the
+bench left behind. ``header``, ``summary`` and ``steps`` are then what the store writes. What a
+reader can do is declared in ``orchestrator.capabilities`` (``info``); ``READERS`` names each
+protocol's reader.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
+from orchestrator.capabilities import Capability, ProtocolInfo, describe
 from orchestrator.contract import PlannedRun, StepRecord
 from orchestrator.worker.proc import BenchProcess
 
@@ -31,6 +34,8 @@ class StopSignal(Protocol):
 class BenchReader(ABC):
     """What one protocol does between rendering the command and the run's verdict."""
 
+    protocol: ClassVar[str]  # its name in ``orchestrator.capabilities``
+
     def __init__(self, run: PlannedRun, log_dir: Path) -> None:
         self.run = run
         self.stream_path = log_dir / "stream.jsonl"  # {stream}
@@ -41,6 +46,14 @@ class BenchReader(ABC):
         self.on_record: Callable[[dict | None], None] = lambda record: None  # each streamed record, in order
         for path in (self.stream_path, self.result_path):
             path.unlink(missing_ok=True)
+
+    @property
+    def info(self) -> ProtocolInfo:
+        """The protocol's declaration under this run's settings (``capabilities.describe``)."""
+        return describe(self.protocol, self.run.json_mapping)
+
+    def has(self, capability: Capability) -> bool:
+        return self.info.has(capability)
 
     @property
     def total_steps(self) -> int | None:
@@ -59,6 +72,10 @@ class BenchReader(ABC):
         """After a clean exit: read what the bench left; why it is unusable, or None."""
         return None
 
+    def reported_peak_rss_mib(self) -> float | None:
+        """The bench's own account of its peak RSS, when its protocol carries one."""
+        return None
+
 
 def int_param(params: dict, name: str, default: int) -> int:
     try:
@@ -67,10 +84,14 @@ def int_param(params: dict, name: str, default: int) -> int:
         return default
 
 
-def make_reader(run: PlannedRun, log_dir: Path) -> BenchReader:
-    """The reader of ``run.protocol``."""
+def readers() -> dict[str, type[BenchReader]]:
+    """Protocol name -> its reader class (the names ``orchestrator.capabilities`` declares)."""
     from orchestrator.worker.protocols import json_doc, timed, v1
 
-    readers: dict[str, type[BenchReader]] = {"v1": v1.StreamReader, "json": json_doc.JsonDocReader,
-                                             "time": timed.TimedReader}
-    return readers[run.protocol](run, log_dir)
+    classes: tuple[type[BenchReader], ...] = (v1.StreamReader, json_doc.JsonDocReader, timed.TimedReader)
+    return {reader.protocol: reader for reader in classes}
+
+
+def make_reader(run: PlannedRun, log_dir: Path) -> BenchReader:
+    """The reader of ``run.protocol``."""
+    return readers()[run.protocol](run, log_dir)

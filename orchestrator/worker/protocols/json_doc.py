@@ -27,6 +27,8 @@ class JsonPathError(ValueError):
 class JsonDocReader(BenchReader):
     """Waits for the command, then reads and maps ``{result}``."""
 
+    protocol = "json"
+
     def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
         proc = start()
         while not stop.should_stop(proc):
@@ -55,7 +57,8 @@ class JsonDocReader(BenchReader):
 
 
 def map_document(document: object, mapping: dict) -> tuple[dict, list[StepRecord]]:
-    """(summary, steps) of ``document`` under ``mapping`` (``throughput``, ``phases``, ``metrics``)."""
+    """(summary, steps) of ``document`` under ``mapping`` (``throughput``, ``phases``, ``metrics``,
+    and ``measure_wall_s``, the measured window in seconds, where it names one)."""
     throughput = _mean(lookup(document, mapping["throughput"], "json.throughput"))
     phases = {name: lookup(document, path, f"json.phases.{name}")
               for name, path in (mapping.get("phases") or {}).items()}
@@ -67,7 +70,17 @@ def map_document(document: object, mapping: dict) -> tuple[dict, list[StepRecord
              for i in range(max((len(v) for v in phases.values() if isinstance(v, list)), default=0))]
     summary = {"throughput": throughput, "phase_means_ms": {name: _mean(v) for name, v in phases.items()},
                "metrics": metrics}
+    if mapping.get("measure_wall_s"):
+        summary["measure_wall_s"] = number(document, mapping["measure_wall_s"], "json.measure_wall_s")
     return summary, steps
+
+
+def number(document: object, path: str, key: str) -> float:
+    """The number at dotted ``path``; ``JsonPathError`` naming ``key`` for anything else."""
+    value = lookup(document, path, key)
+    if isinstance(value, list):
+        raise JsonPathError(f"{key}: {path!r} is a list of {len(value)}, not a number")
+    return value
 
 
 def versions_of(document: object, path: str | None) -> dict[str, str] | None:

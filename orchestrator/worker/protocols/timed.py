@@ -1,31 +1,32 @@
 """Protocol time: the command is timed whole, like hyperfine.
 
 ``params.warmup`` unrecorded runs of the command (default 0), then ``params.measure`` measured ones
-(default 1), each a step row: ``wall_ms`` (spawn to exit), ``user_ms`` and ``sys_ms`` (CPU time of the
-process and the children it waited for) and its peak RSS ``max_rss_mib``, all from ``os.wait4``. The
-run's values are their means; ``throughput`` is measured runs per second of wall time. The first run
-that exits non-zero ends the bench run.
+(default 1), each a step row: ``wall_ms`` (spawn to reap), ``user_ms`` and ``sys_ms`` (CPU time of the
+process and the children it waited for, ``os.wait4``), as the launch helper measured them
+(``worker.proc``). The run's values are their means, and its ``max_rss_mib`` the mean peak RSS
+(null unless every measured run had one); ``throughput`` is measured runs per second of wall time.
+The first run that exits non-zero ends the bench run.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
-import time
 from statistics import fmean
 
+from orchestrator.capabilities import TIMED_PHASES
 from orchestrator.contract import StepRecord
 from orchestrator.store.parquet import BenchUsage
 from orchestrator.worker.proc import BenchProcess
 from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal, int_param
 
 WATCH_INTERVAL_S = 0.05
-TIMED_PHASES: tuple[str, ...] = ("wall_ms", "user_ms", "sys_ms")
 
 
 class TimedReader(BenchReader):
     """Runs the command ``warmup + measure`` times, each reaped with ``os.wait4``."""
+
+    protocol = "time"
 
     @property
     def warmup(self) -> int:
@@ -40,31 +41,30 @@ class TimedReader(BenchReader):
         return self.measure
 
     def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
-        samples: list[tuple[float, float, float, float]] = []  # wall, user, sys ms; rss MiB
+        samples: list[tuple[float, float, float, float | None]] = []  # wall, user, sys ms; rss MiB
         for index in range(self.warmup + self.measure):
             if stop.expired():  # first asked here, in the task's thread (the watcher asks later)
                 return None
-            began = time.perf_counter()
             proc = start()
             usage = wait_timed(proc, stop)
-            wall_ms = (time.perf_counter() - began) * 1000
             proc.kill_group()  # what the run left behind; the process itself is reaped already
             if proc.returncode != 0 or usage is None:
                 return None  # the verdict reads the exit code (or the timeout / cancellation)
             if index < self.warmup:
                 continue
-            sample = (wall_ms, usage.user_s * 1000, usage.sys_s * 1000, usage.max_rss_mib)
+            sample = (usage.wall_s * 1000, usage.user_s * 1000, usage.sys_s * 1000, usage.max_rss_mib)
             samples.append(sample)
             step = StepRecord(step=len(samples) - 1, warmup=False,
                               phases=dict(zip(TIMED_PHASES, sample[:3], strict=True)))
             self.steps.append(step)
             on_step(step, len(self.steps))
         walls = [s[0] for s in samples]
+        peaks = [s[3] for s in samples]
         self.summary = {
             "throughput": len(samples) / (sum(walls) / 1000),
             "measure_wall_s": sum(walls) / 1000,
             "phase_means_ms": {name: fmean(s[i] for s in samples) for i, name in enumerate(TIMED_PHASES)},
-            "metrics": {"max_rss_mib": fmean(s[3] for s in samples)},
+            "metrics": {"max_rss_mib": None if None in peaks else fmean(peaks)},  # type: ignore[arg-type]
         }
         return None
 
@@ -73,17 +73,14 @@ class TimedReader(BenchReader):
 
 
 def wait_timed(proc: BenchProcess, stop: StopSignal) -> BenchUsage | None:
-    """Block until ``proc`` exits (reaped with ``os.wait4`` by ``BenchProcess``; a watcher kills its
-    group when ``stop`` expires); its resource usage (None if it was reaped elsewhere)."""
+    """Block until ``proc`` exits (reaped by its launch helper; a watcher kills its group when ``stop``
+    expires); its resource usage (None if it never started or its helper died)."""
     done = threading.Event()
 
     def watch() -> None:
         while not done.wait(WATCH_INTERVAL_S):
             if stop.expired():
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                proc.signal_group(signal.SIGKILL)
                 return
 
     watcher = threading.Thread(target=watch, daemon=True)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from orchestrator.errors import ProtocolError
 from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal, int_param
-from orchestrator.worker.stream import StreamState, follow_lines
+from orchestrator.worker.protocols.v1_records import StreamState
+from orchestrator.worker.stream import follow_lines
 
 
 class StreamReader(BenchReader):
     """Tails the stream: header (its ``git_sha`` must be the run's SHA), steps, summary or error."""
 
+    protocol = "v1"
     state: StreamState
 
     @property
@@ -40,6 +42,10 @@ class StreamReader(BenchReader):
 
     def bench_error(self) -> str | None:
         return self.state.error_message()
+
+    def reported_peak_rss_mib(self) -> float | None:
+        value = (self.summary or {}).get("peak_rss_mb")
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
     def complete(self) -> str | None:
         if self.state.error is not None:

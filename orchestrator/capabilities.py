@@ -1,0 +1,112 @@
+"""What each run protocol provides, known without running a bench (docs/design.md, "Protocols").
+
+The worker's readers (``orchestrator.worker.protocols``) declare themselves here, so every part of
+the orchestrator can ask a protocol what it can do: the plan (which metrics a gate may name), the
+worker's audit (is there a throughput window to check?), the report (what unit is the throughput
+in?). Code outside ``worker/protocols/`` and this module asks ``describe(name, mapping)``, never
+compares protocol names. Imports nothing of the orchestrator, so every group may import it.
+
+To add a protocol: declare it in ``_DECLARATIONS`` and register its reader in
+``orchestrator.worker.protocols.READERS`` (a test checks that both list the same names).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+DEFAULT_PROTOCOL = "v1"  # a sweep without a ``protocol`` key, a row stored before the column
+
+
+class Capability(enum.Flag):
+    """What a protocol's reader can do or what its runs carry."""
+
+    NONE = 0
+    STEPS = enum.auto()  # every run reports its steps (step rows), so a run's step count is a fact
+    LIVE_STREAM = enum.auto()  # records arrive while the bench runs; a failed run keeps what arrived
+    THROUGHPUT_WINDOW = enum.auto()  # the summary carries measure_wall_s: throughput can be cross-checked
+    CONTROL_CHANNEL = enum.auto()  # the worker can pace the bench step by step (lockstep)
+    AUDIT_FIELDS = enum.auto()  # the bench reports what it loaded (header audit: git_sha, module file)
+    MANY_CASES = enum.auto()  # one bench run measures many cases (benchmark suites)
+    MEASURE_PARAM = enum.auto()  # the worker itself runs ``params.warmup`` + ``params.measure`` steps
+    RESULT_DOCUMENT = enum.auto()  # reads one document the bench writes to {result}, mapped by ``json:``
+
+
+@dataclass(frozen=True)
+class ProtocolInfo:
+    """One protocol under one sweep's settings.
+
+    ``phases`` (``*_ms`` names) and ``metrics`` (other number columns) are what every run reports
+    besides ``throughput``; None where only the bench knows, i.e. until its first ok run.
+    """
+
+    name: str
+    capabilities: Capability
+    phases: tuple[str, ...] | None
+    metrics: tuple[str, ...] | None
+    throughput_unit: str | None = None  # what throughput counts per second; None: the bench's own unit
+
+    def has(self, capability: Capability) -> bool:
+        """Whether every flag of ``capability`` is declared."""
+        return capability in self.capabilities
+
+    @property
+    def provides(self) -> frozenset[str] | None:
+        """Every metric a gate or report row may name (throughput, phases, metrics); None: unknown
+        until the bench's first ok run."""
+        if self.phases is None or self.metrics is None:
+            return None
+        return frozenset(("throughput", *self.phases, *self.metrics))
+
+
+class UnknownProtocolError(ValueError):
+    """A protocol name no reader declares."""
+
+
+TIMED_PHASES: tuple[str, ...] = ("wall_ms", "user_ms", "sys_ms")
+TIMED_METRICS: tuple[str, ...] = ("max_rss_mib",)
+
+
+def _v1(mapping: Mapping[str, object]) -> ProtocolInfo:
+    return ProtocolInfo("v1", Capability.STEPS | Capability.LIVE_STREAM | Capability.THROUGHPUT_WINDOW
+                        | Capability.AUDIT_FIELDS, phases=None, metrics=None)
+
+
+def _json(mapping: Mapping[str, object]) -> ProtocolInfo:
+    phases, metrics = mapping.get("phases") or {}, mapping.get("metrics") or {}
+    window = Capability.THROUGHPUT_WINDOW if mapping.get("measure_wall_s") else Capability.NONE
+    return ProtocolInfo("json", Capability.RESULT_DOCUMENT | window, phases=tuple(phases),  # type: ignore[arg-type]
+                        metrics=tuple(metrics))  # type: ignore[arg-type]
+
+
+def _time(mapping: Mapping[str, object]) -> ProtocolInfo:
+    return ProtocolInfo("time", Capability.STEPS | Capability.MEASURE_PARAM, phases=TIMED_PHASES,
+                        metrics=TIMED_METRICS, throughput_unit="runs")
+
+
+_DECLARATIONS: dict[str, Callable[[Mapping[str, object]], ProtocolInfo]] = {
+    "v1": _v1, "json": _json, "time": _time}
+PROTOCOLS: tuple[str, ...] = tuple(_DECLARATIONS)
+
+
+def describe(protocol: str | None, mapping: Mapping[str, object] | None = None) -> ProtocolInfo:
+    """``protocol`` under the sweep's ``json`` mapping (protocol json; ignored by the others). None
+    (a row stored before the ``protocol`` column) is ``DEFAULT_PROTOCOL``; an unknown name raises
+    ``UnknownProtocolError`` naming the known ones."""
+    name = DEFAULT_PROTOCOL if protocol is None else protocol
+    try:
+        declare = _DECLARATIONS[name]
+    except KeyError:
+        raise UnknownProtocolError(f"unknown protocol {name!r}; known: {', '.join(PROTOCOLS)}") from None
+    return declare(mapping or {})
+
+
+def describe_stored(protocol: object) -> ProtocolInfo:
+    """``describe`` for a stored row's ``protocol`` cell: null, NaN or a name; an unknown name (a
+    newer writer) is described as having no capability and unknown metrics."""
+    name = protocol if isinstance(protocol, str) else None
+    try:
+        return describe(name)
+    except UnknownProtocolError:
+        return ProtocolInfo(str(name), Capability.NONE, phases=None, metrics=None)

@@ -1,0 +1,84 @@
+"""What each protocol declares (``orchestrator.capabilities``), that the worker's readers are the same
+protocols, and that nothing outside the declarations asks a protocol by its name."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from orchestrator.capabilities import (
+    PROTOCOLS,
+    Capability,
+    UnknownProtocolError,
+    describe,
+    describe_stored,
+)
+from orchestrator.spec.schema import Protocol
+from orchestrator.worker.protocols import readers
+
+PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
+# Where protocol names may be compared: the declarations and the readers.
+NAMED_HERE = (PACKAGE / "capabilities.py", PACKAGE / "worker" / "protocols")
+
+
+def test_each_protocol_declares_what_it_provides():
+    v1 = describe("v1")
+    assert v1.has(Capability.STEPS | Capability.LIVE_STREAM | Capability.THROUGHPUT_WINDOW
+                  | Capability.AUDIT_FIELDS)
+    assert v1.provides is None, "v1's metrics are the bench's own: unknown until its first ok run"
+    time = describe("time")
+    assert time.provides == {"throughput", "wall_ms", "user_ms", "sys_ms", "max_rss_mib"}
+    assert time.has(Capability.MEASURE_PARAM) and not time.has(Capability.THROUGHPUT_WINDOW)
+    assert time.throughput_unit == "runs"
+    mapping = {"throughput": "fps", "phases": {"step_ms": "s"}, "metrics": {"score": "x.y"}}
+    json = describe("json", mapping)
+    assert json.provides == {"throughput", "step_ms", "score"}
+    assert json.has(Capability.RESULT_DOCUMENT) and not json.has(Capability.THROUGHPUT_WINDOW)
+    assert describe("json", {**mapping, "measure_wall_s": "window_s"}).has(Capability.THROUGHPUT_WINDOW)
+    for name in PROTOCOLS:
+        assert not describe(name).has(Capability.CONTROL_CHANNEL | Capability.MANY_CASES)
+
+
+def test_unknown_and_stored_names():
+    with pytest.raises(UnknownProtocolError, match="unknown protocol 'pyperf'; known: v1, json, time"):
+        describe("pyperf")
+    assert describe(None).name == "v1", "a sweep or row without a protocol is v1"
+    assert describe_stored(float("nan")).name == "v1"
+    newer = describe_stored("pyperf")
+    assert newer.capabilities == Capability.NONE and newer.provides is None
+
+
+def test_every_declared_protocol_has_a_reader_and_a_spec_value():
+    assert set(readers()) == set(PROTOCOLS) == {p.value for p in Protocol}
+    for name, reader in readers().items():
+        assert reader.protocol == name
+
+
+def _protocol_compares(source: str, where: str) -> list[str]:
+    """``x == "json"``, ``p is Protocol.time`` and the like in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        for operand in (node.left, *node.comparators):
+            named = (isinstance(operand, ast.Constant) and operand.value in PROTOCOLS) or (
+                isinstance(operand, ast.Attribute) and operand.attr in PROTOCOLS
+                and isinstance(operand.value, ast.Name) and operand.value.id == "Protocol")
+            if named:
+                found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_nothing_outside_the_declarations_compares_protocol_names():
+    outside = [p for p in PACKAGE.rglob("*.py")
+               if not any(p == allowed or allowed in p.parents for allowed in NAMED_HERE)]
+    assert [hit for path in outside
+            for hit in _protocol_compares(path.read_text(encoding="utf-8"), str(path))] == []
+
+
+def test_the_guard_sees_a_compare():
+    source = "def f(spec):\n    return spec.protocol == 'v1' or spec.p is Protocol.time\n"
+    hits = _protocol_compares(source, "x")
+    assert hits == ["x:2: spec.protocol == 'v1'", "x:2: spec.p is Protocol.time"]
