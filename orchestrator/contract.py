@@ -96,6 +96,11 @@ class PlannedRun:
     audit_modules: tuple[str, ...] | None = None
     prepare: tuple[tuple[str, ...], ...] = ()  # argvs run once per new worktree of the SHA
     sweep_dir: str = ""  # absolute directory of the sweep YAML ({sweep_dir})
+    # order: lockstep: block_steps, blocks, block_warmup, fallback (stop | interleaved) and, where the
+    # plan added the control option to envruntime's command, plain_argv (the template without it);
+    # empty for every other order (docs/design.md, "Run protocol", control channel)
+    lockstep: dict = field(default_factory=dict)
+    quiet: dict = field(default_factory=dict)  # the sweep's quiet: max_load, max_steal, max_wait_s; {}: none
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

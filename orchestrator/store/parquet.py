@@ -52,6 +52,9 @@ _PLAN_STRINGS: tuple[str, ...] = (
     "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant",
 )
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
+# How the wait for a quiet host before the run ended (worker.quiet); null without a quiet: key.
+QUIET_COLUMNS: dict[str, pa.DataType] = {"quiet_wait_s": pa.float64(), "quiet_load": pa.float64(),
+                                         "quiet_steal": pa.float64(), "quiet_met": pa.bool_()}
 # One-row files: column statistics and the embedded Arrow schema only bloat the footer (they are
 # most of its size) and make reading many runs several times slower; Parquet's own logical types
 # already give back the same Arrow types (UTC timestamps included).
@@ -78,6 +81,13 @@ class RunResult:
     audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
     worktree: str | None = None  # the checkout the bench ran in
     audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
+    # a lockstep sweep's run: the order it ran in (lockstep, or interleaved where the case fell back),
+    # why it fell back, and its blocks (analysis.lockstep); quiet: how the wait for a quiet host ended
+    ran_in: str | None = None
+    fallback: str | None = None
+    blocks: list[dict] | None = None
+    quiet: dict | None = None  # worker.quiet.QuietWait.columns()
+    no_control: bool = False  # the round stopped on a side without the control channel (not a column)
 
     @property
     def wall_s(self) -> float:
@@ -187,7 +197,12 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "env": (json.dumps(run.env, sort_keys=True), pa.string()),
         "pythonpath": (None if result.pythonpath is None else json.dumps(result.pythonpath), pa.string()),
         "command": (json.dumps(list(run.argv_template)), pa.string()),  # the argv template, placeholders kept
+        "ran_in": (result.ran_in, pa.string()),
+        "lockstep_fallback": (result.fallback, pa.string()),
+        "blocks": (None if result.blocks is None else json.dumps(result.blocks), pa.string()),
     }
+    quiet = result.quiet or {}
+    columns |= {name: (quiet.get(name), kind) for name, kind in QUIET_COLUMNS.items()}
     schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
     return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)
 

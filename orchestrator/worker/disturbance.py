@@ -61,11 +61,19 @@ class MeasureWindow:
     def observe(self, record: dict | None) -> None:
         kind = (record or {}).get("kind")
         if kind == "header" or (kind == "step" and record.get("warmup") and not self._measuring):
-            self.before = cpu_sample(self.proc)
+            self.begin()
         elif kind == "step":
             self._measuring = True
         elif kind == "summary":
-            self.after = cpu_sample(self.proc)
+            self.end()
+
+    def begin(self) -> None:
+        """The measured steps start now (a lockstep round: every process parked)."""
+        self.before = cpu_sample(self.proc)
+
+    def end(self) -> None:
+        """The measured steps are over."""
+        self.after = cpu_sample(self.proc)
 
     def finish(self) -> None:
         """The run ended: the closing sample, unless a summary record already took it (a protocol

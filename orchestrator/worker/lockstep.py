@@ -34,11 +34,13 @@ BLOCK_KEYS: tuple[str, ...] = ("block", "steps", "wall_s", "warmup", "started", 
 
 
 class RoundFailed(Exception):
-    """A lockstep round cannot go on; ``side`` is the side at fault (None: not one side's)."""
+    """A lockstep round cannot go on; ``side`` is the side at fault (None: not one side's); ``status``
+    is what that side's run is: failed, timeout (it did not answer in time) or cancelled."""
 
-    def __init__(self, message: str, side: str | None = None) -> None:
+    def __init__(self, message: str, side: str | None = None, status: str = "failed") -> None:
         super().__init__(message)
         self.side = side
+        self.status = status
 
 
 class NoControlChannel(RoundFailed):
@@ -100,7 +102,7 @@ class Contestant:
 
     side: str
     sha: str
-    start: Callable[[], BenchProcess]  # launches the rendered command (its --control is ``control_path``)
+    start: Callable[[], BenchProcess]  # launches the rendered command (its control FIFO: ``control_path``)
     stream_path: Path
     control_path: Path
     proc: BenchProcess | None = None
@@ -138,21 +140,31 @@ class LockstepRound:
     """The processes of one round; see the module docstring."""
 
     def __init__(self, contestants: list[Contestant], timeout_s: float,
-                 stopped: Callable[[], bool] = lambda: False) -> None:
+                 stopped: Callable[[], bool] = lambda: False,
+                 on_block: Callable[[Contestant, dict], None] = lambda contestant, record: None) -> None:
         self.contestants = contestants
         self.timeout_s = timeout_s
         self.stopped = stopped
+        self.on_block = on_block  # each block record as it arrives (progress)
 
     def open(self, warmup: int) -> None:
         """Start every process in turn; each runs ``warmup`` steps and is parked before the next starts."""
         for contestant in self.contestants:
-            contestant.channel = ControlChannel(contestant.control_path)
-            contestant.stream_path.unlink(missing_ok=True)
-            contestant._tail = LineTail(contestant.stream_path)
-            contestant.proc = contestant.start()
-            self._await(contestant, lambda c: c.records.header is not None, "its header")
-            self._check_header(contestant)
+            self.start(contestant)
             self.block(contestant, warmup, warmup=True)
+
+    def start(self, contestant: Contestant, start: Callable[[], BenchProcess] | None = None) -> None:
+        """Start ``contestant``'s process (with ``start``, e.g. a command without the control option,
+        instead of its own) and read its header: NoControlChannel when the header does not declare
+        the control channel (the process then runs as a plain run)."""
+        if contestant.channel is None:
+            contestant.channel = ControlChannel(contestant.control_path)
+        contestant.stream_path.unlink(missing_ok=True)
+        contestant.records = StreamState()
+        contestant._tail = LineTail(contestant.stream_path)
+        contestant.proc = (start or contestant.start)()
+        self._await(contestant, lambda c: c.records.header is not None, "its header")
+        self._check_header(contestant)
 
     def block(self, contestant: Contestant, steps: int, *, warmup: bool, cycle: int | None = None) -> dict:
         """Give the host to ``contestant`` for ``steps`` steps (a measured block of ``cycle``); returns
@@ -169,20 +181,31 @@ class LockstepRound:
         if (record.get("block"), record.get("steps"), record.get("warmup")) != (number, steps, warmup):
             raise RoundFailed(f"{contestant.name()} answered block {number} ({steps} steps, warmup "
                               f"{warmup}) with {json.dumps(record)[:200]}", contestant.side)
+        self.on_block(contestant, record)
         return record
 
     def finish(self) -> None:
         """End every process in turn: its summary written and its exit awaited before the next ends."""
         for contestant in self.contestants:
-            assert contestant.channel is not None and contestant.proc is not None
-            contestant.channel.send(cmd="end")
-            self._await(contestant, lambda c: c.proc.poll() is not None, "its summary and exit", exiting=True)
-            contestant.ended = True
-            contestant.channel.close()
-            self._drain(contestant)
-            problem = self._exit_problem(contestant)
-            if problem:
-                raise RoundFailed(f"{contestant.name()} {problem}", contestant.side)
+            self.end(contestant)
+
+    def end(self, contestant: Contestant) -> None:
+        """Tell ``contestant`` to end; await its summary and its exit (0)."""
+        assert contestant.channel is not None
+        contestant.channel.send(cmd="end")
+        self.await_exit(contestant)
+
+    def await_exit(self, contestant: Contestant) -> None:
+        """Await ``contestant``'s exit (after ``end``, or a plain run ending by itself): RoundFailed
+        unless it exited 0 with a summary and no error."""
+        assert contestant.proc is not None and contestant.channel is not None
+        self._await(contestant, lambda c: c.proc.poll() is not None, "its summary and exit", exiting=True)
+        contestant.ended = True
+        contestant.channel.close()
+        self._drain(contestant)
+        problem = self._exit_problem(contestant)
+        if problem:
+            raise RoundFailed(f"{contestant.name()} {problem}", contestant.side)
 
     def kill(self) -> None:
         """Kill every process of the round (their whole process groups) and remove the FIFOs."""
@@ -214,10 +237,10 @@ class LockstepRound:
                                   f"while the round awaited {what}", other.side)
             if time.monotonic() >= deadline:
                 raise RoundFailed(f"{contestant.name()} did not answer within timeout_s={self.timeout_s:g} "
-                                  f"(awaited: {what})", contestant.side)
+                                  f"(awaited: {what})", contestant.side, "timeout")
             if self.stopped():
                 raise RoundFailed(f"the sweep was cancelled while the round awaited {what} from "
-                                  f"{contestant.name()}")
+                                  f"{contestant.name()}", status="cancelled")
             time.sleep(POLL_S)
 
     def _drain(self, contestant: Contestant) -> None:

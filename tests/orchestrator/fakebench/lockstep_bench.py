@@ -4,7 +4,7 @@ Each step busy-works ``--step-ms`` (default 2); the header's params carry ``born
 process began (before its imports), so a test can tell when each process ran. Misbehaviour on request:
 ``--no-control`` ignores ``--control`` (an older bench: no ``"control"`` in its header);
 ``--wait-file PATH`` makes every step wait until PATH exists; ``--crash-at-step N`` exits 3 in the
-middle of step N.
+middle of step N, and ``--crash-file PATH`` does so only while PATH exists.
 """
 
 import time
@@ -20,6 +20,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--no-control", action="store_true")
 parser.add_argument("--wait-file")
 parser.add_argument("--crash-at-step", type=int, default=-1)
+parser.add_argument("--crash-file")
 args, rest = parser.parse_known_args()
 if args.no_control and "--control" in rest:
     del rest[rest.index("--control"):rest.index("--control") + 2]
@@ -30,7 +31,7 @@ steps_done = 0
 
 def step() -> None:
     global steps_done
-    if steps_done == args.crash_at_step:
+    if steps_done == args.crash_at_step and (args.crash_file is None or os.path.exists(args.crash_file)):
         os._exit(3)
     while args.wait_file and not os.path.exists(args.wait_file):
         time.sleep(0.01)
