@@ -19,13 +19,17 @@ Each block is preceded by its warm-up steps (``block_warmup``), which the bench 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from orchestrator.analysis import intervals, lockstep, power
 from orchestrator.analysis.sequential import Looks
+from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, Comparer, gate_verdict
+from orchestrator.spec.schema import GateSpec
 from orchestrator.worker.lockstep import turn_order
 
 SWEEPS = 4000
@@ -195,3 +199,28 @@ def test_a_round_is_the_median_of_its_block_pairs_from_the_stored_blocks():
 def test_malformed_blocks_give_no_pairs(cell):
     blocks = lockstep.parse_blocks(cell)
     assert lockstep.round_log_ratio(blocks, blocks, "throughput") is None
+
+
+def test_reports_read_lockstep_rounds_as_the_simulations_do():
+    """The gate a report evaluates on stored runs (their ``blocks``) is ``power.decide`` on the
+    per-round medians of block pairs: the rule the simulations above check."""
+    rng = np.random.default_rng(12)
+    looks = Looks(3, 12)
+    for sweep in range(6):
+        rows, estimates = [], []
+        for r in range(looks.last):
+            walls = {side: np.exp(rng.normal(0.0, 0.05, 6)) * (1.0 if side == "old" else 1 / 0.96)
+                     for side in ("old", "new")}
+            walls["new"][rng.integers(6)] *= 3.0  # a burst hits one block of the candidate
+            for side, wall in walls.items():
+                blocks = [block(c, float(w), 5 / float(w)) for c, w in enumerate(wall)]
+                rows.append({"case": "a/b/c", "side": side, "repeat": r, "blocks": json.dumps(blocks),
+                             "throughput": 5 * len(wall) / float(wall.sum())})
+            estimates.append(np.median(np.log(walls["old"] / walls["new"])))
+        comparer = Comparer(pd.DataFrame(rows), "old", "lockstep")
+        assert comparer.round_log_ratios("a/b/c", "new", "throughput") == pytest.approx(estimates)
+        gate = GateSpec(metric="throughput", min_ratio=0.97)
+        expected = decide(np.array([estimates]), looks)
+        verdict = gate_verdict(0, gate, "a/b/c", "new", comparer, looks)
+        names = {power.PASS: PASS, power.FAIL: FAIL, power.INCONCLUSIVE: INCONCLUSIVE}
+        assert verdict.verdict == names[int(expected.verdict[0])], sweep
