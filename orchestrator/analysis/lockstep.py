@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 
 def round_log_ratios(pair_log_ratios: np.ndarray) -> np.ndarray:
@@ -66,3 +68,61 @@ def round_log_ratio(base_blocks: list[dict], cand_blocks: list[dict], metric: st
 def _positive(value: object) -> bool:
     number = isinstance(value, int | float) and not isinstance(value, bool)
     return number and math.isfinite(value) and value > 0
+
+
+@dataclass(frozen=True)
+class RoundPairs:
+    """One side against the baseline in one lockstep round: its block-pair ratios and the runs'."""
+
+    case: str
+    side: str
+    repeat: int
+    pairs: list[float]  # side / baseline of each cycle's blocks (throughput), in cycle order
+    runs_ratio: float | None  # side / baseline of the two runs' throughputs
+
+
+@dataclass(frozen=True)
+class LockstepView:
+    """What a report shows of a lockstep sweep (or of any sweep that waited for quiet)."""
+
+    orders: dict[str, dict[str, int]]  # case -> the order its ok runs ran in -> how many
+    fallbacks: dict[str, str]  # case -> why it ran interleaved (the first reason recorded)
+    rounds: list[RoundPairs]
+    quiet_waits: list[float]  # per run that waited, the wait (s)
+    quiet_missed: int  # runs whose wait ended without a quiet second
+
+
+def lockstep_view(runs: pd.DataFrame, baseline: str) -> LockstepView | None:
+    """The lockstep section of a report from the sweep's runs (``ran_in``, ``lockstep_fallback``,
+    ``blocks``, ``quiet_*`` columns); None when no run ran in a lockstep sweep or waited for quiet."""
+    column = runs["ran_in"] if "ran_in" in runs else pd.Series(dtype=object)
+    waits = pd.to_numeric(runs.get("quiet_wait_s", pd.Series(dtype=float)), errors="coerce").dropna()
+    if not column.notna().any() and waits.empty:
+        return None
+    ok = runs[(runs["status"] == "ok") & column.notna()] if "status" in runs else runs.iloc[:0]
+    orders = {str(case): mine["ran_in"].value_counts().to_dict() for case, mine in ok.groupby("case")}
+    fallbacks = {}
+    if "lockstep_fallback" in runs:
+        for case, reason in runs[["case", "lockstep_fallback"]].dropna().itertuples(index=False):
+            fallbacks.setdefault(str(case), str(reason))
+    missed = runs["quiet_met"].map(lambda v: v is False or v == 0).sum() if "quiet_met" in runs else 0
+    return LockstepView(orders=orders, fallbacks=fallbacks, rounds=_round_pairs(ok, baseline),
+                        quiet_waits=[float(w) for w in waits], quiet_missed=int(missed))
+
+
+def _round_pairs(ok: pd.DataFrame, baseline: str) -> list[RoundPairs]:
+    found = []
+    lockstep_runs = ok[ok["ran_in"] == "lockstep"]
+    for (case, repeat), mine in lockstep_runs.groupby(["case", "repeat"], sort=True):
+        base = mine[mine["side"] == baseline]
+        if len(base) != 1:
+            continue
+        base_row = base.iloc[0]
+        base_blocks = parse_blocks(base_row.get("blocks"))
+        for row in mine[mine["side"] != baseline].itertuples(index=False):
+            logs = pair_log_ratios(base_blocks, parse_blocks(row.blocks), "throughput")
+            both = _positive(base_row["throughput"]) and _positive(row.throughput)
+            runs_ratio = row.throughput / base_row["throughput"] if both else None
+            found.append(RoundPairs(str(case), str(row.side), int(repeat), [math.exp(v) for v in logs],
+                                    runs_ratio))
+    return found

@@ -21,7 +21,7 @@ from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 from distributed import Scheduler
 
-from orchestrator.contract import AUDIT_FAILED
+from orchestrator.contract import AUDIT_FAILED, block_spans
 from orchestrator.contract import STATUSES as FINAL_STATUSES
 from orchestrator.dashboard.board import CHART_PHASES, LIVE_STATUSES, SweepBoard, eta_seconds
 from orchestrator.dashboard.lanes import format_lane
@@ -215,17 +215,13 @@ def summary_html(snap: dict) -> str:
 
 
 def timeline_data(snap: dict, sides: list[str]) -> dict[str, list]:
-    """The current lockstep round's blocks as quads: x from its first block's start (s), one lane per
-    side (a categorical y of ``sides``), warm-up blocks faint."""
-    blocks = [b for b in snap.get("blocks") or [] if isinstance(b.get("started"), int | float)
-              and isinstance(b.get("ended"), int | float) and b.get("side") in sides]
-    origin = min((b["started"] for b in blocks), default=0.0)
-    return {
-        "left": [b["started"] - origin for b in blocks], "right": [b["ended"] - origin for b in blocks],
-        "bottom": [(b["side"], -0.35) for b in blocks], "top": [(b["side"], 0.35) for b in blocks],
-        "color": [Category10_10[sides.index(b["side"]) % 10] for b in blocks],
-        "alpha": [0.3 if b["warmup"] else 0.9 for b in blocks], "side": [b["side"] for b in blocks],
-    }
+    """The current lockstep round's blocks as quads (``contract.block_spans``), one lane per side (a
+    categorical y of ``sides``), warm-up blocks faint."""
+    spans = [s for s in block_spans(snap.get("blocks") or []) if s["side"] in sides]
+    return {"left": [s["left"] for s in spans], "right": [s["right"] for s in spans],
+            "bottom": [(s["side"], -0.35) for s in spans], "top": [(s["side"], 0.35) for s in spans],
+            "color": [Category10_10[sides.index(s["side"]) % 10] for s in spans],
+            "alpha": [0.3 if s["warmup"] else 0.9 for s in spans], "side": [s["side"] for s in spans]}
 
 
 def _fit(fig: figure, xs: list[float], ys: list[float | None]) -> None:
