@@ -20,9 +20,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN
 
 
 def round_log_ratios(pair_log_ratios: np.ndarray) -> np.ndarray:
@@ -126,3 +131,28 @@ def _round_pairs(ok: pd.DataFrame, baseline: str) -> list[RoundPairs]:
             found.append(RoundPairs(str(case), str(row.side), int(repeat), [math.exp(v) for v in logs],
                                     runs_ratio))
     return found
+
+
+def earlier_peak_rss(results_root: Path, shas: list[str], cases: list[str]) -> dict[str, float]:
+    """SHA -> the highest peak RSS (MiB) of its earlier ok, measured runs of these cases, where any."""
+    path = Path(results_root) / "runs"
+    if not path.is_dir():
+        return {}
+    schema = pa.schema([("sha", pa.string()), ("case", pa.string()), ("status", pa.string()),
+                        ("bench_max_rss_mib", pa.float64()), (REUSED_COLUMN, pa.string())])
+    runs = ds.dataset(path, format="parquet", schema=schema).to_table(
+        filter=(ds.field("status") == "ok") & ds.field("sha").isin(shas) & ds.field("case").isin(cases)
+        & MEASURED_FILTER).to_pandas()
+    peaks = runs.dropna(subset=["bench_max_rss_mib"]).groupby("sha")["bench_max_rss_mib"].max()
+    return {str(sha): float(mib) for sha, mib in peaks.items()}
+
+
+def residency_line(sides: dict[str, str], peaks: dict[str, float]) -> str:
+    """What ``shasweep plan`` says of a lockstep sweep: every side's process is resident at once, with
+    each side's memory from earlier runs' peak RSS where known (``sides``: side -> SHA)."""
+    parts = [f"{side} {peaks[sha]:,.0f} MiB" if sha in peaks else f"{side} unknown (no earlier run)"
+             for side, sha in sides.items()]
+    known = [peaks[sha] for sha in sides.values() if sha in peaks]
+    total = f"; at least {sum(known):,.0f} MiB at once" if known else ""
+    return (f"lockstep: each round holds all {len(sides)} sides' bench processes in memory at once "
+            f"(peak RSS of earlier runs: {', '.join(parts)}{total})")
