@@ -31,7 +31,7 @@ from fakebench.fakerepo import make_fake_repo, make_run  # noqa: E402
 from orchestrator.analysis.report_model import make_report  # noqa: E402
 from orchestrator.contract import PlannedRun  # noqa: E402
 from orchestrator.dispatch.dispatcher import run_sweep  # noqa: E402
-from orchestrator.spec.load import spec_to_dict  # noqa: E402
+from orchestrator.spec.record import SideRecord, SweepRecord  # noqa: E402
 from orchestrator.spec.schema import GateSpec, SideSpec, SweepSpec  # noqa: E402
 from orchestrator.store.parquet import RunResult, run_table, runs_dir, write_parquet_atomic  # noqa: E402
 from orchestrator.store.records import write_record  # noqa: E402
@@ -87,9 +87,8 @@ def synthetic_results(root: Path, n_runs: int, n_sweeps: int) -> list[str]:
         spec = SweepSpec(name="synthetic", sides={"base": SideSpec(ref="a"), "cand": SideSpec(ref="b")},
                          baseline="base", cases=cases, repeats=per_sweep // (2 * len(cases)),
                          gates=[GateSpec(metric="throughput", min_ratio=0.95)])
-        record = {"sweep_id": sweep_id, "planned_runs": per_sweep, "spec": spec_to_dict(spec),
-                  "sides": {"base": {"sha": "a" * 40}, "cand": {"sha": "b" * 40}}}
-        write_record(root, sweep_id, record)
+        sides = {"base": SideRecord(sha="a" * 40), "cand": SideRecord(sha="b" * 40)}
+        write_record(root, SweepRecord(sweep_id=sweep_id, planned_runs=per_sweep, spec=spec, sides=sides))
         for i in range(per_sweep):
             side, case = ("cand" if i % 2 else "base"), cases[(i // 2) % len(cases)]
             throughput = 1e5 * (1.05 if i % 2 else 1.0) * (1 + 0.01 * ((i * 7919) % 13 - 6))

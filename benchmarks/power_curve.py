@@ -22,8 +22,8 @@ import pandas as pd
 from orchestrator.analysis import power
 from orchestrator.analysis.report_model import sweep_comparer
 from orchestrator.analysis.sequential import Looks
-from orchestrator.analysis.verdicts import evaluate_gates
-from orchestrator.spec.schema import GateSpec
+from orchestrator.analysis.verdicts import Verdict, evaluate_gates
+from orchestrator.spec.schema import GateSpec, Order, SweepSpec
 
 CVS = (0.01, 0.015, 0.02, 0.03, 0.05)
 SLOWDOWNS = (0.0, 0.02, 0.03, 0.05, 0.07, 0.10)
@@ -39,9 +39,9 @@ def power_table(sweeps: int, looks: Looks, min_ratio: float) -> list[str]:
             cand, base = power.simulate(rng, sweeps, looks.last, cv=cv, true_ratio=1 - slowdown)
             fixed = power.decide(cand, base, Looks(looks.first, looks.first), min_ratio=min_ratio)
             adaptive = power.decide(cand, base, looks, min_ratio=min_ratio)
-            lines.append(f"| {100 * cv:g} % | {1 - slowdown:.2f} | {fixed.rate(power.FAIL):.0%} | "
-                         f"{fixed.rate(power.PASS):.0%} | {adaptive.rate(power.FAIL):.0%} | "
-                         f"{adaptive.rate(power.PASS):.0%} | {adaptive.rounds.mean():.1f} |")
+            lines.append(f"| {100 * cv:g} % | {1 - slowdown:.2f} | {fixed.rate(Verdict.FAIL):.0%} | "
+                         f"{fixed.rate(Verdict.PASS):.0%} | {adaptive.rate(Verdict.FAIL):.0%} | "
+                         f"{adaptive.rate(Verdict.PASS):.0%} | {adaptive.rounds.mean():.1f} |")
     return lines
 
 
@@ -52,7 +52,7 @@ def verdict_time(looks: Looks) -> float:
     runs = pd.DataFrame([{"case": c, "side": s, "repeat": r,
                           "throughput": float(100 * np.exp(rng.normal(0, 0.02)))}
                          for c in cases for s in sides for r in range(looks.last)])
-    spec = {"baseline": "base", "order": "interleaved"}
+    spec = SweepSpec(name="power", baseline="base", cases=cases, order=Order.interleaved)
     started = time.perf_counter()
     verdicts = evaluate_gates([GateSpec(metric="throughput", min_ratio=0.97)], cases, sides,
                               sweep_comparer(spec, runs), looks)

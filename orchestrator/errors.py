@@ -50,12 +50,6 @@ class UnknownSweepError(InvalidInputError):
     """A sweep id (or ``latest``) names no stored sweep."""
 
 
-class RunFailedError(ShasweepError):
-    """A bench run failed, timed out or was cancelled."""
-
-    exit_code = EXIT_RUN_FAILED
-
-
 class ClusterError(ShasweepError):
     """The Dask cluster is unreachable or has no worker holding the bench resource."""
 

@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.analysis.report_model import Report, make_report
-from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, format_interval
+from orchestrator.analysis.verdicts import Verdict, format_interval
 from orchestrator.store.parquet import read_runs, run_statuses
 from orchestrator.store.reuse import measured_only
 
 CANDIDATE, GOOD_SIDE = "cand", "good"  # the side labels of a bisect step's sweep
 BENCH_FAILURES: frozenset[str] = frozenset({"failed", "timeout", "audit_failed"})
-MARK_OF_VERDICT: dict[str, str] = {FAIL: "bad", PASS: "good", INCONCLUSIVE: "undecided"}
+MARK_OF_VERDICT: dict[Verdict, str] = {Verdict.FAIL: "bad", Verdict.PASS: "good",
+                                       Verdict.INCONCLUSIVE: "undecided"}
 
 
 @dataclass(frozen=True)

@@ -59,11 +59,6 @@ def segments(values: Sequence[float]) -> list[Segment]:
     return [Segment(s, e, float(np.median(series[s:e]))) for s, e in zip(starts, ends, strict=True)]
 
 
-def change_points(values: Sequence[float]) -> list[int]:
-    """The indices where a new segment starts (never 0)."""
-    return [segment.start for segment in segments(values)[1:]]
-
-
 @dataclass(frozen=True)
 class Shift:
     """A change point of one side's metric: sweep ``sweep_id`` starts a new level."""

@@ -21,7 +21,6 @@ began after the first, ``new_segment_since`` names the sweep that began it.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,15 +32,15 @@ import pyarrow.dataset as ds
 from orchestrator.analysis.changepoints import segments
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.software import SOFTWARE_COLUMNS, describe_changes, version_changes, versions_of
+from orchestrator.spec.record import SweepRecord
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import runs_dir
-from orchestrator.store.records import sweeps_dir
+from orchestrator.store.records import all_records
 from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN
 
 IDENTITY_COLUMNS: tuple[str, ...] = ("sha", "case", "variant", "params", "env", "command", "host_hostname",
                                      "host_cpu_model")
 UNRECORDED_COMMAND = ""  # the command of rows written before it was a column
-DEFAULT_THRESHOLD = 0.03
 HISTORY_SWEEPS = 10  # the most recent earlier sweeps a side is compared with
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
     ("sweep_id", "side", "status", "error", *IDENTITY_COLUMNS, *AUDIT_INPUT_COLUMNS, *SOFTWARE_COLUMNS)))
@@ -73,16 +72,16 @@ class Drift:
         return abs(self.change) > self.threshold  # NaN compares False
 
 
-def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.DataFrame:
+def load_history(results_root: Path, record: SweepRecord, metrics: list[str]) -> pd.DataFrame:
     """The audited ok runs of the latest ``HISTORY_SWEEPS`` other recorded sweeps that ran a SHA of
     ``record``'s sweep and were created no later: identity, start time and ``metrics``."""
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
                        + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64()),
                           ("audited", pa.bool_()), (REUSED_COLUMN, pa.string())]
                        + [(name, pa.float64()) for name in metrics])
-    shas = {side.get("sha") for side in (record.get("sides") or {}).values()} - {None}
+    shas = {side.sha for side in record.sides.values()} - {None}
     earlier = [sweep for created, sweep in sweeps_with_shas(results_root, shas)
-               if sweep != record["sweep_id"] and created <= str(record.get("created", ""))]
+               if sweep != record.sweep_id and created <= record.created]
     files = [path for sweep in earlier[-HISTORY_SWEEPS:]
              for path in parquet_files(runs_dir(results_root, sweep))]
     table = read_files(files, schema=schema, filter=(ds.field("status") == "ok") & MEASURED_FILTER)
@@ -94,20 +93,12 @@ def load_history(results_root: Path, record: dict, metrics: list[str]) -> pd.Dat
 
 def sweeps_with_shas(results_root: Path, shas: set[str]) -> list[tuple[str, str]]:
     """``(created, sweep id)`` of every recorded sweep with a side at one of ``shas``, oldest first."""
-    found = []
-    for path in sweeps_dir(Path(results_root)).glob("*.json"):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            sides = record.get("sides") or {}
-        except (OSError, ValueError, AttributeError):  # reserved (empty), unreadable or not an object
-            continue
-        if any(isinstance(side, dict) and side.get("sha") in shas for side in sides.values()):
-            found.append((str(record.get("created", "")), path.stem))
-    return sorted(found)
+    return sorted((record.created, sweep_id) for sweep_id, record in all_records(Path(results_root))
+                  if record is not None and any(side.sha in shas for side in record.sides.values()))
 
 
 def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],
-               threshold: float = DEFAULT_THRESHOLD) -> list[Drift]:
+               threshold: float) -> list[Drift]:
     """Drift of every (case, side, metric) of ``current`` (one sweep's ok runs) that has history.
 
     Both frames need ``sweep_id``, ``side``, ``started_at``, the identity columns and ``metrics``.

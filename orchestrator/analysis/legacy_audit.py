@@ -9,25 +9,24 @@ the failures and keep its numbers out of every median and gate.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import pandas as pd
 
 from orchestrator.contract import AUDIT_FAILED
+from orchestrator.spec.record import SweepRecord
 from orchestrator.worker.run_audit import AUDIT_INPUT_COLUMNS, audit_failure, audit_options, audit_row
 
 __all__ = ["AUDIT_FAILED", "AUDIT_INPUT_COLUMNS", "apply_audit"]
 
 
-def apply_audit(runs: pd.DataFrame, record: Mapping[str, Any] | None = None) -> pd.DataFrame:
+def apply_audit(runs: pd.DataFrame, record: SweepRecord | None = None) -> pd.DataFrame:
     """``runs`` with every ok run not audited by its worker that fails its audit marked
-    ``audit_failed`` (error: the reasons)."""
+    ``audit_failed`` (error: the reasons); without a ``record``, only the checks that need none."""
     if runs.empty or "status" not in runs:
         return runs
-    sides = (record or {}).get("sides") or {}
-    spec = (record or {}).get("spec") or {}
-    options = audit_options(spec.get("audit_modules") or [], spec.get("protocol"), spec.get("command"))
+    sides = {label: side.planned() for label, side in record.sides.items()} if record else {}
+    spec = record.spec if record else None
+    options = (audit_options(spec.audit_modules or [], spec.protocol.value, spec.command) if spec
+               else audit_options([], None, None))
     audited = runs.copy()
     stored = (audited["audited"].fillna(False).astype(bool) if "audited" in audited
               else pd.Series(False, index=audited.index))

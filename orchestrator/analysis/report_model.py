@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -27,7 +26,8 @@ from orchestrator.analysis.software import SOFTWARE_COLUMNS
 from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates, gates_exit_code
 from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
 from orchestrator.errors import EXIT_RUN_FAILED
-from orchestrator.spec.schema import REPORT_METRICS, GateSpec
+from orchestrator.spec.record import SweepRecord
+from orchestrator.spec.schema import SweepSpec
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import read_runs, runs_dir
 from orchestrator.store.records import read_record
@@ -65,7 +65,7 @@ class Report:
     """Everything a report shows; ``exit_code`` is what ``shasweep run``/``report`` return."""
 
     sweep_id: str
-    record: dict[str, Any]
+    record: SweepRecord
     baseline: str
     cases: list[str]
     sides: list[str]
@@ -100,14 +100,13 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
     return (schema.empty_table() if table is None else table).to_pandas()
 
 
-def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFrame | None = None) -> Report:
+def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame | None = None) -> Report:
     """Aggregate ``runs`` (one row per run) of the sweep described by ``record``, audited first;
     ``history`` (``drift.load_history``) holds earlier sweeps' runs to check drift against."""
     runs = apply_audit(runs, record)
-    spec = record["spec"]
-    baseline, cases, sides = spec["baseline"], list(spec["cases"]), list(spec["sides"])
-    gates = [GateSpec(**g) for g in spec.get("gates", [])]
-    metrics = report_metrics(spec, gates, runs)
+    spec = record.spec
+    baseline, cases, sides = spec.baseline, list(spec.cases), list(spec.sides)
+    metrics = report_metrics(spec, runs)
     ok = runs[runs["status"] == "ok"]
     counts = {(c, s): (int(((ok["case"] == c) & (ok["side"] == s)).sum()),
                        int(((runs["case"] == c) & (runs["side"] == s) & (runs["status"] != "ok")).sum()))
@@ -119,58 +118,54 @@ def build_report(record: dict[str, Any], runs: pd.DataFrame, history: pd.DataFra
                       stats.ratio(summaries[c, s, m].median, summaries[c, baseline, m].median),
                       None if s == baseline else comparer.compare(c, s, m))
             for c in cases for m in metrics for s in sides]
-    threshold = float(spec.get("drift_threshold", drift.DEFAULT_THRESHOLD))
-    planned = int(record.get("planned_runs", len(cases) * len(sides) * int(spec.get("repeats", 1))))
     unwritten = _unwritten_outcomes(record, runs)
     not_ok = runs.loc[runs["status"] != "ok", list(FAILURE_COLUMNS)]
     waivers = waiver_log(record)
     failures = pd.concat([not_ok, unwritten], ignore_index=True) if len(unwritten) else not_ok
     return Report(
-        sweep_id=record["sweep_id"], record=record, baseline=baseline, cases=cases, sides=sides,
+        sweep_id=record.sweep_id, record=record, baseline=baseline, cases=cases, sides=sides,
         metrics=metrics, rows=rows, counts=counts,
-        gates=apply_waivers(evaluate_gates(gates, cases, sides, comparer, Looks.of_spec(spec)),
+        gates=apply_waivers(evaluate_gates(spec.gates, cases, sides, comparer, Looks.of_spec(spec)),
                             active_waivers(waivers)),
         audit=_audit(runs, sides),
-        failures=failures, missing=max(planned - len(runs) - len(unwritten), 0),
-        drift=[] if history is None else drift.find_drift(ok, history, metrics, threshold),
+        failures=failures, missing=max(record.planned_runs - len(runs) - len(unwritten), 0),
+        drift=[] if history is None else drift.find_drift(ok, history, metrics, spec.drift_threshold),
         disturbed=disturbed_runs(ok),
         waivers=waivers,
         by_host=host_agreement.hosts_view(ok, cases, sides, baseline, metrics),
     )
 
 
-def sweep_comparer(spec: dict[str, Any], ok: pd.DataFrame) -> Comparer:
+def sweep_comparer(spec: SweepSpec, ok: pd.DataFrame) -> Comparer:
     """The comparer of a sweep's ok runs: its baseline, order and noise mode."""
-    return Comparer(ok, spec["baseline"], str(spec.get("order")), noise=str(spec.get("noise") or "cell"))
+    return Comparer(ok, spec.baseline, spec.order.value, noise=spec.noise.value)
 
 
-def sweep_gates(record: dict[str, Any], runs: pd.DataFrame) -> list[GateVerdict]:
+def sweep_gates(record: SweepRecord, runs: pd.DataFrame) -> list[GateVerdict]:
     """The gate verdicts of ``runs`` (audited first) as the report computes them; what an adaptive
     sweep reads after every round."""
-    spec = record["spec"]
+    spec = record.spec
     audited = apply_audit(runs, record)
     ok = audited[audited["status"] == "ok"]
-    return evaluate_gates([GateSpec(**g) for g in spec.get("gates", [])], list(spec["cases"]),
-                          list(spec["sides"]), sweep_comparer(spec, ok), Looks.of_spec(spec))
+    return evaluate_gates(spec.gates, list(spec.cases), list(spec.sides), sweep_comparer(spec, ok),
+                          Looks.of_spec(spec))
 
 
-def _unwritten_outcomes(record: dict[str, Any], runs: pd.DataFrame) -> pd.DataFrame:
+def _unwritten_outcomes(record: SweepRecord, runs: pd.DataFrame) -> pd.DataFrame:
     """Runs dispatch reported as not ok that left no row in the results (e.g. never started)."""
-    outcomes = pd.DataFrame(record.get("outcomes") or [], columns=list(FAILURE_COLUMNS))
+    outcomes = pd.DataFrame([{key: getattr(o, key) for key in FAILURE_COLUMNS} for o in record.outcomes],
+                            columns=list(FAILURE_COLUMNS))
     return outcomes[(outcomes["status"] != "ok") & ~outcomes["run_key"].isin(runs["run_key"])]
 
 
-def report_metrics(spec: dict[str, Any], gates: list[GateSpec],
-                   runs: pd.DataFrame | None = None) -> list[str]:
-    """The sweep's ``metrics`` (``REPORT_METRICS`` for records without the key; for ``metrics: null``,
-    the throughput, phases and metrics its ``runs`` reported) plus any other metric a gate uses."""
-    if "metrics" not in spec:
-        listed = list(REPORT_METRICS)
-    elif spec["metrics"] is None:
+def report_metrics(spec: SweepSpec, runs: pd.DataFrame | None = None) -> list[str]:
+    """The sweep's ``metrics`` (for ``metrics: null``, the throughput, phases and metrics its ``runs``
+    reported) plus any other metric a gate uses."""
+    if spec.metrics is None:
         listed = reported_metrics(runs if runs is not None else pd.DataFrame())
     else:
-        listed = list(spec["metrics"])
-    return listed + sorted({g.metric for g in gates} - set(listed))
+        listed = list(spec.metrics)
+    return listed + sorted({g.metric for g in spec.gates} - set(listed))
 
 
 def reported_metrics(runs: pd.DataFrame) -> list[str]:
@@ -215,9 +210,7 @@ def _plain(value: object) -> str:
 def make_report(results_root: Path, sweep_id: str) -> Report:
     """Read the record and runs of ``sweep_id`` and build its report."""
     record = read_record(results_root, sweep_id)
-    spec = record["spec"]
-    gates = [GateSpec(**g) for g in spec.get("gates", [])]
-    reported = read_runs(results_root, sweep_id) if spec.get("metrics", []) is None else None
-    metrics = report_metrics(spec, gates, reported)
+    reported = read_runs(results_root, sweep_id) if record.spec.metrics is None else None
+    metrics = report_metrics(record.spec, reported)
     return build_report(record, load_runs(results_root, sweep_id, metrics),
                         drift.load_history(results_root, record, metrics))

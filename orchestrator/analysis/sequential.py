@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orchestrator.spec.schema import SweepSpec
+
 
 @dataclass(frozen=True)
 class Looks:
@@ -24,10 +26,9 @@ class Looks:
     last: int
 
     @classmethod
-    def of_spec(cls, spec: dict) -> Looks:
-        """The looks of a recorded spec (``max_repeats`` absent or null: a fixed sweep)."""
-        first = int(spec.get("repeats", 1))
-        return cls(first, max(first, int(spec.get("max_repeats") or first)))
+    def of_spec(cls, spec: SweepSpec) -> Looks:
+        """The looks of a sweep: after round ``repeats``, then each round up to ``max_rounds``."""
+        return cls(spec.repeats, spec.max_rounds)
 
     @property
     def adaptive(self) -> bool:

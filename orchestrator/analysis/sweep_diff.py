@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orchestrator.spec.schema import DEFAULT_COMMAND
+from orchestrator.spec.record import SweepRecord
 
-# what a record without the key ran with (it predates the key)
-SPEC_DEFAULTS: dict[str, list[str]] = {"command": list(DEFAULT_COMMAND), "pythonpath": ["."]}
+SPEC_SETTINGS: tuple[str, ...] = ("command", "pythonpath")  # compared besides the sides' settings
 HOST_SKIPPED: frozenset[str] = frozenset({"versions", "threads"})
 UNSET = "unset"
 
 
-def settings_differences(before: dict[str, Any], after: dict[str, Any], sides: list[str]) -> list[str]:
+def settings_differences(before: SweepRecord, after: SweepRecord, sides: list[str]) -> list[str]:
     """One line per setting that differs between the records ``before`` and ``after``."""
     per_side = {side: _diff(_flat(_side_settings(before, side)), _flat(_side_settings(after, side)))
                 for side in sides}
@@ -31,8 +30,8 @@ def settings_differences(before: dict[str, Any], after: dict[str, Any], sides: l
     for side, diffs in per_side.items():
         lines += [f"sides.{side}.{key}: {old} -> {new}" for key, (old, new) in sorted(diffs.items())
                   if (key, (old, new)) not in shared]
-    for name, default in SPEC_DEFAULTS.items():
-        old, new = _spec(before).get(name, default), _spec(after).get(name, default)
+    for name in SPEC_SETTINGS:
+        old, new = getattr(before.spec, name), getattr(after.spec, name)
         if old != new:
             lines.append(f"{name}: {_show(old)} -> {_show(new)}")
     host = _diff(_flat(_host(before)), _flat(_host(after)))
@@ -40,21 +39,14 @@ def settings_differences(before: dict[str, Any], after: dict[str, Any], sides: l
     return lines
 
 
-def _spec(record: dict[str, Any]) -> dict[str, Any]:
-    spec = record.get("spec")
-    return spec if isinstance(spec, dict) else {}
-
-
-def _side_settings(record: dict[str, Any], side: str) -> dict[str, Any]:
+def _side_settings(record: SweepRecord, side: str) -> dict[str, Any]:
     """The side's variant, params and env as recorded (the sweep's with the side's overrides)."""
-    info = (record.get("sides") or {}).get(side)
-    info = info if isinstance(info, dict) else {}
-    return {key: info[key] for key in ("variant", "params", "env") if key in info}
+    info = record.sides.get(side)
+    return {k: v for k, v in info.planned().items() if k != "sha"} if info is not None else {}
 
 
-def _host(record: dict[str, Any]) -> dict[str, Any]:
-    host = record.get("host")
-    return {k: v for k, v in host.items() if k not in HOST_SKIPPED} if isinstance(host, dict) else {}
+def _host(record: SweepRecord) -> dict[str, Any]:
+    return {k: v for k, v in (record.host or {}).items() if k not in HOST_SKIPPED}
 
 
 def _flat(values: dict[str, Any], prefix: str = "") -> dict[str, str]:

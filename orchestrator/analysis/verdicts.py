@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 import pandas as pd
@@ -34,9 +35,18 @@ from orchestrator.analysis.sequential import Looks
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK
 from orchestrator.spec.schema import GateSpec
 
-PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
+
+class Verdict(StrEnum):
+    """What a gate says of one (case, side); the verdict line counts each member, in this order."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    INCONCLUSIVE = "INCONCLUSIVE"
+
+
 PAIRED_ORDERS: tuple[str, ...] = ("interleaved", "randomized", "lockstep")
 POWER = 0.8  # of the minimum detectable change
+MAX_LOG_CHANGE = 700.0  # exp() of more overflows a float: such a change is reported as infinite
 
 
 @dataclass(frozen=True)
@@ -54,7 +64,7 @@ class GateVerdict:
     side: str
     bound: str  # e.g. ">= 0.9x"
     comparison: stats.Comparison
-    verdict: str  # PASS | FAIL | INCONCLUSIVE
+    verdict: Verdict
     reason: str
     mde: float | None = None
     rounds_needed: int | None = None
@@ -69,9 +79,9 @@ class GateVerdict:
 def gates_exit_code(verdicts: list[GateVerdict]) -> int:
     """The exit code the gates alone give: 1 when a FAIL is not waived, else 4 when one is
     INCONCLUSIVE, else 0 (a waived FAIL counts as neither)."""
-    if any(v.verdict == FAIL and v.waived is None for v in verdicts):
+    if any(v.verdict == Verdict.FAIL and v.waived is None for v in verdicts):
         return EXIT_GATE_FAILED
-    return EXIT_GATE_INCONCLUSIVE if any(v.verdict == INCONCLUSIVE for v in verdicts) else EXIT_OK
+    return EXIT_GATE_INCONCLUSIVE if any(v.verdict == Verdict.INCONCLUSIVE for v in verdicts) else EXIT_OK
 
 
 @dataclass
@@ -240,7 +250,7 @@ def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Com
         confidence = looks.confidence_at(rounds, gate.confidence)
         comparison = comparer.compare(case, side, gate.metric, confidence, limit, rank_test=False)
         verdict, reason = _decide(gate, case, side, comparer, comparison, limit)
-        if verdict != INCONCLUSIVE:
+        if verdict != Verdict.INCONCLUSIVE:
             break
     comparison = comparer.compare(case, side, gate.metric, confidence, limit)  # with its p-value
     look = schedule.index(rounds) + 1
@@ -248,18 +258,18 @@ def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Com
         reason += f" (look {look} of {looks.last - looks.first + 1}, after {rounds} rounds)"
     mde, needed = detectable(comparison, gate, looks.last if looks.adaptive else None)
     return GateVerdict(index, gate.metric, case, side, bound, comparison, verdict, reason, mde,
-                       needed if verdict == INCONCLUSIVE else None, look)
+                       needed if verdict == Verdict.INCONCLUSIVE else None, look)
 
 
 def _decide(gate: GateSpec, case: str, side: str, comparer: Comparer, comparison: stats.Comparison,
-            rounds: int | None) -> tuple[str, str]:
+            rounds: int | None) -> tuple[Verdict, str]:
     empty = [s for s in (side, comparer.baseline) if not comparer.values(case, s, gate.metric, rounds).size]
     if empty:
-        return FAIL, f"no ok runs with {gate.metric} on side {empty[0]!r}"
+        return Verdict.FAIL, f"no ok runs with {gate.metric} on side {empty[0]!r}"
     if math.isnan(comparison.ratio):
-        return FAIL, f"ratio undefined: baseline median of {gate.metric} is 0"
+        return Verdict.FAIL, f"ratio undefined: baseline median of {gate.metric} is 0"
     if not comparison.has_interval:
-        return INCONCLUSIVE, _why_no_interval(comparison)
+        return Verdict.INCONCLUSIVE, _why_no_interval(comparison)
     return judge(comparison, gate)
 
 
@@ -278,8 +288,8 @@ def detectable(comparison: stats.Comparison, gate: GateSpec, max_rounds: int | N
     from scipy import stats as sps
 
     alpha = 1 - comparison.confidence
-    mde = math.expm1((sps.t.ppf(1 - alpha / 2, comparison.df) + sps.t.ppf(POWER, comparison.df))
-                     * comparison.se)
+    log_mde = (sps.t.ppf(1 - alpha / 2, comparison.df) + sps.t.ppf(POWER, comparison.df)) * comparison.se
+    mde = math.expm1(log_mde) if log_mde < MAX_LOG_CHANGE else math.inf  # e.g. df 1 at a late look
     late_alpha = (1 - gate.confidence) / max_rounds if max_rounds else alpha
     distance = min(abs(comparison.center - math.log(value)) for _, value in _bounds(gate))
     n = min(comparison.n_candidate, comparison.n_baseline)
@@ -290,7 +300,7 @@ def detectable(comparison: stats.Comparison, gate: GateSpec, max_rounds: int | N
     return mde, needed if needed < 10_000 else None
 
 
-def judge(comparison: stats.Comparison, gate: GateSpec) -> tuple[str, str]:
+def judge(comparison: stats.Comparison, gate: GateSpec) -> tuple[Verdict, str]:
     """PASS, FAIL or INCONCLUSIVE from where the interval lies against the gate's bounds, and why."""
     violated, kept, straddled = [], [], []
     for op, value in _bounds(gate):
@@ -306,10 +316,11 @@ def judge(comparison: stats.Comparison, gate: GateSpec) -> tuple[str, str]:
             straddled.append(f"{value:g}")
     interval = format_interval(comparison)
     if violated:
-        return FAIL, f"{interval} entirely {' and '.join(violated)}"
+        return Verdict.FAIL, f"{interval} entirely {' and '.join(violated)}"
     if straddled:
-        return INCONCLUSIVE, f"{interval} straddles {' and '.join(straddled)}: more repeats needed to decide"
-    return PASS, f"{interval} entirely {' and '.join(kept)}"
+        return (Verdict.INCONCLUSIVE,
+                f"{interval} straddles {' and '.join(straddled)}: more repeats needed to decide")
+    return Verdict.PASS, f"{interval} entirely {' and '.join(kept)}"
 
 
 def format_interval(comparison: stats.Comparison) -> str:
@@ -339,7 +350,7 @@ def format_detectable(verdict: GateVerdict) -> str:
     if verdict.mde is None:
         return "-"
     text = f"MDE {100 * verdict.mde:.1f}%"
-    if verdict.verdict == INCONCLUSIVE:
+    if verdict.verdict == Verdict.INCONCLUSIVE:
         needed = verdict.rounds_needed
         text += f", ~{needed} rounds to decide" if needed else ", estimate on the bound"
     return text

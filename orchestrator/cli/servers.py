@@ -33,12 +33,12 @@ from orchestrator.dispatch.cluster import (
     LOCALHOST,
     check_scheduler_address,
 )
+from orchestrator.dispatch.tls import TLSFiles
 from orchestrator.errors import InvalidInputError
 from orchestrator.worker.host_claim import HostClaim
 from orchestrator.worker.hostinfo import collect_host, format_cpus, host_id, parse_cpus
 
 if TYPE_CHECKING:
-    from distributed import Security
     from distributed.core import Server
 
 DEFAULT_SCHEDULER_PORT = 8786
@@ -47,22 +47,6 @@ _GPU_LIST = re.compile(r"[A-Za-z0-9-]+(,[A-Za-z0-9-]+)*\Z")  # indices or GPU UU
 _RESOURCE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 logger = logging.getLogger("shasweep")
-
-
-@dataclass(frozen=True)
-class TLSFiles:
-    """One CA and this process's certificate and key, for every connection it makes or accepts."""
-
-    ca_file: Path
-    cert: Path
-    key: Path
-
-    def security(self, role: str) -> Security:
-        """Dask ``Security`` for ``role`` (scheduler, worker or client), encryption required."""
-        from distributed import Security
-
-        return Security(require_encryption=True, tls_ca_file=str(self.ca_file),
-                        **{f"tls_{role}_cert": str(self.cert), f"tls_{role}_key": str(self.key)})
 
 
 @dataclass(frozen=True)
@@ -98,20 +82,6 @@ def add_tls_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-ca-file", type=Path, metavar="PATH", help="CA certificate (PEM); enables TLS")
     parser.add_argument("--tls-cert", type=Path, metavar="PATH", help="this process's certificate (PEM)")
     parser.add_argument("--tls-key", type=Path, metavar="PATH", help="this process's private key (PEM)")
-
-
-def client_security(args: argparse.Namespace, scheduler: str | None) -> Security | None:
-    """The client's Dask ``Security`` for ``scheduler`` from the TLS options: required for a
-    ``tls://`` scheduler, refused for any other."""
-    tls = tls_files(args)
-    if tls is None:
-        if scheduler is not None and scheduler.startswith("tls://"):
-            raise InvalidInputError(f"the scheduler {scheduler} speaks TLS: give --tls-ca-file, --tls-cert "
-                                    "and --tls-key (a client certificate the scheduler's CA signed)")
-        return None
-    if scheduler is None or not scheduler.startswith("tls://"):
-        raise InvalidInputError(f"--tls-* options need --scheduler tls://HOST:PORT, got {scheduler!r}")
-    return tls.security("client")
 
 
 def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.dashboard.lanes import format_lane
 from orchestrator.errors import ClusterError, InvalidInputError, UnknownSweepError
 from orchestrator.plan.expand import results_root_for
+from orchestrator.spec.record import SweepRecord
 from orchestrator.store import records as sweep_record
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         if view is not None and view["sweep"]["state"] != "running":
             print(f"sweep {sweep_id} already {view['sweep']['state']}; nothing to cancel")
             return 0
-        token = str((record or {}).get("client_token") or "")
+        token = record.client_token if record is not None else ""
         Event(cancel_event_name(sweep_id, token), client=conn.client).set()
         print(f"cancel requested for sweep {sweep_id} on {address}", flush=True)
         if view is not None and args.wait_s > 0:
@@ -122,25 +123,24 @@ def format_live(view: dict[str, Any], address: str) -> str:
     return "\n".join(lines)
 
 
-def format_recorded(record: dict[str, Any], statuses: dict[str, str | None]) -> str:
+def format_recorded(record: SweepRecord, statuses: dict[str, str | None]) -> str:
     """A sweep as its record and run files tell it (no live step information)."""
-    planned = int(record.get("planned_runs") or 0)
-    state = record.get("status", "?")
+    planned, state = record.planned_runs, record.status
     counts: dict[str, int] = {}
-    if record.get("outcomes"):
-        for outcome in record["outcomes"]:
-            counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
+    if record.outcomes:
+        for outcome in record.outcomes:
+            counts[str(outcome.status)] = counts.get(str(outcome.status), 0) + 1
     else:
         for status in statuses.values():
             counts[status or "unreadable"] = counts.get(status or "unreadable", 0) + 1
         remaining = planned - sum(counts.values())
         if state == "running" and remaining > 0:
             counts.update({"running": 1, "queued": remaining - 1})
-    lines = [f"sweep {record['sweep_id']}: {state} (from the sweep record and run files; "
+    lines = [f"sweep {record.sweep_id}: {state} (from the sweep record and run files; "
              "the current step needs a reachable scheduler)",
              "runs: " + _count_line(counts) + f" of {planned}"]
-    if record.get("stopped_reason"):
-        lines.append(f"stopped: {record['stopped_reason']}")
+    if record.stopped_reason:
+        lines.append(f"stopped: {record.stopped_reason}")
     return "\n".join(lines)
 
 
@@ -151,7 +151,7 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
                         help="results root (default: 'results' in the git repo of the current directory)")
 
 
-def _find_sweep(root: Path, wanted: str, scheduler: str | None) -> tuple[str, dict | None]:
+def _find_sweep(root: Path, wanted: str, scheduler: str | None) -> tuple[str, SweepRecord | None]:
     """(sweep id, its record or None). ``latest`` falls back to the board's newest sweep when the
     results root has none and a scheduler was given."""
     try:
@@ -171,11 +171,9 @@ def _find_sweep(root: Path, wanted: str, scheduler: str | None) -> tuple[str, di
         return sweep_id, None
 
 
-def _live_scheduler(record: dict | None) -> str | None:
+def _live_scheduler(record: SweepRecord | None) -> str | None:
     """The scheduler a running sweep's record names."""
-    if record is not None and record.get("status") == "running":
-        return record.get("scheduler")
-    return None
+    return record.scheduler if record is not None and record.status == "running" else None
 
 
 def _board_view(address: str, sweep_id: str | None) -> dict | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.plan.expand import results_root_for
+from orchestrator.spec.record import SweepRecord
 from orchestrator.store import records as sweep_record
 
 NOT_REPORTED = "(not reported)"
@@ -22,7 +23,7 @@ def add_list_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     """Print one line per recorded sweep, newest first."""
     root = results_root_for(args.results, Path.cwd())
-    rows = [sweep_row(root, path) for path in sweep_record.sweeps_dir(root).glob("[!.]*.json")]
+    rows = [sweep_row(root, sweep_id, record) for sweep_id, record in sweep_record.all_records(root)]
     rows.sort(key=lambda row: (row["created"], row["sweep_id"]), reverse=True)
     if not rows:
         print(f"no sweeps recorded under {sweep_record.sweeps_dir(root)}")
@@ -34,21 +35,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def sweep_row(root: Path, record_file: Path) -> dict[str, Any]:
-    """What ``list`` shows of one sweep; an unreadable record is listed as such, never fatal."""
-    sweep_id = record_file.stem
-    try:
-        record = json.loads(record_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = None
-    if not isinstance(record, dict):
+def sweep_row(root: Path, sweep_id: str, record: SweepRecord | None) -> dict[str, Any]:
+    """What ``list`` shows of one sweep; an unreadable record (None) is listed as such, never fatal."""
+    if record is None:
         return {"sweep_id": sweep_id, "created": "", "status": "unreadable record", "runs": "-",
                 "verdicts": NOT_REPORTED}
-    outcomes = [o for o in record.get("outcomes") or [] if isinstance(o, dict)]
-    ok = sum(o.get("status") == "ok" for o in outcomes)
-    runs = f"{ok}/{record.get('planned_runs', '?')}" if outcomes else f"?/{record.get('planned_runs', '?')}"
-    return {"sweep_id": sweep_id, "created": str(record.get("created", ""))[:19].replace("T", " "),
-            "status": str(record.get("status", "?")), "runs": runs, "verdicts": _verdicts(root, sweep_id)}
+    ok = sum(o.status == "ok" for o in record.outcomes)
+    runs = f"{ok}/{record.planned_runs}" if record.outcomes else f"?/{record.planned_runs}"
+    return {"sweep_id": sweep_id, "created": record.created[:19].replace("T", " "), "status": record.status,
+            "runs": runs, "verdicts": _verdicts(root, sweep_id)}
 
 
 def _verdicts(root: Path, sweep_id: str) -> str:

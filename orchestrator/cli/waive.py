@@ -7,12 +7,10 @@ import getpass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from orchestrator.analysis.waivers import REVOKE, WAIVE, active_waivers, new_entry, waiver_log
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan.expand import results_root_for
-from orchestrator.spec.load import check_waiver, spec_from_config
+from orchestrator.spec.load import check_waiver
 from orchestrator.spec.schema import WaiverSpec
 from orchestrator.store import records as sweep_record
 
@@ -37,10 +35,9 @@ def cmd_waive(args: argparse.Namespace) -> int:
     root = results_root_for(args.results, Path.cwd())
     sweep_id = sweep_record.resolve_sweep_id(root, args.sweep_id)
     record = sweep_record.read_record(root, sweep_id)
-    spec = spec_from_config(OmegaConf.create(record.get("spec") or {}))
     by = args.by or _login_name()
-    check_waiver(WaiverSpec(case=args.case, reason=args.reason, side=args.side, gate=args.gate, by=by), spec,
-                 None)
+    check_waiver(WaiverSpec(case=args.case, reason=args.reason, side=args.side, gate=args.gate, by=by),
+                 record.spec, None)
     action = REVOKE if args.revoke else WAIVE
     entry = new_entry(action, args.case, args.side, args.gate, args.reason, by, datetime.now(UTC))
     if args.revoke and not any(w.target == entry.target for w in active_waivers(waiver_log(record))):

@@ -20,11 +20,11 @@ from typing import Any
 
 from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.report_model import load_runs, report_metrics, sweep_gates
-from orchestrator.analysis.verdicts import INCONCLUSIVE
+from orchestrator.analysis.verdicts import Verdict
 from orchestrator.contract import PlannedRun
 from orchestrator.dispatch.dispatcher import SweepOutcome, run_sweep
-from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan, max_repeats
-from orchestrator.spec.schema import GateSpec
+from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan
+from orchestrator.spec.record import AdaptiveSummary, SweepRecord
 
 DECIDED, MAX_REACHED, BUDGET_SPENT = "every gate decided", "max_repeats reached", "budget_s spent"
 
@@ -33,22 +33,21 @@ DECIDED, MAX_REACHED, BUDGET_SPENT = "every gate decided", "max_repeats reached"
 class AdaptiveRounds:
     """The next adaptive round of a sweep each time it is called (``run_sweep``'s ``more``)."""
 
-    resolved: ResolvedSweep
-    record: dict[str, Any]
+    resolved: ResolvedSweep  # where the rounds' runs come from (``plan.expand.adaptive_plan``)
+    record: SweepRecord  # the sweep whose gates decide
     done: set[str] = field(default_factory=set)  # run keys already ok: not run again
     next_round: int = 0
     ended: str | None = None  # why no further round runs
 
     def __post_init__(self) -> None:
-        self.next_round = self.next_round or self.resolved.spec.repeats
-        self._plan = adaptive_plan(self.resolved, self.record["sweep_id"])
-        spec = self.record["spec"]
-        self._metrics = report_metrics(spec, [GateSpec(**g) for g in spec.get("gates", [])])
+        self.next_round = self.next_round or self.record.spec.repeats
+        self._plan = adaptive_plan(self.resolved, self.record.sweep_id)
+        self._metrics = report_metrics(self.record.spec)
 
     def __call__(self) -> list[PlannedRun]:
-        spec = self.resolved.spec
-        while self.next_round < max_repeats(spec):
-            runs = load_runs(self.resolved.results_root, self.record["sweep_id"], [*self._metrics, "wall_s"])
+        spec = self.record.spec
+        while self.next_round < spec.max_rounds:
+            runs = load_runs(self.resolved.results_root, self.record.sweep_id, [*self._metrics, "wall_s"])
             if spec.budget_s is not None and runs["wall_s"].sum() >= spec.budget_s:
                 self.ended = BUDGET_SPENT
                 return []
@@ -65,11 +64,11 @@ class AdaptiveRounds:
         self.ended = self.ended or MAX_REACHED
         return []
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> AdaptiveSummary:
         """What the record keeps: the planned range and why the sweep stopped adding rounds."""
-        spec = self.resolved.spec
-        return {"repeats": spec.repeats, "max_repeats": max_repeats(spec), "rounds": self.next_round,
-                "ended": self.ended}
+        spec = self.record.spec
+        return AdaptiveSummary(repeats=spec.repeats, max_repeats=spec.max_rounds, rounds=self.next_round,
+                               ended=self.ended)
 
 
 @dataclass
@@ -77,41 +76,41 @@ class DisturbedReruns:
     """Each call: the runs of ``plan`` that finished ok but disturbed and were not re-run yet."""
 
     resolved: ResolvedSweep
-    record: dict[str, Any]
+    record: SweepRecord
     plan: list[PlannedRun]
     done: set[str] = field(default_factory=set)  # ok before this dispatch: not this one's to re-run
     rerun: set[str] = field(default_factory=set)
 
     def __call__(self) -> list[PlannedRun]:
-        runs = load_runs(self.resolved.results_root, self.record["sweep_id"], [])
+        runs = load_runs(self.resolved.results_root, self.record.sweep_id, [])
         ok = runs[(runs["status"] == "ok") & ~runs["run_key"].isin(self.done | self.rerun)]
         keys = set(disturbed_runs(ok)["run_key"])
         self.rerun |= keys
         return [run for run in self.plan if run.run_key in keys]
 
 
-def undecided_cells(record: dict[str, Any], runs: Any) -> set[tuple[str, str]]:
+def undecided_cells(record: SweepRecord, runs: Any) -> set[tuple[str, str]]:
     """(case, side) cells an INCONCLUSIVE gate needs: its side and the baseline of its case."""
-    baseline = record["spec"]["baseline"]
+    baseline = record.spec.baseline
     cells = set()
     for verdict in sweep_gates(record, runs):
-        if verdict.verdict == INCONCLUSIVE:
+        if verdict.verdict == Verdict.INCONCLUSIVE:
             cells |= {(verdict.case, verdict.side), (verdict.case, baseline)}
     return cells
 
 
-def run_until_decided(resolved: ResolvedSweep, record: dict[str, Any], runs: list[PlannedRun], *,
+def run_until_decided(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRun], *,
                       done: set[str] | None = None, **dispatch: Any
-                      ) -> tuple[SweepOutcome | None, dict[str, Any] | None]:
+                      ) -> tuple[SweepOutcome | None, AdaptiveSummary | None]:
     """Dispatch ``runs`` (``run_sweep``'s keyword arguments in ``dispatch``), then re-runs of
     disturbed runs (``rerun_disturbed``) and adaptive rounds while the sweep is adaptive and a gate is
     undecided. Returns the outcome (None when there was nothing to run) and, for an adaptive sweep,
     ``AdaptiveRounds.summary`` for the record."""
-    spec, done = resolved.spec, set(done or ())
-    rounds = AdaptiveRounds(resolved, record, done=done) if max_repeats(spec) > spec.repeats else None
+    spec, done = record.spec, set(done or ())
+    rounds = AdaptiveRounds(resolved, record, done=done) if spec.adaptive else None
     reruns = None
     if spec.rerun_disturbed:
-        plan = [*build_plan(resolved, record["sweep_id"]), *adaptive_plan(resolved, record["sweep_id"])]
+        plan = [*build_plan(resolved, record.sweep_id), *adaptive_plan(resolved, record.sweep_id)]
         reruns = DisturbedReruns(resolved, record, plan, done=done)
 
     def more() -> list[PlannedRun]:

@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
 
 from distributed import Client, Event, Future, wait
 
@@ -22,11 +21,19 @@ from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, cancel_event_name
 from orchestrator.dashboard import page_url
 from orchestrator.dashboard.plugin import board_installed
 from orchestrator.dispatch.cluster import connect
-from orchestrator.dispatch.fleet import FleetResult, LostResult, RoundHooks, run_rounds, split_rounds
+from orchestrator.dispatch.fleet import (
+    INTERRUPTED_REASON,
+    FleetResult,
+    LostResult,
+    RoundHooks,
+    run_rounds,
+    split_rounds,
+)
 from orchestrator.dispatch.host_choice import BenchHost, HostsSetting, choose_hosts
 from orchestrator.dispatch.progress import SweepProgress
 from orchestrator.errors import ClusterError, InvalidInputError
-from orchestrator.store.records import OUTCOME_KEYS
+from orchestrator.spec.record import RunOutcome, SweepRecord
+from orchestrator.store.reuse import Reuse
 from orchestrator.worker.bench_task import bench_host_record, execute_run
 
 WORKER_CHECK_INTERVAL_S = 5.0
@@ -36,7 +43,6 @@ CANCELLED_REASON = "cancelled with `shasweep cancel`"
 
 OnConnect = Callable[[str, str | None], None]  # (scheduler address, dashboard URL)
 MoreRuns = Callable[[], list[PlannedRun]]  # the next runs to dispatch once the list is done; [] ends
-Reuse = Callable[[PlannedRun, str], dict | None]  # (run, host id) -> outcome of an earlier run copied in
 
 
 @dataclass
@@ -54,16 +60,14 @@ class SweepOutcome:
     hosts: list[str] = field(default_factory=list)  # host ids the sweep ran on
     requeued: list[str] = field(default_factory=list)  # rounds redone after their host's worker died
 
-    def finished_record(self, record: dict[str, Any]) -> dict[str, Any]:
+    def finished_record(self, record: SweepRecord) -> SweepRecord:
         """``record`` updated with this outcome: host, per-run status, whether it stopped early."""
-        return {
-            **record, "status": "stopped" if self.stopped_early else "finished",
-            "stopped_reason": self.stop_reason, "host": self.host, "dashboard_url": self.dashboard_url,
-            "wall_s": self.wall_s, "ended": datetime.now(UTC).isoformat(timespec="seconds"),
-            "outcomes": [{k: run.get(k) for k in OUTCOME_KEYS} for run in self.runs],
-            "planned_runs": len(self.runs),
-            "hosts": self.hosts, "requeued_rounds": self.requeued,
-        }
+        return replace(
+            record, status="stopped" if self.stopped_early else "finished", stopped_reason=self.stop_reason,
+            host=self.host, dashboard_url=self.dashboard_url, wall_s=self.wall_s,
+            ended=datetime.now(UTC).isoformat(timespec="seconds"),
+            outcomes=tuple(RunOutcome.of(run) for run in self.runs), planned_runs=len(self.runs),
+            hosts=tuple(self.hosts), requeued_rounds=tuple(self.requeued))
 
 
 def run_sweep(
@@ -79,7 +83,8 @@ def run_sweep(
     hosts: HostsSetting = "one",
     reuse: Reuse | None = None,
 ) -> SweepOutcome:
-    """Execute ``runs`` one at a time in list order on the bench worker of ``scheduler``.
+    """Execute ``runs`` on the bench hosts of ``scheduler``: one host runs them one at a time in list
+    order (``_serial_loop``), several run whole rounds at once, one per host (``_fleet_loop``).
 
     ``scheduler=None`` starts an embedded cluster. A run that is not ``ok`` stops the sweep unless
     ``continue_on_error``; Ctrl-C or ``shasweep cancel`` (the sweep's cancel event) cancels the
@@ -88,14 +93,11 @@ def run_sweep(
     ``/shasweep`` board when the scheduler has it) before the first run; the plan and the end of
     the sweep are published on ``PROGRESS_TOPIC`` for that board. ``more`` (an adaptive sweep's next
     round, ``dispatch.adaptive``) is asked for further runs whenever the list is done, until it
-    returns none or the sweep stops. ``hosts`` is the sweep's ``hosts:`` key: one host resolved from
-    it runs the runs in list order; several run its rounds in parallel, each round whole on one host
-    (``more``'s rounds too). ``security``: the client's Dask ``Security`` for a ``tls://`` scheduler.
-    ``reuse`` (one host only; ``store.reuse``) may stand in an earlier run's results for a run, which
-    then is not dispatched.
+    returns none or the sweep stops. ``hosts`` is the sweep's ``hosts:`` key (``dispatch.host_choice``).
+    ``security``: the client's Dask ``Security`` for a ``tls://`` scheduler. ``reuse`` (one host only;
+    ``store.reuse``) may stand in an earlier run's results for a run, which then is not dispatched.
     """
     _check_plan(runs)
-    runs = list(runs)
     started = time.monotonic()
     with (connect(scheduler, security=security) as conn,
           SweepProgress(runs, enabled=show_progress) as progress):
@@ -105,73 +107,116 @@ def run_sweep(
         if on_connect is not None:
             on_connect(client.scheduler.address, dashboard_url)
         chosen = choose_hosts(client, hosts)
-        target = chosen[0]
-        workers = [worker for bench_host in chosen for worker in bench_host.workers]
         cancel = Event(cancel_event_name(runs[0].sweep_id, runs[0].token), client=client)
         cancel.clear()
-        host = target.submit(client, bench_host_record, key="shasweep-host").result()
+        sweep = _Dispatch(client, list(runs), chosen, cancel, progress, lock_path, continue_on_error, more)
+        host = chosen[0].submit(client, bench_host_record, key="shasweep-host").result()
         client.subscribe_topic(PROGRESS_TOPIC, progress.handle_event)
-        client.log_event(PROGRESS_TOPIC, _planned_message(runs))
-        outcomes: list[dict] = []
-        stop_reason: str | None = None
-        fleet = FleetResult()
+        client.log_event(PROGRESS_TOPIC, _planned_message(sweep.runs))
         dispatch_started = time.monotonic()
         try:
-            if len(chosen) > 1:
-                fleet = _run_fleet(client, runs, chosen, cancel, progress, lock_path, continue_on_error)
-                while fleet.stop_reason is None:  # adaptive rounds, each whole on the next free host
-                    planned = len(runs)
-                    if not _extend(runs, more, progress, client):
-                        break
-                    fleet = fleet.merged(_run_fleet(client, runs[planned:], chosen, cancel, progress,
-                                                    lock_path, continue_on_error))
-                stop_reason = fleet.stop_reason
-                outcomes = [fleet.outcomes[r.run_key] for r in runs if r.run_key in fleet.outcomes]
-            while len(chosen) == 1 and (len(outcomes) < len(runs) or _extend(runs, more, progress, client)):
-                run = runs[len(outcomes)]  # one host: the serial loop, in plan order
-                if cancel.is_set():
-                    stop_reason = CANCELLED_REASON
-                    break
-                outcome = reuse(run, target.host_id) if reuse is not None else None
-                if outcome is None:
-                    future = target.submit(client, execute_run, run, lock_path=lock_path, key=task_key(run))
-                    try:
-                        outcome = _await_run(client, future, run, target)
-                    except KeyboardInterrupt:
-                        cancel.set()
-                        outcome = _await_cancelled(future, run)
-                        stop_reason = "interrupted by the user (Ctrl-C)"
-                outcomes.append(outcome)
-                progress.run_finished(outcome)
-                client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
-                if stop_reason is None and cancel.is_set():
-                    stop_reason = CANCELLED_REASON
-                if stop_reason is None and outcome["status"] != "ok" and not continue_on_error:
-                    stop_reason = (f"run #{run.order} ({run.side} {run.case} repeat {run.repeat}) "
-                                   f"{outcome['status']}: {outcome['error']}")
-                if stop_reason is not None:
-                    break
+            ended = _fleet_loop(sweep) if len(chosen) > 1 else _serial_loop(sweep, reuse)
         finally:
             client.unsubscribe_topic(PROGRESS_TOPIC)
         dispatch_s = time.monotonic() - dispatch_started
-        finished = {outcome["run_key"] for outcome in outcomes}
-        outcomes += [_not_run(run, stop_reason or "") for run in runs if run.run_key not in finished]
-        outcomes = list({outcome["run_key"]: outcome for outcome in outcomes}.values())  # a re-run's last
-        outcomes.sort(key=lambda outcome: outcome["order"])
-        client.log_event(PROGRESS_TOPIC, {**_ended_message(runs[0].sweep_id, outcomes, stop_reason),
+        outcomes = _every_outcome(sweep.runs, ended)
+        client.log_event(PROGRESS_TOPIC, {**_ended_message(runs[0].sweep_id, outcomes, ended.stop_reason),
                                           "token": runs[0].token})
-        return SweepOutcome(runs=outcomes, host=host, stopped_early=stop_reason is not None,
-                            stop_reason=stop_reason, dashboard_url=dashboard_url,
-                            wall_s=time.monotonic() - started, dispatch_s=dispatch_s, workers=workers,
-                            hosts=[bench_host.host_id for bench_host in chosen], requeued=fleet.requeued)
+        return SweepOutcome(runs=outcomes, host=host, stopped_early=ended.stop_reason is not None,
+                            stop_reason=ended.stop_reason, dashboard_url=dashboard_url,
+                            wall_s=time.monotonic() - started, dispatch_s=dispatch_s,
+                            workers=[worker for bench_host in chosen for worker in bench_host.workers],
+                            hosts=[bench_host.host_id for bench_host in chosen], requeued=ended.requeued)
 
 
-def _run_fleet(client: Client, runs: list[PlannedRun], hosts: list[BenchHost], cancel: Event,
-               progress: SweepProgress, lock_path: str | None, continue_on_error: bool) -> FleetResult:
-    """The plan's rounds on ``hosts`` (``dispatch.fleet``), with this dispatcher's outcomes and stops."""
+@dataclass
+class _Dispatch:
+    """One sweep being dispatched: what the serial and the fleet loop share."""
+
+    client: Client
+    runs: list[PlannedRun]  # the plan so far; ``more``'s runs are appended
+    hosts: list[BenchHost]
+    cancel: Event
+    progress: SweepProgress
+    lock_path: str | None
+    continue_on_error: bool
+    more: MoreRuns | None
+
+    def submit(self, host: BenchHost, run: PlannedRun) -> Future:
+        return host.submit(self.client, execute_run, run, lock_path=self.lock_path, key=task_key(run))
+
+    def extend(self) -> bool:
+        """Append ``more()``'s runs (to the progress and the board too); whether there were any. A run
+        already in ``runs`` may come again (a re-run replaces its files and its outcome)."""
+        extra = [replace(run, token=self.runs[0].token) for run in self.more()] if self.more else []
+        if not extra:
+            return False
+        _check_plan(extra)
+        if extra[0].sweep_id != self.runs[0].sweep_id:
+            raise InvalidInputError(f"more runs of sweep {extra[0].sweep_id}, not of {self.runs[0].sweep_id}")
+        self.runs += extra
+        self.progress.add_runs(len(extra))
+        self.client.log_event(PROGRESS_TOPIC, _planned_message(self.runs))
+        return True
+
+
+@dataclass
+class _Ended:
+    """How a loop ended: the outcomes of the runs it finished, and why it stopped early, if it did."""
+
+    outcomes: list[dict]
+    stop_reason: str | None = None
+    requeued: list[str] = field(default_factory=list)  # fleet rounds redone after their host died
+
+
+def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
+    """One host: every run in plan order, each submitted when the previous one ended."""
+    target, outcomes = sweep.hosts[0], []
+    while len(outcomes) < len(sweep.runs) or sweep.extend():
+        run = sweep.runs[len(outcomes)]
+        if sweep.cancel.is_set():
+            return _Ended(outcomes, CANCELLED_REASON)
+        stop_reason = None
+        outcome = reuse(run, target.host_id) if reuse is not None else None
+        if outcome is None:
+            future = sweep.submit(target, run)
+            try:
+                outcome = _await_run(sweep.client, future, run, target)
+            except KeyboardInterrupt:
+                sweep.cancel.set()
+                outcome = _await_cancelled(future, run)
+                stop_reason = INTERRUPTED_REASON
+        outcomes.append(outcome)
+        sweep.progress.run_finished(outcome)
+        sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
+        if stop_reason is None and sweep.cancel.is_set():
+            stop_reason = CANCELLED_REASON
+        if stop_reason is None and outcome["status"] != "ok" and not sweep.continue_on_error:
+            stop_reason = (f"run #{run.order} ({run.side} {run.case} repeat {run.repeat}) "
+                           f"{outcome['status']}: {outcome['error']}")
+        if stop_reason is not None:
+            return _Ended(outcomes, stop_reason)
+    return _Ended(outcomes)
+
+
+def _fleet_loop(sweep: _Dispatch) -> _Ended:
+    """Several hosts: the plan's rounds (``dispatch.fleet``), then ``more``'s, each whole on the next
+    free host."""
+    fleet = _run_rounds(sweep, sweep.runs)
+    while fleet.stop_reason is None:
+        planned = len(sweep.runs)
+        if not sweep.extend():
+            break
+        fleet = fleet.merged(_run_rounds(sweep, sweep.runs[planned:]))
+    outcomes = [fleet.outcomes[r.run_key] for r in sweep.runs if r.run_key in fleet.outcomes]
+    return _Ended(outcomes, fleet.stop_reason, fleet.requeued)
+
+
+def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
+    """The rounds of ``runs`` on the sweep's hosts, with this dispatcher's outcomes and stops."""
 
     def stop_after(outcome: dict) -> str | None:
-        if outcome["status"] == "ok" or continue_on_error:
+        if outcome["status"] == "ok" or sweep.continue_on_error:
             return None
         return (f"run #{outcome['order']} ({outcome['side']} {outcome['case']} repeat {outcome['repeat']}) "
                 f"{outcome['status']} on host {outcome.get('host_id')}: {outcome['error']}")
@@ -180,30 +225,23 @@ def _run_fleet(client: Client, runs: list[PlannedRun], hosts: list[BenchHost], c
         print(f"host {host_id}: {why}; its round goes whole to the next free host", file=sys.stderr,
               flush=True)
         keys = [run.run_key for run in round_runs]
-        client.log_event(PROGRESS_TOPIC, {"sweep_id": runs[0].sweep_id, "event": "requeued",
-                                          "host_id": host_id, "run_keys": keys, "token": runs[0].token})
+        sweep.client.log_event(PROGRESS_TOPIC, {"sweep_id": runs[0].sweep_id, "event": "requeued",
+                                                "host_id": host_id, "run_keys": keys, "token": runs[0].token})
 
     hooks = RoundHooks(
-        execute=lambda host, run: host.submit(client, execute_run, run, lock_path=lock_path,
-                                              key=task_key(run)),
-        settle=lambda future, run: _settled(future, run), on_outcome=progress.run_finished,
-        stop_after=stop_after, cancelled=cancel.is_set, cancel=cancel.set, on_requeued=requeued)
-    return run_rounds(client, split_rounds(runs), hosts, hooks)
+        execute=sweep.submit, settle=lambda future, run: _settled(future, run),
+        on_outcome=sweep.progress.run_finished, stop_after=stop_after, cancelled=sweep.cancel.is_set,
+        cancel=sweep.cancel.set, on_requeued=requeued)
+    return run_rounds(sweep.client, split_rounds(runs), sweep.hosts, hooks)
 
 
-def _extend(runs: list[PlannedRun], more: MoreRuns | None, progress: SweepProgress, client: Client) -> bool:
-    """Append ``more()``'s runs to ``runs`` (and to the progress and the board); whether there were any.
-    A run already in ``runs`` may come again (a re-run replaces its files and its outcome)."""
-    extra = [replace(run, token=runs[0].token) for run in more()] if more is not None else []
-    if not extra:
-        return False
-    _check_plan(extra)
-    if extra[0].sweep_id != runs[0].sweep_id:
-        raise InvalidInputError(f"more runs of sweep {extra[0].sweep_id}, not of {runs[0].sweep_id}")
-    runs += extra
-    progress.add_runs(len(extra))
-    client.log_event(PROGRESS_TOPIC, _planned_message(runs))
-    return True
+def _every_outcome(runs: list[PlannedRun], ended: _Ended) -> list[dict]:
+    """One outcome per run in plan order: a re-run's last, a stand-in for a run never started."""
+    finished = {outcome["run_key"] for outcome in ended.outcomes}
+    outcomes = ended.outcomes + [_not_run(run, ended.stop_reason or "") for run in runs
+                                 if run.run_key not in finished]
+    outcomes = list({outcome["run_key"]: outcome for outcome in outcomes}.values())
+    return sorted(outcomes, key=lambda outcome: outcome["order"])
 
 
 def task_key(run: PlannedRun) -> str:

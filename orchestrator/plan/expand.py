@@ -140,11 +140,6 @@ def run_key(sweep_id: str, side: str, case: str, repeat: int, sha: str, settings
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def max_repeats(spec: SweepSpec) -> int:
-    """The most rounds the sweep may run: ``max_repeats``, or ``repeats`` for a fixed sweep."""
-    return max(spec.repeats, spec.max_repeats or spec.repeats)
-
-
 def build_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
     """The sweep's first ``repeats`` rounds in execution order, each run with its ``order`` index and
     ``run_key``: all of a fixed sweep, the part of an adaptive one that always runs."""
@@ -160,7 +155,7 @@ def adaptive_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
     The rounds extend the same design (the same seed draws the same first rounds), so keys and order
     indices are the same whenever the sweep is planned again; the adaptive loop runs a subset."""
     spec = resolved.spec
-    cells = plan_cells(list(spec.cases), list(spec.sides), max_repeats(spec), spec.order, spec.order_seed)
+    cells = plan_cells(list(spec.cases), list(spec.sides), spec.max_rounds, spec.order, spec.order_seed)
     extra = sorted((cell for cell in cells if cell[2] >= spec.repeats), key=lambda cell: cell[2])
     first = len(spec.cases) * len(spec.sides) * spec.repeats
     return _runs(resolved, sweep_id, extra, first)

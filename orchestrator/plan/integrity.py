@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 from orchestrator.errors import InvalidInputError
+from orchestrator.spec.record import SweepRecord
 
 DIGEST_FIELDS: tuple[str, ...] = ("sweep_id", "repo", "planned_runs", "spec", "sides")
 
@@ -25,12 +27,14 @@ def record_digest(record: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def with_digest(record: dict[str, Any]) -> dict[str, Any]:
-    return {**record, "digest": record_digest(record)}
+def with_digest(record: SweepRecord) -> SweepRecord:
+    """``record`` with the digest of what it says it would run, as it is written."""
+    return replace(record, digest=record_digest(record.to_json()))
 
 
 def check_digest(record: dict[str, Any]) -> None:
-    """``InvalidInputError`` unless the record's ``digest`` matches what it says it would run."""
+    """``InvalidInputError`` unless the record's ``digest`` matches what it says it would run (``record``:
+    the file's JSON as written, whichever shasweep wrote it)."""
     digest = record.get("digest")
     if not isinstance(digest, str):
         raise InvalidInputError("the record has no digest (written by an older shasweep, or edited): "

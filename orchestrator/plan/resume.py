@@ -14,16 +14,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError, RefError
-from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan, check_writable, max_repeats
+from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan, check_writable
 from orchestrator.plan.integrity import check_digest
 from orchestrator.plan.refs import repo_root, resolve_ref
-from orchestrator.spec.load import side_settings, spec_from_config
+from orchestrator.spec.load import revalidated, side_settings
+from orchestrator.spec.record import OUTCOME_KEYS, SweepRecord
 from orchestrator.store.parquet import run_statuses
-from orchestrator.store.records import OUTCOME_KEYS, read_record, record_path
+from orchestrator.store.records import read_record, read_record_json, record_path
 
 
 @dataclass(frozen=True)
@@ -31,14 +30,10 @@ class ResumePlan:
     """A recorded sweep re-planned: every run of it, and the status its results hold for each."""
 
     resolved: ResolvedSweep
-    record: dict[str, Any]
+    record: SweepRecord
     runs: list[PlannedRun]  # the plan so far, same order and run keys as the first attempt
     statuses: dict[str, str | None]  # run_key -> status in the results (None: unreadable file)
     fixed: int | None = None  # how many of ``runs`` are the first ``repeats`` rounds (None: all)
-
-    @property
-    def adaptive(self) -> bool:
-        return max_repeats(self.resolved.spec) > self.resolved.spec.repeats
 
     @property
     def ok_keys(self) -> set[str]:
@@ -52,7 +47,7 @@ class ResumePlan:
 
     def refreshed(self) -> ResumePlan:
         """The same plan with its record and the statuses of its results as they are now."""
-        root, sweep_id = self.resolved.results_root, self.record["sweep_id"]
+        root, sweep_id = self.resolved.results_root, self.record.sweep_id
         return replace(self, record=read_record(root, sweep_id), statuses=run_statuses(root, sweep_id))
 
     def merged_outcomes(self, dispatched: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -78,10 +73,11 @@ def plan_resume(results_root: Path, sweep_id: str) -> ResumePlan:
     gone from the repository, the record's digest does not match it (``plan.integrity``), or the
     re-planned run keys do not match what was recorded.
     """
-    record = read_record(results_root, sweep_id)
+    raw = read_record_json(results_root, sweep_id)
     try:
+        record = read_record(results_root, sweep_id)
         resolved = resolve_recorded(record, results_root)
-        check_digest(record)  # nothing the record says runs unless shasweep wrote it so
+        check_digest(raw)  # nothing the record says runs unless shasweep wrote it so
         fixed = build_plan(resolved, sweep_id)
         extra = adaptive_plan(resolved, sweep_id)
         statuses = run_statuses(results_root, sweep_id)
@@ -89,56 +85,45 @@ def plan_resume(results_root: Path, sweep_id: str) -> ResumePlan:
     except InvalidInputError as exc:
         raise type(exc)(f"cannot resume sweep {sweep_id!r} ({record_path(results_root, sweep_id)}): "
                         f"{exc}") from None
-    except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a record of an unexpected shape
-        raise InvalidInputError(f"cannot resume sweep {sweep_id!r}: its record "
-                                f"{record_path(results_root, sweep_id)} has an unexpected shape "
-                                f"({type(exc).__name__}: {exc})") from None
     ran = fixed + [run for run in extra if run.run_key in statuses]
     return ResumePlan(resolved=resolved, record=record, runs=ran, statuses=statuses, fixed=len(fixed))
 
 
-def resolve_recorded(record: dict[str, Any], results_root: Path) -> ResolvedSweep:
+def resolve_recorded(record: SweepRecord, results_root: Path) -> ResolvedSweep:
     """The sweep of ``record`` pinned to its recorded repository and SHAs, writing to ``results_root``."""
-    spec = spec_from_config(OmegaConf.create(_field(record, "spec", dict)))
-    repo = repo_root(Path(_field(record, "repo", str)))
-    sides = _field(record, "sides", dict)
+    spec = revalidated(record.spec)
+    if not record.repo:
+        raise InvalidInputError("missing in the sweep record", "repo")
+    repo = repo_root(Path(record.repo))
     shas = {}
     for label in spec.sides:
         key = f"sides.{label}.sha"
-        side = sides.get(label)
-        sha = side.get("sha") if isinstance(side, dict) else None
-        if not isinstance(sha, str) or resolve_ref(repo, sha, key) != sha:
+        side = record.sides.get(label)
+        sha = side.sha if side is not None else None
+        if sha is None or resolve_ref(repo, sha, key) != sha:
             raise RefError(f"the recorded SHA {sha!r} is not a full commit SHA", key)
         shas[label] = sha
     settings = {label: side_settings(spec, label) for label in spec.sides}
     check_writable(results_root)
-    sweep_dir = record.get("sweep_dir")
     return ResolvedSweep(spec=spec, repo=repo, results_root=results_root, shas=shas, settings=settings,
-                         sweep_dir=Path(sweep_dir) if isinstance(sweep_dir, str) else None)
+                         sweep_dir=Path(record.sweep_dir) if record.sweep_dir is not None else None)
 
 
-def _check_same_plan(record: dict[str, Any], fixed: list[PlannedRun], extra: list[PlannedRun],
+def _check_same_plan(record: SweepRecord, fixed: list[PlannedRun], extra: list[PlannedRun],
                      statuses: dict[str, str | None]) -> None:
     """The re-planned runs must be the recorded ones: a count between the first rounds' and all
     rounds', and every recorded key among them."""
-    planned = record.get("planned_runs")
-    if not (isinstance(planned, int) and len(fixed) <= planned <= len(fixed) + len(extra)):
+    planned = record.planned_runs
+    if not len(fixed) <= planned <= len(fixed) + len(extra):
         expected = f"{len(fixed)}" + (f" to {len(fixed) + len(extra)}" if extra else "")
         raise InvalidInputError(f"the record plans {planned!r} runs, re-planning it gives {expected}",
                                 "planned_runs")
     keys = {run.run_key for run in fixed + extra}
-    recorded = {o.get("run_key") for o in record.get("outcomes") or [] if isinstance(o, dict)}
+    recorded = {outcome.run_key for outcome in record.outcomes}
     unknown = sorted(str(key) for key in (recorded | set(statuses)) - keys)
     if unknown:
         raise InvalidInputError(f"run keys {', '.join(unknown[:3])} were recorded but are not in the "
                                 "re-planned sweep (recorded by another shasweep version?)", "outcomes")
-
-
-def _field(record: dict[str, Any], name: str, kind: type) -> Any:
-    value = record.get(name)
-    if not isinstance(value, kind):
-        raise InvalidInputError(f"missing or not a {kind.__name__} in the sweep record", name)
-    return value
 
 
 def _ok_outcome(run: PlannedRun) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """A bisect record (``<results>/bisect/<id>.json``) as a table of its steps, as Markdown and as an HTML
 page with the ratio of each tested commit against its place in the first-parent history.
 
-Everything is read from the record (plain JSON); nothing here runs git or reads Parquet.
+Everything is read from the record (plain JSON; its spec typed by ``spec.record.spec_from_json``);
+nothing here runs git or reads Parquet.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from bokeh.plotting import figure
 from orchestrator.render.markdown import markdown_table
 from orchestrator.render.page import Page
 from orchestrator.render.tables import Table, one_line
+from orchestrator.spec.record import spec_from_json
 
 MARK_COLORS: dict[str, str] = {"good": "#2ca02c", "bad": "#d62728", "skip": "#7f7f7f", "undecided": "#ff7f0e"}
 
@@ -35,13 +37,13 @@ def steps_table(record: dict[str, Any]) -> Table:
 
 def summary_lines(record: dict[str, Any]) -> list[str]:
     """The bisect's range, gate, status and what it found."""
-    gate = (record.get("spec") or {}).get("gates", [{}])[0]
-    bounds = " and ".join(f"{op} {gate[key]:g}x" for op, key in ((">=", "min_ratio"), ("<=", "max_ratio"))
-                          if gate.get(key) is not None)
+    spec = spec_from_json(record.get("spec"))
+    gate = spec.gates[0]
+    bounds = " and ".join(f"{op} {value:g}x" for op, value in ((">=", gate.min_ratio), ("<=", gate.max_ratio))
+                          if value is not None)
     lines = [f"good: {record.get('good')} ({record.get('good_ref')}); bad: {record.get('bad')} "
              f"({record.get('bad_ref')}); {len(record.get('commits') or [])} commits after good",
-             f"case: {(record.get('spec') or {}).get('cases', ['-'])[0]}; gate: {gate.get('metric')} "
-             f"{bounds} at {gate.get('confidence', 0.95):g} confidence",
+             f"case: {spec.cases[0]}; gate: {gate.metric} {bounds} at {gate.confidence:g} confidence",
              f"status: {record.get('status')}"]
     if record.get("first_bad"):
         lines.append(f"first bad commit: {record['first_bad']} {record.get('first_bad_subject', '')}")
@@ -77,10 +79,10 @@ def ratio_plot(record: dict[str, Any]) -> figure:
     fig.scatter("index", "ratio", source=source, color="color", size=10)
     fig.add_tools(HoverTool(tooltips=[("sha", "@sha"), ("subject", "@subject"), ("ratio", "@ratio{0.000}"),
                                       ("interval", "[@low{0.000}, @high{0.000}]"), ("mark", "@mark")]))
-    gate = (record.get("spec") or {}).get("gates", [{}])[0]
-    for key in ("min_ratio", "max_ratio"):
-        if gate.get(key) is not None:
-            fig.add_layout(Span(location=gate[key], dimension="width", line_dash="dashed", line_color="#999"))
+    gate = spec_from_json(record.get("spec")).gates[0]
+    for bound in (gate.min_ratio, gate.max_ratio):
+        if bound is not None:
+            fig.add_layout(Span(location=bound, dimension="width", line_dash="dashed", line_color="#999"))
     first_bad = record.get("first_bad")
     shas = [c.get("sha") for c in record.get("commits") or []]
     if first_bad in shas:

@@ -160,7 +160,7 @@ def _values(runs: pd.DataFrame, case: str, side: str, metric: str) -> list[float
 def sides_table(comparison: Comparison) -> Table:
     """Each compared side's SHA in both sweeps."""
     def sha(report: Report, side: str) -> str:
-        return str(report.record.get("sides", {}).get(side, {}).get("sha", "-"))
+        return report.record.side(side).sha or "-"
 
     before, after = comparison.before, comparison.after
     rows = [[side, sha(before, side), sha(after, side)] for side in comparison.sides]

@@ -9,9 +9,11 @@ from collections.abc import Sequence
 from bokeh.models import ColumnDataSource, HoverTool, Span
 from bokeh.plotting import figure
 
-from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, GateVerdict
+from orchestrator.analysis.verdicts import GateVerdict, Verdict
+from orchestrator.spec.schema import GateSpec
 
-VERDICT_COLORS: dict[str, str] = {PASS: "#1a8a3a", FAIL: "#c0392b", INCONCLUSIVE: "#c77c00"}
+VERDICT_COLORS: dict[Verdict, str] = {Verdict.PASS: "#1a8a3a", Verdict.FAIL: "#c0392b",
+                                      Verdict.INCONCLUSIVE: "#c77c00"}
 WAIVED_COLOR = "#888888"
 ROW_HEIGHT, MIN_HEIGHT, WIDTH = 34, 170, 560
 PAD = 0.1  # of the drawn span, on each side, so no interval end or bound sits on the frame
@@ -68,10 +70,11 @@ def _row(verdict: GateVerdict, label: str) -> dict:
             "color": WAIVED_COLOR if waived else VERDICT_COLORS.get(verdict.verdict, "#000")}
 
 
-def gate_bounds(spec_gates: Sequence[dict], verdicts: Sequence[GateVerdict]) -> list[float]:
-    """The min/max ratios of the gates ``verdicts`` came from (``spec_gates``: the record's gates)."""
+def gate_bounds(spec_gates: Sequence[GateSpec], verdicts: Sequence[GateVerdict]) -> list[float]:
+    """The min/max ratios of the gates ``verdicts`` came from (``spec_gates``: the sweep's gates)."""
     found = []
     for index in sorted({v.gate for v in verdicts}):
-        gate = spec_gates[index] if index < len(spec_gates) else {}
-        found += [float(gate[k]) for k in ("min_ratio", "max_ratio") if gate.get(k) is not None]
+        if index < len(spec_gates):
+            gate = spec_gates[index]
+            found += [float(bound) for bound in (gate.min_ratio, gate.max_ratio) if bound is not None]
     return sorted(set(found))

@@ -32,7 +32,7 @@ def to_frame(report: Report) -> pd.DataFrame:
     drifts = {(d.case, d.side, d.metric): d for d in report.drift}
     return pd.DataFrame([{
         "sweep_id": report.sweep_id, "case": r.case, "side": r.side,
-        "sha": report.record.get("sides", {}).get(r.side, {}).get("sha"),
+        "sha": report.record.side(r.side).sha,
         "baseline": r.side == report.baseline, "metric": r.metric,
         "n_ok": report.counts[r.case, r.side][0], "n_failed": report.counts[r.case, r.side][1],
         "median": r.summary.median, "min": r.summary.min, "max": r.summary.max, "cv": r.summary.cv,

@@ -36,6 +36,7 @@ from orchestrator.render.tables import (
 from orchestrator.render.terminal import SHORT_SHA, report_verdict_line
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 from orchestrator.spec.anyrepo import is_envruntime_command
+from orchestrator.spec.schema import SweepSpec
 from orchestrator.store.damaged import parquet_files, read_files
 from orchestrator.store.parquet import read_runs, steps_dir
 
@@ -64,14 +65,13 @@ def timeline_phase(steps: pd.DataFrame) -> str | None:
     return next((p for p in TIMELINE_PHASES if p in present), present[0] if present else None)
 
 
-def throughput_label(record: dict) -> str:
+def throughput_label(spec: SweepSpec) -> str:
     """The throughput axis: the protocol's unit (protocol time: runs), envruntime's env steps, else the
     bench's own unit."""
-    spec = record.get("spec") or {}
-    unit = describe_stored(spec.get("protocol")).throughput_unit
+    unit = describe_stored(spec.protocol.value).throughput_unit
     if unit is not None:
         return f"throughput ({unit} / s)"
-    if not spec.get("command") or is_envruntime_command(spec["command"]):
+    if is_envruntime_command(spec.command):
         return "throughput (env steps / s)"
     return "throughput (as the bench reports it, per s)"
 
@@ -107,7 +107,7 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
         paired = any(r.comparison.paired for r in report.rows
                      if r.case == case and r.metric == "throughput" and r.comparison is not None)
         figures = [throughput_plot(mine, report.sides, f"{case}: throughput per run", paired=paired,
-                                   y_label=throughput_label(report.record)),
+                                   y_label=throughput_label(report.record.spec)),
                    breakdown_plot(mine, report.sides, f"{case}: phase breakdown")]
         case_steps = steps[(steps["phase"] == phase) & steps["run_key"].isin(mine["run_key"])]
         if len(case_steps):
@@ -150,7 +150,7 @@ def mark_disturbed(runs: pd.DataFrame, report: Report) -> pd.DataFrame:
 
 def forest_plots(report: Report) -> list[Model]:
     """One forest plot per gate metric, in the order the gates list them."""
-    spec_gates = report.record["spec"].get("gates") or []
+    spec_gates = report.record.spec.gates
     metrics = list(dict.fromkeys(g.metric for g in report.gates))
     return [forest_plot(m, verdicts, gate_bounds(spec_gates, verdicts), f"gates on {m}")
             for m in metrics for verdicts in [[g for g in report.gates if g.metric == m]]]

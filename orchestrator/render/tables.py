@@ -19,6 +19,8 @@ from orchestrator.analysis.verdicts import (
 )
 from orchestrator.capabilities import Capability, describe_stored
 from orchestrator.spec.anyrepo import is_envruntime_command
+from orchestrator.spec.record import AdaptiveSummary
+from orchestrator.spec.schema import SweepSpec
 
 
 @dataclass(frozen=True)
@@ -32,18 +34,18 @@ class Table:
 
 def summary_lines(report: Report) -> list[str]:
     """When and how the sweep ran, and how many of its runs were ok."""
-    rec, spec = report.record, report.record["spec"]
-    stopped = f" ({rec['stopped_reason']})" if rec.get("stopped_reason") else ""
+    rec, spec = report.record, report.record.spec
+    stopped = f" ({rec.stopped_reason})" if rec.stopped_reason else ""
     n_ok = sum(ok for ok, _ in report.counts.values())
     n_audit = int((report.failures["status"] == AUDIT_FAILED).sum())
     return [
-        f"created: {rec.get('created', '-')}; status: {rec.get('status', '-')}{stopped}",
-        f"repo: {rec.get('repo', '-')}",
-        f"order: {spec.get('order')} (seed {spec.get('order_seed')}), repeats: {spec.get('repeats')}, "
+        f"created: {rec.created or '-'}; status: {rec.status}{stopped}",
+        f"repo: {rec.repo or '-'}",
+        f"order: {spec.order.value} (seed {spec.order_seed}), repeats: {spec.repeats}, "
         f"baseline: {report.baseline}",
         f"runs: {n_ok} ok, {len(report.failures)} not ok ({n_audit} failed their audit), "
         f"{report.missing} not run, {len(report.disturbed)} disturbed",
-        *_adaptive_line(rec),
+        *_adaptive_line(rec.adaptive),
         *_protocol_line(spec),
         _rss_line(report),
     ]
@@ -59,11 +61,11 @@ def _rss_line(report: Report) -> str:
             "children; VmHWM: sampled from /proc; bench: its own report; none: no figure)")
 
 
-def _protocol_line(spec: dict) -> list[str]:
+def _protocol_line(spec: SweepSpec) -> list[str]:
     """``protocol: json; modules audited: ...`` where the bench does not prove its own code, or the
     sweep lists modules."""
-    info = describe_stored(spec.get("protocol"))
-    listed = spec.get("audit_modules")
+    info = describe_stored(spec.protocol.value)
+    listed = spec.audit_modules
     if info.has(Capability.AUDIT_FIELDS) and not listed:
         return []
     audited = ("the worktree's packages the bench imported (default)" if listed is None
@@ -79,21 +81,20 @@ def _per_side(report: Report, column: str) -> str:
     return "; ".join(f"{side} {value}" for side, value in values.items())
 
 
-def _adaptive_line(record: dict) -> list[str]:
+def _adaptive_line(adaptive: AdaptiveSummary | None) -> list[str]:
     """``adaptive: 7 of 3-30 rounds, ended: every gate decided`` for an adaptive sweep."""
-    adaptive = record.get("adaptive")
-    if not isinstance(adaptive, dict):
+    if adaptive is None:
         return []
-    return [f"adaptive: {adaptive.get('rounds')} of {adaptive.get('repeats')}-{adaptive.get('max_repeats')} "
-            f"rounds, ended: {adaptive.get('ended') or 'the sweep stopped'}"]
+    return [f"adaptive: {adaptive.rounds} of {adaptive.repeats}-{adaptive.max_repeats} rounds, "
+            f"ended: {adaptive.ended or 'the sweep stopped'}"]
 
 
 def sides_table(report: Report) -> Table:
     """Each side's planned ref, SHA and variant next to what the runs' audit recorded."""
     rows = []
     for side in report.sides:
-        info, audit = report.record.get("sides", {}).get(side, {}), report.audit[side]
-        planned = [str(info.get(k, "-")) for k in ("ref", "sha", "variant")]
+        info, audit = report.record.side(side), report.audit[side]
+        planned = [info.ref or "-", info.sha or "-", info.variant or "-"]
         rows.append([side, *planned, audit["env_class"], audit["backend_class"], audit["git_sha"],
                      audit["threads"]])
     return Table(["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha",
@@ -172,9 +173,8 @@ def failures_table(report: Report) -> Table:
 
 def host_lines(report: Report) -> list[str]:
     """The bench host's record, one ``key: value`` per line."""
-    host = dict(report.record.get("host") or {})
-    spec = report.record.get("spec") or {}
-    if host and spec.get("command") and not is_envruntime_command(spec["command"]):
+    host = dict(report.record.host or {})
+    if host and not is_envruntime_command(report.record.spec.command):
         # the worker's own package list is envruntime's; another repository's bench reports its own
         reported = sorted({v for side in report.sides for v in report.audit[side].get("versions", "-")
                            .split(", ") if v != "-"})

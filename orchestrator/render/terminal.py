@@ -15,12 +15,13 @@ from rich.text import Text
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
-from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS
+from orchestrator.analysis.verdicts import Verdict
 from orchestrator.render.tables import format_number, one_line, summary_lines, verdict_text
 from orchestrator.render.verdict_line import verdict_line
 
 SHORT_SHA = 10
-VERDICT_STYLES: dict[str, str] = {PASS: "bold green", FAIL: "bold red", INCONCLUSIVE: "bold yellow"}
+VERDICT_STYLES: dict[Verdict, str] = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red",
+                                      Verdict.INCONCLUSIVE: "bold yellow"}
 
 
 def terminal_console() -> Console:
@@ -65,12 +66,12 @@ def _sides(report: Report) -> RichTable:
     for name in ("side", "ref", "sha", "variant", "loaded"):
         table.add_column(name, overflow="fold")
     for side in report.sides:
-        info = report.record.get("sides", {}).get(side, {})
-        sha = str(info.get("sha", "-"))
+        info = report.record.side(side)
+        sha = info.sha or "-"
         loaded = report.audit[side]["git_sha"]
         mark = "same" if loaded == sha else loaded[:SHORT_SHA]
         label = f"{side} (baseline)" if side == report.baseline else side
-        table.add_row(label, str(info.get("ref", "-")), sha[:SHORT_SHA], str(info.get("variant", "-")), mark)
+        table.add_row(label, info.ref or "-", sha[:SHORT_SHA], info.variant or "-", mark)
     return table
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-VERDICTS: tuple[str, ...] = ("PASS", "FAIL", "INCONCLUSIVE")
+from orchestrator.analysis.verdicts import Verdict
+
+VERDICTS: tuple[str, ...] = tuple(Verdict)
 WAIVED = "WAIVED"
 
 

@@ -12,7 +12,6 @@ from orchestrator.errors import SpecError
 
 MAX_REPEATS = 1_000  # repeats of one (case, side); also the cap of any maximum number of repeats
 MAX_RUNS = 100_000  # cases x sides x repeats of one sweep
-MAX_BOOTSTRAP_RESAMPLES = 200_000  # resamples of one bootstrap interval (memory: resamples x runs)
 MAX_NAME_LENGTH = 100  # the sweep name: its ids name files (at most 255 bytes with the time stamp)
 MAX_LABEL_LENGTH = 64  # side labels and each part of a case
 MAX_REF_LENGTH = 256  # a git ref as written

@@ -7,6 +7,7 @@ problem raises ``SpecError`` naming the offending key, e.g. ``params.num_envs: m
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Iterator
@@ -21,7 +22,6 @@ from orchestrator.errors import SpecError
 from orchestrator.spec import anyrepo
 from orchestrator.spec.anyrepo import placeholders_in
 from orchestrator.spec.bounds import (
-    MAX_BOOTSTRAP_RESAMPLES,
     MAX_LABEL_LENGTH,
     MAX_NAME_LENGTH,
     MAX_REF_LENGTH,
@@ -31,6 +31,7 @@ from orchestrator.spec.bounds import (
     check_finite_floats,
     check_length,
 )
+from orchestrator.spec.deprecated import drop_deprecated
 from orchestrator.spec.lockstep import check_lockstep, check_quiet
 from orchestrator.spec.overrides import plain_overrides
 from orchestrator.spec.schema import (
@@ -44,8 +45,8 @@ from orchestrator.spec.schema import (
     WaiverSpec,
 )
 
-__all__ = ["load_spec", "spec_from_config", "side_settings", "parse_case", "placeholders_in", "validate",
-           "spec_to_dict"]
+__all__ = ["load_spec", "spec_from_config", "revalidated", "side_settings", "parse_case", "placeholders_in",
+           "validate"]
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -58,9 +59,9 @@ def load_spec(path: str | Path, dotlist: list[str] | tuple[str, ...] = ()) -> Sw
 
 
 def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
-    """Merge ``raw`` (a loaded YAML, or ``OmegaConf.create(spec_to_dict(...))``) and ``dotlist`` over
-    the typed defaults and validate the result."""
+    """Merge ``raw`` (a loaded YAML) and ``dotlist`` over the typed defaults and validate the result."""
     refuse_env_lookups(raw, "the sweep file")
+    dotlist = drop_deprecated(raw, dotlist)
     for name, schema in (("gates", GateSpec), ("waivers", WaiverSpec)):
         items = raw.get(name)
         if isinstance(items, ListConfig):  # omegaconf drops the list index from errors inside list items
@@ -72,6 +73,14 @@ def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ())
     spec: SweepSpec = OmegaConf.to_object(merged)  # type: ignore[assignment]
     validate(spec)
     return spec
+
+
+def revalidated(spec: SweepSpec) -> SweepSpec:
+    """A validated copy of a recorded ``spec`` (``spec.record.spec_from_json`` types it without the
+    checks), before anything it says runs again."""
+    checked = copy.deepcopy(spec)
+    validate(checked)
+    return checked
 
 
 def side_settings(spec: SweepSpec, label: str) -> RunSettings:
@@ -146,10 +155,6 @@ def validate(spec: SweepSpec) -> None:
     if spec.budget_s is not None:
         _check_positive(spec.budget_s, "budget_s")
     _check_positive(spec.timeout_s, "timeout_s")
-    if spec.bootstrap_resamples < 100:
-        raise SpecError(f"must be >= 100, got {spec.bootstrap_resamples}", "bootstrap_resamples")
-    if spec.bootstrap_seed < 0:
-        raise SpecError(f"must be >= 0, got {spec.bootstrap_seed}", "bootstrap_seed")
     _check_positive(spec.drift_threshold, "drift_threshold")
     _check_run_settings(RunSettings(spec.variant, spec.params, spec.env), spec, None)
     if not spec.command:
@@ -182,7 +187,6 @@ def _check_sizes(spec: SweepSpec) -> None:
     check_at_most(spec.repeats, MAX_REPEATS, "repeats")
     if spec.max_repeats is not None:
         check_at_most(spec.max_repeats, MAX_REPEATS, "max_repeats")
-    check_at_most(spec.bootstrap_resamples, MAX_BOOTSTRAP_RESAMPLES, "bootstrap_resamples")
     runs = len(spec.cases) * len(spec.sides) * max(spec.repeats, 0)
     if runs > MAX_RUNS:
         raise SpecError(f"{len(spec.cases)} cases x {len(spec.sides)} sides x {spec.repeats} repeats = "
@@ -230,11 +234,6 @@ def check_waiver(waiver: WaiverSpec, spec: SweepSpec, key: str | None) -> None:
     if not any(g.case in (None, waiver.case) and g.side in (None, *sides) for g in gates):
         which = f"gate {waiver.gate} does not check" if waiver.gate is not None else "no gate checks"
         raise SpecError(f"{which} case {waiver.case!r} on side {' or '.join(map(repr, sides))}", key)
-
-
-def spec_to_dict(spec: SweepSpec) -> dict[str, Any]:
-    """Plain JSON-able form of a validated spec (enums as their values)."""
-    return OmegaConf.to_container(OmegaConf.structured(spec), enum_to_str=True)  # type: ignore[return-value]
 
 
 def _check_run_settings(settings: RunSettings, spec: SweepSpec, where: str | None) -> None:

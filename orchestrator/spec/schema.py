@@ -21,11 +21,6 @@ BUILTIN_PLACEHOLDERS: tuple[str, ...] = (
 CASE_PLACEHOLDERS: tuple[str, ...] = ("algo", "task", "sim")
 # The placeholders a ``prepare`` command may use (it runs once per SHA, not per run).
 PREPARE_PLACEHOLDERS: tuple[str, ...] = ("python", "worktree", "sweep_dir")
-# envruntime's default placeholders (its ``ParamsSpec`` keys included), as docs/sweep-yaml.md documents them.
-PLACEHOLDERS: tuple[str, ...] = (
-    "python", "algo", "task", "sim", "variant", "num_envs", "warmup", "measure",
-    "replay_capacity", "seed", "threads", "stream",
-)
 
 DEFAULT_COMMAND: tuple[str, ...] = (
     "{python}", "-m", "envruntime.bench", "--algo", "{algo}", "--task", "{task}", "--sim", "{sim}",
@@ -200,8 +195,6 @@ class SweepSpec:
     timeout_s: float = 600.0
     continue_on_error: bool = False
     hosts: Any = "one"  # "one", "all" or a list of host ids: where rounds run (dispatch.host_choice)
-    bootstrap_resamples: int = 9999  # unused since verdicts read t-intervals; kept so older records load
-    bootstrap_seed: int = 0  # unused, as bootstrap_resamples
     max_repeats: int | None = None  # adaptive rounds up to this many (default: repeats, a fixed sweep)
     budget_s: float | None = None  # no further adaptive round once the runs took this long (bench wall)
     noise: NoiseMode = NoiseMode.cell
@@ -220,6 +213,16 @@ class SweepSpec:
     prepare: list[list[str]] = field(default_factory=list)  # argvs run once per new worktree
     lockstep: LockstepSpec | None = None  # order: lockstep's blocks (its defaults when not given)
     quiet: QuietSpec | None = None  # wait for a quiet host before each round; None: never wait
+
+    @property
+    def max_rounds(self) -> int:
+        """The most rounds the sweep may run: ``max_repeats``, or ``repeats`` for a fixed sweep."""
+        return max(self.repeats, self.max_repeats or self.repeats)
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether rounds after ``repeats`` run while a gate is undecided (``dispatch.adaptive``)."""
+        return self.max_rounds > self.repeats
 
 
 @dataclass

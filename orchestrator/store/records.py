@@ -1,4 +1,4 @@
-"""The sweep record ``<results>/sweeps/<sweep_id>.json``: the validated spec, resolved SHAs, host, status.
+"""The sweep record file ``<results>/sweeps/<sweep_id>.json`` (its shape: ``spec.record.SweepRecord``).
 
 Sweep ids are ``<name>-<UTC yyyymmddTHHMMSS>``, with ``-2``, ``-3``... appended when that id is
 taken; an id is reserved by creating its record exclusively, so two clients never share one. A
@@ -24,9 +24,9 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from orchestrator.errors import InvalidInputError, UnknownSweepError
+from orchestrator.spec.record import SweepRecord
 from orchestrator.store.atomic import write_text_atomic
 
-OUTCOME_KEYS: tuple[str, ...] = ("run_key", "order", "side", "case", "repeat", "host_id", "status", "error")
 APPEND_ONLY: tuple[str, ...] = ("waivers",)  # record keys holding logs that only ``append_entry`` grows
 RECORD_LOCK_TIMEOUT_S = 60.0
 
@@ -111,24 +111,24 @@ def _record_lock(results_root: Path, sweep_id: str) -> Iterator[None]:
         lock.release()
 
 
-def write_record(results_root: Path, sweep_id: str, record: dict[str, Any]) -> Path:
-    """Write the record atomically, keeping the ``APPEND_ONLY`` logs as they are on disk."""
-    with _record_lock(results_root, sweep_id):
-        on_disk = _read_if_any(record_path(results_root, sweep_id))
+def write_record(results_root: Path, record: SweepRecord) -> Path:
+    """Write ``record`` atomically, keeping the ``APPEND_ONLY`` logs as they are on disk."""
+    with _record_lock(results_root, record.sweep_id):
+        on_disk = _read_if_any(record_path(results_root, record.sweep_id))
         kept = {key: on_disk[key] for key in APPEND_ONLY if key in on_disk}
-        return _replace_record(results_root, sweep_id, {**record, **kept})
+        return _replace_record(results_root, record.sweep_id, {**record.to_json(), **kept})
 
 
-def append_entry(results_root: Path, sweep_id: str, key: str, entry: dict[str, Any]) -> dict[str, Any]:
+def append_entry(results_root: Path, sweep_id: str, key: str, entry: dict[str, Any]) -> SweepRecord:
     """Append ``entry`` to the log ``key`` of the stored record (never rewriting earlier entries) and
     return the record as written; ``UnknownSweepError`` if there is no record."""
     if key not in APPEND_ONLY:
         raise ValueError(f"{key!r} is not an append-only log of the sweep record")
     with _record_lock(results_root, sweep_id):
-        record = read_record(results_root, sweep_id)
+        record = read_record_json(results_root, sweep_id)
         record[key] = [*record.get(key, []), entry]
         _replace_record(results_root, sweep_id, record)
-    return record
+    return _typed(results_root, sweep_id, record)
 
 
 def write_json(path: Path, record: dict[str, Any]) -> Path:
@@ -150,8 +150,24 @@ def _replace_record(results_root: Path, sweep_id: str, record: dict[str, Any]) -
     return write_json(record_path(results_root, sweep_id), record)
 
 
-def read_record(results_root: Path, sweep_id: str) -> dict[str, Any]:
-    """The stored record of ``sweep_id``; ``UnknownSweepError`` if there is none."""
+def read_record(results_root: Path, sweep_id: str) -> SweepRecord:
+    """The stored record of ``sweep_id``; ``UnknownSweepError`` if there is none, ``InvalidInputError``
+    naming the file and key if it has an unexpected shape."""
+    return _typed(results_root, sweep_id, read_record_json(results_root, sweep_id))
+
+
+def all_records(results_root: Path) -> Iterator[tuple[str, SweepRecord | None]]:
+    """Every recorded sweep id with its record, in id order; None for a record that is reserved,
+    unreadable or of an unexpected shape."""
+    for path in sorted(sweeps_dir(results_root).glob("[!.]*.json")):
+        try:
+            yield path.stem, read_record(results_root, path.stem)
+        except (InvalidInputError, OSError):
+            yield path.stem, None
+
+
+def read_record_json(results_root: Path, sweep_id: str) -> dict[str, Any]:
+    """The stored record of ``sweep_id`` as its JSON holds it (what ``--resume`` checks the digest of)."""
     path = record_path(results_root, sweep_id)
     try:
         text = path.read_text(encoding="utf-8")
@@ -163,6 +179,14 @@ def read_record(results_root: Path, sweep_id: str) -> dict[str, Any]:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise UnknownSweepError(f"sweep record {path} is not valid JSON: {exc}") from None
+
+
+def _typed(results_root: Path, sweep_id: str, raw: object) -> SweepRecord:
+    try:
+        return SweepRecord.from_json(raw)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"the sweep record {record_path(results_root, sweep_id)} has an unexpected "
+                                f"shape: {exc}") from None
 
 
 def latest_sweep_id(results_root: Path) -> str:

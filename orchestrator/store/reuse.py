@@ -13,6 +13,7 @@ measured again (its ``started_at`` and ``wall_s`` stay those of the original).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from orchestrator.store.parquet import WRITE_OPTIONS, RunFiles, read_runs, run_f
 # another sample. Files older than the column read it as null (measured).
 REUSED_COLUMN = "reused_from"
 MEASURED_FILTER = ds.field(REUSED_COLUMN).is_null()
+Reuse = Callable[[PlannedRun, str], dict | None]  # (run, host id) -> outcome of an earlier run copied in
 
 
 def measured_only(runs: pd.DataFrame) -> pd.DataFrame:

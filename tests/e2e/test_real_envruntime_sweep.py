@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from orchestrator.analysis.report_model import make_report
-from orchestrator.analysis.verdicts import INCONCLUSIVE, PASS
+from orchestrator.analysis.verdicts import Verdict
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
 from orchestrator.render.markdown import to_markdown
@@ -78,7 +78,7 @@ def test_smoke_sweep_passes_its_gate(tmp_path):
     assert (runs["variant"] == runs["side"]).all(), "smoke's side labels are the variants they run"
     assert runs.loc[runs["variant"] == "manager", "update_state.command.compute_ms"].notna().all()
     report = make_report(tmp_path, sweep_id)
-    assert [g.verdict for g in report.gates] == [PASS] and code == EXIT_OK == report.exit_code
+    assert [g.verdict for g in report.gates] == [Verdict.PASS] and code == EXIT_OK == report.exit_code
     assert (tmp_path / "reports" / f"{sweep_id}.html").is_file()
 
 
@@ -93,7 +93,7 @@ def test_seven_case_sweep_runs_its_cases_on_both_variants(tmp_path):
     markdown = to_markdown(report)
     assert all(f"## {case}" in markdown for case in report.cases)
     assert len(report.gates) == 3, "one throughput verdict per case"
-    assert {g.verdict for g in report.gates} == {INCONCLUSIVE}, "one run per side cannot decide"
+    assert {g.verdict for g in report.gates} == {Verdict.INCONCLUSIVE}, "one run per side cannot decide"
     assert code == EXIT_GATE_INCONCLUSIVE
 
 

@@ -15,8 +15,9 @@ from fakebench.fakerepo import make_fake_repo
 from orchestrator.analysis import power
 from orchestrator.analysis.noise_history import earlier_noise, rounds_to_pass
 from orchestrator.analysis.sequential import Looks
+from orchestrator.analysis.verdicts import Verdict
 from orchestrator.cli.main import main
-from orchestrator.plan.expand import adaptive_plan, build_plan, max_repeats, resolve_sweep
+from orchestrator.plan.expand import adaptive_plan, build_plan, resolve_sweep
 from orchestrator.spec.load import load_spec
 
 GO2 = "sac/go2_joystick_flat/mujoco"
@@ -38,7 +39,7 @@ def sweep_file(tmp_path, monkeypatch):
 def test_the_added_rounds_extend_the_design_round_by_round(sweep_file, order):
     resolved = resolve_sweep(load_spec(sweep_file, [f"order={order}", "max_repeats=5"]), Path.cwd())
     first, extra = build_plan(resolved, "ad-1"), adaptive_plan(resolved, "ad-1")
-    assert max_repeats(resolved.spec) == 5 and len(first) == 2 * 2 * 2 and len(extra) == 2 * 2 * 3
+    assert resolved.spec.max_rounds == 5 and len(first) == 2 * 2 * 2 and len(extra) == 2 * 2 * 3
     assert [r.repeat for r in extra] == sorted(r.repeat for r in extra), "round by round"
     assert [r.order for r in first + extra] == list(range(len(first) + len(extra)))
     keys = {r.run_key for r in first + extra}
@@ -48,7 +49,7 @@ def test_the_added_rounds_extend_the_design_round_by_round(sweep_file, order):
     assert [r.run_key for r in again] == [r.run_key for r in extra], "deterministic: resume finds them"
     fixed = resolve_sweep(load_spec(sweep_file, [f"order={order}"]), Path.cwd())
     assert [r.run_key for r in build_plan(fixed, "ad-1")] == [r.run_key for r in first]
-    assert adaptive_plan(fixed, "ad-1") == [] and max_repeats(fixed.spec) == 2
+    assert adaptive_plan(fixed, "ad-1") == [] and fixed.spec.max_rounds == 2
 
 
 def test_plan_prints_min_and_max_runs(sweep_file, capsys):
@@ -93,4 +94,4 @@ def test_rounds_to_pass_grow_with_noise_and_shrink_with_distance():
     cand, base = power.simulate(np.random.default_rng(3), 2000, 40, cv=0.02, true_ratio=1.0)
     n = rounds_to_pass(0.02, 0.97, 0.95)
     fixed = power.decide(cand[:, :n], base[:, :n], Looks(n, n), min_ratio=0.97)
-    assert 0.7 <= fixed.rate(power.PASS) <= 0.9, "about 80 % power at the estimated rounds"
+    assert 0.7 <= fixed.rate(Verdict.PASS) <= 0.9, "about 80 % power at the estimated rounds"

@@ -13,6 +13,7 @@ from orchestrator.analysis.report_model import make_report
 from orchestrator.contract import StepRecord
 from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.render.markdown import to_markdown
+from orchestrator.spec.record import SweepRecord
 from orchestrator.worker.run_audit import ENVRUNTIME_MANAGERS, numbers_reasons
 from orchestrator.worker.run_audit import audit_row as audit_run
 
@@ -73,7 +74,10 @@ def test_apply_audit_marks_only_ok_runs():
     runs = pd.DataFrame([{**envruntime_run(), "side": "a", "status": "ok", "error": None},
                          {**envruntime_run(sim="motrix"), "side": "a", "status": "ok", "error": None},
                          {**envruntime_run(sim="motrix"), "side": "a", "status": "timeout", "error": "slow"}])
-    audited = apply_audit(runs, {"sides": {"a": PLANNED}})
+    spec = {"name": "s", "sides": {"a": {"ref": "HEAD"}}, "baseline": "a", "cases": [GO2]}
+    record = SweepRecord.from_json({"sweep_id": "s", "planned_runs": 3, "spec": spec,
+                                    "sides": {"a": PLANNED}})
+    audited = apply_audit(runs, record)
     assert audited["status"].tolist() == ["ok", AUDIT_FAILED, "timeout"]
     assert audited["error"][1].startswith("audit: sim 'motrix'") and audited["error"][2] == "slow"
     assert runs["status"].tolist() == ["ok", "ok", "timeout"], "the input frame is left as it was"

@@ -36,7 +36,7 @@ def seeded(tmp_path_factory) -> tuple[FakeRepo, str]:
     resolved = resolve_sweep(load_spec(CORPUS / "sweeps" / "base.yaml"), repo.path)
     sweep_id = sweep_record.reserve_sweep_id(resolved.results_root, "corpus", SEEDED)
     runs = build_plan(resolved, sweep_id)
-    sweep_record.write_record(resolved.results_root, sweep_id,
+    sweep_record.write_record(resolved.results_root,
                               new_record(resolved, sweep_id, SEEDED, len(runs)))
     write_run(runs[0], RunResult(status="ok", error=None, started_at=SEEDED, ended_at=SEEDED, exit_code=0,
                                  log_dir="", host={}))

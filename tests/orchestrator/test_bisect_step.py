@@ -10,19 +10,22 @@ import pytest
 
 from orchestrator.analysis.bisect_step import step_result
 from orchestrator.analysis.report_model import build_report, load_runs
+from orchestrator.spec.record import SweepRecord
 
 CASE = "sac/fake/none"
 GOOD, CAND = "a" * 40, "b" * 40
 
 
-def record(outcomes: list[dict] | None = None) -> dict:
+def record(outcomes: list[dict] | None = None) -> SweepRecord:
     spec = {"name": "bis.bbbbbbbbbbbb", "baseline": "good", "cases": [CASE], "repeats": 3,
             "sides": {"good": {"ref": GOOD}, "cand": {"ref": CAND}}, "order": "interleaved", "order_seed": 0,
             "gates": [{"metric": "throughput", "min_ratio": 0.95, "max_ratio": None, "case": None,
                        "side": None, "confidence": 0.95}],
-            "metrics": ["throughput"], "bootstrap_resamples": 999}
-    return {"sweep_id": "bis.bbbbbbbbbbbb-20260101T000000", "created": "2026-01-01T00:00:00+00:00",
-            "status": "finished", "planned_runs": 6, "spec": spec, "outcomes": outcomes or []}
+            "metrics": ["throughput"]}
+    return SweepRecord.from_json({
+        "sweep_id": "bis.bbbbbbbbbbbb-20260101T000000", "created": "2026-01-01T00:00:00+00:00",
+        "status": "finished", "planned_runs": 6, "spec": spec, "outcomes": outcomes or [],
+        "sides": {"good": {"sha": GOOD}, "cand": {"sha": CAND}}})
 
 
 def runs(cand: list[float | None], statuses: list[str] | None = None) -> pd.DataFrame:
@@ -30,7 +33,7 @@ def runs(cand: list[float | None], statuses: list[str] | None = None) -> pd.Data
     for side, sha, values in (("good", GOOD, [100.0, 101.0, 99.0]), ("cand", CAND, cand)):
         for i, value in enumerate(values):
             status = (statuses or ["ok"] * 3)[i] if side == "cand" else "ok"
-            rows.append({"run_key": f"{side}{i}", "sweep_id": record()["sweep_id"], "side": side,
+            rows.append({"run_key": f"{side}{i}", "sweep_id": record().sweep_id, "side": side,
                          "case": CASE, "sha": sha, "audit_git_sha": sha, "status": status, "repeat": i,
                          "throughput": value,
                          "error": None if status == "ok" else "RuntimeError: broken",

@@ -10,13 +10,18 @@ import pandas as pd
 import pytest
 from test_drift import write_runs
 
-from orchestrator.analysis.changepoints import change_points, sweep_shifts
+from orchestrator.analysis.changepoints import segments, sweep_shifts
 from orchestrator.analysis.report_model import make_report
 from orchestrator.render.history import HistoryQuery, history_page, to_markdown
 from orchestrator.render.markdown import to_frame
 from orchestrator.render.markdown import to_markdown as report_markdown
 
 NOISE = 0.01  # log sigma of a per-sweep median
+
+
+def change_points(values: list[float]) -> list[int]:
+    """The indices where a new segment starts (never 0)."""
+    return [segment.start for segment in segments(values)[1:]]
 
 
 def two_steps_and_an_outlier(seed: int, step: float = 0.10) -> tuple[np.ndarray, int, int, int]:

@@ -18,6 +18,7 @@ from orchestrator.analysis.drift import load_history
 from orchestrator.analysis.report_model import load_runs
 from orchestrator.render import history
 from orchestrator.render.sweep_page import load_steps
+from orchestrator.spec.record import SweepRecord
 from orchestrator.store import atomic
 from orchestrator.store.parquet import (
     read_runs,
@@ -75,12 +76,14 @@ def test_drift_history_skips_a_damaged_file_of_an_old_sweep(tmp_path, capsys):
     old = [planned(tmp_path, f"old{i}", sweep="old-20260101T000000") for i in range(2)]
     for run in old:
         write_run(run, outcome())
-    sides = {"base": {"sha": "a" * 40}}
-    write_record(root, "old-20260101T000000", {"sweep_id": "old-20260101T000000", "created": "2026-01-01",
-                                               "sides": sides})
+    def record(sweep_id: str, created: str) -> SweepRecord:
+        spec = {"name": sweep_id[:3], "sides": {"base": {"ref": "main"}}, "baseline": "base", "cases": ["c"]}
+        return SweepRecord.from_json({"sweep_id": sweep_id, "created": created, "planned_runs": 2,
+                                      "spec": spec, "sides": {"base": {"sha": "a" * 40}}})
+
+    write_record(root, record("old-20260101T000000", "2026-01-01"))
     truncate_half(run_files(old[0]).runs)
-    record = {"sweep_id": "new-20260102T000000", "created": "2026-01-02", "sides": sides}
-    past = load_history(root, record, ["throughput"])
+    past = load_history(root, record("new-20260102T000000", "2026-01-02"), ["throughput"])
     assert len(past) == 1 and past["sweep_id"].tolist() == ["old-20260101T000000"]
     assert "old0.parquet" in capsys.readouterr().err
 

@@ -173,8 +173,8 @@ def test_tls_scheduler_and_pinned_worker_serve_a_tls_client(tmp_path):
     pytest.importorskip("cryptography", reason="generating the throwaway CA needs the cryptography package")
     from distributed import Client
 
-    from orchestrator.cli.servers import TLSFiles
     from orchestrator.dashboard.plugin import board_snapshot
+    from orchestrator.dispatch.tls import TLSFiles
 
     tls = TLSFiles(*write_tls_files(tmp_path))
     tls_args = ["--tls-ca-file", str(tls.ca_file), "--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]

@@ -106,12 +106,13 @@ def test_forest_plot_draws_every_interval_and_bound_inside_its_range():
     from orchestrator.analysis.stats import Comparison
     from orchestrator.analysis.verdicts import GateVerdict
     from orchestrator.render.forest import forest_plot, gate_bounds
+    from orchestrator.spec.schema import GateSpec
 
     wide = Comparison(1.02, 0.70, 1.40, 0.95, 0.5, 5, 5, True)
     tight = Comparison(0.80, 0.78, 0.83, 0.95, 0.01, 5, 5, True)
     verdicts = [GateVerdict(0, "throughput", "a/b/c", "x", ">= 0.9x", wide, "INCONCLUSIVE", ""),
                 GateVerdict(0, "throughput", "a/b/d", "x", ">= 0.9x", tight, "FAIL", "")]
-    bounds = gate_bounds([{"min_ratio": 0.9, "max_ratio": None}], verdicts)
+    bounds = gate_bounds([GateSpec(metric="throughput", min_ratio=0.9)], verdicts)
     assert bounds == [0.9]
     fig = forest_plot("throughput", verdicts, bounds, "gates on throughput")
     assert fig.x_range.start < 0.70 and fig.x_range.end > 1.40, "no interval end is cut"

@@ -28,7 +28,7 @@ import pytest
 
 from orchestrator.analysis import intervals, lockstep, power
 from orchestrator.analysis.sequential import Looks
-from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, Comparer, gate_verdict
+from orchestrator.analysis.verdicts import Comparer, Verdict, gate_verdict
 from orchestrator.spec.schema import GateSpec
 from orchestrator.worker.lockstep import turn_order
 
@@ -157,15 +157,15 @@ def test_an_aa_comparison_is_unbiased_whether_or_not_the_first_step_is_dropped()
 def test_with_the_truth_on_the_bound_the_adaptive_design_claims_at_most_5_percent():
     rng = np.random.default_rng(7)
     result = decide(simulate(rng, 2000, 30, NOISY, Design(), true_ratio=0.97), Looks(3, 30))
-    assert result.rate(power.PASS) + result.rate(power.FAIL) <= 0.05
+    assert result.rate(Verdict.PASS) + result.rate(Verdict.FAIL) <= 0.05
 
 
 def test_a_10_percent_slowdown_fails_and_an_aa_sweep_passes_a_097_gate_early():
     rng = np.random.default_rng(8)
     slow = decide(simulate(rng, 2000, 30, NOISY, Design(), true_ratio=1 / 1.1), Looks(3, 30))
     same = decide(simulate(rng, 2000, 30, NOISY, Design(), true_ratio=1.0), Looks(3, 30))
-    assert slow.rate(power.FAIL) >= 0.90 and slow.rate(power.PASS) == 0
-    assert same.rate(power.PASS) >= 0.80 and same.rate(power.FAIL) <= 0.01
+    assert slow.rate(Verdict.FAIL) >= 0.90 and slow.rate(Verdict.PASS) == 0
+    assert same.rate(Verdict.PASS) >= 0.80 and same.rate(Verdict.FAIL) <= 0.01
     assert np.median(slow.rounds) < 30 and np.median(same.rounds) < 30
 
 
@@ -222,5 +222,4 @@ def test_reports_read_lockstep_rounds_as_the_simulations_do():
         gate = GateSpec(metric="throughput", min_ratio=0.97)
         expected = decide(np.array([estimates]), looks)
         verdict = gate_verdict(0, gate, "a/b/c", "new", comparer, looks)
-        names = {power.PASS: PASS, power.FAIL: FAIL, power.INCONCLUSIVE: INCONCLUSIVE}
-        assert verdict.verdict == names[int(expected.verdict[0])], sweep
+        assert verdict.verdict == Verdict(expected.verdict[0]), sweep

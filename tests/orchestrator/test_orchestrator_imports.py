@@ -21,14 +21,16 @@ ALLOWED: dict[str, set[str]] = {
     "capabilities": set(),
     "contract": BASE,
     "spec": BASE,
-    "store": {"contract"} | BASE,
+    "store": {"spec", "contract"} | BASE,
     "worker": {"store", "contract"} | BASE,
     "plan": {"spec", "store", "contract"} | BASE,
     "dashboard": {"contract"} | BASE,
     "dispatch": {"plan", "worker", "store", "spec", "analysis", "dashboard", "contract"} | BASE,
     "analysis": {"store", "spec", "contract"} | BASE,  # and MODULE_EXCEPTIONS
     "render": {"analysis", "store", "spec", "contract"} | BASE,
-    "cli": {"spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard",
+    "session": {"spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard",
+                "contract"} | BASE,
+    "cli": {"session", "spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard",
             "contract"} | BASE,
     "benchkit": set(),  # a bench's own helper: the standard library only
     "__init__": set(),
@@ -92,6 +94,15 @@ def violations(package: Path = PACKAGE) -> list[str]:
     return wrong
 
 
+def test_only_the_command_line_parses_arguments() -> None:
+    """Below ``cli`` a sweep is driven by typed options (``session``), never an ``argparse.Namespace``
+    (``benchkit`` runs inside a bench and parses that bench's own arguments)."""
+    users = [str(path.relative_to(ROOT)) for path in sorted(PACKAGE.rglob("*.py"))
+             if group_of(module_name(path)) not in ("cli", "benchkit")
+             and any(target == "argparse" for _, target in imported_modules(path))]
+    assert users == []
+
+
 def test_every_group_is_in_the_table() -> None:
     groups = {group_of(module_name(p)) for p in PACKAGE.rglob("*.py")}
     assert groups <= set(ALLOWED), f"add these groups to ALLOWED and docs/design.md: {groups - set(ALLOWED)}"
@@ -113,7 +124,7 @@ def test_a_wrong_import_is_caught(tmp_path: Path) -> None:
     finally:
         ROOT = saved
     assert found == ["orchestrator/store/bad.py:1: store imports orchestrator.worker.stream "
-                     "(store may import capabilities, contract, errors)"]
+                     "(store may import capabilities, contract, errors, spec)"]
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("__init__.py")), ids=lambda p: str(p.relative_to(ROOT)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pyarrow as pa
@@ -10,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from orchestrator.analysis.report_model import make_report
-from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS
+from orchestrator.analysis.verdicts import Verdict
 from orchestrator.cli.main import main
 from orchestrator.errors import (
     EXIT_GATE_FAILED,
@@ -20,6 +21,8 @@ from orchestrator.errors import (
     EXIT_RUN_FAILED,
 )
 from orchestrator.render.markdown import to_markdown
+from orchestrator.spec.record import SweepRecord
+from orchestrator.spec.schema import SideSpec
 from orchestrator.store.records import latest_sweep_id, read_record, write_record
 
 GO2, G1 = "sac/go2_joystick_flat/mujoco", "sac/g1_walk_flat/mujoco"
@@ -43,11 +46,11 @@ def write_sweep(root, sweep_id: str, gates: list[dict], cases: list[str], repeat
     spec = {"name": sweep_id.rsplit("-", 1)[0], "baseline": "base", "cases": cases, "repeats": repeats,
             "sides": {"base": {"ref": "main"}, "cand": {"ref": "feature"}}, "gates": gates,
             "order": "interleaved", "order_seed": 0}
-    write_record(root, sweep_id, {
+    write_record(root, SweepRecord.from_json({
         "sweep_id": sweep_id, "created": "2026-01-01T00:00:00+00:00", "status": "finished", "repo": "/repo",
         "planned_runs": len(cases) * 2 * repeats, "spec": spec,
         "sides": {s: {"ref": spec["sides"][s]["ref"], "sha": SHAS[s], "variant": "manager"} for s in SHAS},
-        "host": {"cpu_model": "Test CPU", "cpu_logical": 2}, **extra})
+        "host": {"cpu_model": "Test CPU", "cpu_logical": 2}, **extra}))
 
 
 def write_go2_runs(root, sweep_id: str) -> None:
@@ -80,13 +83,14 @@ def test_medians_ranges_cv_and_ratios(tmp_path):
 
 
 @pytest.mark.parametrize("gates, verdicts, code", [
-    ([{"metric": "throughput", "min_ratio": 1.5}], [PASS], EXIT_OK),
-    ([{"metric": "throughput", "min_ratio": 2.6}], [FAIL], EXIT_GATE_FAILED),
-    ([{"metric": "physics_ms", "max_ratio": 0.6}, {"metric": "physics_ms", "max_ratio": 0.4}], [PASS, FAIL],
-     EXIT_GATE_FAILED),
-    ([{"metric": "throughput", "min_ratio": 1.5, "max_ratio": 1.9}], [INCONCLUSIVE], EXIT_GATE_INCONCLUSIVE),
-    ([{"metric": "d2h_ms", "max_ratio": 1.0}], [FAIL], EXIT_GATE_FAILED),
-    ([{"metric": "update_state.command.compute_ms", "max_ratio": 1.0}], [FAIL], EXIT_GATE_FAILED),
+    ([{"metric": "throughput", "min_ratio": 1.5}], [Verdict.PASS], EXIT_OK),
+    ([{"metric": "throughput", "min_ratio": 2.6}], [Verdict.FAIL], EXIT_GATE_FAILED),
+    ([{"metric": "physics_ms", "max_ratio": 0.6}, {"metric": "physics_ms", "max_ratio": 0.4}],
+     [Verdict.PASS, Verdict.FAIL], EXIT_GATE_FAILED),
+    ([{"metric": "throughput", "min_ratio": 1.5, "max_ratio": 1.9}], [Verdict.INCONCLUSIVE],
+     EXIT_GATE_INCONCLUSIVE),
+    ([{"metric": "d2h_ms", "max_ratio": 1.0}], [Verdict.FAIL], EXIT_GATE_FAILED),
+    ([{"metric": "update_state.command.compute_ms", "max_ratio": 1.0}], [Verdict.FAIL], EXIT_GATE_FAILED),
 ])
 def test_gate_verdicts_and_exit_codes(tmp_path, gates, verdicts, code):
     write_sweep(tmp_path, "ab-20260101T000000", [{"case": None, "side": None, "min_ratio": None,
@@ -108,8 +112,9 @@ def test_a_side_without_ok_runs_fails_its_gate_and_the_run(tmp_path):
         write_run(tmp_path, sweep, f"g1c{i}", "cand", G1, status="failed" if i < 2 else "timeout")
     report = make_report(tmp_path, sweep)
     verdict = {g.case: g for g in report.gates}
-    assert verdict[GO2].verdict == PASS
-    assert verdict[G1].verdict == FAIL and "no ok runs" in verdict[G1].reason and "cand" in verdict[G1].reason
+    assert verdict[GO2].verdict == Verdict.PASS
+    assert verdict[G1].verdict == Verdict.FAIL
+    assert "no ok runs" in verdict[G1].reason and "cand" in verdict[G1].reason
     assert report.counts[G1, "cand"] == (0, 3) and len(report.failures) == 3
     assert report.exit_code == EXIT_RUN_FAILED
     md = to_markdown(report)
@@ -166,8 +171,8 @@ def test_sides_keep_their_declaration_order_through_the_record(tmp_path):
     sweep = "ab-20260101T000000"
     write_sweep(tmp_path, sweep, [], [GO2])
     record = read_record(tmp_path, sweep)
-    record["spec"]["sides"] = {"cand": {"ref": "feature"}, "base": {"ref": "main"}}  # not alphabetical
-    write_record(tmp_path, sweep, record)
+    record.spec.sides = {"cand": SideSpec(ref="feature"), "base": SideSpec(ref="main")}  # not alphabetical
+    write_record(tmp_path, record)
     write_go2_runs(tmp_path, sweep)
     assert make_report(tmp_path, sweep).sides == ["cand", "base"]
 
@@ -178,8 +183,7 @@ def test_sides_show_the_bench_threads_and_the_host_omits_the_workers_own(tmp_pat
     sweep = "ab-20260101T000000"
     write_sweep(tmp_path, sweep, [], [GO2])
     record = read_record(tmp_path, sweep)
-    record["host"]["threads"] = '{"OMP_NUM_THREADS": "1"}'
-    write_record(tmp_path, sweep, record)
+    write_record(tmp_path, replace(record, host={**record.host, "threads": '{"OMP_NUM_THREADS": "1"}'}))
     threads = '{"torch": 1, "OMP_NUM_THREADS": "2"}'
     write_run(tmp_path, sweep, "b0", "base", GO2, throughput=1.0, audit_threads=threads)
     md = to_markdown(make_report(tmp_path, sweep))

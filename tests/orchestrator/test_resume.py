@@ -34,7 +34,7 @@ def recorded(tmp_path):
     created = datetime.now(UTC)
     sweep_id = sweep_record.reserve_sweep_id(resolved.results_root, "resume", created)
     runs = build_plan(resolved, sweep_id)
-    sweep_record.write_record(resolved.results_root, sweep_id,
+    sweep_record.write_record(resolved.results_root,
                               new_record(resolved, sweep_id, created, len(runs)))
     for run, status in zip(runs, ("ok", "failed"), strict=False):
         write_run(run, RunResult(status=status, error=None, started_at=created, ended_at=created,

@@ -58,8 +58,8 @@ def test_report_rows_follow_the_sweeps_metrics_and_mark_unreported_ones(tmp_path
     sweep_id = "sub-20260101T000000"
     runs_fixture.write_sweep(tmp_path, sweep_id, [{"metric": "physics_ms", "max_ratio": 1.1}], [GO2])
     record = read_record(tmp_path, sweep_id)
-    record["spec"]["metrics"] = ["throughput", *SUB_PHASES]
-    write_record(tmp_path, sweep_id, record)
+    record.spec.metrics = ["throughput", *SUB_PHASES]
+    write_record(tmp_path, record)
     write_runs(tmp_path, sweep_id)
 
     report = make_report(tmp_path, sweep_id)

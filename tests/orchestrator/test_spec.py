@@ -186,3 +186,21 @@ def test_valid_sweep_plans_with_exit_0(repo, tmp_path, capsys):
     assert f"side base (baseline): HEAD~1 = {repo.shas[0]}" in out
     assert f"side cand: HEAD = {repo.shas[1]}, variant direct" in out
     assert "4 runs" in out
+
+
+def test_bootstrap_keys_are_accepted_with_a_note_and_ignored(repo, tmp_path, capsys):
+    """Deprecated keys (unused since verdicts read t-intervals): one stderr note per key, nothing checked
+    or kept, the plan as without them."""
+    data = changed(bootstrap_resamples=10**9, bootstrap_seed=-1)
+    assert main(["plan", str(write_yaml(tmp_path, data)), "bootstrap_seed=3", "repeats=2"]) == 0
+    captured = capsys.readouterr()
+    notes = captured.err.splitlines()
+    assert len(notes) == 2 and all(n.startswith("shasweep: note: bootstrap_") for n in notes), notes
+    assert "bootstrap_resamples is deprecated and ignored" in notes[0] and "bootstrap_seed" in notes[1]
+    assert main(["plan", str(write_yaml(tmp_path, BASE)), "repeats=2"]) == 0
+    plain = capsys.readouterr()
+    sides = [[line for line in text.splitlines() if line.startswith("side ")]
+             for text in (plain.out, captured.out)]
+    assert plain.err == "" and sides[0] == sides[1] and len(sides[0]) == 2
+    spec = load_spec(write_yaml(tmp_path, data))
+    assert not hasattr(spec, "bootstrap_resamples") and not hasattr(spec, "bootstrap_seed")

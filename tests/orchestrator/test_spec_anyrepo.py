@@ -10,7 +10,8 @@ from omegaconf import OmegaConf
 
 from orchestrator.errors import SpecError
 from orchestrator.plan.expand import ResolvedSweep, build_plan
-from orchestrator.spec.load import side_settings, spec_from_config, spec_to_dict
+from orchestrator.spec.load import revalidated, side_settings, spec_from_config
+from orchestrator.spec.record import spec_from_json, spec_to_json
 
 ROOT = Path(__file__).resolve().parents[2]
 FOREIGN = {
@@ -33,7 +34,7 @@ def test_a_foreign_command_takes_free_form_params_and_cases():
     assert loaded.params == {"size": 10, "label": "x", "fast": True}, "no envruntime defaults filled in"
     assert side_settings(loaded, "b").params == {"size": 20, "label": "x", "fast": True}
     assert loaded.metrics is None, "the report takes what the runs reported"
-    again = spec_from_config(OmegaConf.create(spec_to_dict(loaded)))
+    again = revalidated(spec_from_json(spec_to_json(loaded)))
     assert again == loaded, "a recorded spec loads back as it was (resume)"
 
 

@@ -23,6 +23,7 @@ from test_dashboard import board_cluster
 from orchestrator.cli.main import main
 from orchestrator.dispatch.dispatcher import CANCELLED_REASON, run_sweep
 from orchestrator.errors import EXIT_INVALID, EXIT_RUN_FAILED
+from orchestrator.spec.record import SweepRecord
 from orchestrator.store import records as sweep_record
 from orchestrator.store.parquet import read_runs, runs_dir
 
@@ -90,15 +91,21 @@ def test_cancel_kills_the_running_bench_and_starts_no_queued_run(tmp_path, repo,
     assert live_members(pgid) == [], "the bench and its child are gone"
 
 
+SPEC = {"name": "s", "sides": {"a": {"ref": "HEAD"}}, "baseline": "a", "cases": ["c"]}
+
+
+def write_record(results: Path, **fields) -> None:
+    sweep_record.write_record(results, SweepRecord.from_json({"spec": SPEC, "sides": {}, **fields}))
+
+
 def test_status_from_the_record_and_run_files(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     results = tmp_path / "results"
-    record = {"sweep_id": "s-20260101T000000", "status": "running", "planned_runs": 4}
-    sweep_record.write_record(results, record["sweep_id"], record)
-    runs_dir(results, record["sweep_id"]).mkdir(parents=True)
+    write_record(results, sweep_id="s-20260101T000000", status="running", planned_runs=4)
+    runs_dir(results, "s-20260101T000000").mkdir(parents=True)
     for key, status in (("k0", "ok"), ("k1", "failed")):
         pq.write_table(pa.table({"status": [status]}),
-                       runs_dir(results, record["sweep_id"]) / f"{key}.parquet")
+                       runs_dir(results, "s-20260101T000000") / f"{key}.parquet")
     assert main(["status", "--results", str(results)]) == 0  # latest, no scheduler in the record
     out = capsys.readouterr().out
     assert "sweep s-20260101T000000: running (from the sweep record and run files" in out
@@ -114,9 +121,8 @@ def test_status_from_the_record_and_run_files(tmp_path, monkeypatch, capsys):
 ])
 def test_status_and_cancel_errors_exit_2(argv, message, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    sweep_record.write_record(tmp_path / "results", "s-20260101T000000",
-                              {"sweep_id": "s-20260101T000000", "status": "finished", "planned_runs": 1,
-                               "outcomes": [{"run_key": "k", "status": "ok"}]})
+    write_record(tmp_path / "results", sweep_id="s-20260101T000000", status="finished", planned_runs=1,
+                 outcomes=[{"run_key": "k", "status": "ok"}])
     assert main(argv) == EXIT_INVALID
     assert message in capsys.readouterr().err
 

@@ -29,7 +29,7 @@ def test_a_client_without_a_certificate_is_refused_by_a_tls_scheduler(tmp_path):
     pytest.importorskip("cryptography", reason="generating the throwaway CA needs the cryptography package")
     from distributed import Client, Security
 
-    from orchestrator.cli.servers import TLSFiles
+    from orchestrator.dispatch.tls import TLSFiles
 
     tls = TLSFiles(*write_tls_files(tmp_path))
     tls_args = ["--tls-ca-file", str(tls.ca_file), "--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]

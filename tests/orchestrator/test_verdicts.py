@@ -14,10 +14,8 @@ from test_report import GO2, write_go2_runs, write_sweep
 from orchestrator.analysis.report_model import make_report
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import (
-    FAIL,
-    INCONCLUSIVE,
-    PASS,
     Comparer,
+    Verdict,
     format_detectable,
     format_interval,
     format_n,
@@ -46,14 +44,15 @@ def verdict(cand: list[float], gate: GateSpec, **kwargs):
 
 
 @pytest.mark.parametrize("cand, gate, expected", [
-    ([99.0, 100.0, 98.5, 99.5, 100.5], GateSpec(metric="throughput", min_ratio=0.97), PASS),
-    ([90.0, 91.0, 89.0, 90.5, 89.5], GateSpec(metric="throughput", min_ratio=0.97), FAIL),
-    ([97.3, 98.4, 95.8, 97.2, 96.9], GateSpec(metric="throughput", min_ratio=0.97), INCONCLUSIVE),
-    ([102.0, 103.0, 101.0, 102.5, 101.5], GateSpec(metric="throughput", max_ratio=1.05), PASS),
-    ([110.0, 111.0, 109.0, 110.5, 109.5], GateSpec(metric="throughput", max_ratio=1.05), FAIL),
+    ([99.0, 100.0, 98.5, 99.5, 100.5], GateSpec(metric="throughput", min_ratio=0.97), Verdict.PASS),
+    ([90.0, 91.0, 89.0, 90.5, 89.5], GateSpec(metric="throughput", min_ratio=0.97), Verdict.FAIL),
+    ([97.3, 98.4, 95.8, 97.2, 96.9], GateSpec(metric="throughput", min_ratio=0.97), Verdict.INCONCLUSIVE),
+    ([102.0, 103.0, 101.0, 102.5, 101.5], GateSpec(metric="throughput", max_ratio=1.05), Verdict.PASS),
+    ([110.0, 111.0, 109.0, 110.5, 109.5], GateSpec(metric="throughput", max_ratio=1.05), Verdict.FAIL),
     ([99.0, 100.0, 98.5, 99.5, 100.5], GateSpec(metric="throughput", min_ratio=0.97, max_ratio=0.99),
-     INCONCLUSIVE),
-    ([90.0, 91.0, 89.0, 90.5, 89.5], GateSpec(metric="throughput", min_ratio=0.97, max_ratio=0.99), FAIL),
+     Verdict.INCONCLUSIVE),
+    ([90.0, 91.0, 89.0, 90.5, 89.5], GateSpec(metric="throughput", min_ratio=0.97, max_ratio=0.99),
+     Verdict.FAIL),
 ])
 def test_the_interval_decides(cand, gate, expected):
     result = verdict(cand, gate)
@@ -61,9 +60,9 @@ def test_the_interval_decides(cand, gate, expected):
     c = result.comparison
     assert c.has_interval and c.paired and "95% CI [" in result.reason
     bounds = [b for b in (gate.min_ratio, gate.max_ratio) if b is not None]
-    if expected == INCONCLUSIVE:
+    if expected == Verdict.INCONCLUSIVE:
         assert any(c.low <= b <= c.high for b in bounds) and "straddles" in result.reason
-    elif expected == PASS:
+    elif expected == Verdict.PASS:
         assert all(not c.low < b < c.high for b in bounds) and "entirely" in result.reason
 
 
@@ -80,10 +79,10 @@ def test_runs_pair_by_round_when_each_side_ran_each_round_at_most_once():
     slower = [0.95 * v * e for v, e in zip(drifting, [1.004, 0.993, 1.011, 0.998, 0.990], strict=True)]
     gate = GateSpec(metric="throughput", min_ratio=0.97)
     paired = verdict(slower, gate, base=drifting)
-    assert paired.comparison.paired and paired.verdict == FAIL, "pairing sees through the drift"
+    assert paired.comparison.paired and paired.verdict == Verdict.FAIL, "pairing sees through the drift"
     for kwargs in ({"order": "serial"}, {"repeats": [0, 1, 2, 3, 3]}):
         unpaired = verdict(slower, gate, base=drifting, **kwargs)
-        assert not unpaired.comparison.paired and unpaired.verdict == INCONCLUSIVE
+        assert not unpaired.comparison.paired and unpaired.verdict == Verdict.INCONCLUSIVE
     missing_round = gate_verdict(0, gate, CASE, "cand", comparer(slower[:4], base=drifting))
     assert missing_round.comparison.paired and format_n(missing_round.comparison) == "4 vs 4 paired", (
         "the rounds both sides ran pair; the baseline's extra round is left out")
@@ -94,12 +93,22 @@ def test_every_verdict_says_what_it_could_detect():
     gate = GateSpec(metric="throughput", min_ratio=0.97)
     close = verdict([98.1, 97.2, 96.9, 98.6, 96.4], gate)
     c = close.comparison
-    assert close.verdict == INCONCLUSIVE and close.rounds_needed is not None and close.rounds_needed > 5
+    assert close.verdict == Verdict.INCONCLUSIVE
+    assert close.rounds_needed is not None and close.rounds_needed > 5
     t = sps.t.ppf(0.975, c.df) + sps.t.ppf(0.8, c.df)
     assert close.mde == pytest.approx(math.expm1(t * c.se))
     assert format_detectable(close).startswith(f"MDE {100 * close.mde:.1f}%, ~{close.rounds_needed} rounds")
     clear = verdict([90.0, 91.0, 89.0, 90.5, 89.5], gate)
-    assert clear.verdict == FAIL and clear.rounds_needed is None and clear.mde is not None
+    assert clear.verdict == Verdict.FAIL and clear.rounds_needed is None and clear.mde is not None
+
+
+def test_an_undetectable_change_is_infinite_not_an_error():
+    """Two rounds (df 1) read at a late look's confidence: the MDE overflows a float; it is reported
+    as infinite and the gate still gets its verdict."""
+    gate = GateSpec(metric="throughput", min_ratio=0.999, max_ratio=1.001, confidence=0.99999)
+    result = verdict([93.0, 101.0], gate, base=[100.0, 99.0])
+    assert result.verdict == Verdict.INCONCLUSIVE and result.comparison.df == 1
+    assert result.mde == math.inf and format_detectable(result).startswith("MDE inf%")
 
 
 def test_an_adaptive_verdict_is_its_first_deciding_look_at_a_spent_confidence():
@@ -109,7 +118,7 @@ def test_an_adaptive_verdict_is_its_first_deciding_look_at_a_spent_confidence():
     looks = Looks(3, 12)
     result = gate_verdict(0, GateSpec(metric="throughput", min_ratio=0.97), CASE, "cand",
                           comparer(cand, base=base), looks)
-    assert result.verdict == FAIL and result.looks >= 1 and "look " in result.reason
+    assert result.verdict == Verdict.FAIL and result.looks >= 1 and "look " in result.reason
     assert result.comparison.confidence == pytest.approx(looks.confidence_at(2 + result.looks, 0.95))
     assert looks.confidence_at(3, 0.95) == pytest.approx(1 - 0.05 * 3 / 12)
     assert looks.confidence_at(4, 0.95) == pytest.approx(1 - 0.05 / 12)
@@ -120,9 +129,9 @@ def test_an_adaptive_verdict_is_its_first_deciding_look_at_a_spent_confidence():
 def test_too_few_runs_is_inconclusive_and_no_runs_fails():
     gate = GateSpec(metric="throughput", min_ratio=0.5)
     one = gate_verdict(0, gate, CASE, "cand", comparer([100.0], base=[100.0]))
-    assert one.verdict == INCONCLUSIVE and "at least 2 ok runs per side, has 1 vs 1" in one.reason
+    assert one.verdict == Verdict.INCONCLUSIVE and "at least 2 ok runs per side, has 1 vs 1" in one.reason
     none = gate_verdict(0, GateSpec(metric="physics_ms", max_ratio=1.0), CASE, "cand", comparer([1.0, 2.0]))
-    assert none.verdict == FAIL and "no ok runs with physics_ms on side 'cand'" in none.reason
+    assert none.verdict == Verdict.FAIL and "no ok runs with physics_ms on side 'cand'" in none.reason
 
 
 def test_report_shows_interval_p_value_n_detectable_and_verdict(tmp_path):
@@ -132,7 +141,7 @@ def test_report_shows_interval_p_value_n_detectable_and_verdict(tmp_path):
     write_sweep(tmp_path, sweep, [{"case": None, "side": None, **g} for g in gates], [GO2])
     write_go2_runs(tmp_path, sweep)
     report = make_report(tmp_path, sweep)
-    assert [g.verdict for g in report.gates] == [INCONCLUSIVE, FAIL]
+    assert [g.verdict for g in report.gates] == [Verdict.INCONCLUSIVE, Verdict.FAIL]
     assert report.exit_code == EXIT_GATE_FAILED, "a failed gate outranks an inconclusive one"
     c = report.gates[0].comparison
     cand, base = np.log([200.0, 220.0, 180.0]), np.log([100.0, 110.0, 90.0])

@@ -18,9 +18,10 @@ from fakebench.waits import wait_for
 from test_report import GO2, write_go2_runs, write_sweep
 
 from orchestrator.analysis import stats
-from orchestrator.analysis.verdicts import FAIL, INCONCLUSIVE, PASS, GateVerdict, gates_exit_code
+from orchestrator.analysis.verdicts import GateVerdict, Verdict, gates_exit_code
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_INVALID, EXIT_OK
+from orchestrator.spec.schema import WaiverSpec
 from orchestrator.store.records import read_record, record_path, write_record
 
 SWEEP = "ab-20260101T000000"
@@ -62,17 +63,17 @@ def test_a_waived_fail_no_longer_fails_the_sweep(root, capsys):
                                   "side cand | known slow path | in force: waives 1 FAIL(s) |" in md
     page = (root / "reports" / f"{SWEEP}.html").read_text()
     assert '<td class="waived">FAIL (waived: known slow path)</td>' in page
-    (entry,) = read_record(root, SWEEP)["waivers"]
-    assert entry["by"] == "release-board" and entry["time"].endswith("+00:00")
+    (entry,) = read_record(root, SWEEP).waivers
+    assert entry.by == "release-board" and entry.time.endswith("+00:00")
 
 
 def test_revoke_appends_and_restores_the_fail(root, capsys):
     assert waive(root, "--case", GO2, "--reason", "accepted for 0.4") == EXIT_OK
-    first = read_record(root, SWEEP)["waivers"][0]
+    first = read_record(root, SWEEP).waivers[0]
     assert report(root, capsys)[0] == EXIT_OK, "no --side/--gate: every gate of every side"
     assert waive(root, "--case", GO2, "--revoke", "--reason", "fixed upstream") == EXIT_OK
-    log = read_record(root, SWEEP)["waivers"]
-    assert log[0] == first and [e["action"] for e in log] == ["waive", "revoke"], "earlier entries untouched"
+    log = read_record(root, SWEEP).waivers
+    assert log[0] == first and [e.action for e in log] == ["waive", "revoke"], "earlier entries untouched"
     code, md = report(root, capsys)
     assert code == EXIT_GATE_FAILED and "**FAIL**" in md and "(waived" not in md.split("## Waivers")[0]
     assert "| revoked |" in md and "| revocation |" in md
@@ -99,23 +100,23 @@ def test_a_waiver_naming_no_such_verdict_is_invalid_input(root, capsys, args, me
                  "--results", str(root)]) == EXIT_INVALID
 
 
-def verdict(kind: str, waived: str | None = None) -> GateVerdict:
+def verdict(kind: Verdict, waived: str | None = None) -> GateVerdict:
     comparison = stats.Comparison(2.0, math.nan, math.nan, 0.95, math.nan, 3, 3, False)
     return GateVerdict(0, "throughput", GO2, "cand", "<= 1.5x", comparison, kind, "why", waived=waived)
 
 
 def test_the_exit_code_rule():
-    assert gates_exit_code([verdict(FAIL, "ok"), verdict(FAIL, "ok"), verdict(PASS)]) == EXIT_OK
-    assert gates_exit_code([verdict(FAIL, "ok"), verdict(INCONCLUSIVE)]) == EXIT_GATE_INCONCLUSIVE
-    assert gates_exit_code([verdict(FAIL, "ok"), verdict(FAIL), verdict(INCONCLUSIVE)]) == EXIT_GATE_FAILED
-    assert gates_exit_code([replace(verdict(PASS), waived="unused")]) == EXIT_OK
+    passed, failed, undecided = Verdict.PASS, Verdict.FAIL, Verdict.INCONCLUSIVE
+    assert gates_exit_code([verdict(failed, "ok"), verdict(failed, "ok"), verdict(passed)]) == EXIT_OK
+    assert gates_exit_code([verdict(failed, "ok"), verdict(undecided)]) == EXIT_GATE_INCONCLUSIVE
+    assert gates_exit_code([verdict(failed, "ok"), verdict(failed), verdict(undecided)]) == EXIT_GATE_FAILED
+    assert gates_exit_code([replace(verdict(passed), waived="unused")]) == EXIT_OK
 
 
 def test_waivers_declared_in_the_yaml(root, capsys):
-    path = record_path(root, SWEEP)
-    record = json.loads(path.read_text())
-    record["spec"]["waivers"] = [{"case": GO2, "side": "cand", "gate": 0, "reason": "decided in review"}]
-    write_record(root, SWEEP, record)
+    record = read_record(root, SWEEP)
+    record.spec.waivers = [WaiverSpec(case=GO2, side="cand", gate=0, reason="decided in review")]
+    write_record(root, record)
     code, md = report(root, capsys)
     assert code == EXIT_OK and "**FAIL (waived: decided in review)**" in md
     assert "| 2026-01-01T00:00:00+00:00 | sweep YAML | waive |" in md, "dated when the sweep was created"
@@ -174,11 +175,12 @@ for i in range(int(sys.argv[3])):
 REWRITER = """
 import json, sys
 from pathlib import Path
-from orchestrator.store.records import record_path, write_record
+from dataclasses import replace
+from orchestrator.store.records import read_record, write_record
 root, sweep = Path(sys.argv[1]), sys.argv[2]
-stale = json.loads(record_path(root, sweep).read_text())  # what a running client holds in memory
+stale = read_record(root, sweep)  # what a running client holds in memory
 for i in range(int(sys.argv[3])):
-    write_record(root, sweep, {**stale, "status": f"running {i}"})
+    write_record(root, replace(stale, status=f"running {i}"))
 """
 
 
@@ -188,8 +190,8 @@ def test_appends_survive_a_client_rewriting_the_record_concurrently(root):
              for code in (APPENDER, REWRITER)]
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
     record = read_record(root, SWEEP)
-    assert [e["reason"] for e in record["waivers"]] == [f"entry {i}" for i in range(n)]
-    assert record["status"] == f"running {n - 1}", "the client's own writes still land"
+    assert [e.reason for e in record.waivers] == [f"entry {i}" for i in range(n)]
+    assert record.status == f"running {n - 1}", "the client's own writes still land"
     assert not list((root / "sweeps").glob(".*.tmp")), "no temporary file left behind"
 
 
@@ -208,7 +210,7 @@ def test_a_waiver_recorded_while_the_sweep_runs_survives_its_final_write(tmp_pat
     def dispatching() -> str | None:
         for path in sweeps.glob("fake-ab-*.json"):
             text = path.read_text()
-            if text.strip() and "scheduler" in json.loads(text):
+            if text.strip() and json.loads(text).get("scheduler"):
                 return path.stem
         return None
 
@@ -219,7 +221,7 @@ def test_a_waiver_recorded_while_the_sweep_runs_survives_its_final_write(tmp_pat
     out, _ = run.communicate(timeout=300)
     assert run.returncode == EXIT_OK, out
     record = read_record(repo.path / "results", sweep_id)
-    assert record["status"] == "finished" and [w["reason"] for w in record["waivers"]] == ["recorded mid-run"]
+    assert record.status == "finished" and [w.reason for w in record.waivers] == ["recorded mid-run"]
     last_run_ended = pd.read_parquet(repo.path / "results" / "runs")["ended_at"].max()
-    assert last_run_ended > pd.Timestamp(record["waivers"][0]["time"]), "waived before the sweep ended"
+    assert last_run_ended > pd.Timestamp(record.waivers[0].time), "waived before the sweep ended"
     assert "FAIL (waived: recorded mid-run)" in out

@@ -63,5 +63,5 @@ def bisect_sweep(repo: LinearRepo, **overrides: object) -> dict:
         "known": {"tasks": [], "sims": []}, "command": COMMAND,
         "params": {"num_envs": 8, "warmup": 0, "measure": 2, "threads": 1}, "repeats": 3, "timeout_s": 120,
         "gates": [{"metric": "throughput", "min_ratio": 0.95}], "metrics": ["throughput"],
-        "bootstrap_resamples": 999, **overrides,
+        **overrides,
     }

@@ -1,0 +1,26 @@
+"""How a session dispatches sweeps: the options every verb that runs one shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from orchestrator.dispatch.tls import TLSFiles, client_security
+from orchestrator.store.reuse import Reuse
+
+if TYPE_CHECKING:
+    from distributed import Security
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Where and how a sweep's runs are dispatched."""
+
+    scheduler: str | None = None  # tcp:// or tls://HOST:PORT of a Dask scheduler; None: an embedded cluster
+    progress: bool = True  # progress bars (the dashboard URL and one line per finished run remain)
+    tls: TLSFiles | None = None  # this client's certificate, for a tls:// scheduler (and only for one)
+    reuse: Reuse | None = None  # may stand in an earlier run's results for a run (``store.reuse``)
+
+    def security(self) -> Security | None:
+        """The client's Dask ``Security``; ``InvalidInputError`` when ``tls`` and ``scheduler`` disagree."""
+        return client_security(self.tls, self.scheduler)

@@ -1,0 +1,185 @@
+"""Plan, run and resume one sweep: validate, record, dispatch (the adaptive rounds included), record
+how it ended. The report is read from the results afterwards (``SweepRun.report``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from omegaconf import OmegaConf
+
+from orchestrator.contract import PlannedRun
+from orchestrator.errors import InvalidInputError
+from orchestrator.plan import lifecycle
+from orchestrator.plan.expand import (
+    ResolvedSweep,
+    build_plan,
+    check_writable,
+    resolve_sweep,
+    results_root_for,
+)
+from orchestrator.plan.integrity import with_digest
+from orchestrator.session.options import RunOptions
+from orchestrator.spec.load import load_spec, spec_from_config
+from orchestrator.spec.record import SweepRecord, spec_to_json
+from orchestrator.spec.schema import SweepSpec
+from orchestrator.store import records
+
+if TYPE_CHECKING:
+    from orchestrator.analysis.report_model import Report
+    from orchestrator.dispatch.dispatcher import SweepOutcome
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A validated sweep pinned to its repository and full SHAs, and its runs as planned now (under a
+    provisional sweep id: running it reserves the real one, and the run keys follow it)."""
+
+    resolved: ResolvedSweep
+    runs: list[PlannedRun]
+
+    @classmethod
+    def of(cls, resolved: ResolvedSweep) -> SweepPlan:
+        """The plan of ``resolved`` as it would run now."""
+        provisional = records.base_sweep_id(resolved.spec.name, datetime.now(UTC))
+        return cls(resolved=resolved, runs=build_plan(resolved, provisional))
+
+    @property
+    def spec(self) -> SweepSpec:
+        return self.resolved.spec
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """A recorded sweep: its id and results root; its record and report are read when asked for."""
+
+    sweep_id: str
+    results_root: Path
+
+    def record(self) -> SweepRecord:
+        return records.read_record(self.results_root, self.sweep_id)
+
+    def report(self) -> Report:
+        """The report model (``analysis.report_model``): medians, ratios, gate verdicts, exit code."""
+        from orchestrator.analysis.report_model import make_report
+
+        return make_report(self.results_root, self.sweep_id)
+
+
+def plan_sweep(spec: str | Path | SweepSpec, overrides: Sequence[str] = (), *, cwd: Path | None = None
+               ) -> SweepPlan:
+    """Load and validate the sweep (a YAML path, or a spec) with ``overrides`` (``KEY=VALUE``), and
+    resolve its repository, refs and results root as a command run in ``cwd`` would; writes nothing."""
+    cwd = cwd or Path.cwd()
+    if isinstance(spec, SweepSpec):
+        loaded, sweep_dir = spec_from_config(OmegaConf.create(spec_to_json(spec)), list(overrides)), None
+    else:
+        loaded, sweep_dir = load_spec(spec, list(overrides)), Path(spec).resolve().parent
+    return SweepPlan.of(resolve_sweep(loaded, cwd, sweep_dir))
+
+
+def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
+    """Record and dispatch a new sweep of ``plan``, its adaptive rounds and re-runs included; the
+    record says how it ended. Bad input raises ``InvalidInputError`` before anything is recorded."""
+    options = options or RunOptions()
+    options.security()  # the TLS options checked before anything is recorded
+    resolved = plan.resolved
+    root = resolved.results_root
+    check_writable(root)
+    created = datetime.now(UTC)
+    sweep_id = records.reserve_sweep_id(root, resolved.spec.name, created)
+    runs = build_plan(resolved, sweep_id)
+    record = lifecycle.new_record(resolved, sweep_id, created, len(runs))
+    records.write_record(root, record)
+    say(f"sweep {sweep_id}: {len(runs)} runs, results under {root}")
+    try:
+        with records.sweep_lock(root, sweep_id):
+            _dispatch(resolved, record, runs, options)
+    except InvalidInputError:  # found before anything was dispatched: leave nothing behind
+        records.discard(root, sweep_id)
+        raise
+    return SweepRun(sweep_id, root)
+
+
+def resume(sweep_id: str, results_root: str | Path = "results", options: RunOptions | None = None, *,
+           cwd: Path | None = None) -> SweepRun:
+    """Dispatch again the runs of recorded sweep ``sweep_id`` (or ``latest``) that are not ok, same
+    SHAs and run keys, then the adaptive rounds it still needs. ``results_root``: relative to the git
+    repository of ``cwd``."""
+    from orchestrator.plan.resume import plan_resume
+
+    options = options or RunOptions()
+    options.security()
+    root = results_root_for(results_root, cwd or Path.cwd())
+    sweep_id = records.resolve_sweep_id(root, sweep_id)
+    plan = plan_resume(root, sweep_id)  # checks everything, writes nothing
+    with records.sweep_lock(root, sweep_id):
+        plan = plan.refreshed()  # what is ok now that no other client runs the sweep
+        todo = plan.todo
+        say(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
+            f"results under {root}")
+        if todo or plan.resolved.spec.adaptive:
+            record = lifecycle.resumed(plan.record, root, datetime.now(UTC))
+            _dispatch(plan.resolved, record, todo, options,
+                      lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)), plan.ok_keys)
+    return SweepRun(sweep_id, root)
+
+
+def noise_estimates(plan: SweepPlan, host: str) -> list[str]:
+    """How many rounds the gates need, from the noise of earlier sweeps of the cases on ``host``."""
+    from orchestrator.analysis.noise_history import noise_lines
+    from orchestrator.analysis.sequential import Looks
+
+    spec = plan.spec
+    return noise_lines(plan.resolved.results_root, spec.gates, list(spec.cases), host, Looks.of_spec(spec))
+
+
+def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRun], options: RunOptions,
+              complete: Callable[[SweepOutcome], SweepOutcome] | None = None,
+              done: set[str] | None = None) -> None:
+    """Dispatch ``runs`` and the adaptive rounds after them (skipping the ``done`` run keys) and store
+    what happened (``complete`` adds runs not dispatched) in the record."""
+    from orchestrator.dispatch.adaptive import run_until_decided  # imports Dask: only when actually running
+    from orchestrator.dispatch.dispatcher import SweepOutcome
+
+    root = resolved.results_root
+    runs = [replace(run, token=record.client_token) for run in runs]
+
+    def connected(scheduler: str, dashboard_url: str | None) -> None:
+        """Record where the sweep runs, so `shasweep status` and `shasweep cancel` find its scheduler."""
+        nonlocal record
+        record = replace(record, scheduler=scheduler, dashboard_url=dashboard_url)
+        records.write_record(root, record)
+
+    try:
+        outcome, adaptive = run_until_decided(
+            resolved, record, runs, done=done, scheduler=options.scheduler,
+            continue_on_error=resolved.spec.continue_on_error, show_progress=options.progress,
+            on_connect=connected, security=options.security(), hosts=resolved.spec.hosts,
+            reuse=options.reuse)
+    except InvalidInputError:  # found before dispatching: the caller decides what the record keeps
+        raise
+    except BaseException as exc:
+        records.write_record(root, lifecycle.aborted(record, f"{type(exc).__name__}: {exc}"))
+        raise
+    if adaptive is not None:
+        record = replace(record, adaptive=adaptive)
+    if outcome is None:  # nothing was left to run: the record still gets every run's outcome
+        outcome = SweepOutcome(runs=[], host=record.host or {})
+    finished = complete(outcome) if complete else outcome
+    # the adaptive rounds may have changed planned_runs: the digest follows what shasweep wrote
+    records.write_record(root, with_digest(finished.finished_record(record)))
+
+
+def say(text: str) -> None:
+    """One line: on a terminal wrapped to its width (a long path folded, not cut); piped, as is."""
+    from orchestrator.render.terminal import terminal_console
+
+    console = terminal_console()
+    if console.is_terminal:
+        console.print(text, overflow="fold")
+    else:
+        print(text, flush=True)
