@@ -29,6 +29,8 @@ import pyarrow.dataset as ds
 
 from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN
 
+LOCKSTEP_COLUMNS: tuple[str, ...] = ("ran_in", "lockstep_fallback", "blocks")  # text columns of its runs
+
 
 def round_log_ratios(pair_log_ratios: np.ndarray) -> np.ndarray:
     """Per-round estimates from block-pair log ratios ``[..., pairs]``: their median."""

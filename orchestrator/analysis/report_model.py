@@ -21,6 +21,7 @@ from orchestrator.analysis import drift, host_agreement, stats
 from orchestrator.analysis.disturbed import COLUMNS as DISTURBANCE_COLUMNS
 from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.analysis.lockstep import LOCKSTEP_COLUMNS, LockstepView, lockstep_view
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.software import SOFTWARE_COLUMNS
 from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates, gates_exit_code
@@ -29,7 +30,7 @@ from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.spec.record import SweepRecord
 from orchestrator.spec.schema import SweepSpec
 from orchestrator.store.damaged import parquet_files, read_files
-from orchestrator.store.parquet import read_runs, runs_dir
+from orchestrator.store.parquet import QUIET_COLUMNS, read_runs, runs_dir
 from orchestrator.store.records import read_record
 
 AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha", "audit_threads",
@@ -45,7 +46,8 @@ FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error"
 
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
     ("run_key", "sweep_id", "side", "case", "sha", "status", "error", host_agreement.HOST_COLUMN,
-     *AUDIT_COLUMNS, *RUN_SOURCE_COLUMNS, *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS)))
+     *AUDIT_COLUMNS, *RUN_SOURCE_COLUMNS, *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS,
+     *LOCKSTEP_COLUMNS)))
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class Report:
     disturbed: pd.DataFrame = field(default_factory=pd.DataFrame)  # disturbed.disturbed_runs of the ok runs
     waivers: list[Waiver] = field(default_factory=list)  # the waiver log, revocations included
     by_host: host_agreement.HostsView | None = None  # medians per bench host and hosts that disagree
+    lockstep: LockstepView | None = None  # the order each case ran in, block pairs, quiet waits
 
     @property
     def exit_code(self) -> int:
@@ -95,7 +98,8 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
                        + [("steps", pa.int64()), ("repeat", pa.int64()), ("host_cpu_logical", pa.int64()),
                           ("audited", pa.bool_()),
                           ("started_at", pa.timestamp("us", tz="UTC"))]
-                       + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])])
+                       + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])]
+                       + [(name, kind) for name, kind in QUIET_COLUMNS.items()])
     table = read_files(parquet_files(runs_dir(results_root, sweep_id)), schema=schema)
     return (schema.empty_table() if table is None else table).to_pandas()
 
@@ -133,6 +137,7 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
         disturbed=disturbed_runs(ok),
         waivers=waivers,
         by_host=host_agreement.hosts_view(ok, cases, sides, baseline, metrics),
+        lockstep=lockstep_view(runs, baseline),
     )
 
 

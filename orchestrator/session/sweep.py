@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from omegaconf import OmegaConf
 
 from orchestrator.contract import PlannedRun
-from orchestrator.errors import InvalidInputError
+from orchestrator.errors import BenchInputError, InvalidInputError
 from orchestrator.plan import lifecycle
 from orchestrator.plan.expand import (
     ResolvedSweep,
@@ -98,6 +98,8 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     try:
         with records.sweep_lock(root, sweep_id):
             _dispatch(resolved, record, runs, options)
+    except BenchInputError:  # found by a run: the record says how the sweep stopped
+        raise
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         records.discard(root, sweep_id)
         raise
@@ -172,6 +174,10 @@ def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRu
     finished = complete(outcome) if complete else outcome
     # the adaptive rounds may have changed planned_runs: the digest follows what shasweep wrote
     records.write_record(root, with_digest(finished.finished_record(record)))
+    refused = next((run for run in outcome.runs if run.get("no_control")), None)
+    if refused is not None:
+        raise BenchInputError(f"sweep {record.sweep_id} stopped: {refused['error']} (with lockstep.fallback: "
+                              "interleaved such a case runs interleaved instead)", "lockstep.fallback")
 
 
 def say(text: str) -> None:

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from fakebench.fakerepo import FakeRepo, git, make_run
+from fakebench.fakerepo import FakeRepo, make_lockstep_repo, make_run
 
 from orchestrator.worker.cleanup import processes_with_run_key
 from orchestrator.worker.round_task import execute_round
 
-BENCH = Path(__file__).with_name("fakebench") / "lockstep_bench.py"
 COMMAND = ("{python}", "lockstep_bench.py", "--stream", "{stream}", "--control", "{control}",
            "--warmup", "{warmup}", "--measure", "{measure}")
 LOCKSTEP = {"block_steps": 2, "blocks": 3, "block_warmup": 1, "fallback": "stop"}
@@ -23,21 +22,10 @@ LOCKSTEP = {"block_steps": 2, "blocks": 3, "block_warmup": 1, "fallback": "stop"
 
 @pytest.fixture
 def repo(tmp_path, monkeypatch) -> FakeRepo:
-    """The lockstep bench at two commits: steps of 2 ms, then 3 ms."""
     monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("SHASWEEP_LOCK", raising=False)
     monkeypatch.delenv("SHASWEEP_BENCH_CPUS", raising=False)
-    path = tmp_path / "benchrepo"
-    path.mkdir()
-    git(path, "init", "-q")
-    shas = []
-    for step_ms in (2.0, 3.0):
-        source = BENCH.read_text().replace('{"step_ms": 2.0}', f'{{"step_ms": {step_ms}}}')
-        (path / "lockstep_bench.py").write_text(source)
-        git(path, "add", "lockstep_bench.py")
-        git(path, "commit", "-q", "-m", f"step {step_ms} ms")
-        shas.append(git(path, "rev-parse", "HEAD"))
-    return FakeRepo(path=path, shas=(shas[0], shas[1]))
+    return make_lockstep_repo(tmp_path)
 
 
 def round_runs(repo: FakeRepo, results: Path, *, repeat: int = 0, extra: dict[str, tuple] | None = None,
