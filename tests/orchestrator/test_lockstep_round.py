@@ -117,33 +117,33 @@ def test_a_bench_without_the_control_channel_is_named_with_its_sha(trees, tmp_pa
     assert all(gone(p.proc.pid) for p in players)
 
 
+def failed_round(players: list[Contestant], plan: BlockPlan, timeout_s: float) -> RoundFailed:
+    """Play a round that must fail; its error, once every process of it is gone."""
+    round_ = LockstepRound(players, timeout_s=timeout_s)
+    with pytest.raises(RoundFailed) as raised:
+        try:
+            run_blocks(round_, plan)
+        finally:
+            round_.kill()
+    assert all(gone(p.proc.pid) for p in players), "the other side's process dies with the round"
+    return raised.value
+
+
 def test_a_bench_that_never_answers_fails_the_round_naming_what_was_awaited(trees, tmp_path):
     never = tmp_path / "never-created"
     players = contestants(trees, tmp_path, {"cand": ["--wait-file", str(never)]})
-    round_ = LockstepRound(players, timeout_s=3)
-    with pytest.raises(RoundFailed) as raised:
-        try:
-            run_blocks(round_, BlockPlan(block_steps=2, blocks=2, block_warmup=0, warmup=0))
-        finally:
-            round_.kill()
-    message = str(raised.value)
-    assert raised.value.side == "cand" and trees["cand"][1][:12] in message
-    assert "did not answer within timeout_s=3" in message and "the end of block 1 (2 steps)" in message
-    assert all(gone(p.proc.pid) for p in players), "the other side's process dies with the round"
+    failure = failed_round(players, BlockPlan(block_steps=2, blocks=2, block_warmup=0, warmup=0), timeout_s=3)
+    assert failure.side == "cand" and failure.status == "timeout" and trees["cand"][1][:12] in str(failure)
+    assert "did not answer within timeout_s=3" in str(failure)
+    assert "the end of block 1 (2 steps)" in str(failure)
 
 
 def test_a_bench_that_crashes_mid_round_is_named_and_the_other_process_killed(trees, tmp_path):
     players = contestants(trees, tmp_path, {"base": ["--crash-at-step", "5"]})
-    round_ = LockstepRound(players, timeout_s=120)
-    with pytest.raises(RoundFailed) as raised:
-        try:
-            run_blocks(round_, BlockPlan(block_steps=2, blocks=4, block_warmup=0, warmup=1))
-        finally:
-            round_.kill()
-    message = str(raised.value)
-    assert raised.value.side == "base" and "exited with code 3" in message
-    assert "while the round awaited the end of block" in message
-    assert all(gone(p.proc.pid) for p in players)
+    plan = BlockPlan(block_steps=2, blocks=4, block_warmup=0, warmup=1)
+    failure = failed_round(players, plan, timeout_s=120)
+    assert failure.side == "base" and "exited with code 3" in str(failure)
+    assert "while the round awaited the end of block" in str(failure)
 
 
 def test_a_parked_process_that_dies_is_named_while_the_other_runs(trees, tmp_path):
