@@ -24,7 +24,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError, ensure_prepared
 from orchestrator.worker.proc import BenchProcess, file_tail, launch, with_reported_rss
 from orchestrator.worker.protocols import BenchReader, OnStep, make_reader
+from orchestrator.worker.quiet import QuietLimits, QuietWait, wait_for_quiet
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
@@ -99,8 +100,21 @@ def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
     log_dir.mkdir(parents=True, exist_ok=True)
     with machine_lock(lock) as marker:
         kill_leftover_run(marker)
+        quiet = wait_quiet([run], publish, cancelled)
         with WorktreePool().checkout(run.repo, run.sha) as tree:
-            return _run_bench(run, tree, log_dir, publish, cancelled, marker)
+            result = _run_bench(run, tree, log_dir, publish, cancelled, marker)
+    return replace(result, quiet=quiet.columns()) if quiet else result
+
+
+def wait_quiet(runs: list[PlannedRun], publish: Publisher, cancelled: Callable[[], bool]) -> QuietWait | None:
+    """Before ``runs`` (one run, or a lockstep round), holding the host lock: wait for a quiet host when
+    the sweep has ``quiet:`` (``worker.quiet``), and tell the board how the wait ended."""
+    if not runs[0].quiet:
+        return None
+    wait = wait_for_quiet(QuietLimits(**runs[0].quiet), stopped=cancelled)
+    for run in runs:
+        publish(_event(run, "quiet", **wait.columns()))
+    return wait
 
 
 def render_argv(template: tuple[str, ...] | list[str], values: dict[str, object]) -> list[str]:

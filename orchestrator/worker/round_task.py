@@ -45,7 +45,6 @@ from orchestrator.worker.lockstep import (
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError
 from orchestrator.worker.protocols import make_reader
-from orchestrator.worker.quiet import QuietLimits, QuietWait, wait_for_quiet
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
@@ -99,7 +98,7 @@ def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,
         directory.mkdir(parents=True, exist_ok=True)
     with machine_lock(lock) as marker:
         kill_leftover_run(marker)
-        quiet = _wait_quiet(runs, publish, cancelled)
+        quiet = bench_task.wait_quiet(runs, publish, cancelled)
         with contextlib.ExitStack() as stack:
             pool = WorktreePool()
             trees: dict[str, Path] = {}
@@ -108,16 +107,6 @@ def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,
                     trees[run.sha] = stack.enter_context(pool.checkout(run.repo, run.sha))
             results = _play(runs, trees, log_dirs, marker, publish, cancelled)
     return {key: replace(result, quiet=quiet.columns() if quiet else None) for key, result in results.items()}
-
-
-def _wait_quiet(runs: list[PlannedRun], publish: bench_task.Publisher, cancelled) -> QuietWait | None:
-    if not runs[0].quiet:
-        return None
-    limits = QuietLimits(**runs[0].quiet)
-    wait = wait_for_quiet(limits, stopped=cancelled)
-    for run in runs:
-        publish(bench_task._event(run, "quiet", **wait.columns()))
-    return wait
 
 
 def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Path], marker: Path,
