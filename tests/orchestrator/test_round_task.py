@@ -59,6 +59,7 @@ def test_a_round_runs_both_sides_in_lockstep_and_stores_their_blocks(tmp_path, r
     # repeat 1: the second side starts first, so the start order rotates by round
     assert json.loads(cand["blocks"])[0]["started"] < json.loads(base["blocks"])[0]["started"]
     assert pd.isna(base["quiet_wait_s"])
+    assert base["host_affinity"] == cand["host_affinity"], "both processes pinned to the same CPUs"
 
 
 def test_a_side_without_the_control_channel_stops_the_round_naming_it(tmp_path, repo):
