@@ -25,9 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as ds
 
-from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN
+from orchestrator.store import query
 
 LOCKSTEP_COLUMNS: tuple[str, ...] = ("ran_in", "lockstep_fallback", "blocks")  # text columns of its runs
 
@@ -137,14 +136,11 @@ def _round_pairs(ok: pd.DataFrame, baseline: str) -> list[RoundPairs]:
 
 def earlier_peak_rss(results_root: Path, shas: list[str], cases: list[str]) -> dict[str, float]:
     """SHA -> the highest peak RSS (MiB) of its earlier ok, measured runs of these cases, where any."""
-    path = Path(results_root) / "runs"
-    if not path.is_dir():
+    where = query.Where(shas=shas, cases=cases, status="ok", measured=True)
+    runs = query.read_runs(results_root, where, pa.schema([("sha", pa.string()),
+                                                          ("bench_max_rss_mib", pa.float64())]))
+    if runs.empty:
         return {}
-    schema = pa.schema([("sha", pa.string()), ("case", pa.string()), ("status", pa.string()),
-                        ("bench_max_rss_mib", pa.float64()), (REUSED_COLUMN, pa.string())])
-    runs = ds.dataset(path, format="parquet", schema=schema).to_table(
-        filter=(ds.field("status") == "ok") & ds.field("sha").isin(shas) & ds.field("case").isin(cases)
-        & MEASURED_FILTER).to_pandas()
     peaks = runs.dropna(subset=["bench_max_rss_mib"]).groupby("sha")["bench_max_rss_mib"].max()
     return {str(sha): float(mib) for sha, mib in peaks.items()}
 
