@@ -29,7 +29,14 @@ from orchestrator.worker.protocols.v1_records import StreamState
 from orchestrator.worker.stream import LineTail
 
 CONTROL_VERSION = 1  # the header's "control" value this worker speaks
-POLL_S = 0.005  # how often a waiting round looks at the streams (each look reads a few bytes)
+# How often a waiting round looks at the streams (each look reads a few bytes and polls the processes):
+# every POLL_S near an answer's expected time (the block's own last duration), every IDLE_POLL_S
+# before, so the worker itself barely runs while a bench measures; the cancel event at most every
+# STOP_CHECK_S (it asks the scheduler).
+POLL_S = 0.002
+IDLE_POLL_S = 0.05
+EXPECTED_SHARE = 0.8
+STOP_CHECK_S = 0.5
 BLOCK_KEYS: tuple[str, ...] = ("block", "steps", "wall_s", "warmup", "started", "ended")  # kept per block
 
 
@@ -110,6 +117,7 @@ class Contestant:
     records: StreamState = field(default_factory=StreamState)
     cycles: dict[int, int] = field(default_factory=dict)  # measured block number -> its cycle
     ended: bool = False  # told to end and exited: no longer expected alive
+    durations: dict[tuple[int, bool], float] = field(default_factory=dict)  # (steps, warmup) -> last wall_s
     _tail: LineTail | None = None
     _next_block: int = 0
 
@@ -175,9 +183,11 @@ class LockstepRound:
             contestant.cycles[number] = cycle
         assert contestant.channel is not None
         contestant.channel.send(cmd="run", steps=steps, block=number, warmup=warmup)
+        expected = contestant.durations.get((steps, warmup), 0.0)
         self._await(contestant, lambda c: len(c.records.blocks) > number,
-                    f"the end of block {number} ({steps} steps)")
+                    f"the end of block {number} ({steps} steps)", expected)
         record = contestant.records.blocks[number]
+        contestant.durations[(steps, warmup)] = float(record.get("wall_s") or 0.0)
         if (record.get("block"), record.get("steps"), record.get("warmup")) != (number, steps, warmup):
             raise RoundFailed(f"{contestant.name()} answered block {number} ({steps} steps, warmup "
                               f"{warmup}) with {json.dumps(record)[:200]}", contestant.side)
@@ -219,10 +229,12 @@ class LockstepRound:
 
     # ------------------------------------------------------------------ waiting
     def _await(self, contestant: Contestant, done: Callable[[Contestant], bool], what: str,
-               exiting: bool = False) -> None:
-        """Read the streams until ``done(contestant)``; RoundFailed when a process exits (other than an
-        ``exiting`` contestant), the timeout passes or the round is stopped."""
-        deadline = time.monotonic() + self.timeout_s
+               expected_s: float = 0.0, exiting: bool = False) -> None:
+        """Read the streams until ``done(contestant)`` (expected after about ``expected_s``); RoundFailed
+        when a process exits (other than an ``exiting`` contestant), the timeout passes or the round is
+        stopped."""
+        started = time.monotonic()
+        deadline, next_stop_check = started + self.timeout_s, started
         while True:
             self._drain(contestant)
             if done(contestant):
@@ -238,10 +250,14 @@ class LockstepRound:
             if time.monotonic() >= deadline:
                 raise RoundFailed(f"{contestant.name()} did not answer within timeout_s={self.timeout_s:g} "
                                   f"(awaited: {what})", contestant.side, "timeout")
-            if self.stopped():
-                raise RoundFailed(f"the sweep was cancelled while the round awaited {what} from "
-                                  f"{contestant.name()}", status="cancelled")
-            time.sleep(POLL_S)
+            now = time.monotonic()
+            if now >= next_stop_check:
+                next_stop_check = now + STOP_CHECK_S
+                if self.stopped():
+                    raise RoundFailed(f"the sweep was cancelled while the round awaited {what} from "
+                                      f"{contestant.name()}", status="cancelled")
+            early = started + EXPECTED_SHARE * expected_s - now  # time left before the answer is near
+            time.sleep(min(IDLE_POLL_S, early) if early > POLL_S else POLL_S)
 
     def _drain(self, contestant: Contestant) -> None:
         assert contestant._tail is not None
