@@ -177,22 +177,47 @@ class LockstepRound:
     def block(self, contestant: Contestant, steps: int, *, warmup: bool, cycle: int | None = None) -> dict:
         """Give the host to ``contestant`` for ``steps`` steps (a measured block of ``cycle``); returns
         its block record."""
-        number = contestant._next_block
-        contestant._next_block += 1
-        if cycle is not None:
-            contestant.cycles[number] = cycle
+        return self.blocks(contestant, [(steps, warmup, cycle)])[0]
+
+    def turn(self, contestant: Contestant, plan: BlockPlan, cycle: int) -> dict:
+        """``contestant``'s measured block of ``cycle`` after its warm-up steps; both commands are sent
+        at once, so the process never parks between them. Returns the measured block's record."""
+        warm = [(plan.block_warmup, True, None)] if plan.block_warmup else []
+        return self.blocks(contestant, [*warm, (plan.block_steps, False, cycle)])[-1]
+
+    def blocks(self, contestant: Contestant, commands: list[tuple[int, bool, int | None]]) -> list[dict]:
+        """Send ``contestant`` the blocks ``(steps, warmup, cycle)`` in one go and await them all;
+        their records, checked against the commands."""
         assert contestant.channel is not None
-        contestant.channel.send(cmd="run", steps=steps, block=number, warmup=warmup)
-        expected = contestant.durations.get((steps, warmup), 0.0)
-        self._await(contestant, lambda c: len(c.records.blocks) > number,
-                    f"the end of block {number} ({steps} steps)", expected)
-        record = contestant.records.blocks[number]
-        contestant.durations[(steps, warmup)] = float(record.get("wall_s") or 0.0)
-        if (record.get("block"), record.get("steps"), record.get("warmup")) != (number, steps, warmup):
-            raise RoundFailed(f"{contestant.name()} answered block {number} ({steps} steps, warmup "
-                              f"{warmup}) with {json.dumps(record)[:200]}", contestant.side)
-        self.on_block(contestant, record)
-        return record
+        numbers = []
+        for steps, warmup, cycle in commands:
+            number = contestant._next_block
+            contestant._next_block += 1
+            if cycle is not None:
+                contestant.cycles[number] = cycle
+            contestant.channel.send(cmd="run", steps=steps, block=number, warmup=warmup)
+            numbers.append(number)
+        expected = sum(contestant.durations.get((steps, warmup), 0.0) for steps, warmup, _ in commands)
+        last, total = numbers[-1], sum(steps for steps, _, _ in commands)
+        which = f"block {last}" if len(numbers) == 1 else f"blocks {numbers[0]}-{last}"
+        self._await(contestant, lambda c: len(c.records.blocks) > last, f"the end of {which} ({total} steps)",
+                    expected)
+        records = []
+        for number, (steps, warmup, _) in zip(numbers, commands, strict=True):
+            record = contestant.records.blocks[number]
+            if (record.get("block"), record.get("steps"), record.get("warmup")) != (number, steps, warmup):
+                raise RoundFailed(f"{contestant.name()} answered block {number} ({steps} steps, warmup "
+                                  f"{warmup}) with {json.dumps(record)[:200]}", contestant.side)
+            contestant.durations[(steps, warmup)] = float(record.get("wall_s") or 0.0)
+            self.on_block(contestant, record)
+            records.append(record)
+        return records
+
+    def play(self, plan: BlockPlan, first: int = 0) -> None:
+        """Every measured turn of ``plan`` in ``turn_order`` (``first`` rotates who starts)."""
+        sides = len(self.contestants)
+        for slot, index in enumerate(turn_order(sides, plan.blocks, first)):
+            self.turn(self.contestants[index], plan, cycle=slot // sides)
 
     def finish(self) -> None:
         """End every process in turn: its summary written and its exit awaited before the next ends."""
@@ -297,12 +322,7 @@ def run_blocks(round_: LockstepRound, plan: BlockPlan, first: int = 0) -> None:
     """Open the round, play ``plan``'s measured blocks in ``turn_order`` (each after its own warm-up
     steps) and finish it."""
     round_.open(plan.warmup)
-    sides = len(round_.contestants)
-    for slot, index in enumerate(turn_order(sides, plan.blocks, first)):
-        contestant = round_.contestants[index]
-        if plan.block_warmup:
-            round_.block(contestant, plan.block_warmup, warmup=True)
-        round_.block(contestant, plan.block_steps, warmup=False, cycle=slot // sides)
+    round_.play(plan, first)
     round_.finish()
 
 

@@ -40,7 +40,6 @@ from orchestrator.worker.lockstep import (
     LockstepRound,
     NoControlChannel,
     RoundFailed,
-    turn_order,
 )
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError
@@ -179,12 +178,7 @@ def _rounds_blocks(round_: LockstepRound, players: list[_Player], plan: BlockPla
             round_.end(player.contestant)
         return fallback
     window.begin()  # every process parked: the measured window starts
-    sides = len(players)
-    for slot, index in enumerate(turn_order(sides, plan.blocks)):
-        contestant = players[index].contestant
-        if plan.block_warmup:
-            round_.block(contestant, plan.block_warmup, warmup=True)
-        round_.block(contestant, plan.block_steps, warmup=False, cycle=slot // sides)
+    round_.play(plan)
     window.end()
     round_.finish()
     return None
@@ -221,8 +215,7 @@ def _start(round_: LockstepRound, player: _Player) -> str | None:
 
 
 def _run_alone(round_: LockstepRound, player: _Player, plan: BlockPlan) -> None:
-    round_.block(player.contestant, plan.warmup, warmup=True)
-    round_.block(player.contestant, _measure(player.run), warmup=False)
+    round_.blocks(player.contestant, [(plan.warmup, True, None), (_measure(player.run), False, None)])
     round_.end(player.contestant)
 
 
