@@ -51,11 +51,6 @@ class UnknownSweepError(InvalidInputError):
     """A sweep id (or ``latest``) names no stored sweep."""
 
 
-class BenchInputError(InvalidInputError):
-    """A SHA's bench cannot do what the sweep asks, found when it ran (``order: lockstep`` and a bench
-    without the control channel); the sweep is recorded as stopped, its runs as failed."""
-
-
 class ClusterError(ShasweepError):
     """The Dask cluster is unreachable or has no worker holding the bench resource."""
 

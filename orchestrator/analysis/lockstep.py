@@ -154,3 +154,10 @@ def residency_line(sides: dict[str, str], peaks: dict[str, float]) -> str:
     total = f"; at least {sum(known):,.0f} MiB at once" if known else ""
     return (f"lockstep: each round holds all {len(sides)} sides' bench processes in memory at once "
             f"(peak RSS of earlier runs: {', '.join(parts)}{total})")
+
+
+def no_control_problem(runs: pd.DataFrame) -> str | None:
+    """Why a lockstep sweep's input was wrong, from its runs: a round met a SHA whose bench has no
+    control channel (the runs' ``bad_input``); None when none did."""
+    bad = runs["bad_input"].dropna() if "bad_input" in runs else pd.Series(dtype=object)
+    return str(bad.iloc[0]) if len(bad) else None

@@ -70,13 +70,15 @@ class RunResult:
     audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
     worktree: str | None = None  # the checkout the bench ran in
     audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
+    suite_run_key: str | None = None  # the suite run this case's numbers were read from (None: its own)
+    bad_input: str | None = None  # why the run failed because of the sweep's input (exit 2 at the client)
+    cases: list[tuple[PlannedRun, RunResult]] | None = None  # a suite run's cases, each a run of its own
     # a lockstep sweep's run: the order it ran in (lockstep, or interleaved where the case fell back),
     # why it fell back, and its blocks (analysis.lockstep); quiet: how the wait for a quiet host ended
     ran_in: str | None = None
     fallback: str | None = None
     blocks: list[dict] | None = None
     quiet: dict | None = None  # worker.quiet.QuietWait.columns()
-    no_control: bool = False  # the round stopped on a side without the control channel (not a column)
 
     @property
     def wall_s(self) -> float:
@@ -127,15 +129,26 @@ def superseded_dir(results_root: str | Path, sweep_id: str) -> Path:
     return Path(results_root) / "superseded" / f"sweep={sweep_id}"
 
 
+def remove_run(run: PlannedRun) -> None:
+    """Remove ``run``'s files, if any: its runs file first, so a runs row never lacks its steps."""
+    files = run_files(run)
+    for path in (files.runs, files.steps):
+        path.unlink(missing_ok=True)
+
+
 def supersede_run(results_root: str | Path, sweep_id: str, run_key: str, tag: str) -> None:
-    """Move both files of ``run_key`` out of the results into ``superseded_dir`` (named with ``tag``,
-    e.g. the host that ran them), so a round redone elsewhere never mixes with them."""
+    """Move both files of ``run_key`` (and of the cases read from it, when it is a suite run) out of
+    the results into ``superseded_dir`` (named with ``tag``, e.g. the host that ran them), so a round
+    redone elsewhere never mixes with them."""
+    from orchestrator.store.query import with_suite_cases  # the read layer, which reads these files
+
     target = superseded_dir(results_root, sweep_id)
-    for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
-        path = source(results_root, sweep_id) / f"{run_key}.parquet"
-        if path.exists():
-            (target / kind).mkdir(parents=True, exist_ok=True)
-            os.replace(path, target / kind / f"{run_key}.{tag}.{time.time_ns()}.parquet")
+    for key in with_suite_cases(results_root, sweep_id, [run_key]):
+        for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
+            path = source(results_root, sweep_id) / f"{key}.parquet"
+            if path.exists():
+                (target / kind).mkdir(parents=True, exist_ok=True)
+                os.replace(path, target / kind / f"{key}.{tag}.{time.time_ns()}.parquet")
 
 
 def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
@@ -172,6 +185,8 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "rss_source": (result.usage.rss_source if result.usage else None, pa.string()),
         "audited": (result.audited, pa.bool_()),
         "reused_from": (None, pa.string()),  # measured by this run; store.reuse sets it on a copy
+        "suite_run_key": (result.suite_run_key, pa.string()),
+        "bad_input": (result.bad_input, pa.string()),
     }
     columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string())}
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}

@@ -10,8 +10,8 @@ when the round is over; if the round fails, every run of it fails (the side at f
 others "killed with their round"), so ``--resume`` runs the round again whole.
 
 A side whose bench does not declare the control channel (an older SHA) stops the round: with
-``lockstep.fallback: stop`` every run fails naming it (``no_control`` in the outcome: the sweep
-stops with exit 2); with ``fallback: interleaved`` the round's runs each run alone instead, one
+``lockstep.fallback: stop`` every run fails naming it (``bad_input``: the sweep stops, and the
+session ends it with exit 2); with ``fallback: interleaved`` the round's runs each run alone instead, one
 after the other (a bench without the channel runs its own warm-up and measured steps; one with it
 gets a warm-up block and a measured block of ``params.warmup`` / ``params.measure`` steps), and
 their rows say ``ran_in: interleaved`` and why. A bench that rejects the control option itself
@@ -85,7 +85,7 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
             throughput=result.throughput, wall_s=result.wall_s, exit_code=result.exit_code,
             started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
             log_dir=str(log_dirs[run.run_key]), runs_file=str(files.runs), steps_file=str(files.steps),
-            ran_in=result.ran_in, fallback=result.fallback, no_control=result.no_control))
+            ran_in=result.ran_in, fallback=result.fallback, no_control=result.bad_input is not None))
         publish(bench_task._event(run, "finished", status=result.status, error=result.error,
                                   throughput=result.throughput, wall_s=result.wall_s, ran_in=result.ran_in))
     return outcomes
@@ -242,4 +242,4 @@ def _result(player: _Player, failure: RoundFailed | None, fallback: str | None, 
         usage=proc.usage if proc else None, pythonpath=setup.pythonpath, worktree=str(setup.tree.resolve()),
         audit_modules=setup.audit_modules(), ran_in="interleaved" if fallback else "lockstep",
         fallback=fallback, blocks=contestant.block_summaries() if ok else None,
-        no_control=isinstance(failure, NoControlChannel))
+        bad_input=str(failure) if isinstance(failure, NoControlChannel) else None)
