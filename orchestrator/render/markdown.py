@@ -12,7 +12,7 @@ import pandas as pd
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.suites import SuiteSummary
-from orchestrator.render import host_section
+from orchestrator.render import host_section, lockstep
 from orchestrator.render.tables import (
     GATES_NOTE,
     Table,
@@ -71,7 +71,8 @@ def to_markdown(report: Report) -> str:
     """The human-readable report."""
     sections = [_summary_md(report), _sides_md(report), *(_suite_md(report, s) for s in report.suites),
                 *(_case_md(report, c) for c in report.cases),
-                _gates_md(report), _waivers_md(report), _hosts_md(report), _drift_md(report),
+                _gates_md(report), _lockstep_md(report), _waivers_md(report), _hosts_md(report),
+                _drift_md(report),
                 _disturbed_md(report), _failures_md(report),
                 _host_md(report)]
     return "\n\n".join(s for s in sections if s) + "\n"
@@ -127,6 +128,15 @@ def _gates_md(report: Report) -> str:
     bold = frozenset((i, verdict) for i in range(len(table.rows)))
     return ("## Gates\n\n" + GATES_NOTE + "\n\n" + gates_line(report) + "\n\n"
             + markdown_table(table, bold))
+
+
+def _lockstep_md(report: Report) -> str:
+    view = report.lockstep
+    if view is None:
+        return ""
+    lines = "\n".join(f"- {line}" for line in lockstep.order_lines(view))
+    table = markdown_table(lockstep.pairs_table(view)) if view.rounds else ""
+    return "\n\n".join(part for part in ("## Lockstep", lockstep.LOCKSTEP_NOTE, lines, table) if part)
 
 
 def _waivers_md(report: Report) -> str:

@@ -47,30 +47,31 @@ def kill_run_processes(run_key: str) -> list[int]:
     return [process.pid for process in victims]
 
 
-def note_running(marker: Path, run_key: str) -> None:
-    """Note next to the host lock which run holds the bench (so the next holder can clean up).
-    Written in place (the marker may belong to another user), only if it is a regular file."""
+def note_running(marker: Path, *run_keys: str) -> None:
+    """Note next to the host lock which runs hold the bench (a lockstep round: all of its runs), so
+    the next holder can clean up. Written in place (the marker may belong to another user), only if
+    it is a regular file."""
     try:
-        write_regular(marker, f"{run_key}\n".encode() if run_key else b"")
+        write_regular(marker, "".join(f"{key}\n" for key in run_keys).encode())
     except NotRegularFileError:  # someone put a FIFO or link there: no note, never a hang
         pass
 
 
 def clear_note(marker: Path) -> None:
-    note_running(marker, "")
+    note_running(marker)
 
 
-def noted_run(marker: Path) -> str:
-    """The run key the marker notes ('' for none, or when it cannot be read as a regular file)."""
+def noted_runs(marker: Path) -> list[str]:
+    """The run keys the marker notes (none when it cannot be read as a regular file)."""
     try:
-        return read_head(marker, MAX_MARKER_BYTES).decode("utf-8", errors="replace").strip()
+        return read_head(marker, MAX_MARKER_BYTES).decode("utf-8", errors="replace").split()
     except (NotRegularFileError, PermissionError):
-        return ""
+        return []
 
 
 def kill_leftover_run(marker: Path) -> list[int]:
-    """Kill what is left of the run noted in ``marker`` (its holder died mid-run), then clear it."""
-    run_key = noted_run(marker)
-    killed = kill_run_processes(run_key) if run_key else []
+    """Kill what is left of the runs noted in ``marker`` (its holder died mid-run), then clear it."""
+    run_keys = noted_runs(marker)
+    killed = [pid for key in run_keys for pid in kill_run_processes(key)]
     clear_note(marker)
     return killed

@@ -1,5 +1,10 @@
-"""Tailing a file a bench writes while it runs (protocol v1's stream): ``follow_lines`` yields each
-complete line as soon as it lands."""
+"""Tailing a file a bench writes while it runs (protocol v1's stream): ``LineTail`` hands out the
+complete lines appended since the last look; ``follow_lines`` yields each as soon as it lands.
+
+The file is read only if it is a regular file (``worker.safe_files``: a FIFO, a link or a device
+there is a ``ProtocolError``, never a blocked or endless read), ``READ_CHUNK_BYTES`` at a time, and a
+line longer than ``MAX_LINE_BYTES`` is a ``ProtocolError``.
+"""
 
 from __future__ import annotations
 
@@ -15,44 +20,67 @@ MAX_LINE_BYTES = 64 * 2**20  # one stream record
 READ_CHUNK_BYTES = 2**20
 
 
+class LineTail:
+    """Complete lines appended to a file since the last look (the file may not exist yet)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: BinaryIO | None = None
+        self._pending = bytearray()
+
+    def lines(self, final: bool = False) -> list[str]:
+        """The new complete lines (of at most one chunk, unless ``final``); ``final`` (the writer is
+        gone): everything left, a last unterminated line too."""
+        if self._file is None:
+            self._file = _open_stream(self.path)
+        found: list[bytes] = []
+        while self._file is not None:
+            chunk = self._file.read(READ_CHUNK_BYTES)
+            found += self._split(chunk)
+            if not final or len(chunk) < READ_CHUNK_BYTES:
+                break
+        if final and self._pending:
+            found.append(bytes(self._pending))
+            self._pending = bytearray()
+        return [line.decode("utf-8", errors="replace") for line in found]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _split(self, chunk: bytes) -> list[bytes]:
+        """The lines ``chunk`` completes; the rest is kept, at most ``MAX_LINE_BYTES`` of it."""
+        if b"\n" not in chunk:
+            self._pending += chunk
+            lines = []
+        else:
+            first, *rest, last = chunk.split(b"\n")
+            lines = [bytes(self._pending + first), *rest]
+            self._pending = bytearray(last)
+        if len(self._pending) > MAX_LINE_BYTES:
+            raise ProtocolError(f"a stream line is longer than {MAX_LINE_BYTES} bytes ({self.path})")
+        return lines
+
+
 def follow_lines(path: Path, finished: Callable[[], bool], poll_s: float = 0.02) -> Iterator[str]:
     """Yield complete lines appended to ``path`` until ``finished()`` and the file is drained.
 
     The file may not exist yet (the bench creates it); a last line without a newline is yielded
-    once the writer has finished. It is read only if it is a regular file (``worker.safe_files``:
-    a FIFO, link or device there is a ``ProtocolError``), ``READ_CHUNK_BYTES`` at a time, so
-    ``finished`` is asked between chunks; a line longer than ``MAX_LINE_BYTES`` is a ``ProtocolError``.
+    once the writer has finished.
     """
-    pending = bytearray()
-    stream = None
+    tail = LineTail(path)
     try:
         while True:
             done = finished()  # sample before reading so nothing written before exit is missed
-            if stream is None:
-                stream = _open_stream(path)  # closed in finally
-            chunk = stream.read(READ_CHUNK_BYTES) if stream is not None else b""
-            if b"\n" in chunk:
-                first, *lines, rest = chunk.split(b"\n")
-                pending += first
-                yield pending.decode("utf-8", errors="replace")
-                for line in lines:
-                    yield line.decode("utf-8", errors="replace")
-                pending = bytearray(rest)
-            else:
-                pending += chunk
-            if len(pending) > MAX_LINE_BYTES:
-                raise ProtocolError(f"a stream line is longer than {MAX_LINE_BYTES} bytes ({path})")
-            if len(chunk) == READ_CHUNK_BYTES:
-                continue  # more is waiting: read it before asking finished() again
+            lines = tail.lines(final=done)
+            yield from lines
             if done:
-                if pending:
-                    yield pending.decode("utf-8", errors="replace")
                 return
-            if not chunk:
+            if not lines:
                 time.sleep(poll_s)
     finally:
-        if stream is not None:
-            stream.close()
+        tail.close()
 
 
 def _open_stream(path: Path) -> BinaryIO | None:
