@@ -5,13 +5,13 @@ of this package), and the entry point that turns every error into its exit code.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata
+from typing import Any
 
-from orchestrator.cli import bisect, gc, results, run, servers, status, sweeps, waive
 from orchestrator.errors import EXIT_RUN_FAILED, ShasweepError
 
 EPILOG = """exit codes:
@@ -32,10 +32,23 @@ OTHER_EPILOG = """exit codes:
 
 def package_version() -> str:
     """The installed shasweep distribution's version."""
+    from importlib import metadata
+
     try:
         return metadata.version("shasweep")
     except metadata.PackageNotFoundError:
         return "unknown (not installed)"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the installed version and exit", **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        parser.exit(message=f"{parser.prog} {package_version()}\n")
 
 
 @dataclass(frozen=True)
@@ -48,53 +61,68 @@ class Command:
     judges_gates: bool = False  # its exit code follows the sweep's verdict: its help shows EPILOG
 
 
+def _lazy(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported when first called: a command imports only what it uses."""
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(f"orchestrator.cli.{module}"), name)(*args)
+
+    call.__qualname__ = f"{module}.{name}"
+    return call
+
+
+def _command(help_text: str, module: str, verb: str, judges_gates: bool = False,
+             arguments: str | None = None) -> Command:
+    """``verb`` of ``orchestrator.cli.<module>``: ``add_<verb>_arguments`` (or ``arguments``) and
+    ``cmd_<verb>``."""
+    return Command(help_text, _lazy(module, arguments or f"add_{verb}_arguments"),
+                   _lazy(module, f"cmd_{verb}"), judges_gates)
+
+
 COMMANDS: dict[str, Command] = {
-    "run": Command("run a sweep and report it", run.add_run_arguments, run.cmd_run, judges_gates=True),
-    "plan": Command("validate a sweep and print its plan, running nothing", run.add_sweep_arguments,
-                    run.cmd_plan),
-    "bisect": Command("find the first commit between --good and --bad whose gate FAILs",
-                      bisect.add_bisect_arguments, bisect.cmd_bisect),
-    "report": Command("print and write the report of a stored sweep", results.add_report_arguments,
-                      results.cmd_report, judges_gates=True),
-    "list": Command("the recorded sweeps, newest first: status, runs, verdict counts",
-                    sweeps.add_list_arguments, sweeps.cmd_list),
-    "gc": Command("remove unused bench worktrees", gc.add_gc_arguments, gc.cmd_gc),
-    "compare": Command("compare the medians of two sweeps (A earlier, B later)",
-                       results.add_compare_arguments,
-                       results.cmd_compare),
-    "waive": Command("record an accepted exception: a gate's FAIL no longer fails the sweep (or --revoke it)",
-                     waive.add_waive_arguments, waive.cmd_waive),
-    "history": Command("every recorded run of one case over time", results.add_history_arguments,
-                       results.cmd_history),
-    "status": Command("runs done/running/queued and the current step of a sweep", status.add_status_arguments,
-                      status.cmd_status),
-    "cancel": Command("cancel a running sweep: kill its running bench, start no queued run",
-                      status.add_cancel_arguments, status.cmd_cancel),
-    "scheduler": Command("run the Dask scheduler with the live /shasweep board",
-                         servers.add_scheduler_arguments, servers.cmd_scheduler),
-    "worker": Command("run the pinned bench worker (1 thread, resource GPU=1)",
-                      servers.add_worker_arguments, servers.cmd_worker),
+    "run": _command("run a sweep and report it", "run", "run", judges_gates=True),
+    "plan": _command("validate a sweep and print its plan, running nothing", "run", "plan",
+                     arguments="add_sweep_arguments"),
+    "try": _command("run the bench once at one side's SHA on this host and show what shasweep reads from "
+                    "it; records nothing", "trial", "try"),
+    "bisect": _command("find the first commit between --good and --bad whose gate FAILs", "bisect", "bisect"),
+    "report": _command("print and write the report of a stored sweep", "results", "report",
+                       judges_gates=True),
+    "list": _command("the recorded sweeps, newest first: status, runs, verdict counts", "sweeps", "list"),
+    "gc": _command("remove unused bench worktrees", "gc", "gc"),
+    "compare": _command("compare the medians of two sweeps (A earlier, B later)", "results", "compare"),
+    "waive": _command("record an accepted exception: a gate's FAIL no longer fails the sweep "
+                      "(or --revoke it)", "waive", "waive"),
+    "history": _command("every recorded run of one case over time", "results", "history"),
+    "status": _command("runs done/running/queued and the current step of a sweep", "status", "status"),
+    "cancel": _command("cancel a running sweep: kill its running bench, start no queued run", "status",
+                       "cancel"),
+    "scheduler": _command("run the Dask scheduler with the live /shasweep board", "servers", "scheduler"),
+    "worker": _command("run the pinned bench worker (1 thread, resource GPU=1)", "servers", "worker"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``selected``'s arguments are declared (None: every command's), so a command
+    imports its own modules and no other's."""
     parser = argparse.ArgumentParser(
         prog="shasweep", description="A/B performance sweeps of git SHAs on a pinned Dask bench worker.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():
         epilog = EPILOG if command.judges_gates else OTHER_EPILOG
         sub = subparsers.add_parser(name, help=command.help, description=command.help, epilog=epilog,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-        command.add_arguments(sub)
+        if selected is None or name == selected:
+            command.add_arguments(sub)
         sub.set_defaults(handler=command.handler)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``shasweep`` console script; returns the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(next((arg for arg in argv if not arg.startswith("-")), ""))
     try:
         args, extra = parser.parse_known_args(argv)
         _take_late_overrides(parser, args, extra)
@@ -123,11 +151,11 @@ def _fail(message: str, code: int) -> int:
 
 
 def _take_late_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
-    """KEY=VALUE overrides written after an option (``run x.yaml --no-progress a=b``) join the others;
-    anything else argparse did not recognise is a usage error (exit 2)."""
+    """KEY=VALUE and ~KEY overrides written after an option (``run x.yaml --no-progress a=b``) join
+    the others; anything else argparse did not recognise is a usage error (exit 2)."""
     if not extra:
         return
-    unknown = [arg for arg in extra if arg.startswith("-") or "=" not in arg]
+    unknown = [arg for arg in extra if arg.startswith("-") or ("=" not in arg and not arg.startswith("~"))]
     if unknown or not hasattr(args, "overrides"):
         parser.error(f"unrecognized arguments: {' '.join(unknown or extra)}")
     args.overrides = [*args.overrides, *extra]

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from orchestrator.analysis.report_model import make_report
 from orchestrator.errors import InvalidInputError
-from orchestrator.plan.expand import results_root_for
+from orchestrator.plan.roots import results_root_for
 from orchestrator.render.markdown import write_report
 from orchestrator.store import records as sweep_record
 from orchestrator.store.atomic import write_text_atomic

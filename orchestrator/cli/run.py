@@ -7,12 +7,14 @@ from __future__ import annotations
 import argparse
 import platform
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from orchestrator.cli.results import print_report
-from orchestrator.cli.servers import add_tls_arguments, tls_files
+from orchestrator.cli.tls_options import add_tls_arguments, tls_files
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
-from orchestrator.session import RunOptions, SweepPlan, noise_estimates, plan_sweep, resume, run_sweep
-from orchestrator.session.sweep import say
+from orchestrator.session import RunOptions, noise_estimates, plan_sweep, resume, run_sweep
+
+if TYPE_CHECKING:
+    from orchestrator.session import SweepPlan
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,6 +72,9 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 def _report_run(root: Path, sweep_id: str) -> int:
     """The report at the end of ``run``, with how to resume when a run is not ok."""
+    from orchestrator.cli.results import print_report  # the report's readers: only once a sweep ran
+    from orchestrator.session.sweep import say
+
     def resume_hint(code: int) -> None:
         if code == EXIT_RUN_FAILED:
             say(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from orchestrator.analysis.waivers import REVOKE, WAIVE, active_waivers, new_entry, waiver_log
 from orchestrator.errors import InvalidInputError
-from orchestrator.plan.expand import results_root_for
+from orchestrator.plan.roots import results_root_for
 from orchestrator.spec.load import check_waiver
 from orchestrator.spec.schema import WaiverSpec
 from orchestrator.store import records as sweep_record

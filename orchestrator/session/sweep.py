@@ -14,14 +14,9 @@ from omegaconf import OmegaConf
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan import lifecycle
-from orchestrator.plan.expand import (
-    ResolvedSweep,
-    build_plan,
-    check_writable,
-    resolve_sweep,
-    results_root_for,
-)
+from orchestrator.plan.expand import ResolvedSweep, build_plan, resolve_sweep
 from orchestrator.plan.integrity import with_digest
+from orchestrator.plan.roots import check_writable, results_root_for
 from orchestrator.session.options import RunOptions
 from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.spec.record import SweepRecord, spec_to_json
@@ -129,12 +124,12 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
 
 
 def noise_estimates(plan: SweepPlan, host: str) -> list[str]:
-    """How many rounds the gates need, from the noise of earlier sweeps of the cases on ``host``."""
-    from orchestrator.analysis.noise_history import noise_lines
-    from orchestrator.analysis.sequential import Looks
+    """Per gate and case: the minimum detectable change the planned rounds give with the noise of
+    earlier sweeps of the case on ``host``, with a warning where it exceeds the bound's distance from
+    1.0 (``analysis.plan_power``)."""
+    from orchestrator.analysis.plan_power import gate_lines
 
-    spec = plan.spec
-    return noise_lines(plan.resolved.results_root, spec.gates, list(spec.cases), host, Looks.of_spec(spec))
+    return gate_lines(plan.resolved.results_root, plan.spec, host)
 
 
 def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRun], options: RunOptions,
