@@ -78,6 +78,7 @@ class RunResult:
     audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
     worktree: str | None = None  # the checkout the bench ran in
     audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
+    lock_wait_s: float | None = None  # how long the run waited for its host lock (None: never got it)
 
     @property
     def wall_s(self) -> float:
@@ -173,6 +174,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "rss_source": (result.usage.rss_source if result.usage else None, pa.string()),
         "audited": (result.audited, pa.bool_()),
         "reused_from": (None, pa.string()),  # measured by this run; store.reuse sets it on a copy
+        "lock_wait_s": (result.lock_wait_s, pa.float64()),
     }
     columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string())}
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}

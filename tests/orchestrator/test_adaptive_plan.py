@@ -84,7 +84,8 @@ def test_plan_estimates_rounds_from_earlier_sweeps_on_this_host(sweep_file, caps
     late = 1 - 0.05 / 20
     mde = planned_mde(found.cv, 20, late, paired=True)
     assert (f"gate 0 (throughput >= 0.97) {GO2}: run CV {100 * found.cv:.1f}% on {platform.node()} "
-            f"(2 earlier sweeps): up to 20 rounds detect a change of {100 * mde:.1f}% (MDE, 80% power)") in out
+            f"(2 earlier sweeps): up to 20 rounds detect a change of {100 * mde:.1f}% (MDE, 80% power)"
+            ) in out
     assert (f"gate 0 (throughput >= 0.97) sac/g1_walk_flat/mujoco: no earlier ok runs on {platform.node()}"
             in out), "a case without history says so"
     assert ("warning:" in out) == (np.log1p(mde) > -np.log(0.97))

@@ -164,7 +164,8 @@ INVALID = [
     ("override-remove-absent", BASE, ["~sides.extra"],
      "override[0]: 'sides.extra' is not in the sweep file, so ~sides.extra removes nothing (sides has: base, "
      "cand)"),
-    ("override-remove-default", BASE, ["repeats=2", "~order"], "override[1]: 'order' is not in the sweep file"),
+    ("override-remove-default", BASE, ["repeats=2", "~order"],
+     "override[1]: 'order' is not in the sweep file"),
     ("override-remove-value", BASE, ["~repeats=2"], "override[0]: '~repeats=2': ~KEY removes a key and takes "
      "no value"),
     ("override-remove-list-item", BASE, ["~cases[0]"], "a list item cannot be removed"),
