@@ -23,6 +23,14 @@ EPILOG = """exit codes:
 """
 
 
+TRY_EPILOG = """exit codes:
+  0  the run was ok and reported every metric the sweep's gates and metrics need
+  2  invalid input (sweep YAML, overrides, refs, --side, --case), nothing run
+  3  the run failed (its error says why: exit code, output tail, log files), or it did not report a
+     metric the sweep needs
+"""
+
+
 OTHER_EPILOG = """exit codes:
   0  done
   2  invalid input (arguments, sweep id, results root)
@@ -48,7 +56,8 @@ class _VersionAction(argparse.Action):
                          help="show the installed version and exit", **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
-        parser.exit(message=f"{parser.prog} {package_version()}\n")
+        print(f"{parser.prog} {package_version()}")
+        parser.exit()
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,7 @@ class Command:
     add_arguments: Callable[[argparse.ArgumentParser], None]
     handler: Callable[[argparse.Namespace], int]
     judges_gates: bool = False  # its exit code follows the sweep's verdict: its help shows EPILOG
+    epilog: str | None = None  # its own exit codes (default: EPILOG or OTHER_EPILOG)
 
 
 def _lazy(module: str, name: str) -> Callable[..., Any]:
@@ -71,11 +81,11 @@ def _lazy(module: str, name: str) -> Callable[..., Any]:
 
 
 def _command(help_text: str, module: str, verb: str, judges_gates: bool = False,
-             arguments: str | None = None) -> Command:
+             arguments: str | None = None, epilog: str | None = None) -> Command:
     """``verb`` of ``orchestrator.cli.<module>``: ``add_<verb>_arguments`` (or ``arguments``) and
     ``cmd_<verb>``."""
     return Command(help_text, _lazy(module, arguments or f"add_{verb}_arguments"),
-                   _lazy(module, f"cmd_{verb}"), judges_gates)
+                   _lazy(module, f"cmd_{verb}"), judges_gates, epilog)
 
 
 COMMANDS: dict[str, Command] = {
@@ -83,7 +93,7 @@ COMMANDS: dict[str, Command] = {
     "plan": _command("validate a sweep and print its plan, running nothing", "run", "plan",
                      arguments="add_sweep_arguments"),
     "try": _command("run the bench once at one side's SHA on this host and show what shasweep reads from "
-                    "it; records nothing", "trial", "try"),
+                    "it; records nothing", "trial", "try", epilog=TRY_EPILOG),
     "bisect": _command("find the first commit between --good and --bad whose gate FAILs", "bisect", "bisect"),
     "report": _command("print and write the report of a stored sweep", "results", "report",
                        judges_gates=True),
@@ -110,7 +120,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():
-        epilog = EPILOG if command.judges_gates else OTHER_EPILOG
+        epilog = command.epilog or (EPILOG if command.judges_gates else OTHER_EPILOG)
         sub = subparsers.add_parser(name, help=command.help, description=command.help, epilog=epilog,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
         if selected is None or name == selected:

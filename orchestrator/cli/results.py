@@ -56,11 +56,12 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_history_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--case", required=True, metavar="ALGO/TASK/SIM",
-                        help="the case, as the sweep's cases list it, e.g. sac/go2_joystick_flat/mujoco")
+    parser.add_argument("--case", required=True, metavar="CASE",
+                        help="the case, as the sweep's cases list it, e.g. tokenize or algo/task/sim")
     parser.add_argument("--side", help="only runs of this side label")
     parser.add_argument("--sha", metavar="PREFIX", help="only runs of SHAs starting with PREFIX")
-    parser.add_argument("--metric", default="throughput", help="throughput (default) or a *_ms phase")
+    parser.add_argument("--metric", default="throughput",
+                        help="throughput (default), a *_ms phase or another metric the runs report")
     _results_argument(parser)
     _format_arguments(parser)
 

@@ -17,8 +17,8 @@ from orchestrator.store import records as sweep_record
 
 def add_waive_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep_id", metavar="SWEEP_ID|latest")
-    parser.add_argument("--case", required=True, metavar="ALGO/TASK/SIM",
-                        help="the case whose FAIL is accepted")
+    parser.add_argument("--case", required=True, metavar="CASE",
+                        help="the case whose FAIL is accepted, as the sweep's cases list it")
     parser.add_argument("--side", help="only this side (default: every side compared to the baseline)")
     parser.add_argument("--gate", type=int, metavar="N",
                         help="only the sweep's gate N, 0-based (default: every gate)")
