@@ -31,6 +31,7 @@ class Capability(enum.Flag):
     MANY_CASES = enum.auto()  # one bench run measures many cases (benchmark suites)
     MEASURE_PARAM = enum.auto()  # the worker itself runs ``params.warmup`` + ``params.measure`` steps
     RESULT_DOCUMENT = enum.auto()  # reads one document the bench writes to {result}, mapped by ``json:``
+    WHOLE_RUN_PHASES = enum.auto()  # each phase times the whole run (wall, user, sys), not a part of a step
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,8 @@ def _json(mapping: Mapping[str, object]) -> ProtocolInfo:
 
 
 def _time(mapping: Mapping[str, object]) -> ProtocolInfo:
-    return ProtocolInfo("time", Capability.STEPS | Capability.MEASURE_PARAM, phases=TIMED_PHASES,
+    return ProtocolInfo("time", Capability.STEPS | Capability.MEASURE_PARAM | Capability.WHOLE_RUN_PHASES,
+                        phases=TIMED_PHASES,
                         metrics=TIMED_METRICS, throughput_unit="runs")
 
 

@@ -122,11 +122,20 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False,
         from orchestrator.render.sweep_page import write_sweep_html  # imports Bokeh: only when asked
 
         written.append(write_sweep_html(results_root, report))
-    console.print(f"full report in {md.parent}: " + ", ".join(p.name for p in written), overflow="fold")
+    console.print(f"full report in {_shown(md.parent)}: " + ", ".join(p.name for p in written),
+                  overflow="fold")
     if before_verdict is not None:
         before_verdict(report.exit_code)
     console.print(report_verdict_line(report), overflow="fold")
     return report.exit_code
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current directory when under it (short enough for a terminal line)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _emit(args: argparse.Namespace, markdown: str, page: Callable[[], Page], default_html: Path) -> None:

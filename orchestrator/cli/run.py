@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from orchestrator.cli.tls_options import add_tls_arguments, tls_files
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.session import RunOptions, noise_estimates, plan_sweep, resume, run_sweep
+from orchestrator.spec.anyrepo import passes_variant
 
 if TYPE_CHECKING:
     from orchestrator.session import SweepPlan
@@ -99,8 +100,9 @@ def format_plan(plan: SweepPlan) -> str:
     for label, side in spec.sides.items():
         settings = resolved.settings[label]
         marker = " (baseline)" if label == spec.baseline else ""
+        variant = f"variant {settings.variant}, " if passes_variant(spec.command) else ""
         lines.append(f"side {label}{marker}: {side.ref} = {resolved.shas[label]}, "
-                     f"variant {settings.variant}, params {_params_text(settings.params)}")
+                     f"{variant}params {_params_text(settings.params)}")
     row = "{:>4}  {:<12} {:<40} {:>3}  {:<12}  {}"
     lines.append(row.format("#", "side", "case", "rep", "sha", "run_key"))
     lines += [row.format(r.order, r.side, r.case, r.repeat, r.sha[:12], r.run_key) for r in runs]

@@ -1,4 +1,4 @@
-"""``shasweep history --case C``: every recorded run of one case over time, from the Parquet alone.
+"""``shasweep history --case CASE``: every recorded run of one case over time, from the Parquet alone.
 
 All sweeps under ``<results>/runs`` are read (no sweep record needed); runs are audited with the
 checks that need no record (loaded SHA, measured steps, envruntime backend and managers) and shown
@@ -12,6 +12,7 @@ plot.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from orchestrator.render.markdown import markdown_table
 from orchestrator.render.page import Page
 from orchestrator.render.plots import history_plot
 from orchestrator.render.tables import Table, format_number, one_line
+from orchestrator.spec.anyrepo import passes_variant
 from orchestrator.store.parquet import read_runs
 from orchestrator.store.reuse import measured_only
 
@@ -106,16 +108,31 @@ def history_table(history: pd.DataFrame, metric: str, shifts: Sequence[Shift] = 
     metric, any error; the first run of a sweep that starts a new level of its side says so in
     ``shift``."""
     starts = {(s.side, s.sweep_id): f"{100 * s.change:+.1f}% new level" for s in shifts}
+    variants = _passes_variant(history)
     rows, marked = [], set()
     for r in history.to_dict("records"):
         key = (r["side"], r["sweep_id"])
         shift = starts.get(key, "") if key not in marked else ""
         marked.add(key)
         rows.append([_time(r.get("started_at")), r["sweep_id"], r["side"], str(r["sha"])[:12],
-                     str(r["variant"]), r["settings"], r["status"], format_number(_float(r[metric])), shift,
-                     one_line(r["error"])])
-    return Table(["started (UTC)", "sweep", "side", "sha", "variant", "params/command", "status", metric,
-                  "shift", "error"], rows)
+                     *([str(r["variant"])] if variants else []), r["settings"], r["status"],
+                     format_number(_float(r[metric])), shift, one_line(r["error"])])
+    return Table(["started (UTC)", "sweep", "side", "sha", *(["variant"] if variants else []),
+                  "params/command", "status", metric, "shift", "error"], rows)
+
+
+def _passes_variant(history: pd.DataFrame) -> bool:
+    """Whether some run's bench command was given the sweep's variant (``{variant}``)."""
+    commands = set(history["command"].dropna()) if "command" in history else set()
+    return any(passes_variant(_command(text)) for text in commands)
+
+
+def _command(text: str) -> list[str]:
+    try:
+        command = json.loads(text)
+    except ValueError:
+        return []
+    return [str(arg) for arg in command] if isinstance(command, list) else []
 
 
 def shift_lines(shifts: Sequence[Shift], metric: str) -> list[str]:
