@@ -28,8 +28,7 @@ from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers,
 from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.spec.record import SweepRecord
 from orchestrator.spec.schema import SweepSpec
-from orchestrator.store.damaged import parquet_files, read_files
-from orchestrator.store.parquet import read_runs, runs_dir
+from orchestrator.store import query
 from orchestrator.store.records import read_record
 
 AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha", "audit_threads",
@@ -96,8 +95,7 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
                           ("audited", pa.bool_()),
                           ("started_at", pa.timestamp("us", tz="UTC"))]
                        + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])])
-    table = read_files(parquet_files(runs_dir(results_root, sweep_id)), schema=schema)
-    return (schema.empty_table() if table is None else table).to_pandas()
+    return query.read_runs(results_root, query.Where(sweeps=[sweep_id]), schema)
 
 
 def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame | None = None) -> Report:
@@ -210,7 +208,8 @@ def _plain(value: object) -> str:
 def make_report(results_root: Path, sweep_id: str) -> Report:
     """Read the record and runs of ``sweep_id`` and build its report."""
     record = read_record(results_root, sweep_id)
-    reported = read_runs(results_root, sweep_id) if record.spec.metrics is None else None
+    reported = (query.read_runs(results_root, query.Where(sweeps=[sweep_id]))
+                if record.spec.metrics is None else None)
     metrics = report_metrics(record.spec, reported)
     return build_report(record, load_runs(results_root, sweep_id, metrics),
                         drift.load_history(results_root, record, metrics))

@@ -106,6 +106,9 @@ COMMANDS: dict[str, Command] = {
     "status": _command("runs done/running/queued and the current step of a sweep", "status", "status"),
     "cancel": _command("cancel a running sweep: kill its running bench, start no queued run", "status",
                        "cancel"),
+    "compact": _command("merge finished sweeps' per-run files into one runs and one steps file each",
+                        "compact", "compact"),
+    "index": _command("bring the results index up to date (or --rebuild it)", "compact", "index"),
     "scheduler": _command("run the Dask scheduler with the live /shasweep board", "servers", "scheduler"),
     "worker": _command("run the pinned bench worker (1 thread, resource GPU=1)", "servers", "worker"),
 }

@@ -16,8 +16,7 @@ from orchestrator.plan.roots import results_root_for
 from orchestrator.render.markdown import write_report
 from orchestrator.store import records as sweep_record
 from orchestrator.store.atomic import write_text_atomic
-from orchestrator.store.damaged import parquet_files, readable_files
-from orchestrator.store.parquet import steps_dir
+from orchestrator.store.query import check_files
 
 if TYPE_CHECKING:
     from orchestrator.render.page import Page
@@ -62,6 +61,9 @@ def add_history_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sha", metavar="PREFIX", help="only runs of SHAs starting with PREFIX")
     parser.add_argument("--metric", default="throughput",
                         help="throughput (default), a *_ms phase or another metric the runs report")
+    parser.add_argument("--steps", action="store_true",
+                        help="the metric (a phase) as each run's median over its measured steps, read from "
+                             "the steps table (default: the run's mean, from its summary row)")
     _results_argument(parser)
     _format_arguments(parser)
 
@@ -91,7 +93,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     from orchestrator.render import history
 
     root = results_root_for(args.results, Path.cwd())
-    query = history.HistoryQuery(case=args.case, side=args.side, sha=args.sha, metric=args.metric)
+    query = history.HistoryQuery(case=args.case, side=args.side, sha=args.sha, metric=args.metric,
+                                 steps=args.steps)
     runs = history.load_history(root, query)
     default_html = root / "reports" / history.html_file_name(query)
     _emit(args, history.to_markdown(runs, query), lambda: history.history_page(runs, query), default_html)
@@ -113,7 +116,7 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False,
         record = sweep_record.record_path(results_root, sweep_id)
         raise InvalidInputError(f"the sweep record {record} has an unexpected shape "
                                 f"({type(exc).__name__}: {exc})") from None
-    readable_files(parquet_files(steps_dir(results_root, sweep_id)))  # names damaged steps files too
+    check_files(results_root, sweep_id)  # names damaged steps files too
     md, csv = write_report(report, results_root)
     console = terminal_console()
     console.print(render_report(report, console.width))

@@ -22,6 +22,7 @@ from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.spec.record import SweepRecord, spec_to_json
 from orchestrator.spec.schema import SweepSpec
 from orchestrator.store import records
+from orchestrator.store.compact import compact_finished, release_for_rerun
 
 if TYPE_CHECKING:
     from orchestrator.analysis.report_model import Report
@@ -93,6 +94,7 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     try:
         with records.sweep_lock(root, sweep_id):
             _dispatch(resolved, record, runs, options)
+            compact_finished(root, sweep_id)
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         records.discard(root, sweep_id)
         raise
@@ -113,6 +115,7 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
     plan = plan_resume(root, sweep_id)  # checks everything, writes nothing
     with records.sweep_lock(root, sweep_id):
         plan = plan.refreshed()  # what is ok now that no other client runs the sweep
+        release_for_rerun(root, sweep_id, [key for key, status in plan.statuses.items() if status != "ok"])
         todo = plan.todo
         say(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
             f"results under {root}")
@@ -120,6 +123,7 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
             record = lifecycle.resumed(plan.record, root, datetime.now(UTC))
             _dispatch(plan.resolved, record, todo, options,
                       lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)), plan.ok_keys)
+        compact_finished(root, sweep_id)
     return SweepRun(sweep_id, root)
 
 
