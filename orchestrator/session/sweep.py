@@ -22,7 +22,6 @@ from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.spec.record import SweepRecord, spec_to_json
 from orchestrator.spec.schema import SweepSpec
 from orchestrator.store import records
-from orchestrator.store.compact import compact_finished, release_for_rerun
 
 if TYPE_CHECKING:
     from orchestrator.analysis.report_model import Report
@@ -80,6 +79,8 @@ def plan_sweep(spec: str | Path | SweepSpec, overrides: Sequence[str] = (), *, c
 def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     """Record and dispatch a new sweep of ``plan``, its adaptive rounds and re-runs included; the
     record says how it ended. Bad input raises ``InvalidInputError`` before anything is recorded."""
+    from orchestrator.store.compact import compact_finished  # reads and writes Parquet: only when running
+
     options = options or RunOptions()
     options.security()  # the TLS options checked before anything is recorded
     resolved = plan.resolved
@@ -107,6 +108,7 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
     SHAs and run keys, then the adaptive rounds it still needs. ``results_root``: relative to the git
     repository of ``cwd``."""
     from orchestrator.plan.resume import plan_resume
+    from orchestrator.store.compact import compact_finished, release_for_rerun
 
     options = options or RunOptions()
     options.security()
