@@ -23,6 +23,7 @@ SUBPHASE_PREFIX = "update_state."
 UPDATE_STATE_REST = "update_state.other_ms"
 WIDTH, HEIGHT = 560, 320
 RUN_FIELDS: list[str] = ["side", "run_key", "sha", "status", "repeat", "color"]
+_UNITS: tuple[tuple[str, str], ...] = (("_ms", "ms"), ("_mib", "MiB"), ("_s", "s"))  # metric suffix, unit
 
 
 def side_colors(sides: list[str]) -> dict[str, str]:
@@ -168,7 +169,7 @@ def history_plot(history: pd.DataFrame, metric: str, title: str,
     """``metric`` of every run over its start time; ok runs as dots, one series per params/command
     label (``settings``), joined in time order; others as crosses; ``marks`` (change points) as
     vertical lines."""
-    fig = _figure(title, x_axis_type="datetime", y_label=metric, x_label="run started (UTC)")
+    fig = _figure(title, x_axis_type="datetime", y_label=metric_label(metric), x_label="run started (UTC)")
     for mark in marks:
         fig.add_layout(Span(location=mark.to_pydatetime(), dimension="height", line_color="#9467bd",
                             line_dash="dashed", line_width=2))
@@ -190,6 +191,15 @@ def history_plot(history: pd.DataFrame, metric: str, title: str,
     fig.legend.location = "bottom_left"
     _pad_y(fig, history[metric])
     return fig
+
+
+def metric_label(metric: str) -> str:
+    """An axis label naming ``metric`` and its unit: ``*_ms`` phases in ms, ``*_mib`` in MiB, the
+    throughput per second in the bench's own unit."""
+    if metric == "throughput":
+        return "throughput (per s, in the bench's unit)"
+    unit = next((unit for suffix, unit in _UNITS if metric.endswith(suffix)), None)
+    return f"{metric} ({unit})" if unit else metric
 
 
 def _figure(title: str, *, y_label: str, x_label: str = "", **kwargs: object) -> figure:
