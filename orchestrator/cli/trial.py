@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from orchestrator.session.trial import TrialResult
+    from orchestrator.session.trial import Reading, TrialResult
+    from orchestrator.store.parquet import RunResult
 
 HEADER_VALUE_CHARS = 160  # of each header key's value on its line (the stream log has all of it)
 # C0 and C1 control characters but newline and tab: bench output must not steer the terminal
@@ -39,8 +40,8 @@ def cmd_try(args: argparse.Namespace) -> int:
 
 
 def format_trial(trial: TrialResult, baseline: str) -> list[str]:
-    """What was run, where its logs are, the header, the steps and every metric with its value, then
-    the outcome (or why the run failed)."""
+    """What was run, where its logs are, the header, then per case its steps and every metric with its
+    value, then the outcome (or why the run failed)."""
     run, result = trial.run, trial.result
     side = f"{run.side} (baseline)" if run.side == baseline else run.side
     lines = [f"try: side {side} ({run.ref} = {run.sha[:12]}), case {run.case}, protocol {run.protocol}",
@@ -52,17 +53,26 @@ def format_trial(trial: TrialResult, baseline: str) -> list[str]:
     exit_code = "-" if result.exit_code is None else result.exit_code
     lines.append(f"status: {result.status} (exit code {exit_code}) in {result.wall_s:.1f} s{waited}")
     lines += _header_lines(result.header)
-    measured = sum(not s.warmup for s in result.steps)
-    lines.append(f"steps: {measured} measured, {len(result.steps) - measured} warm-up")
-    lines += _metric_lines(trial)
-    if result.status != "ok":
-        lines.append(f"try: the run {result.status}: {_printable(result.error or '(no error recorded)')}")
-    elif trial.missing:
-        lines.append(f"try: the run did not report {', '.join(trial.missing)}, which the sweep's gates or "
-                     "metrics need: the sweep would have no numbers for them")
-    else:
-        lines.append("try: ok: the sweep can read every metric its gates and report need")
-    return lines
+    for reading in trial.readings:
+        measured = sum(not s.warmup for s in reading.result.steps)
+        lines.append(f"case {reading.case}: {reading.result.status}; steps: {measured} measured, "
+                     f"{len(reading.result.steps) - measured} warm-up")
+        lines += _metric_lines(reading, trial.throughput_unit)
+    return lines + _outcome_lines(trial)
+
+
+def _outcome_lines(trial: TrialResult) -> list[str]:
+    """Why the trial failed (the run, or each case that failed or lacks a needed metric), or ok."""
+    if trial.result.status != "ok":
+        return [f"try: the run {trial.result.status}: {_error(trial.result)}"]
+    lines = []
+    for reading in trial.readings:
+        if reading.result.status != "ok":
+            lines.append(f"try: case {reading.case} {reading.result.status}: {_error(reading.result)}")
+        elif reading.missing:
+            lines.append(f"try: case {reading.case} did not report {', '.join(reading.missing)}, which the "
+                         "sweep's gates or metrics need: the sweep would have no numbers for them")
+    return lines or ["try: ok: the sweep can read every metric its gates and report need"]
 
 
 def _header_lines(header: dict | None) -> list[str]:
@@ -78,21 +88,21 @@ def _header_lines(header: dict | None) -> list[str]:
     return lines
 
 
-def _metric_lines(trial: TrialResult) -> list[str]:
+def _metric_lines(reading: Reading, throughput_unit: str | None) -> list[str]:
     """One line per metric: ``*`` marks the ones the gates and the report need."""
-    if not trial.values:
+    if not reading.values:
         return []
-    unit = f"{trial.throughput_unit}/s" if trial.throughput_unit else "per s (the bench's unit)"
-    width = max(len(name) for name in trial.values)
-    lines = ["metrics (* = a gate or the sweep's metrics need it):"]
-    for name, value in trial.values.items():
-        mark = "*" if name in trial.needed else " "
+    unit = f"{throughput_unit}/s" if throughput_unit else "per s (the bench's unit)"
+    width = max(len(name) for name in reading.values)
+    lines = ["  metrics (* = a gate or the sweep's metrics need it):"]
+    for name, value in reading.values.items():
+        mark = "*" if name in reading.needed else " "
         shown = "not reported" if value is None else f"{value:.6g}"
         suffix = f" {unit}" if name == "throughput" and value is not None else ""
-        lines.append(f"  {mark} {json.dumps(name)[1:-1]:<{width}}  {shown}{suffix}")
+        lines.append(f"    {mark} {json.dumps(name)[1:-1]:<{width}}  {shown}{suffix}")
     return lines
 
 
-def _printable(text: str) -> str:
-    """``text`` with control characters (escape sequences of bench output) shown as ``?``."""
-    return _CONTROL.sub("?", text)
+def _error(result: RunResult) -> str:
+    """``result``'s error with control characters (escape sequences of bench output) shown as ``?``."""
+    return _CONTROL.sub("?", result.error or "(no error recorded)")

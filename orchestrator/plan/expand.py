@@ -8,7 +8,9 @@ cases x sides x repeats in the spec's order:
   A B A B ... so slow drift of the machine hits every side alike;
 * ``serial``: per case, every repeat of the first side, then of the next: A A A B B B;
 * ``randomized``: a seeded block design: each round is a random permutation of all (case, side)
-  cells, drawn from ``random.Random(order_seed)``: the same seed gives the same plan.
+  cells, drawn from ``random.Random(order_seed)``: the same seed gives the same plan;
+* ``lockstep``: as ``interleaved``; the dispatcher sends each case's runs of a round to the worker
+  as one round (``worker.round_task``), whose processes take turns block by block.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.capabilities import SUITE_CASE
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import RefError
 from orchestrator.plan.integrity import command_digest
 from orchestrator.plan.refs import check_directory, find_repo_root, repo_root, resolve_ref
 from orchestrator.plan.roots import check_results_root, results_root_for
-from orchestrator.spec.anyrepo import bench_argv, case_parts
+from orchestrator.spec.anyrepo import bench_argv, case_parts, is_suite
 from orchestrator.spec.load import side_settings
 from orchestrator.spec.schema import Order, RunSettings, SweepSpec
 
@@ -86,12 +89,18 @@ def run_key(sweep_id: str, side: str, case: str, repeat: int, sha: str, settings
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
+def planned_cases(spec: SweepSpec) -> list[str]:
+    """The cases the plan runs: the sweep's, or for a suite protocol the one suite run
+    (``capabilities.SUITE_CASE``) whose output gives every case ``spec.cases`` names."""
+    return [SUITE_CASE] if is_suite(spec) else list(spec.cases)
+
+
 def build_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
     """The sweep's first ``repeats`` rounds in execution order, each run with its ``order`` index and
     ``run_key``: all of a fixed sweep, the part of an adaptive one that always runs."""
     spec = resolved.spec
-    return _runs(resolved, sweep_id, plan_cells(list(spec.cases), list(spec.sides), spec.repeats, spec.order,
-                                                spec.order_seed))
+    cells = plan_cells(planned_cases(spec), list(spec.sides), spec.repeats, spec.order, spec.order_seed)
+    return _runs(resolved, sweep_id, cells)
 
 
 def adaptive_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
@@ -101,9 +110,9 @@ def adaptive_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
     The rounds extend the same design (the same seed draws the same first rounds), so keys and order
     indices are the same whenever the sweep is planned again; the adaptive loop runs a subset."""
     spec = resolved.spec
-    cells = plan_cells(list(spec.cases), list(spec.sides), spec.max_rounds, spec.order, spec.order_seed)
+    cells = plan_cells(planned_cases(spec), list(spec.sides), spec.max_rounds, spec.order, spec.order_seed)
     extra = sorted((cell for cell in cells if cell[2] >= spec.repeats), key=lambda cell: cell[2])
-    first = len(spec.cases) * len(spec.sides) * spec.repeats
+    first = len(planned_cases(spec)) * len(spec.sides) * spec.repeats
     return _runs(resolved, sweep_id, extra, first)
 
 
@@ -121,7 +130,8 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             order=index,
             side=side, ref=spec.sides[side].ref, sha=sha, case=case, algo=parts and parts.algo,
             task=parts and parts.task, sim=parts and parts.sim, variant=settings.variant, repeat=repeat,
-            repo=str(resolved.repo), argv_template=bench_argv(spec.command, settings.params),
+            repo=str(resolved.repo),
+            argv_template=bench_argv(spec.command, settings.params, lockstep=spec.order is Order.lockstep),
             params=dict(settings.params),
             env=dict(settings.env), timeout_s=spec.timeout_s, results_root=str(resolved.results_root),
             pythonpath=tuple(spec.pythonpath),
@@ -129,5 +139,21 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             audit_modules=None if spec.audit_modules is None else tuple(spec.audit_modules),
             prepare=tuple(tuple(argv) for argv in spec.prepare),
             sweep_dir=str(resolved.sweep_dir or resolved.repo),
+            suite_cases=tuple(spec.cases) if case == SUITE_CASE else (),
+            lockstep=lockstep_settings(spec, settings.params),
+            quiet=dict(vars(spec.quiet)) if spec.quiet is not None else {},
         ))
     return runs
+
+
+def lockstep_settings(spec: SweepSpec, params: dict) -> dict:
+    """A run's ``lockstep`` entry (``contract.PlannedRun``): the sweep's blocks and fallback, and the
+    argv template without the control option where the plan added it (envruntime's command)."""
+    if spec.order is not Order.lockstep or spec.lockstep is None:
+        return {}
+    found = {"block_steps": spec.lockstep.block_steps, "blocks": spec.lockstep.blocks,
+             "block_warmup": spec.lockstep.block_warmup, "fallback": spec.lockstep.fallback.value}
+    plain = bench_argv(spec.command, params)
+    if plain != bench_argv(spec.command, params, lockstep=True):
+        found["plain_argv"] = plain
+    return found

@@ -18,7 +18,7 @@ from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import Report
 from orchestrator.capabilities import Capability, describe_stored
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
-from orchestrator.render import host_section
+from orchestrator.render import host_section, lockstep
 from orchestrator.render.forest import forest_plot, gate_bounds
 from orchestrator.render.page import Page
 from orchestrator.render.plots import breakdown_plot, per_run_plot, timeline_plot
@@ -84,6 +84,12 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
         page.paragraph(gates_line(report))
         page.figures(forest_plots(report))
         page.table(gates_table(report))
+    if report.lockstep is not None:
+        page.heading("Lockstep")
+        page.paragraph(lockstep.LOCKSTEP_NOTE, "note")
+        page.items(lockstep.order_lines(report.lockstep))
+        if report.lockstep.rounds:
+            page.table(lockstep.pairs_table(report.lockstep))
     if report.waivers:
         page.heading("Waivers")
         page.paragraph(WAIVERS_NOTE, "note")
@@ -113,6 +119,13 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
                                          f"{case}: {phase} per {_step_word(report.record.spec)} "
                                          "(warm-up shaded)", x_label=_step_word(report.record.spec)))
         page.figures(figures)
+        if report.lockstep is not None and "blocks" in mine:
+            last = mine[mine["blocks"].notna()]
+            last = last[last["repeat"] == last["repeat"].max()] if len(last) else last
+            blocks = lockstep.blocks_plot(last, report.sides, f"{case}: the blocks of lockstep round "
+                                          f"{int(last['repeat'].max()) if len(last) else '-'}, per side")
+            if blocks is not None:
+                page.figures([blocks])
     if host_section.shown(report):
         page.heading("Hosts")
         page.paragraph(host_section.HOSTS_NOTE)

@@ -14,9 +14,10 @@ from rich.text import Text
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
+from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import Verdict
 from orchestrator.render.fit import Column, fit_table
-from orchestrator.render.tables import format_number, one_line, summary_lines, verdict_text
+from orchestrator.render.tables import format_number, one_line, suite_table, summary_lines, verdict_text
 from orchestrator.render.verdict_line import verdict_line
 from orchestrator.spec.anyrepo import passes_variant
 
@@ -38,8 +39,13 @@ def render_report(report: Report, width: int) -> RenderableType:
     lines = summary_lines(report)
     parts += [_line(lines[0]), _line(next(line for line in lines if line.startswith("runs: ")))]
     parts += _fitted(_sides(report), "sides", width)
-    for case in report.cases:
-        parts += _fitted(_case(report, case), case, width)
+    if report.suites:  # a benchmark suite: its cases in one table per side, largest change first
+        for suite in report.suites:
+            title = f"suite: {suite.metric}, {suite.side} / {report.baseline} (largest change first)"
+            parts += _fitted(_suite(report, suite), title, width)
+    else:
+        for case in report.cases:
+            parts += _fitted(_case(report, case), case, width)
     if report.gates:
         parts += _fitted(_gates(report), "gates", width)
     if len(report.failures):
@@ -110,6 +116,16 @@ def _case(report: Report, case: str) -> list[Column]:
         columns.append(Column("interval", [_interval(cells[side, m].comparison) for m in report.metrics],
                               drop=20 + i, name=f"{ratio} interval"))
     return columns
+
+
+def _suite(report: Report, suite: SuiteSummary) -> list[Column]:
+    """The suite's table (``tables.suite_table``): case names and intervals abbreviated, then the
+    medians left out, then the intervals, then the gate column."""
+    contents = suite_table(report, suite)
+    drops = [None, 30, 31, None, 20, 10]  # case, baseline, side, ratio, interval, gate
+    return [Column(name, [row[i] for row in contents.rows], shrink=i in (0, 4), drop=drops[i],
+                   justify="right" if 0 < i < 4 else "left")
+            for i, name in enumerate(contents.header)]
 
 
 def _gates(report: Report) -> list[Column]:

@@ -20,7 +20,7 @@ from orchestrator.plan.roots import check_writable, results_root_for
 from orchestrator.session.options import RunOptions
 from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.spec.record import SweepRecord, spec_to_json
-from orchestrator.spec.schema import SweepSpec
+from orchestrator.spec.schema import Order, SweepSpec
 from orchestrator.store import records
 
 if TYPE_CHECKING:
@@ -99,6 +99,8 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         records.discard(root, sweep_id)
         raise
+    check_suite_input(resolved.spec, root, sweep_id)
+    check_lockstep_input(resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
 
 
@@ -109,6 +111,7 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
     repository of ``cwd``."""
     from orchestrator.plan.resume import plan_resume
     from orchestrator.store.compact import compact_finished, release_for_rerun
+    from orchestrator.store.query import with_suite_cases
 
     options = options or RunOptions()
     options.security()
@@ -117,7 +120,8 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
     plan = plan_resume(root, sweep_id)  # checks everything, writes nothing
     with records.sweep_lock(root, sweep_id):
         plan = plan.refreshed()  # what is ok now that no other client runs the sweep
-        release_for_rerun(root, sweep_id, [key for key, status in plan.statuses.items() if status != "ok"])
+        again = [key for key, status in plan.statuses.items() if status != "ok"]
+        release_for_rerun(root, sweep_id, with_suite_cases(root, sweep_id, again))
         todo = plan.todo
         say(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
             f"results under {root}")
@@ -126,7 +130,39 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
             _dispatch(plan.resolved, record, todo, options,
                       lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)), plan.ok_keys)
         compact_finished(root, sweep_id)
+    check_suite_input(plan.resolved.spec, root, sweep_id)
+    check_lockstep_input(plan.resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
+
+
+def check_suite_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> None:
+    """``InvalidInputError`` (exit 2) for what a suite's runs showed to be wrong with the sweep: a
+    ``cases`` entry no benchmark matches, a unit that is not a time, a gate's ``case`` that matches
+    no case found (``analysis.suites.input_problem``). The record and the runs stay as they are."""
+    from orchestrator.analysis.report_model import load_runs
+    from orchestrator.analysis.suites import input_problem
+    from orchestrator.spec.anyrepo import is_suite
+
+    if not is_suite(spec):
+        return
+    problem = input_problem(spec, load_runs(results_root, sweep_id, []))
+    if problem is not None:
+        key, why = problem
+        raise InvalidInputError(f"sweep {sweep_id}: {why}", key)
+
+
+def check_lockstep_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> None:
+    """``InvalidInputError`` (exit 2) when a lockstep round met a SHA whose bench has no control
+    channel under ``lockstep.fallback: stop``; the record and the runs stay as they are."""
+    from orchestrator.analysis.lockstep import no_control_problem
+    from orchestrator.analysis.report_model import load_runs
+
+    if spec.order is not Order.lockstep:
+        return
+    why = no_control_problem(load_runs(results_root, sweep_id, []))
+    if why is not None:
+        raise InvalidInputError(f"sweep {sweep_id} stopped: {why} (with lockstep.fallback: interleaved such "
+                                "a case runs interleaved instead)", "lockstep.fallback")
 
 
 def noise_estimates(plan: SweepPlan, host: str) -> list[str]:

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from orchestrator.capabilities import describe
+from orchestrator.capabilities import SUITE_CASE, describe
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import EXIT_OK, EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.session.sweep import SweepPlan
 from orchestrator.store.parquet import RunResult
 from orchestrator.worker.bench_task import measure_run, run_log_dir
+from orchestrator.worker.run_audit import audit_result
 
 TRIAL_PREFIX = "try-"  # of a trial's sweep id: its logs and its note on the host lock say it is a trial
 
@@ -33,24 +34,37 @@ class TrialOptions:
 
 
 @dataclass(frozen=True)
-class TrialResult:
-    """The run as the worker read it, and the metrics the sweep's gates and report need from it."""
+class Reading:
+    """What was read of one case of the run (a suite run gives one per benchmark it selected)."""
 
-    run: PlannedRun
-    result: RunResult
-    log_dir: Path
-    needed: tuple[str, ...]  # the sweep's metrics (if it lists them) and every gate's metric
-    values: dict[str, float | None]  # every metric the run reported, then each needed one (None: not)
+    case: str
+    result: RunResult  # as the worker audited it
+    values: dict[str, float | None]  # every metric the case reported, then each needed one (None: not)
+    needed: tuple[str, ...]
 
     @property
     def missing(self) -> list[str]:
-        """Needed metrics the run did not report."""
+        """Needed metrics the case did not report."""
         return [name for name in self.needed if self.values.get(name) is None]
 
     @property
+    def ok(self) -> bool:
+        return self.result.status == "ok" and not self.missing
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """The run as the worker read it, and per case what the sweep's gates and report need of it."""
+
+    run: PlannedRun
+    result: RunResult  # the bench run's own (for a suite run: the whole output's)
+    log_dir: Path
+    readings: tuple[Reading, ...]
+
+    @property
     def exit_code(self) -> int:
-        """0 when the run is ok and reported every needed metric, else 3."""
-        return EXIT_OK if self.result.status == "ok" and not self.missing else EXIT_RUN_FAILED
+        """0 when every case is ok and reported every needed metric, else 3."""
+        return EXIT_OK if self.readings and all(r.ok for r in self.readings) else EXIT_RUN_FAILED
 
     @property
     def throughput_unit(self) -> str | None:
@@ -59,20 +73,23 @@ class TrialResult:
 
 def try_bench(plan: SweepPlan, options: TrialOptions | None = None,
               on_wait: Callable[[str], None] | None = None) -> TrialResult:
-    """Run ``plan``'s first run of ``options.side`` and ``options.case`` once on this host and read it;
-    ``InvalidInputError`` names a side or case the sweep does not have. ``on_wait(text)`` is called
-    once when the host lock is taken (``waiting for host H: held by ...``)."""
+    """Run ``plan``'s first run of ``options.side`` and ``options.case`` once on this host, read and
+    audit it; ``InvalidInputError`` names a side or case the sweep does not have (for a suite: a case
+    its output does not give). ``on_wait(text)`` is called once when the host lock is taken
+    (``waiting for host H: held by ...``)."""
     options = options or TrialOptions()
     spec = plan.spec
     side = spec.baseline if options.side is None else options.side
-    case = spec.cases[0] if options.case is None else options.case
     if side not in spec.sides:
         raise InvalidInputError(f"the sweep has no side {side!r} (its sides: {', '.join(spec.sides)})",
                                 "--side")
-    if case not in spec.cases:
+    runs = [r for r in plan.runs if r.side == side]
+    suite = runs[0].case == SUITE_CASE
+    case = options.case if options.case is not None or suite else spec.cases[0]
+    if not suite and case not in spec.cases:
         raise InvalidInputError(f"the sweep has no case {case!r} (its cases: {', '.join(spec.cases)})",
                                 "--case")
-    run = next(r for r in plan.runs if r.side == side and r.case == case)
+    run = runs[0] if suite else next(r for r in runs if r.case == case)
     run = replace(run, sweep_id=TRIAL_PREFIX + run.sweep_id)
     log_dir = run_log_dir(run)
 
@@ -82,8 +99,22 @@ def try_bench(plan: SweepPlan, options: TrialOptions | None = None,
 
     result = measure_run(run, log_dir, publish=publish)
     needed = tuple(dict.fromkeys([*(spec.metrics or []), *(g.metric for g in spec.gates)]))
-    return TrialResult(run=run, result=result, log_dir=log_dir, needed=needed,
-                       values=reported_values(result.summary, needed))
+    cases = result.cases if result.cases is not None else [(run, result)]
+    readings = tuple(Reading(case_run.case, audited, reported_values(audited.summary, needed), needed)
+                     for case_run, case_result in cases
+                     for audited in [audit_result(case_run, case_result)])
+    if suite and case is not None:
+        readings = _only(readings, case)
+    return TrialResult(run=run, result=result, log_dir=log_dir, readings=readings)
+
+
+def _only(readings: tuple[Reading, ...], case: str) -> tuple[Reading, ...]:
+    """The readings of ``case``; ``InvalidInputError`` naming the cases the suite's output gave."""
+    mine = tuple(r for r in readings if r.case == case)
+    if not mine:
+        found = ", ".join(r.case for r in readings) or "none"
+        raise InvalidInputError(f"the suite's output has no case {case!r} (its cases: {found})", "--case")
+    return mine
 
 
 def reported_values(summary: dict | None, needed: tuple[str, ...]) -> dict[str, float | None]:

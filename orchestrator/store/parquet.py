@@ -30,6 +30,9 @@ _PLAN_STRINGS: tuple[str, ...] = (
     "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant",
 )
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
+# How the wait for a quiet host before the run ended (worker.quiet); null without a quiet: key.
+QUIET_COLUMNS: dict[str, pa.DataType] = {"quiet_wait_s": pa.float64(), "quiet_load": pa.float64(),
+                                         "quiet_steal": pa.float64(), "quiet_met": pa.bool_()}
 # One-row files: column statistics and the embedded Arrow schema only bloat the footer (they are
 # most of its size) and make reading many runs several times slower; Parquet's own logical types
 # already give back the same Arrow types (UTC timestamps included).
@@ -57,6 +60,15 @@ class RunResult:
     worktree: str | None = None  # the checkout the bench ran in
     audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
     lock_wait_s: float | None = None  # how long the run waited for its host lock (None: never got it)
+    suite_run_key: str | None = None  # the suite run this case's numbers were read from (None: its own)
+    bad_input: str | None = None  # why the run failed because of the sweep's input (exit 2 at the client)
+    cases: list[tuple[PlannedRun, RunResult]] | None = None  # a suite run's cases, each a run of its own
+    # a lockstep sweep's run: the order it ran in (lockstep, or interleaved where the case fell back),
+    # why it fell back, and its blocks (analysis.lockstep); quiet: how the wait for a quiet host ended
+    ran_in: str | None = None
+    fallback: str | None = None
+    blocks: list[dict] | None = None
+    quiet: dict | None = None  # worker.quiet.QuietWait.columns()
 
     @property
     def wall_s(self) -> float:
@@ -107,15 +119,26 @@ def superseded_dir(results_root: str | Path, sweep_id: str) -> Path:
     return Path(results_root) / "superseded" / f"sweep={sweep_id}"
 
 
+def remove_run(run: PlannedRun) -> None:
+    """Remove ``run``'s files, if any: its runs file first, so a runs row never lacks its steps."""
+    files = run_files(run)
+    for path in (files.runs, files.steps):
+        path.unlink(missing_ok=True)
+
+
 def supersede_run(results_root: str | Path, sweep_id: str, run_key: str, tag: str) -> None:
-    """Move both files of ``run_key`` out of the results into ``superseded_dir`` (named with ``tag``,
-    e.g. the host that ran them), so a round redone elsewhere never mixes with them."""
+    """Move both files of ``run_key`` (and of the cases read from it, when it is a suite run) out of
+    the results into ``superseded_dir`` (named with ``tag``, e.g. the host that ran them), so a round
+    redone elsewhere never mixes with them."""
+    from orchestrator.store.query import with_suite_cases  # the read layer, which reads these files
+
     target = superseded_dir(results_root, sweep_id)
-    for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
-        path = source(results_root, sweep_id) / f"{run_key}.parquet"
-        if path.exists():
-            (target / kind).mkdir(parents=True, exist_ok=True)
-            os.replace(path, target / kind / f"{run_key}.{tag}.{time.time_ns()}.parquet")
+    for key in with_suite_cases(results_root, sweep_id, [run_key]):
+        for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
+            path = source(results_root, sweep_id) / f"{key}.parquet"
+            if path.exists():
+                (target / kind).mkdir(parents=True, exist_ok=True)
+                os.replace(path, target / kind / f"{key}.{tag}.{time.time_ns()}.parquet")
 
 
 def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
@@ -153,6 +176,8 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "audited": (result.audited, pa.bool_()),
         "reused_from": (None, pa.string()),  # measured by this run; store.reuse sets it on a copy
         "lock_wait_s": (result.lock_wait_s, pa.float64()),
+        "suite_run_key": (result.suite_run_key, pa.string()),
+        "bad_input": (result.bad_input, pa.string()),
     }
     columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string())}
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
@@ -167,7 +192,12 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "env": (json.dumps(run.env, sort_keys=True), pa.string()),
         "pythonpath": (None if result.pythonpath is None else json.dumps(result.pythonpath), pa.string()),
         "command": (json.dumps(list(run.argv_template)), pa.string()),  # the argv template, placeholders kept
+        "ran_in": (result.ran_in, pa.string()),
+        "lockstep_fallback": (result.fallback, pa.string()),
+        "blocks": (None if result.blocks is None else json.dumps(result.blocks), pa.string()),
     }
+    quiet = result.quiet or {}
+    columns |= {name: (quiet.get(name), kind) for name, kind in QUIET_COLUMNS.items()}
     schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
     return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)
 

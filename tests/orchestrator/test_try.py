@@ -122,7 +122,7 @@ def test_a_metric_a_gate_needs_that_the_bench_does_not_report_fails_the_trial(de
     out = capsys.readouterr().out
     assert code == EXIT_RUN_FAILED
     assert any(line.split() == ["*", "p99_ms", "not", "reported"] for line in out.splitlines()), out
-    assert "try: the run did not report p99_ms" in out
+    assert "try: case wordcount did not report p99_ms" in out
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -169,3 +169,32 @@ def test_try_is_a_documented_command_of_the_console_script(demo):
     done = subprocess.run([sys.executable, "-m", "orchestrator.cli", "try", "--help"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and "--side SIDE" in done.stdout and "--case CASE" in done.stdout
+
+
+def test_a_suite_run_shows_every_case_it_read(tmp_path, monkeypatch, capsys):
+    """pyperf's suite: one bench run, a reading per benchmark; --case keeps one, or names the ones found."""
+    from make_suite_repo import make_suite_repo
+
+    monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SHASWEEP_LOCK_DIR", str(tmp_path / "locks"))
+    make_suite_repo(tmp_path / "suite")
+    monkeypatch.chdir(tmp_path / "suite")
+    bench = tmp_path / "bench"  # the example's bench and sweep, at a fraction of its runtime
+    bench.mkdir()
+    (bench / "bench.py").write_text((EXAMPLES / "pyperf" / "bench.py").read_text())
+    data = yaml.safe_load((EXAMPLES / "pyperf" / "sweep.yaml").read_text())
+    data["command"] = ["{python}", "{sweep_dir}/bench.py", "--processes", "1", "--values", "1",
+                       "--loops", "2", "--quiet", "-o", "{result}"]
+    sweep = str(write(bench / "sweep.yaml", data))
+    assert main(["try", sweep]) == EXIT_OK, capsys.readouterr().out
+    out = capsys.readouterr().out
+    cases = [line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith("case ")]
+    assert len(cases) == 3 and any("tokenize" in c for c in cases), out
+    assert out.count("* time_ms") == 3
+    tokenize = next(c for c in cases if "tokenize" in c)
+    assert main(["try", sweep, "--case", tokenize]) == EXIT_OK
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("case ")] == [
+        f"case {tokenize}: ok; steps: 1 measured, 0 warm-up"]
+    assert main(["try", sweep, "--case", "nope"]) == EXIT_INVALID
+    assert f"--case: the suite's output has no case 'nope' (its cases: {', '.join(cases)})" in \
+        capsys.readouterr().err
