@@ -47,7 +47,7 @@ def test_a_notebook_runs_a_sweep_and_reads_its_report(repo, sweep_yaml):
     today = json.loads(FINISHED.read_text())
     assert list(written) == list(today), "a finished record has today's keys, in their order"
     assert [k for k in written["spec"] if k in today["spec"]] == [
-        k for k in today["spec"] if k not in DEPRECATED_KEYS], "today's spec keys kept, in order (new ones added)"
+        k for k in today["spec"] if k not in DEPRECATED_KEYS], "today's spec keys, in order, new ones added"
 
 
 @pytest.mark.slow
