@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from orchestrator.worker.worktrees import shasweep_home
-
 if TYPE_CHECKING:
     from distributed import Security
 
@@ -30,6 +28,8 @@ _KEY_BEGIN = "-----BEGIN PRIVATE KEY-----"
 
 
 def credentials_dir() -> Path:
+    from orchestrator.worker.worktrees import shasweep_home  # the worker's stack: only when asked
+
     return shasweep_home() / "clusters"
 
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.dispatch import cluster_credentials
 from orchestrator.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -38,6 +37,8 @@ def client_security(tls: TLSFiles | None, scheduler: str | None) -> Security | N
     scheduler (but for an embedded cluster of this user's, ``cluster_credentials``) and refused for any
     other (``InvalidInputError`` naming the options)."""
     if tls is None:
+        from orchestrator.dispatch import cluster_credentials  # imports the worker's home: only when needed
+
         own = cluster_credentials.security_for(scheduler) if scheduler is not None else None
         if own is not None:  # an embedded cluster of this user's (one bisect shares between its steps)
             return own
