@@ -83,7 +83,8 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """3 (a run not ok) over 1 (a gate failed, not waived) over 4 (a gate inconclusive) over 0."""
+        """3 (a run not ok, or a gate with NO DATA) over 1 (a gate failed, not waived) over 4 (a gate
+        inconclusive) over 0."""
         if self.missing or len(self.failures):
             return EXIT_RUN_FAILED
         return gates_exit_code(self.gates)

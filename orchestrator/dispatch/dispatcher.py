@@ -43,6 +43,7 @@ CANCELLED_REASON = "cancelled with `shasweep cancel`"
 
 OnConnect = Callable[[str, str | None], None]  # (scheduler address, dashboard URL)
 MoreRuns = Callable[[], list[PlannedRun]]  # the next runs to dispatch once the list is done; [] ends
+CheckOutcome = Callable[[dict], str | None]  # a reason to stop the sweep after this outcome, or None
 
 
 @dataclass
@@ -82,6 +83,7 @@ def run_sweep(
     security: object | None = None,
     hosts: HostsSetting = "one",
     reuse: Reuse | None = None,
+    check: CheckOutcome | None = None,
 ) -> SweepOutcome:
     """Execute ``runs`` on the bench hosts of ``scheduler``: one host runs them one at a time in list
     order (``_serial_loop``), several run whole rounds at once, one per host (``_fleet_loop``).
@@ -96,6 +98,7 @@ def run_sweep(
     returns none or the sweep stops. ``hosts`` is the sweep's ``hosts:`` key (``dispatch.host_choice``).
     ``security``: the client's Dask ``Security`` for a ``tls://`` scheduler. ``reuse`` (one host only;
     ``store.reuse``) may stand in an earlier run's results for a run, which then is not dispatched.
+    ``check`` sees every outcome and may stop the sweep before its next run (``first_run``).
     """
     _check_plan(runs)
     started = time.monotonic()
@@ -109,7 +112,8 @@ def run_sweep(
         chosen = choose_hosts(client, hosts)
         cancel = Event(cancel_event_name(runs[0].sweep_id, runs[0].token), client=client)
         cancel.clear()
-        sweep = _Dispatch(client, list(runs), chosen, cancel, progress, lock_path, continue_on_error, more)
+        sweep = _Dispatch(client, list(runs), chosen, cancel, progress, lock_path, continue_on_error, more,
+                          check)
         host = chosen[0].submit(client, bench_host_record, key="shasweep-host").result()
         client.subscribe_topic(PROGRESS_TOPIC, progress.handle_event)
         client.log_event(PROGRESS_TOPIC, _planned_message(sweep.runs))
@@ -141,6 +145,15 @@ class _Dispatch:
     lock_path: str | None
     continue_on_error: bool
     more: MoreRuns | None
+    check: CheckOutcome | None = None
+
+    def stop_after(self, outcome: dict) -> str | None:
+        """Why the sweep stops after ``outcome`` (a run not ok, or ``check``'s reason), if it does."""
+        if outcome["status"] != "ok" and not self.continue_on_error:
+            where = f" on host {outcome.get('host_id')}" if len(self.hosts) > 1 else ""
+            return (f"run #{outcome['order']} ({outcome['side']} {outcome['case']} repeat {outcome['repeat']}) "
+                    f"{outcome['status']}{where}: {outcome['error']}")
+        return self.check(outcome) if self.check is not None else None
 
     def submit(self, host: BenchHost, run: PlannedRun) -> Future:
         return host.submit(self.client, execute_run, run, lock_path=self.lock_path, key=task_key(run))
@@ -191,9 +204,8 @@ def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
         sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
         if stop_reason is None and sweep.cancel.is_set():
             stop_reason = CANCELLED_REASON
-        if stop_reason is None and outcome["status"] != "ok" and not sweep.continue_on_error:
-            stop_reason = (f"run #{run.order} ({run.side} {run.case} repeat {run.repeat}) "
-                           f"{outcome['status']}: {outcome['error']}")
+        if stop_reason is None:
+            stop_reason = sweep.stop_after(outcome)
         if stop_reason is not None:
             return _Ended(outcomes, stop_reason)
     return _Ended(outcomes)
@@ -215,12 +227,6 @@ def _fleet_loop(sweep: _Dispatch) -> _Ended:
 def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
     """The rounds of ``runs`` on the sweep's hosts, with this dispatcher's outcomes and stops."""
 
-    def stop_after(outcome: dict) -> str | None:
-        if outcome["status"] == "ok" or sweep.continue_on_error:
-            return None
-        return (f"run #{outcome['order']} ({outcome['side']} {outcome['case']} repeat {outcome['repeat']}) "
-                f"{outcome['status']} on host {outcome.get('host_id')}: {outcome['error']}")
-
     def requeued(round_runs, host_id: str, why: str) -> None:
         print(f"host {host_id}: {why}; its round goes whole to the next free host", file=sys.stderr,
               flush=True)
@@ -230,7 +236,7 @@ def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
 
     hooks = RoundHooks(
         execute=sweep.submit, settle=lambda future, run: _settled(future, run),
-        on_outcome=sweep.progress.run_finished, stop_after=stop_after, cancelled=sweep.cancel.is_set,
+        on_outcome=sweep.progress.run_finished, stop_after=sweep.stop_after, cancelled=sweep.cancel.is_set,
         cancel=sweep.cancel.set, on_requeued=requeued)
     return run_rounds(sweep.client, split_rounds(runs), sweep.hosts, hooks)
 

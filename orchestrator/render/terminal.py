@@ -21,7 +21,7 @@ from orchestrator.render.verdict_line import verdict_line
 
 SHORT_SHA = 10
 VERDICT_STYLES: dict[Verdict, str] = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red",
-                                      Verdict.INCONCLUSIVE: "bold yellow"}
+                                      Verdict.INCONCLUSIVE: "bold yellow", Verdict.NO_DATA: "bold magenta"}
 
 
 def terminal_console() -> Console:

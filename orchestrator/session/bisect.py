@@ -190,7 +190,8 @@ def _step(job: BisectRun, sha: str, role: str, options: RunOptions) -> StepResul
     """Compare ``sha`` with good: the recorded step if there is one, else its sweep (resumed if a
     killed bisect left it unfinished, started otherwise); the result is recorded at once. The good
     commit's runs of earlier steps are reused (``store.reuse``: good is measured once per round)
-    unless the bisect was started with ``remeasure_good``."""
+    unless the bisect was started with ``remeasure_good``. Only the preflight stops at a gate metric
+    its bench does not report (exit 2); a later step lacking it is NO DATA, skipped."""
     recorded = next((s for s in job.record["steps"] if s["sha"] == sha and s.get("mark")), None)
     if recorded is not None:
         _say(f"bisect: {sha[:12]} reused from sweep {recorded['sweep_id']}: {recorded['mark']}")
@@ -201,6 +202,8 @@ def _step(job: BisectRun, sha: str, role: str, options: RunOptions) -> StepResul
     if not job.record.get("remeasure_good"):
         donors = [s["sweep_id"] for s in job.record["steps"] if s.get("sweep_id") != sweep_id]
         options = replace(options, reuse=RunPool(job.root, donors).reuse)
+    if role != "preflight":  # the preflight showed both ends report the gate's metric: a commit
+        options = replace(options, check_first_run=False)  # lacking it is NO DATA, a skip
     if sweep_id and result.failure is not None:  # interrupted before it ended: run what is missing
         resume(sweep_id, job.root, options)
         result = read_step(job.root, sweep_id)

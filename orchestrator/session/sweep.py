@@ -23,6 +23,7 @@ from orchestrator.plan.expand import (
 )
 from orchestrator.plan.integrity import with_digest
 from orchestrator.session.options import RunOptions
+from orchestrator.spec.anyrepo import protocol_info
 from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.spec.record import SweepRecord, spec_to_json
 from orchestrator.spec.schema import SweepSpec
@@ -83,7 +84,9 @@ def plan_sweep(spec: str | Path | SweepSpec, overrides: Sequence[str] = (), *, c
 
 def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     """Record and dispatch a new sweep of ``plan``, its adaptive rounds and re-runs included; the
-    record says how it ended. Bad input raises ``InvalidInputError`` before anything is recorded."""
+    record says how it ended. Bad input raises ``InvalidInputError`` before anything is recorded, or,
+    for a gate metric the bench's first ok run lacks (``dispatch.first_run``), once the stopped
+    sweep is recorded."""
     options = options or RunOptions()
     options.security()  # the TLS options checked before anything is recorded
     resolved = plan.resolved
@@ -97,10 +100,11 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     say(f"sweep {sweep_id}: {len(runs)} runs, results under {root}")
     try:
         with records.sweep_lock(root, sweep_id):
-            _dispatch(resolved, record, runs, options)
+            problem = _dispatch(resolved, record, runs, options)
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         records.discard(root, sweep_id)
         raise
+    _raise_if(problem)
     return SweepRun(sweep_id, root)
 
 
@@ -121,11 +125,21 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
         todo = plan.todo
         say(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
             f"results under {root}")
+        problem = None
         if todo or plan.resolved.spec.adaptive:
             record = lifecycle.resumed(plan.record, root, datetime.now(UTC))
-            _dispatch(plan.resolved, record, todo, options,
-                      lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)), plan.ok_keys)
+            problem = _dispatch(plan.resolved, record, todo, options,
+                                lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)),
+                                plan.ok_keys)
+    _raise_if(problem)
     return SweepRun(sweep_id, root)
+
+
+def _raise_if(problem: str | None) -> None:
+    """A gate metric the bench does not report stopped the sweep: bad input (exit 2), raised once the
+    record says so."""
+    if problem is not None:
+        raise InvalidInputError(problem)
 
 
 def noise_estimates(plan: SweepPlan, host: str) -> list[str]:
@@ -139,13 +153,17 @@ def noise_estimates(plan: SweepPlan, host: str) -> list[str]:
 
 def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRun], options: RunOptions,
               complete: Callable[[SweepOutcome], SweepOutcome] | None = None,
-              done: set[str] | None = None) -> None:
+              done: set[str] | None = None) -> str | None:
     """Dispatch ``runs`` and the adaptive rounds after them (skipping the ``done`` run keys) and store
-    what happened (``complete`` adds runs not dispatched) in the record."""
+    what happened (``complete`` adds runs not dispatched) in the record. Returns why a gate cannot be
+    judged when the bench's first ok run lacks its metric (the sweep stopped), else None."""
     from orchestrator.dispatch.adaptive import run_until_decided  # imports Dask: only when actually running
     from orchestrator.dispatch.dispatcher import SweepOutcome
+    from orchestrator.dispatch.first_run import FirstRunMetrics
 
     root = resolved.results_root
+    unknown = protocol_info(resolved.spec).provides is None and resolved.spec.gates
+    check = FirstRunMetrics(list(resolved.spec.gates)) if unknown and options.check_first_run else None
     runs = [replace(run, token=record.client_token) for run in runs]
 
     def connected(scheduler: str, dashboard_url: str | None) -> None:
@@ -159,7 +177,7 @@ def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRu
             resolved, record, runs, done=done, scheduler=options.scheduler,
             continue_on_error=resolved.spec.continue_on_error, show_progress=options.progress,
             on_connect=connected, security=options.security(), hosts=resolved.spec.hosts,
-            reuse=options.reuse)
+            reuse=options.reuse, check=check)
     except InvalidInputError:  # found before dispatching: the caller decides what the record keeps
         raise
     except BaseException as exc:
@@ -172,6 +190,7 @@ def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRu
     finished = complete(outcome) if complete else outcome
     # the adaptive rounds may have changed planned_runs: the digest follows what shasweep wrote
     records.write_record(root, with_digest(finished.finished_record(record)))
+    return check.problem if check is not None else None
 
 
 def say(text: str) -> None:

@@ -88,6 +88,12 @@ class RunResult:
         value = (self.summary or {}).get("throughput")
         return float(value) if isinstance(value, int | float) else None
 
+    @property
+    def reported(self) -> list[str]:
+        """The metric names this run has a value of: throughput, phases, other metrics."""
+        values = {"throughput": self.throughput, **phase_means(self.summary), **reported_metrics(self.summary)}
+        return sorted(name for name, value in values.items() if value is not None)
+
 
 @dataclass(frozen=True)
 class BenchUsage:

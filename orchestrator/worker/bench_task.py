@@ -87,6 +87,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         throughput=result.throughput, wall_s=result.wall_s, exit_code=result.exit_code,
         started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
         log_dir=str(log_dir), runs_file=str(files.runs), steps_file=str(files.steps),
+        reported=result.reported if result.status == "ok" else [],
     )
     publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
                    wall_s=result.wall_s))
