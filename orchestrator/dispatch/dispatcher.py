@@ -151,8 +151,8 @@ class _Dispatch:
         """Why the sweep stops after ``outcome`` (a run not ok, or ``check``'s reason), if it does."""
         if outcome["status"] != "ok" and not self.continue_on_error:
             where = f" on host {outcome.get('host_id')}" if len(self.hosts) > 1 else ""
-            return (f"run #{outcome['order']} ({outcome['side']} {outcome['case']} repeat {outcome['repeat']}) "
-                    f"{outcome['status']}{where}: {outcome['error']}")
+            return (f"run #{outcome['order']} ({outcome['side']} {outcome['case']} repeat "
+                    f"{outcome['repeat']}) {outcome['status']}{where}: {outcome['error']}")
         return self.check(outcome) if self.check is not None else None
 
     def submit(self, host: BenchHost, run: PlannedRun) -> Future:

@@ -16,6 +16,7 @@ from orchestrator.render.tables import (
     Table,
     case_counts,
     case_table,
+    confidence_note,
     drift_table,
     failures_table,
     gates_table,
@@ -93,8 +94,9 @@ def _gates_md(report: Report) -> str:
     table = gates_table(report)
     verdict = table.header.index("verdict")
     bold = [[*row[:verdict], f"**{row[verdict]}**", *row[verdict + 1:]] for row in table.rows]
-    return ("## Gates\n\n" + GATES_NOTE + "\n\n" + gates_line(report) + "\n\n"
-            + markdown_table(Table(table.header, bold)))
+    note = confidence_note(report)
+    return ("## Gates\n\n" + GATES_NOTE + "\n\n" + (note + "\n\n" if note else "") + gates_line(report)
+            + "\n\n" + markdown_table(Table(table.header, bold)))
 
 
 def _waivers_md(report: Report) -> str:

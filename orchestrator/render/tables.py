@@ -136,6 +136,20 @@ GATES_NOTE = ("A verdict reads a t-interval of the ratio on the log scale (per-r
               "verdict is its first deciding look, each look at its share of the error rate.")
 
 
+def confidence_note(report: Report) -> str | None:
+    """One line where a gate's interval is read at another confidence than the tables' (an adaptive
+    sweep's look, a gate's own ``confidence``), so a reader can tell why the two intervals differ."""
+    levels = sorted({g.comparison.confidence for g in report.gates
+                     if g.comparison.confidence != stats.DEFAULT_CONFIDENCE})
+    if not levels:
+        return None
+    shown = ", ".join(f"{100 * level:.4g}%" for level in levels)
+    return (f"Confidence: the tables' ratio intervals are {100 * stats.DEFAULT_CONFIDENCE:g}% over all the "
+            f"runs each compares; a gate's is read at {shown}, its own confidence at the look that "
+            "decided it (an adaptive sweep's look spends only its share of the gate's error rate), so it is "
+            "wider and may straddle a bound the table's interval clears.")
+
+
 def gates_table(report: Report) -> Table:
     """One row per gate verdict: the ratio, the verdict, its interval, p-value and n, and why."""
     rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), verdict_text(g),

@@ -16,7 +16,7 @@ from rich.text import Text
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.verdicts import Verdict
-from orchestrator.render.tables import format_number, one_line, summary_lines, verdict_text
+from orchestrator.render.tables import confidence_note, format_number, one_line, summary_lines, verdict_text
 from orchestrator.render.verdict_line import verdict_line
 
 SHORT_SHA = 10
@@ -39,6 +39,8 @@ def render_report(report: Report, width: int) -> RenderableType:
     parts += [_case(report, case) for case in report.cases]
     if report.gates:
         parts.append(_gates(report))
+        if (note := confidence_note(report)) is not None:
+            parts.append(Text(note, style="dim"))
     if len(report.failures):
         parts.append(_failures(report, width))
     drifted = [d for d in report.drift if d.flagged]
@@ -114,7 +116,7 @@ def _interval(comparison: stats.Comparison | None) -> str:
     """``95% [0.941, 0.962]``; ``-`` when there is none."""
     if comparison is None or not comparison.has_interval:
         return "-"
-    return f"{100 * comparison.confidence:g}% [{comparison.low:.3f}, {comparison.high:.3f}]"
+    return f"{100 * comparison.confidence:.4g}% [{comparison.low:.3f}, {comparison.high:.3f}]"
 
 
 def _failures(report: Report, width: int) -> RichTable:

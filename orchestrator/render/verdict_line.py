@@ -46,5 +46,6 @@ def verdict_line(verdicts: Iterable[Judged], exit_code: int, note: str | None = 
 def counts_text(verdicts: Iterable[Judged]) -> str:
     """``PASS 6 / FAIL 1 / INCONCLUSIVE 0``, ``/ NO DATA n`` and ``/ WAIVED n`` when there is one."""
     counts = verdict_counts(verdicts)
-    shown = [*ALWAYS_SHOWN, *(name for name in (*VERDICTS, WAIVED) if name not in ALWAYS_SHOWN and counts[name])]
+    shown = [*ALWAYS_SHOWN,
+             *(name for name in (*VERDICTS, WAIVED) if name not in ALWAYS_SHOWN and counts[name])]
     return " / ".join(f"{name} {counts[name]}" for name in shown)

@@ -237,9 +237,9 @@ def check_metric(metric: str, key: str, info: ProtocolInfo) -> None:
             raise SpecError(f"metric {metric!r} must be 'throughput' or a phase name ending in '_ms'", key)
         return
     if metric not in provided:
+        valid = ", ".join(sorted(provided)) or "none"
         raise SpecError(f"metric {metric!r} is not reported by protocol {info.name} under this sweep's "
-                        f"settings; valid: {', '.join(sorted(provided)) or 'none'}{did_you_mean(metric, provided)}",
-                        key)
+                        f"settings; valid: {valid}{did_you_mean(metric, provided)}", key)
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
@@ -255,9 +255,9 @@ def check_json_judged(spec: SweepSpec) -> None:
         return
     mapped = {*spec.json.phases, *spec.json.metrics}
     if not any(gate.metric in mapped for gate in spec.gates):
+        names = ", ".join(sorted(mapped)) or "none mapped"
         raise SpecError("maps no throughput and no phase or metric a gate checks, so nothing would be "
-                        f"judged; map json.throughput, or gate one of: {', '.join(sorted(mapped)) or 'none mapped'}",
-                        "json")
+                        f"judged; map json.throughput, or gate one of: {names}", "json")
 
 
 def default_metrics(spec: SweepSpec) -> list[str] | None:

@@ -91,7 +91,8 @@ class RunResult:
     @property
     def reported(self) -> list[str]:
         """The metric names this run has a value of: throughput, phases, other metrics."""
-        values = {"throughput": self.throughput, **phase_means(self.summary), **reported_metrics(self.summary)}
+        values = {"throughput": self.throughput, **phase_means(self.summary),
+                  **reported_metrics(self.summary)}
         return sorted(name for name, value in values.items() if value is not None)
 
 

@@ -104,8 +104,9 @@ def test_a_v1_bench_whose_first_ok_run_lacks_a_gate_metric_stops_the_sweep(tmp_p
 def test_no_data_is_its_own_verdict_count_and_exit_3(tmp_path):
     """All runs ok, but the candidate never reported the gated phase: NO DATA, not FAIL (exit 1)."""
     sweep = "ab-20260101T000000"
-    write_sweep(tmp_path, sweep, [{"metric": "physics_ms", "max_ratio": 1.0, "case": None, "side": None},
-                                  {"metric": "throughput", "min_ratio": 1.5, "case": None, "side": None}], [GO2])
+    gates = [{"metric": "physics_ms", "max_ratio": 1.0, "case": None, "side": None},
+             {"metric": "throughput", "min_ratio": 1.5, "case": None, "side": None}]
+    write_sweep(tmp_path, sweep, gates, [GO2])
     for i, value in enumerate((100.0, 110.0, 90.0)):
         write_run(tmp_path, sweep, f"b{i}", "base", GO2, throughput=value, physics_ms=10.0, repeat=i)
         write_run(tmp_path, sweep, f"c{i}", "cand", GO2, throughput=2 * value, repeat=i)

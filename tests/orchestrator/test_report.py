@@ -92,8 +92,8 @@ def test_medians_ranges_cv_and_ratios(tmp_path):
     ([{"metric": "d2h_ms", "max_ratio": 1.0}], [Verdict.FAIL], EXIT_GATE_FAILED),
     # no run reported the metric: nothing to judge, so NO DATA and the exit code of runs not ok
     ([{"metric": "update_state.command.compute_ms", "max_ratio": 1.0}], [Verdict.NO_DATA], EXIT_RUN_FAILED),
-    ([{"metric": "update_state.command.compute_ms", "max_ratio": 1.0}, {"metric": "throughput", "min_ratio": 2.6}],
-     [Verdict.NO_DATA, Verdict.FAIL], EXIT_RUN_FAILED),
+    ([{"metric": "update_state.command.compute_ms", "max_ratio": 1.0},
+      {"metric": "throughput", "min_ratio": 2.6}], [Verdict.NO_DATA, Verdict.FAIL], EXIT_RUN_FAILED),
 ])
 def test_gate_verdicts_and_exit_codes(tmp_path, gates, verdicts, code):
     write_sweep(tmp_path, "ab-20260101T000000", [{"case": None, "side": None, "min_ratio": None,
