@@ -171,12 +171,13 @@ def drift_table(report: Report) -> Table:
     """Throughput, gate metrics and every flagged metric of each side that has history."""
     shown = {"throughput"} | {g.metric for g in report.gates}
     rows = [[d.case, d.side, d.metric, format_number(d.current), format_number(d.reference),
-             f"{d.latest_sweep}: {format_number(d.latest)}", str(d.sweeps), _change(d.change),
-             "DRIFT" if d.flagged else "ok", "; ".join(d.software) or "same",
+             f"{d.latest_sweep}: {format_number(d.latest)}", str(d.sweeps), format_change(100 * d.change),
+             format_change_interval(d.interval) if d.interval else "-", "DRIFT" if d.flagged else "ok",
+             "; ".join(d.software) or "same",
              f"new since {d.new_segment_since}" if d.new_segment_since else "-"]
             for d in report.drift if d.flagged or d.metric in shown]
     return Table(["case", "side", "metric", "this sweep", "history", "latest earlier sweep", "sweeps",
-                  "change", "drift", "software vs history", "segment"], rows)
+                  "change", "95% CI of the change", "drift", "software vs history", "segment"], rows)
 
 
 def failures_table(report: Report) -> Table:
@@ -221,8 +222,16 @@ def _ratio(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.3f}"
 
 
-def _change(value: float) -> str:
-    return "-" if math.isnan(value) else f"{100 * value:+.1f}%"
+def format_change(pct: float) -> str:
+    """``+4.2%``; ``-`` when undefined."""
+    return "-" if math.isnan(pct) else f"{pct:+.1f}%"
+
+
+def format_change_interval(c: stats.Comparison) -> str:
+    """The interval of a change (B against A) as percentages, ``[-3.1%, +0.4%]``; ``-`` without one."""
+    if not c.has_interval:
+        return "-"
+    return f"[{format_change(100 * (c.low - 1))}, {format_change(100 * (c.high - 1))}]"
 
 
 def one_line(text: object) -> str:

@@ -16,7 +16,14 @@ from rich.text import Text
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.verdicts import Verdict
-from orchestrator.render.tables import confidence_note, format_number, one_line, summary_lines, verdict_text
+from orchestrator.render.tables import (
+    confidence_note,
+    format_change_interval,
+    format_number,
+    one_line,
+    summary_lines,
+    verdict_text,
+)
 from orchestrator.render.verdict_line import verdict_line
 
 SHORT_SHA = 10
@@ -45,7 +52,8 @@ def render_report(report: Report, width: int) -> RenderableType:
         parts.append(_failures(report, width))
     drifted = [d for d in report.drift if d.flagged]
     if drifted:
-        parts.append(Text("DRIFT: " + "; ".join(f"{d.case} {d.side} {d.metric} {100 * d.change:+.1f}% vs "
+        parts.append(Text("DRIFT: " + "; ".join(f"{d.case} {d.side} {d.metric} {100 * d.change:+.1f}% "
+                                                f"(95% CI {format_change_interval(d.interval)}) vs "
                                                 f"{d.sweeps} earlier sweep(s)" for d in drifted),
                           style="yellow"))
     return Group(*parts)
