@@ -32,7 +32,7 @@ from orchestrator.spec.load import revalidated
 from orchestrator.spec.record import spec_from_json, spec_to_json
 from orchestrator.spec.schema import SideSpec, SweepSpec
 from orchestrator.store import bisects
-from orchestrator.store.records import read_record, sweeps_dir
+from orchestrator.store.records import creation_order, next_sequence, read_record, sweeps_dir
 from orchestrator.store.reuse import RunPool
 
 NO_REGRESSION, FAILED, ABORTED = "no_regression", "failed", "aborted"
@@ -91,7 +91,8 @@ def bisect(spec_path: str | Path, overrides: Sequence[str], options: BisectOptio
     created = datetime.now(UTC)
     bisect_id = bisects.reserve_bisect_id(root, spec.name, created)
     record = {"bisect_id": bisect_id, "created": created.isoformat(timespec="seconds"),
-              "status": "running", "repo": str(resolved.repo), "results_root": str(root),
+              "sequence": next_sequence(bisects.bisect_dir(root)), "status": "running",
+              "repo": str(resolved.repo), "results_root": str(root),
               "good_ref": options.good, "bad_ref": options.bad, "good": good, "bad": bad, "first_bad": None,
               "remeasure_good": options.remeasure_good,
               "remaining": [c.sha for c in commits], "skipped": [], "spec": spec_to_json(spec),
@@ -231,7 +232,7 @@ def _existing_sweep(root: Path, name: str) -> str | None:
         except InvalidInputError:  # reserved but never written (nothing was dispatched), or unreadable
             continue
         if record.spec.name == name:
-            found.append((record.created, path.stem))
+            found.append((creation_order(path.stem, record.sequence), path.stem))
     return max(found)[1] if found else None
 
 

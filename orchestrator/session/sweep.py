@@ -95,7 +95,8 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     created = datetime.now(UTC)
     sweep_id = records.reserve_sweep_id(root, resolved.spec.name, created)
     runs = build_plan(resolved, sweep_id)
-    record = lifecycle.new_record(resolved, sweep_id, created, len(runs))
+    record = lifecycle.new_record(resolved, sweep_id, created, len(runs),
+                                  records.next_sequence(records.sweeps_dir(root)))
     records.write_record(root, record)
     say(f"sweep {sweep_id}: {len(runs)} runs, results under {root}")
     try:

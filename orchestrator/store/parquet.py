@@ -65,7 +65,7 @@ class RunResult:
 
     status: str  # ok | failed | timeout | cancelled | audit_failed
     error: str | None
-    started_at: datetime
+    started_at: datetime  # wall clock, for people (a clock step moves it)
     ended_at: datetime
     exit_code: int | None
     log_dir: str
@@ -78,9 +78,14 @@ class RunResult:
     audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
     worktree: str | None = None  # the checkout the bench ran in
     audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
+    elapsed_s: float | None = None  # the run's duration on a monotonic clock
 
     @property
     def wall_s(self) -> float:
+        """The run's duration: ``elapsed_s`` (monotonic, what every sum of durations uses), else, for a
+        result made without one, the difference of the wall timestamps."""
+        if self.elapsed_s is not None:
+            return self.elapsed_s
         return (self.ended_at - self.started_at).total_seconds()
 
     @property

@@ -1,7 +1,10 @@
 """The sweep record file ``<results>/sweeps/<sweep_id>.json`` (its shape: ``spec.record.SweepRecord``).
 
 Sweep ids are ``<name>-<UTC yyyymmddTHHMMSS>``, with ``-2``, ``-3``... appended when that id is
-taken; an id is reserved by creating its record exclusively, so two clients never share one. A
+taken; an id is reserved by creating its record exclusively, so two clients never share one. The
+time in an id and a record's ``created`` are the wall clock's, for people; what orders records by
+creation (``latest``) is each record's ``sequence``, a number ``next_sequence`` gives out in order,
+so a clock step never changes which sweep is the latest. A
 client dispatching a sweep holds its lock (``sweeps/.<id>.lock``), so a ``--resume`` of a sweep that
 is still running fails instead of running it twice; the OS releases the lock if the client dies.
 
@@ -29,6 +32,7 @@ from orchestrator.store.atomic import write_text_atomic
 
 APPEND_ONLY: tuple[str, ...] = ("waivers",)  # record keys holding logs that only ``append_entry`` grows
 RECORD_LOCK_TIMEOUT_S = 60.0
+SEQUENCE_FILE = ".sequence"  # in a records directory: the last creation number given out
 
 _ID_TIME = re.compile(r"-(\d{8}T\d{6})(?:-(\d+))?\Z")
 
@@ -65,6 +69,35 @@ def reserve_id(directory: Path, name: str, now: datetime) -> str:
     raise InvalidInputError(f"no free id for {base!r} under {directory}")
 
 
+def next_sequence(directory: Path) -> int:
+    """The next creation number of the records in ``directory`` (sweeps or bisects): one more than the
+    last given, counted in ``SEQUENCE_FILE`` under a lock (rebuilt from the records when missing)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with _locked(directory / f"{SEQUENCE_FILE}.lock", str(directory / SEQUENCE_FILE)):
+        path = directory / SEQUENCE_FILE
+        try:
+            last = int(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            last = max((stored_sequence(p) or 0 for p in directory.glob("[!.]*.json")), default=0)
+        write_text_atomic(path, f"{last + 1}\n")
+    return last + 1
+
+
+def stored_sequence(path: Path) -> int | None:
+    """The creation number the record at ``path`` holds; None when it has none (older, reserved,
+    unreadable)."""
+    value = _read_if_any(path).get("sequence")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def creation_order(record_id: str, sequence: int | None) -> tuple[bool, int, str, int]:
+    """Sort key of records by creation: those with a creation number after those without (written
+    before numbers existed), by number; those without by the time (and ``-n``) in their id."""
+    match = _ID_TIME.search(record_id)
+    stamp, suffix = (match.group(1), int(match.group(2) or 1)) if match else ("", 0)
+    return sequence is not None, sequence or 0, stamp, suffix
+
+
 def lock_path(results_root: Path, sweep_id: str) -> Path:
     return sweeps_dir(results_root) / f".{sweep_id}.lock"
 
@@ -99,12 +132,19 @@ def _record_lock_path(results_root: Path, sweep_id: str) -> Path:
 def _record_lock(results_root: Path, sweep_id: str) -> Iterator[None]:
     """Hold the lock every write of the record takes (briefly: one read and one rename)."""
     sweeps_dir(results_root).mkdir(parents=True, exist_ok=True)
-    lock = FileLock(_record_lock_path(results_root, sweep_id), timeout=RECORD_LOCK_TIMEOUT_S)
+    with _locked(_record_lock_path(results_root, sweep_id), f"the record of sweep {sweep_id!r}"):
+        yield
+
+
+@contextmanager
+def _locked(path: Path, what: str) -> Iterator[None]:
+    """Hold the file lock ``path`` (briefly); ``InvalidInputError`` naming ``what`` if it stays taken."""
+    lock = FileLock(path, timeout=RECORD_LOCK_TIMEOUT_S)
     try:
         lock.acquire()
     except Timeout:
-        raise InvalidInputError(f"the record of sweep {sweep_id!r} stayed locked for "
-                                f"{RECORD_LOCK_TIMEOUT_S:g} s ({lock.lock_file})") from None
+        raise InvalidInputError(f"{what} stayed locked for {RECORD_LOCK_TIMEOUT_S:g} s ({lock.lock_file})"
+                                ) from None
     try:
         yield
     finally:
@@ -190,15 +230,12 @@ def _typed(results_root: Path, sweep_id: str, raw: object) -> SweepRecord:
 
 
 def latest_sweep_id(results_root: Path) -> str:
-    """The newest sweep by the UTC time (and ``-n`` suffix) in its id."""
-    candidates = []
-    for path in sweeps_dir(results_root).glob("*.json"):
-        match = _ID_TIME.search(path.stem)
-        if match and path.stat().st_size > 0:
-            candidates.append((match.group(1), int(match.group(2) or 1), path.stem))
+    """The most recently created sweep (``creation_order``), whatever the times in the ids say."""
+    candidates = [(creation_order(path.stem, stored_sequence(path)), path.stem)
+                  for path in sweeps_dir(results_root).glob("[!.]*.json") if path.stat().st_size > 0]
     if not candidates:
         raise UnknownSweepError(f"no sweeps recorded under {sweeps_dir(results_root)}")
-    return max(candidates)[2]
+    return max(candidates)[1]
 
 
 def resolve_sweep_id(results_root: Path, sweep_id: str) -> str:

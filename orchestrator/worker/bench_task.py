@@ -139,7 +139,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     window = MeasureWindow()
     reader.on_record = window.observe
     (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
-    started_at = datetime.now(UTC)
+    started_at, began = datetime.now(UTC), time.monotonic()
     note_running(marker, run.run_key)
     procs: list[BenchProcess] = []
 
@@ -160,12 +160,13 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
         kill_run_processes(run.run_key)  # daemons that left the bench's session
         clear_note(marker)
     window.finish()
-    ended_at = datetime.now(UTC)
+    ended_at, elapsed_s = datetime.now(UTC), time.monotonic() - began
     exit_code = procs[-1].returncode if procs else None
     status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run)
     kept = status == "ok" or reader.has(Capability.LIVE_STREAM)
     return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
-                     exit_code=exit_code, log_dir=str(log_dir), host=host | window.columns(reader.steps),
+                     elapsed_s=elapsed_s, exit_code=exit_code, log_dir=str(log_dir),
+                     host=host | window.columns(reader.steps),
                      # a live stream keeps what it said even when the run failed; the other protocols
                      # keep no number of a failed run
                      header=reader.header, summary=reader.summary if kept else None,
