@@ -3,8 +3,9 @@
 Sweep ids are ``<name>-<UTC yyyymmddTHHMMSS>``, with ``-2``, ``-3``... appended when that id is
 taken; an id is reserved by creating its record exclusively, so two clients never share one. The
 time in an id and a record's ``created`` are the wall clock's, for people; what orders records by
-creation (``latest``) is each record's ``sequence``, a number ``next_sequence`` gives out in order,
-so a clock step never changes which sweep is the latest. A
+creation (``latest``) is each record's ``sequence``, one more than the highest any record of the
+directory holds when it is created (``next_sequence``), so a clock step never changes which sweep is
+the latest. A
 client dispatching a sweep holds its lock (``sweeps/.<id>.lock``), so a ``--resume`` of a sweep that
 is still running fails instead of running it twice; the OS releases the lock if the client dies.
 
@@ -32,9 +33,10 @@ from orchestrator.store.atomic import write_text_atomic
 
 APPEND_ONLY: tuple[str, ...] = ("waivers",)  # record keys holding logs that only ``append_entry`` grows
 RECORD_LOCK_TIMEOUT_S = 60.0
-SEQUENCE_FILE = ".sequence"  # in a records directory: the last creation number given out
+HEAD_BYTES = 4096  # a record's top-level keys before its spec: where ``sequence`` is written
 
 _ID_TIME = re.compile(r"-(\d{8}T\d{6})(?:-(\d+))?\Z")
+_SEQUENCE = re.compile(r'^  "sequence": (\d{1,18}),?$', re.MULTILINE)  # a top-level key (indent 2)
 
 
 def sweeps_dir(results_root: Path) -> Path:
@@ -70,24 +72,23 @@ def reserve_id(directory: Path, name: str, now: datetime) -> str:
 
 
 def next_sequence(directory: Path) -> int:
-    """The next creation number of the records in ``directory`` (sweeps or bisects): one more than the
-    last given, counted in ``SEQUENCE_FILE`` under a lock (rebuilt from the records when missing)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with _locked(directory / f"{SEQUENCE_FILE}.lock", str(directory / SEQUENCE_FILE)):
-        path = directory / SEQUENCE_FILE
-        try:
-            last = int(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            last = max((stored_sequence(p) or 0 for p in directory.glob("[!.]*.json")), default=0)
-        write_text_atomic(path, f"{last + 1}\n")
-    return last + 1
+    """The creation number of a record created now in ``directory`` (sweeps or bisects): one more than
+    the highest its records hold. Nothing else is written, so a sweep discarded for bad input leaves no
+    trace; two records created at the same moment may share a number (``creation_order`` then goes by
+    their ids)."""
+    return 1 + max((stored_sequence(path) or 0 for path in directory.glob("[!.]*.json")), default=0)
 
 
 def stored_sequence(path: Path) -> int | None:
-    """The creation number the record at ``path`` holds; None when it has none (older, reserved,
-    unreadable)."""
-    value = _read_if_any(path).get("sequence")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """The creation number the record at ``path`` holds (a top-level key written near the top, read
+    from the file's head); None when it has none (older, reserved, unreadable)."""
+    try:
+        with open(path, "rb") as record:
+            head = record.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    found = _SEQUENCE.search(head)
+    return int(found.group(1)) if found else None
 
 
 def creation_order(record_id: str, sequence: int | None) -> tuple[bool, int, str, int]:
@@ -132,19 +133,12 @@ def _record_lock_path(results_root: Path, sweep_id: str) -> Path:
 def _record_lock(results_root: Path, sweep_id: str) -> Iterator[None]:
     """Hold the lock every write of the record takes (briefly: one read and one rename)."""
     sweeps_dir(results_root).mkdir(parents=True, exist_ok=True)
-    with _locked(_record_lock_path(results_root, sweep_id), f"the record of sweep {sweep_id!r}"):
-        yield
-
-
-@contextmanager
-def _locked(path: Path, what: str) -> Iterator[None]:
-    """Hold the file lock ``path`` (briefly); ``InvalidInputError`` naming ``what`` if it stays taken."""
-    lock = FileLock(path, timeout=RECORD_LOCK_TIMEOUT_S)
+    lock = FileLock(_record_lock_path(results_root, sweep_id), timeout=RECORD_LOCK_TIMEOUT_S)
     try:
         lock.acquire()
     except Timeout:
-        raise InvalidInputError(f"{what} stayed locked for {RECORD_LOCK_TIMEOUT_S:g} s ({lock.lock_file})"
-                                ) from None
+        raise InvalidInputError(f"the record of sweep {sweep_id!r} stayed locked for "
+                                f"{RECORD_LOCK_TIMEOUT_S:g} s ({lock.lock_file})") from None
     try:
         yield
     finally:

@@ -62,13 +62,14 @@ def test_latest_is_the_most_recently_created_sweep_whatever_its_id_says(tmp_path
 
 def test_records_without_a_creation_number_are_older_than_those_with_one(tmp_path):
     """Records written before creation numbers existed still load, ordered by their ids' times, and
-    come before any numbered one; a lost counter is rebuilt from the records."""
+    come before any numbered one."""
     write_sweep(tmp_path, "ab-20990101T000000", [], ["sac/fake/none"])  # older shasweep, a late id
+    write_sweep(tmp_path, "ab-20980101T000000", [], ["sac/fake/none"])
     assert read_record(tmp_path, "ab-20990101T000000").sequence is None
+    assert latest_sweep_id(tmp_path) == "ab-20990101T000000"
     numbered = created(tmp_path, "ab", T0)
-    assert latest_sweep_id(tmp_path) == numbered
-    (records.sweeps_dir(tmp_path) / records.SEQUENCE_FILE).unlink()
-    assert next_sequence(records.sweeps_dir(tmp_path)) == read_record(tmp_path, numbered).sequence + 1
+    assert read_record(tmp_path, numbered).sequence == 1 and latest_sweep_id(tmp_path) == numbered
+    assert next_sequence(records.sweeps_dir(tmp_path)) == 2
 
 
 def test_latest_bisect_is_the_most_recently_created(tmp_path):
