@@ -89,13 +89,15 @@ class PlannedRun:
     results_root: str = "results"
     token: str = ""  # the sweep's client token: in its cancel event name and its progress messages
     pythonpath: tuple[str, ...] = (".",)  # worktree-relative directories first on the bench's PYTHONPATH
-    protocol: str = "v1"  # v1 | json | time (docs/design.md, "Protocols")
+    protocol: str = "v1"  # a name ``orchestrator.capabilities`` declares (docs/design.md, "Protocols")
     json_mapping: dict = field(default_factory=dict)  # protocol json: throughput, phases, metrics paths
     # modules that must be imported from the SHA's worktree; None: the protocol's default
     # (worker.module_audit.modules_to_audit)
     audit_modules: tuple[str, ...] | None = None
     prepare: tuple[tuple[str, ...], ...] = ()  # argvs run once per new worktree of the SHA
     sweep_dir: str = ""  # absolute directory of the sweep YAML ({sweep_dir})
+    # a suite run (case ``capabilities.SUITE_CASE``): the names and globs of the cases its output gives
+    suite_cases: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

@@ -20,8 +20,8 @@ from typing import Any
 
 from orchestrator.analysis.report_model import Report, make_report
 from orchestrator.analysis.verdicts import Verdict, format_interval
-from orchestrator.store.parquet import read_runs, run_statuses
-from orchestrator.store.reuse import measured_only
+from orchestrator.store import query
+from orchestrator.store.reuse import REUSED_COLUMN, measured_only
 
 CANDIDATE, GOOD_SIDE = "cand", "good"  # the side labels of a bisect step's sweep
 BENCH_FAILURES: frozenset[str] = frozenset({"failed", "timeout", "audit_failed"})
@@ -50,9 +50,10 @@ class StepResult:
 
 def read_step(results_root: Path, sweep_id: str) -> StepResult:
     """The step whose sweep is ``sweep_id``, from its report and the runs its worker recorded."""
-    runs = read_runs(results_root, sweep_id)
+    runs = query.read_runs(results_root, query.Where(sweeps=[sweep_id]), [REUSED_COLUMN])
     reused = len(runs) - len(measured_only(runs))
-    return step_result(make_report(results_root, sweep_id), run_statuses(results_root, sweep_id), reused)
+    statuses = query.run_statuses(results_root, sweep_id)
+    return step_result(make_report(results_root, sweep_id), statuses, reused)
 
 
 def step_result(report: Report, recorded: Mapping[str, str | None], reused: int = 0) -> StepResult:

@@ -6,7 +6,7 @@ bench command's argv template and host (hostname and CPU model). The side labels
 sweeps; runs with an unknown identity field are never matched, except the command, which rows
 written before it was recorded lack: those match only each other. Only the partitions of the latest
 ``HISTORY_SWEEPS`` recorded sweeps (by creation, none newer than this one) that ran one of this
-sweep's SHAs are read (their sweep records say which), so a report stays fast on a large root.
+sweep's SHAs are read (the results index says which), so a report stays fast on a large root.
 
 The reference is the median of the earlier sweeps' per-sweep medians (robust to one odd sweep); the
 latest earlier sweep's median is shown next to it. The software is not part of the match: the
@@ -35,17 +35,14 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.changepoints import segments
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.software import SOFTWARE_COLUMNS, describe_changes, version_changes, versions_of
 from orchestrator.spec.record import SweepRecord
-from orchestrator.store.damaged import parquet_files, read_files
-from orchestrator.store.parquet import runs_dir
-from orchestrator.store.records import all_records
-from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN
+from orchestrator.store import query
+from orchestrator.store.reuse import REUSED_COLUMN
 
 IDENTITY_COLUMNS: tuple[str, ...] = ("sha", "case", "variant", "params", "env", "command", "host_hostname",
                                      "host_cpu_model")
@@ -95,22 +92,23 @@ def load_history(results_root: Path, record: SweepRecord, metrics: list[str]) ->
                        + [("started_at", pa.timestamp("us", tz="UTC")), ("steps", pa.int64()),
                           ("audited", pa.bool_()), (REUSED_COLUMN, pa.string())]
                        + [(name, pa.float64()) for name in metrics])
-    shas = {side.sha for side in record.sides.values()} - {None}
-    earlier = [sweep for created, sweep in sweeps_with_shas(results_root, shas)
-               if sweep != record.sweep_id and created <= record.created]
-    files = [path for sweep in earlier[-HISTORY_SWEEPS:]
-             for path in parquet_files(runs_dir(results_root, sweep))]
-    table = read_files(files, schema=schema, filter=(ds.field("status") == "ok") & MEASURED_FILTER)
-    if table is None:
+    shas = sorted({side.sha for side in record.sides.values()} - {None})
+    earlier = earlier_sweeps(results_root, shas, record.sweep_id, record.created)
+    if not earlier:
         return schema.empty_table().to_pandas()
-    runs = apply_audit(table.to_pandas())
+    where = query.Where(sweeps=earlier[-HISTORY_SWEEPS:], shas=shas, status="ok", measured=True)
+    runs = apply_audit(query.read_runs(results_root, where, schema))
     return runs[runs["status"] == "ok"]
 
 
-def sweeps_with_shas(results_root: Path, shas: set[str]) -> list[tuple[str, str]]:
-    """``(created, sweep id)`` of every recorded sweep with a side at one of ``shas``, oldest first."""
-    return sorted((record.created, sweep_id) for sweep_id, record in all_records(Path(results_root))
-                  if record is not None and any(side.sha in shas for side in record.sides.values()))
+def earlier_sweeps(results_root: Path, shas: list[str], sweep_id: str, created: str) -> list[str]:
+    """The recorded sweeps other than ``sweep_id`` with runs of one of ``shas``, created no later
+    than ``created``, oldest first (an index lookup: no data file is opened)."""
+    found = query.lookup(results_root, query.Where(shas=shas))
+    found = found[(found["sweep_id"] != sweep_id) & found["created"].notna()]  # recorded sweeps only
+    found = found[found["created"] <= created]
+    firsts = found.groupby("sweep_id")["created"].first()
+    return [sweep for _, sweep in sorted(zip(firsts, firsts.index, strict=True))]
 
 
 def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],

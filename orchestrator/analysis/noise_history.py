@@ -1,7 +1,9 @@
 """Run noise of earlier sweeps, so ``shasweep plan`` can say how many rounds a gate will need.
 
 Per case and metric: the pooled standard deviation of log values within each earlier (sweep, side)
-cell of ok runs on one host, i.e. the run CV the verdicts' intervals will see. From it,
+cell of ok runs on one host, i.e. the run CV the verdicts' intervals will see, from the case's latest
+``NOISE_SWEEPS`` sweeps on that host (the results index says which; the host's noise today, and a
+plan that costs the same on a root of a thousand sweeps as on one of ten). From it,
 ``rounds_to_pass`` is the number of paired rounds at which an unchanged side clears a bound with
 80 % power (the MDE of ``verdicts.detectable`` solved for n).
 """
@@ -9,19 +11,20 @@ cell of ok runs on one host, i.e. the run CV the verdicts' intervals will see. F
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import POWER
 from orchestrator.spec.schema import GateSpec
-from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN
+from orchestrator.store import query
+from orchestrator.store.reuse import REUSED_COLUMN
 
 MAX_ROUNDS = 1000
+NOISE_SWEEPS = 20  # a case's latest sweeps on the host that its noise is estimated from
 
 
 @dataclass(frozen=True)
@@ -34,16 +37,18 @@ class Noise:
 
 
 def earlier_noise(results_root: Path, cases: list[str], metric: str, hostname: str) -> dict[str, Noise]:
-    """Per case with at least one earlier cell of 2+ ok runs on ``hostname``: its ``Noise``."""
-    path = Path(results_root) / "runs"
-    if not path.is_dir():
+    """Per case with at least one earlier cell of 2+ ok runs on ``hostname`` among its latest
+    ``NOISE_SWEEPS`` sweeps there: its ``Noise``."""
+    where = query.Where(cases=cases, hostnames=[hostname], status="ok", measured=True)
+    found = query.lookup(results_root, where)
+    if found.empty:
         return {}
+    latest = found.groupby(["case", "sweep_id"])["created"].first().fillna("").reset_index()
+    latest = latest.sort_values(["created", "sweep_id"]).groupby("case").tail(NOISE_SWEEPS)
     schema = pa.schema([("sweep_id", pa.string()), ("case", pa.string()), ("side", pa.string()),
                         ("status", pa.string()), ("host_hostname", pa.string()), (metric, pa.float64()),
                         (REUSED_COLUMN, pa.string())])
-    runs = ds.dataset(path, format="parquet", schema=schema).to_table(
-        filter=(ds.field("status") == "ok") & (ds.field("host_hostname") == hostname)
-        & ds.field("case").isin(cases) & MEASURED_FILTER).to_pandas()
+    runs = query.read_runs(results_root, replace(where, sweeps=sorted(set(latest["sweep_id"]))), schema)
     runs = runs[runs[metric] > 0]
     found = {}
     for case, mine in runs.groupby("case"):

@@ -11,6 +11,7 @@ failure counts as not ok. Rendering is ``orchestrator.render``'s.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,13 +24,15 @@ from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.software import SOFTWARE_COLUMNS
+from orchestrator.analysis.suites import SuiteSummary, run_count, summarize_suite, sweep_cases
 from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates, gates_exit_code
 from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
+from orchestrator.capabilities import TIME_METRIC
 from orchestrator.errors import EXIT_RUN_FAILED
+from orchestrator.spec.anyrepo import is_suite
 from orchestrator.spec.record import SweepRecord
 from orchestrator.spec.schema import SweepSpec
-from orchestrator.store.damaged import parquet_files, read_files
-from orchestrator.store.parquet import read_runs, runs_dir
+from orchestrator.store import query
 from orchestrator.store.records import read_record
 
 AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha", "audit_threads",
@@ -44,7 +47,8 @@ FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error"
 
 
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
-    ("run_key", "sweep_id", "side", "case", "sha", "status", "error", host_agreement.HOST_COLUMN,
+    ("run_key", "sweep_id", "side", "case", "sha", "status", "error", "suite_run_key", "bad_input",
+     host_agreement.HOST_COLUMN,
      *AUDIT_COLUMNS, *RUN_SOURCE_COLUMNS, *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS)))
 
 
@@ -82,6 +86,7 @@ class Report:
     disturbed: pd.DataFrame = field(default_factory=pd.DataFrame)  # disturbed.disturbed_runs of the ok runs
     waivers: list[Waiver] = field(default_factory=list)  # the waiver log, revocations included
     by_host: host_agreement.HostsView | None = None  # medians per bench host and hosts that disagree
+    suites: list[SuiteSummary] = field(default_factory=list)  # a suite protocol's cases, per side
 
     @property
     def exit_code(self) -> int:
@@ -99,8 +104,7 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
                           ("audited", pa.bool_()),
                           ("started_at", pa.timestamp("us", tz="UTC"))]
                        + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])])
-    table = read_files(parquet_files(runs_dir(results_root, sweep_id)), schema=schema)
-    return (schema.empty_table() if table is None else table).to_pandas()
+    return query.read_runs(results_root, query.Where(sweeps=[sweep_id]), schema)
 
 
 def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame | None = None) -> Report:
@@ -108,7 +112,7 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
     ``history`` (``drift.load_history``) holds earlier sweeps' runs to check drift against."""
     runs = apply_audit(runs, record)
     spec = record.spec
-    baseline, cases, sides = spec.baseline, list(spec.cases), list(spec.sides)
+    baseline, cases, sides = spec.baseline, sweep_cases(spec, runs), list(spec.sides)
     metrics = report_metrics(spec, runs)
     ok = runs[runs["status"] == "ok"]
     counts = {(c, s): (int(((ok["case"] == c) & (ok["side"] == s)).sum()),
@@ -128,11 +132,12 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
         gates=apply_waivers(evaluate_gates(spec.gates, cases, sides, comparer, Looks.of_spec(spec)),
                             active_waivers(waivers)),
         audit=_audit(runs, sides),
-        failures=failures, missing=max(record.planned_runs - len(runs) - len(unwritten), 0),
+        failures=failures, missing=max(record.planned_runs - run_count(runs) - len(unwritten), 0),
         drift=[] if history is None else drift.find_drift(ok, history, metrics, spec.drift_threshold),
         disturbed=disturbed_runs(ok),
         waivers=waivers,
         by_host=host_agreement.hosts_view(ok, cases, sides, baseline, metrics),
+        suites=_suites(spec, comparer, cases, sides, rows),
     )
 
 
@@ -148,6 +153,18 @@ def _row(case: str, side: str, metric: str, summaries: dict[tuple[str, str, str]
     return MetricRow(case, side, metric, summary, comparison.ratio, comparison)
 
 
+def _suites(spec: SweepSpec, comparer: Comparer, cases: list[str], sides: list[str],
+            rows: list[MetricRow]) -> list[SuiteSummary]:
+    """For a protocol whose runs measure many cases (a benchmark suite) with more than one case: per
+    non-baseline side, its cases' ``time_ms`` sorted by change and their geometric mean ratio."""
+    if len(cases) < 2 or not is_suite(spec):
+        return []
+    ratios = {(r.case, r.side): r.ratio for r in rows if r.metric == TIME_METRIC}
+    return [summarize_suite(comparer, cases, side, TIME_METRIC, {c: ratios.get((c, side), math.nan)
+                                                                 for c in cases})
+            for side in sides if side != spec.baseline]
+
+
 def sweep_comparer(spec: SweepSpec, ok: pd.DataFrame) -> Comparer:
     """The comparer of a sweep's ok runs: its baseline, order and noise mode."""
     return Comparer(ok, spec.baseline, spec.order.value, noise=spec.noise.value)
@@ -159,7 +176,7 @@ def sweep_gates(record: SweepRecord, runs: pd.DataFrame) -> list[GateVerdict]:
     spec = record.spec
     audited = apply_audit(runs, record)
     ok = audited[audited["status"] == "ok"]
-    return evaluate_gates(spec.gates, list(spec.cases), list(spec.sides), sweep_comparer(spec, ok),
+    return evaluate_gates(spec.gates, sweep_cases(spec, audited), list(spec.sides), sweep_comparer(spec, ok),
                           Looks.of_spec(spec))
 
 
@@ -222,7 +239,8 @@ def _plain(value: object) -> str:
 def make_report(results_root: Path, sweep_id: str) -> Report:
     """Read the record and runs of ``sweep_id`` and build its report."""
     record = read_record(results_root, sweep_id)
-    reported = read_runs(results_root, sweep_id) if record.spec.metrics is None else None
+    reported = (query.read_runs(results_root, query.Where(sweeps=[sweep_id]))
+                if record.spec.metrics is None else None)
     metrics = report_metrics(record.spec, reported)
     return build_report(record, load_runs(results_root, sweep_id, metrics),
                         drift.load_history(results_root, record, metrics))

@@ -33,6 +33,7 @@ import pandas as pd
 
 from orchestrator.analysis import intervals, stats
 from orchestrator.analysis.sequential import Looks
+from orchestrator.capabilities import case_matches
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
 from orchestrator.spec.schema import GateSpec
 
@@ -204,10 +205,11 @@ class Comparer:
 
 def evaluate_gates(gates: list[GateSpec], cases: list[str], sides: list[str], comparer: Comparer,
                    looks: Looks | None = None) -> list[GateVerdict]:
-    """Every gate against every matching (case, non-baseline side); ``looks``: of an adaptive sweep."""
+    """Every gate against every matching (case, non-baseline side); ``looks``: of an adaptive sweep. A
+    gate's ``case`` is a name or a glob (a suite's cases)."""
     verdicts = []
     for index, gate in enumerate(gates):
-        for case in [gate.case] if gate.case else cases:
+        for case in [c for c in cases if case_matches(c, gate.case)] if gate.case else cases:
             for side in [gate.side] if gate.side else [s for s in sides if s != comparer.baseline]:
                 verdicts.append(gate_verdict(index, gate, case, side, comparer, looks))
     return verdicts

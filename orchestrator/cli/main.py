@@ -5,13 +5,14 @@ of this package), and the entry point that turns every error into its exit code.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
+from typing import Any
 
-from orchestrator.cli import bisect, gc, results, run, servers, status, sweeps, waive
 from orchestrator.errors import EXIT_RUN_FAILED, ShasweepError
 
 EPILOG = """exit codes:
@@ -50,36 +51,50 @@ class Command:
     judges_gates: bool = False  # its exit code follows the sweep's verdict: its help shows EPILOG
 
 
+def _lazy(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported when first called: a command imports only what it uses."""
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(f"orchestrator.cli.{module}"), name)(*args)
+
+    call.__qualname__ = f"{module}.{name}"
+    return call
+
+
+def _command(help_text: str, module: str, verb: str, judges_gates: bool = False,
+             arguments: str | None = None) -> Command:
+    """``verb`` of ``orchestrator.cli.<module>``: ``add_<verb>_arguments`` (or ``arguments``) and
+    ``cmd_<verb>``."""
+    return Command(help_text, _lazy(module, arguments or f"add_{verb}_arguments"),
+                   _lazy(module, f"cmd_{verb}"), judges_gates)
+
+
 COMMANDS: dict[str, Command] = {
-    "run": Command("run a sweep and report it", run.add_run_arguments, run.cmd_run, judges_gates=True),
-    "plan": Command("validate a sweep and print its plan, running nothing", run.add_sweep_arguments,
-                    run.cmd_plan),
-    "bisect": Command("find the first commit between --good and --bad whose gate FAILs",
-                      bisect.add_bisect_arguments, bisect.cmd_bisect),
-    "report": Command("print and write the report of a stored sweep", results.add_report_arguments,
-                      results.cmd_report, judges_gates=True),
-    "list": Command("the recorded sweeps, newest first: status, runs, verdict counts",
-                    sweeps.add_list_arguments, sweeps.cmd_list),
-    "gc": Command("remove unused bench worktrees", gc.add_gc_arguments, gc.cmd_gc),
-    "compare": Command("compare the medians of two sweeps (A earlier, B later)",
-                       results.add_compare_arguments,
-                       results.cmd_compare),
-    "waive": Command("record an accepted exception: a gate's FAIL no longer fails the sweep (or --revoke it)",
-                     waive.add_waive_arguments, waive.cmd_waive),
-    "history": Command("every recorded run of one case over time", results.add_history_arguments,
-                       results.cmd_history),
-    "status": Command("runs done/running/queued and the current step of a sweep", status.add_status_arguments,
-                      status.cmd_status),
-    "cancel": Command("cancel a running sweep: kill its running bench, start no queued run",
-                      status.add_cancel_arguments, status.cmd_cancel),
-    "scheduler": Command("run the Dask scheduler with the live /shasweep board",
-                         servers.add_scheduler_arguments, servers.cmd_scheduler),
-    "worker": Command("run the pinned bench worker (1 thread, resource GPU=1)",
-                      servers.add_worker_arguments, servers.cmd_worker),
+    "run": _command("run a sweep and report it", "run", "run", judges_gates=True),
+    "plan": _command("validate a sweep and print its plan, running nothing", "run", "plan",
+                     arguments="add_sweep_arguments"),
+    "bisect": _command("find the first commit between --good and --bad whose gate FAILs", "bisect", "bisect"),
+    "report": _command("print and write the report of a stored sweep", "results", "report",
+                       judges_gates=True),
+    "list": _command("the recorded sweeps, newest first: status, runs, verdict counts", "sweeps", "list"),
+    "gc": _command("remove unused bench worktrees", "gc", "gc"),
+    "compare": _command("compare the medians of two sweeps (A earlier, B later)", "results", "compare"),
+    "waive": _command("record an accepted exception: a gate's FAIL no longer fails the sweep "
+                      "(or --revoke it)", "waive", "waive"),
+    "history": _command("every recorded run of one case over time", "results", "history"),
+    "status": _command("runs done/running/queued and the current step of a sweep", "status", "status"),
+    "cancel": _command("cancel a running sweep: kill its running bench, start no queued run", "status",
+                       "cancel"),
+    "compact": _command("merge finished sweeps' per-run files into one runs and one steps file each",
+                        "compact", "compact"),
+    "index": _command("bring the results index up to date (or --rebuild it)", "compact", "index"),
+    "scheduler": _command("run the Dask scheduler with the live /shasweep board", "servers", "scheduler"),
+    "worker": _command("run the pinned bench worker (1 thread, resource GPU=1)", "servers", "worker"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``selected``'s arguments are declared (None: every command's), so a command
+    imports its own modules and no other's."""
     parser = argparse.ArgumentParser(
         prog="shasweep", description="A/B performance sweeps of git SHAs on a pinned Dask bench worker.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -89,14 +104,16 @@ def build_parser() -> argparse.ArgumentParser:
         epilog = EPILOG if command.judges_gates else OTHER_EPILOG
         sub = subparsers.add_parser(name, help=command.help, description=command.help, epilog=epilog,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-        command.add_arguments(sub)
+        if selected is None or name == selected:
+            command.add_arguments(sub)
         sub.set_defaults(handler=command.handler)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``shasweep`` console script; returns the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(next((arg for arg in argv if not arg.startswith("-")), ""))
     try:
         args, extra = parser.parse_known_args(argv)
         _take_late_overrides(parser, args, extra)

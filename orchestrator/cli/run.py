@@ -8,9 +8,11 @@ import argparse
 import platform
 from pathlib import Path
 
+from orchestrator.capabilities import SUITE_CASE
 from orchestrator.cli.results import print_report
 from orchestrator.cli.servers import add_tls_arguments, tls_files
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
+from orchestrator.plan.expand import planned_cases
 from orchestrator.session import RunOptions, SweepPlan, noise_estimates, plan_sweep, resume, run_sweep
 from orchestrator.session.sweep import say
 
@@ -80,11 +82,13 @@ def _report_run(root: Path, sweep_id: str) -> int:
 def format_plan(plan: SweepPlan) -> str:
     """The sides with their SHAs, then one line per run in execution order."""
     resolved, runs, spec = plan.resolved, plan.runs, plan.spec
-    lines = [f"sweep {spec.name}: {len(runs)} runs ({len(spec.cases)} cases x {len(spec.sides)} sides x "
+    cases = planned_cases(spec)
+    what = f"1 suite run of cases {', '.join(spec.cases)}" if cases == [SUITE_CASE] else f"{len(cases)} cases"
+    lines = [f"sweep {spec.name}: {len(runs)} runs ({what} x {len(spec.sides)} sides x "
              f"{spec.repeats} repeats, order {spec.order.value}), repo {resolved.repo}",
              f"results: {resolved.results_root}"]
     if spec.adaptive:
-        extra = len(spec.cases) * len(spec.sides) * (spec.max_rounds - spec.repeats)
+        extra = len(cases) * len(spec.sides) * (spec.max_rounds - spec.repeats)
         budget = f", or until the runs took budget_s={spec.budget_s:g} s" if spec.budget_s else ""
         lines.append(f"adaptive: min {len(runs)} runs, max {len(runs) + extra} runs: after round "
                      f"{spec.repeats}, one more round at a time of the undecided cells and their "

@@ -58,7 +58,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             return 0
     if record is None:
         raise _unknown(sweep_id, address, root)
-    from orchestrator.store.parquet import run_statuses
+    from orchestrator.store.query import run_statuses
 
     print(format_recorded(record, run_statuses(root, sweep_id)))
     return 0

@@ -21,11 +21,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.capabilities import SUITE_CASE
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError, RefError
 from orchestrator.plan.integrity import command_digest
 from orchestrator.plan.refs import check_directory, find_repo_root, repo_root, resolve_ref
-from orchestrator.spec.anyrepo import bench_argv, case_parts
+from orchestrator.spec.anyrepo import bench_argv, case_parts, is_suite
 from orchestrator.spec.load import side_settings
 from orchestrator.spec.schema import Order, RunSettings, SweepSpec
 
@@ -138,12 +139,18 @@ def run_key(sweep_id: str, side: str, case: str, repeat: int, sha: str, settings
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
+def planned_cases(spec: SweepSpec) -> list[str]:
+    """The cases the plan runs: the sweep's, or for a suite protocol the one suite run
+    (``capabilities.SUITE_CASE``) whose output gives every case ``spec.cases`` names."""
+    return [SUITE_CASE] if is_suite(spec) else list(spec.cases)
+
+
 def build_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
     """The sweep's first ``repeats`` rounds in execution order, each run with its ``order`` index and
     ``run_key``: all of a fixed sweep, the part of an adaptive one that always runs."""
     spec = resolved.spec
-    return _runs(resolved, sweep_id, plan_cells(list(spec.cases), list(spec.sides), spec.repeats, spec.order,
-                                                spec.order_seed))
+    cells = plan_cells(planned_cases(spec), list(spec.sides), spec.repeats, spec.order, spec.order_seed)
+    return _runs(resolved, sweep_id, cells)
 
 
 def adaptive_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
@@ -153,9 +160,9 @@ def adaptive_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
     The rounds extend the same design (the same seed draws the same first rounds), so keys and order
     indices are the same whenever the sweep is planned again; the adaptive loop runs a subset."""
     spec = resolved.spec
-    cells = plan_cells(list(spec.cases), list(spec.sides), spec.max_rounds, spec.order, spec.order_seed)
+    cells = plan_cells(planned_cases(spec), list(spec.sides), spec.max_rounds, spec.order, spec.order_seed)
     extra = sorted((cell for cell in cells if cell[2] >= spec.repeats), key=lambda cell: cell[2])
-    first = len(spec.cases) * len(spec.sides) * spec.repeats
+    first = len(planned_cases(spec)) * len(spec.sides) * spec.repeats
     return _runs(resolved, sweep_id, extra, first)
 
 
@@ -181,5 +188,6 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             audit_modules=None if spec.audit_modules is None else tuple(spec.audit_modules),
             prepare=tuple(tuple(argv) for argv in spec.prepare),
             sweep_dir=str(resolved.sweep_dir or resolved.repo),
+            suite_cases=tuple(spec.cases) if case == SUITE_CASE else (),
         ))
     return runs

@@ -21,7 +21,7 @@ from orchestrator.plan.integrity import check_digest
 from orchestrator.plan.refs import repo_root, resolve_ref
 from orchestrator.spec.load import revalidated, side_settings
 from orchestrator.spec.record import OUTCOME_KEYS, SweepRecord
-from orchestrator.store.parquet import run_statuses
+from orchestrator.store.query import run_statuses
 from orchestrator.store.records import read_record, read_record_json, record_path
 
 

@@ -1,6 +1,8 @@
 """``shasweep history --case C``: every recorded run of one case over time, from the Parquet alone.
 
-All sweeps under ``<results>/runs`` are read (no sweep record needed); runs are audited with the
+The runs of the case in every sweep are read (the results index says which files hold them; no
+sweep record needed), one summary row per run (its means; with ``--steps``, a phase's median over
+the run's measured steps, read from the steps table); runs are audited with the
 checks that need no record (loaded SHA, measured steps, envruntime backend and managers) and shown
 oldest first, optionally only one side or the SHAs starting with a prefix. Runs measured with
 different params or bench commands are not comparable: each distinct (params, command) gets a label
@@ -18,50 +20,64 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.changepoints import Shift, sweep_shifts
-from orchestrator.analysis.legacy_audit import apply_audit
+from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.errors import InvalidInputError
 from orchestrator.render.markdown import markdown_table
 from orchestrator.render.page import Page
-from orchestrator.render.plots import history_plot
 from orchestrator.render.tables import Table, format_number, one_line
-from orchestrator.store.parquet import read_runs
-from orchestrator.store.reuse import measured_only
+from orchestrator.store import query as store_query
+from orchestrator.store.query import Where
 
 _SHA_PREFIX = re.compile(r"[0-9a-f]{4,40}\Z")
 
 
 @dataclass(frozen=True)
 class HistoryQuery:
-    """Which runs to show: one case, optionally one side and/or SHAs starting with ``sha``."""
+    """Which runs to show: one case, optionally one side and/or SHAs starting with ``sha``; with
+    ``steps``, the metric (a phase) is each run's median over its measured steps, not its mean."""
 
     case: str
     side: str | None = None
     sha: str | None = None
     metric: str = "throughput"
+    steps: bool = False
 
     def describe(self) -> str:
         filters = [f"side {self.side}" if self.side else "", f"sha {self.sha}*" if self.sha else ""]
         return ", ".join([self.case, *filter(None, filters)])
 
 
+# What the table, the plot and the audit of a history read: one summary row per run, never its steps;
+# typed as the writer (store.parquet.run_table) types them, so no file's footer is read twice.
+_TYPED: dict[str, pa.DataType] = {"started_at": pa.timestamp("us", tz="UTC"), "order": pa.int64(),
+                                  "audited": pa.bool_(), "steps": pa.int64(), "throughput": pa.float64(),
+                                  "measure_wall_s": pa.float64()}
+HISTORY_COLUMNS: tuple[str, ...] = (
+    "run_key", "started_at", "sweep_id", "order", "side", "sha", "variant", "params", "command", "status",
+    "error", "audited", "steps", "throughput", "measure_wall_s", *AUDIT_INPUT_COLUMNS)
+
+
 def load_history(results_root: Path, query: HistoryQuery) -> pd.DataFrame:
     """The matching runs, oldest first; ``InvalidInputError`` naming what matched nothing."""
     if query.sha is not None and not _SHA_PREFIX.match(query.sha):
         raise InvalidInputError(f"{query.sha!r} is not a SHA prefix (4 to 40 lowercase hex digits)", "--sha")
-    runs = measured_only(read_runs(results_root))  # a bisect's reused runs are not new samples
-    if runs.empty:
-        raise InvalidInputError(f"no runs recorded under {Path(results_root) / 'runs'}")
-    if query.metric not in runs or not pd.api.types.is_numeric_dtype(runs[query.metric]):
-        numeric = sorted(c for c in runs.columns if c == "throughput" or c.endswith("_ms"))
-        raise InvalidInputError(f"unknown metric {query.metric!r}; recorded: {', '.join(numeric)}",
-                                "--metric")
-    mine = runs[runs["case"] == query.case]
+    where = Where(cases=[query.case], measured=True)  # a bisect's reused runs are not new samples
+    wanted = dict.fromkeys((*HISTORY_COLUMNS, *(() if query.steps else (query.metric,))))
+    metrics = {query.metric: pa.float64()}  # every phase and metric is a float column
+    mine = store_query.read_runs(results_root, where, pa.schema(
+        [(name, _TYPED.get(name) or metrics.get(name) or pa.string()) for name in wanted]))
     if mine.empty:
+        recorded = store_query.lookup(results_root, Where(measured=True))
+        if recorded.empty:
+            raise InvalidInputError(f"no runs recorded under {Path(results_root) / 'runs'}")
         raise InvalidInputError(f"no runs of case {query.case!r}; recorded cases: "
-                                f"{', '.join(sorted(runs['case'].dropna().unique()))}", "--case")
+                                f"{', '.join(sorted(recorded['case'].dropna().unique()))}", "--case")
+    if not query.steps and mine[query.metric].isna().all():
+        _check_metric(results_root, where, query.metric)
     if query.side is not None:
         if not (mine["side"] == query.side).any():
             raise InvalidInputError(f"no runs of side {query.side!r} in case {query.case}; sides: "
@@ -71,9 +87,31 @@ def load_history(results_root: Path, query: HistoryQuery) -> pd.DataFrame:
         mine = mine[mine["sha"].str.startswith(query.sha)]
         if mine.empty:
             raise InvalidInputError(f"no runs of {query.describe()}", "--sha")
+    if query.steps:
+        mine = mine.assign(**{query.metric: _step_medians(results_root, query, mine)})
     order = [c for c in ("started_at", "sweep_id", "order") if c in mine]
     history = apply_audit(mine).sort_values(order).reset_index(drop=True)
     return history.assign(settings=_settings_keys(history).map(settings_labels(history)))
+
+
+def _check_metric(results_root: Path, where: Where, metric: str) -> None:
+    """A metric no run of the case has a value of must at least be a numeric column of its files."""
+    schema = store_query.runs_schema(results_root, where)
+    kind = schema.field(metric).type if metric in schema.names else None
+    if kind is None or not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
+        numeric = sorted(f.name for f in schema if f.name == "throughput" or f.name.endswith("_ms"))
+        raise InvalidInputError(f"unknown metric {metric!r}; recorded: {', '.join(numeric)}", "--metric")
+
+
+def _step_medians(results_root: Path, query: HistoryQuery, runs: pd.DataFrame) -> pd.Series:
+    """Each run's median of its measured steps' ``query.metric`` (a phase), aligned with ``runs``."""
+    steps = store_query.read_steps(results_root, Where(sweeps=sorted(runs["sweep_id"].unique()),
+                                                      run_keys=list(runs["run_key"])),
+                                   phases=[query.metric], columns=["run_key", "ms"], warmup=False)
+    if steps.empty:
+        raise InvalidInputError(f"no measured steps of phase {query.metric!r} recorded for "
+                                f"{query.describe()}", "--metric")
+    return runs["run_key"].map(steps.groupby("run_key")["ms"].median())
 
 
 SETTINGS_PREFIX = "P"
@@ -153,6 +191,8 @@ def html_file_name(query: HistoryQuery) -> str:
 
 
 def history_page(history: pd.DataFrame, query: HistoryQuery) -> Page:
+    from orchestrator.render.plots import history_plot  # imports Bokeh: only for a page
+
     shifts = sweep_shifts(history, query.metric)
     page = Page(title(query))
     page.paragraph(summary_line(history, query))

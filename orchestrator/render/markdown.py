@@ -10,6 +10,7 @@ import pandas as pd
 
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.report_model import Report
+from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.render import host_section
 from orchestrator.render.tables import (
     GATES_NOTE,
@@ -22,6 +23,7 @@ from orchestrator.render.tables import (
     gates_table,
     host_lines,
     sides_table,
+    suite_table,
     summary_lines,
 )
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
@@ -62,7 +64,8 @@ def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | 
 
 def to_markdown(report: Report) -> str:
     """The human-readable report."""
-    sections = [_summary_md(report), _sides_md(report), *(_case_md(report, c) for c in report.cases),
+    sections = [_summary_md(report), _sides_md(report), *(_suite_md(report, s) for s in report.suites),
+                *(_case_md(report, c) for c in report.cases),
                 _gates_md(report), _waivers_md(report), _hosts_md(report), _drift_md(report),
                 _disturbed_md(report), _failures_md(report),
                 _host_md(report)]
@@ -83,6 +86,12 @@ def _summary_md(report: Report) -> str:
 
 def _sides_md(report: Report) -> str:
     return "## Sides\n\n" + markdown_table(sides_table(report))
+
+
+def _suite_md(report: Report, suite: SuiteSummary) -> str:
+    return (f"## Suite: {suite.metric}, {suite.side} / {report.baseline}\n\nlargest change first; "
+            "the geometric mean's interval is of the per-round mean log ratio over the cases\n\n"
+            + markdown_table(suite_table(report, suite)))
 
 
 def _case_md(report: Report, case: str) -> str:

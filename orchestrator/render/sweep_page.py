@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.dataset as ds
 from bokeh.model import Model
 
 from orchestrator.analysis.legacy_audit import apply_audit
@@ -38,8 +37,7 @@ from orchestrator.render.terminal import SHORT_SHA, report_verdict_line
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 from orchestrator.spec.anyrepo import is_envruntime_command
 from orchestrator.spec.schema import SweepSpec
-from orchestrator.store.damaged import parquet_files, read_files
-from orchestrator.store.parquet import read_runs, steps_dir
+from orchestrator.store import query
 
 # The per-step timeline shows the first of these a sweep's steps report.
 TIMELINE_PHASES: tuple[str, ...] = ("collector_step_ms", "env_step_ms", "physics_ms")
@@ -50,14 +48,13 @@ BANNER_CLASSES: dict[int, str] = {EXIT_OK: "pass", EXIT_GATE_INCONCLUSIVE: "warn
 def load_steps(results_root: Path, sweep_id: str, phases: tuple[str, ...] = TIMELINE_PHASES) -> pd.DataFrame:
     """The sweep's per-step timings of ``phases`` only; when it timed none of them (a bench of another
     repository), of the first phase its steps report. Empty when it wrote none."""
-    files = parquet_files(steps_dir(results_root, sweep_id))
-    table = read_files(files, columns=STEP_COLUMNS, filter=ds.field("phase").isin(list(phases)))
-    if table is not None and not table.num_rows:
-        present = read_files(files, columns=["phase"])
-        first = present.column("phase").to_pylist()[:1] if present is not None else []
-        if first:
-            table = read_files(files, columns=STEP_COLUMNS, filter=ds.field("phase") == first[0])
-    return pd.DataFrame(columns=STEP_COLUMNS) if table is None else table.to_pandas()
+    sweep = query.Where(sweeps=[sweep_id])
+    steps = query.read_steps(results_root, sweep, phases, STEP_COLUMNS)
+    if steps.empty:
+        present = query.read_steps(results_root, sweep, columns=["phase"])["phase"].tolist()[:1]
+        if present:
+            steps = query.read_steps(results_root, sweep, present, STEP_COLUMNS)
+    return steps
 
 
 def timeline_phase(steps: pd.DataFrame) -> str | None:
@@ -137,7 +134,8 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
 
 def write_sweep_html(results_root: Path, report: Report) -> Path:
     """Render ``report`` with its sweep's runs and steps to ``<results>/reports/<id>.html``."""
-    runs = mark_disturbed(apply_audit(read_runs(results_root, report.sweep_id), report.record), report)
+    runs = query.read_runs(results_root, query.Where(sweeps=[report.sweep_id]))
+    runs = mark_disturbed(apply_audit(runs, report.record), report)
     page = sweep_page(report, runs, load_steps(results_root, report.sweep_id))
     return page.write(results_root / "reports" / f"{report.sweep_id}.html")
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from orchestrator.analysis import stats
 from orchestrator.analysis.legacy_audit import AUDIT_FAILED
 from orchestrator.analysis.report_model import Report
+from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import (
     GateVerdict,
     format_detectable,
@@ -120,6 +121,28 @@ def case_table(report: Report, case: str) -> Table:
                                for s in [report.baseline, *others]),
                      *(_ratio(cells[s].ratio) for s in others),
                      *(_interval_and_p(cells[s].comparison) for s in others)])
+    return Table(header, rows)
+
+
+def suite_table(report: Report, suite: SuiteSummary) -> Table:
+    """A suite's cases of one side, largest change first, each with its medians, ratio, interval and
+    gate verdict, then the geometric mean of the ratios with its interval."""
+    header = ["case", f"{report.baseline} (baseline)", suite.side, f"{suite.side} / {report.baseline}",
+              "interval", "gate"]
+    rows_by = {(r.case, r.side): r for r in report.rows if r.metric == suite.metric}
+    verdicts = {g.case: verdict_text(g) for g in report.gates
+                if g.side == suite.side and g.metric == suite.metric}
+    rows = []
+    for case in suite.cases:
+        base, mine = rows_by.get((case, report.baseline)), rows_by.get((case, suite.side))
+        rows.append([case, format_number(base.summary.median) if base else "-",
+                     format_number(mine.summary.median) if mine else "-", _ratio(mine.ratio) if mine else "-",
+                     format_interval(mine.comparison) if mine and mine.comparison else "-",
+                     verdicts.get(case, "-")])
+    interval = ("no CI (fewer than 2 rounds where every case ran on both sides)" if math.isnan(suite.low)
+                else f"{100 * suite.confidence:.4g}% CI [{suite.low:.3f}, {suite.high:.3f}]")
+    rows.append([f"geometric mean ({len(suite.cases)} cases, {suite.rounds} rounds"
+                 f"{', paired' if suite.paired else ''})", "", "", _ratio(suite.geomean), interval, ""])
     return Table(header, rows)
 
 

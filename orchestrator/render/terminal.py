@@ -15,12 +15,14 @@ from rich.text import Text
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
+from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import Verdict
 from orchestrator.render.tables import (
     confidence_note,
     format_change_interval,
     format_number,
     one_line,
+    suite_table,
     summary_lines,
     verdict_text,
 )
@@ -43,7 +45,10 @@ def render_report(report: Report, width: int) -> RenderableType:
     lines = summary_lines(report)
     parts += [Text(lines[0]), Text(lines[-1])]  # status, run counts
     parts.append(_sides(report))
-    parts += [_case(report, case) for case in report.cases]
+    if report.suites:  # a benchmark suite: its cases in one table per side, largest change first
+        parts += [_suite(report, suite) for suite in report.suites]
+    else:
+        parts += [_case(report, case) for case in report.cases]
     if report.gates:
         parts.append(_gates(report))
         if (note := confidence_note(report)) is not None:
@@ -101,6 +106,16 @@ def _case(report: Report, case: str) -> RichTable:
         for side in others:
             ratios += [_ratio(cells[side].ratio), _interval(cells[side].comparison)]
         table.add_row(metric, *medians, *ratios)
+    return table
+
+
+def _suite(report: Report, suite: SuiteSummary) -> RichTable:
+    table = _table(f"suite: {suite.metric}, {suite.side} / {report.baseline} (largest change first)")
+    contents = suite_table(report, suite)
+    for i, name in enumerate(contents.header):
+        table.add_column(name, overflow="fold", justify="right" if 0 < i < 4 else "left")
+    for row in contents.rows:
+        table.add_row(*row)
     return table
 
 

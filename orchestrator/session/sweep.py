@@ -28,6 +28,8 @@ from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.spec.record import SweepRecord, spec_to_json
 from orchestrator.spec.schema import SweepSpec
 from orchestrator.store import records
+from orchestrator.store.compact import compact_finished, release_for_rerun
+from orchestrator.store.query import with_suite_cases
 
 if TYPE_CHECKING:
     from orchestrator.analysis.report_model import Report
@@ -102,10 +104,12 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     try:
         with records.sweep_lock(root, sweep_id):
             problem = _dispatch(resolved, record, runs, options)
+            compact_finished(root, sweep_id)
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         records.discard(root, sweep_id)
         raise
     _raise_if(problem)
+    check_suite_input(resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
 
 
@@ -123,6 +127,8 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
     plan = plan_resume(root, sweep_id)  # checks everything, writes nothing
     with records.sweep_lock(root, sweep_id):
         plan = plan.refreshed()  # what is ok now that no other client runs the sweep
+        again = [key for key, status in plan.statuses.items() if status != "ok"]
+        release_for_rerun(root, sweep_id, with_suite_cases(root, sweep_id, again))
         todo = plan.todo
         say(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
             f"results under {root}")
@@ -132,7 +138,9 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
             problem = _dispatch(plan.resolved, record, todo, options,
                                 lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)),
                                 plan.ok_keys)
+        compact_finished(root, sweep_id)
     _raise_if(problem)
+    check_suite_input(plan.resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
 
 
@@ -141,6 +149,22 @@ def _raise_if(problem: str | None) -> None:
     record says so."""
     if problem is not None:
         raise InvalidInputError(problem)
+
+
+def check_suite_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> None:
+    """``InvalidInputError`` (exit 2) for what a suite's runs showed to be wrong with the sweep: a
+    ``cases`` entry no benchmark matches, a unit that is not a time, a gate's ``case`` that matches
+    no case found (``analysis.suites.input_problem``). The record and the runs stay as they are."""
+    from orchestrator.analysis.report_model import load_runs
+    from orchestrator.analysis.suites import input_problem
+    from orchestrator.spec.anyrepo import is_suite
+
+    if not is_suite(spec):
+        return
+    problem = input_problem(spec, load_runs(results_root, sweep_id, []))
+    if problem is not None:
+        key, why = problem
+        raise InvalidInputError(f"sweep {sweep_id}: {why}", key)
 
 
 def noise_estimates(plan: SweepPlan, host: str) -> list[str]:

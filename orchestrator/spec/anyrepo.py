@@ -89,6 +89,12 @@ def bench_argv(command: list[str] | tuple[str, ...], params: dict[str, Any]) -> 
     return (*command[:stream], *extra, *command[stream:])
 
 
+def is_suite(spec: SweepSpec) -> bool:
+    """Whether one run of the sweep's protocol measures many cases (a benchmark suite): its ``cases``
+    are names and globs of what the output holds, read from one run per side and round."""
+    return describe(spec.protocol.value).has(Capability.MANY_CASES)
+
+
 def check_generic_params(params: dict[str, Any], protocol: Protocol) -> list[tuple[str, str]]:
     """(key, problem) for the params the orchestrator itself reads: ``threads``, and ``warmup`` and
     ``measure`` where the worker runs the steps itself (protocol time)."""
@@ -170,7 +176,7 @@ def check_command(spec: SweepSpec, params_by_side: dict[str, dict[str, Any]]) ->
 def check_protocol(spec: SweepSpec) -> None:
     """``json`` given exactly for a protocol that maps a result document (json), with valid paths and
     names."""
-    if not describe(spec.protocol.value).has(Capability.RESULT_DOCUMENT):
+    if not describe(spec.protocol.value).has(Capability.JSON_MAPPING):
         if spec.json is not None:
             raise SpecError(f"a json block maps a protocol json document; this sweep's protocol is "
                             f"{spec.protocol.value}", "json")

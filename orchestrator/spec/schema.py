@@ -42,6 +42,9 @@ class Protocol(Enum):
     v1 = "v1"  # NDJSON records streamed to {stream}
     json = "json"  # one JSON document written to {result}, mapped by the ``json`` block
     time = "time"  # the whole command timed from outside, like hyperfine
+    pyperf = "pyperf"  # the JSON ``pyperf ... -o {result}`` writes
+    pytest_benchmark = "pytest-benchmark"  # the JSON ``pytest --benchmark-json={result}`` writes
+    gbench = "gbench"  # the JSON Google Benchmark writes (``--benchmark_out={result}``)
 
 
 class Order(Enum):

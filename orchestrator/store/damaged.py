@@ -1,21 +1,19 @@
 """Damaged results files: found, named once on stderr, and left out of every read.
 
 A Parquet file that cannot be opened (truncated, overwritten, not Parquet at all) must not take the
-whole results root down with it: every reader lists files through ``readable_files`` (a footer
-check, cheap next to the read itself) and reads them through ``read_table_skipping``, which falls
-back to one file at a time when a file's footer was fine but its data was not. Each damaged file is
-named in one warning line per process; ``shasweep run --resume`` re-runs a run whose runs or steps
-file is damaged, which rewrites both.
+whole results root down with it: the read layer (``store.query``) reads files through
+``read_table_skipping``, which falls back to one file at a time when a read fails. Each damaged file
+is named in one warning line per process; ``shasweep run --resume`` re-runs a run whose runs or
+steps file is damaged, which rewrites both.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 _warned: set[str] = set()
@@ -29,59 +27,45 @@ def warn_damaged(path: Path, reason: object) -> None:
     if str(path) in _warned:
         return
     _warned.add(str(path))
-    print(f"shasweep: warning: skipping damaged results file {path}: {_one_line(reason)} "
+    why = _one_line(reason).replace(f" '{path}'", "").replace(str(path), "it")  # the path once per line
+    print(f"shasweep: warning: skipping damaged results file {path}: {why} "
           "(`shasweep run --resume SWEEP_ID` re-runs its run)", file=sys.stderr, flush=True)
 
 
 def is_readable(path: Path) -> bool:
-    """Whether ``path``'s Parquet footer can be read; warns when it cannot."""
+    """Whether ``path``'s Parquet footer can be read; warns when it cannot (FileNotFoundError: gone)."""
     try:
         pq.read_metadata(path)
+    except FileNotFoundError:
+        raise
     except READ_ERRORS as exc:
         warn_damaged(path, exc)
         return False
     return True
 
 
-def parquet_files(directory: Path) -> list[Path]:
-    """The (non-temporary) Parquet files under ``directory``, recursively, sorted."""
-    if not directory.is_dir():
-        return []
-    return sorted(p for p in directory.rglob("*.parquet") if not p.name.startswith(".") and p.is_file())
-
-
-def readable_files(paths: Iterable[Path]) -> list[Path]:
-    """``paths`` without the damaged ones (each named in a warning)."""
-    return [path for path in paths if is_readable(path)]
-
-
 def read_table_skipping(paths: list[Path], read: Callable[[list[Path]], pa.Table]) -> pa.Table | None:
     """``read(paths)``; if that fails on a damaged file, ``read`` each file alone and concatenate the
-    ones that work. ``None`` when nothing is readable."""
+    ones that work. ``None`` when nothing is readable. A file that is gone raises FileNotFoundError."""
     if not paths:
         return None
     try:
         return read(paths)
+    except FileNotFoundError:
+        raise  # gone, not damaged: a compaction replaced the partition; the caller lists it again
     except READ_ERRORS:
         pass
     tables = []
     for path in paths:
         try:
             tables.append(read([path]))
+        except FileNotFoundError:
+            raise
         except READ_ERRORS as exc:
             warn_damaged(path, exc)
     if not tables:
         return None
-    return pa.concat_tables(tables, promote_options="default")
-
-
-def read_files(paths: Iterable[Path], schema: pa.Schema | None = None, **to_table: object) -> pa.Table | None:
-    """The readable ones of ``paths`` as one table (``to_table``: ``columns``, ``filter``), damaged
-    files skipped with a warning; ``None`` when none is readable."""
-    def read(files: list[Path]) -> pa.Table:
-        return ds.dataset([str(f) for f in files], format="parquet", schema=schema).to_table(**to_table)
-
-    return read_table_skipping(readable_files(paths), read)
+    return pa.concat_tables(tables, promote_options="permissive")
 
 
 def _one_line(reason: object) -> str:

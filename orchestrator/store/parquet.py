@@ -1,11 +1,10 @@
-"""Writing one run's results as Parquet (docs/design.md, "Results") and reading them back.
+"""Writing one run's results as Parquet (docs/design.md, "Results"); ``store.query`` reads them.
 
 ``results/runs/sweep=<id>/<run_key>.parquet`` holds one row per run, ``results/steps/...`` the
 per-step phase timings in long format. Files are written under a dot-prefixed temporary name
 (ignored by pyarrow and pandas), fsynced and renamed into place (``store.atomic``), the steps file
 before the runs file, so a reader never sees half a run, a runs row always has its steps, and a
-re-run of the same ``run_key`` replaces the earlier files. Readers skip damaged files with a warning
-(``store.damaged``).
+re-run of the same ``run_key`` replaces the earlier files.
 """
 
 from __future__ import annotations
@@ -18,21 +17,11 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from orchestrator.contract import HostRecord, PlannedRun, StepRecord
 from orchestrator.store.atomic import remove_stale_temps, staged, stale_temps, write_in_order
-from orchestrator.store.damaged import (
-    is_readable,
-    parquet_files,
-    read_table_skipping,
-    readable_files,
-    warn_damaged,
-)
 
 # Always present (null when a run did not report them), so every file has the same core schema and
 # ``pd.read_parquet("results/runs")`` -- which takes the schema of the first file -- sees them all.
@@ -79,6 +68,9 @@ class RunResult:
     worktree: str | None = None  # the checkout the bench ran in
     audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
     elapsed_s: float | None = None  # the run's duration on a monotonic clock
+    suite_run_key: str | None = None  # the suite run this case's numbers were read from (None: its own)
+    bad_input: str | None = None  # why the run failed because of the sweep's input (exit 2 at the client)
+    cases: list[tuple[PlannedRun, RunResult]] | None = None  # a suite run's cases, each a run of its own
 
     @property
     def wall_s(self) -> float:
@@ -140,15 +132,26 @@ def superseded_dir(results_root: str | Path, sweep_id: str) -> Path:
     return Path(results_root) / "superseded" / f"sweep={sweep_id}"
 
 
+def remove_run(run: PlannedRun) -> None:
+    """Remove ``run``'s files, if any: its runs file first, so a runs row never lacks its steps."""
+    files = run_files(run)
+    for path in (files.runs, files.steps):
+        path.unlink(missing_ok=True)
+
+
 def supersede_run(results_root: str | Path, sweep_id: str, run_key: str, tag: str) -> None:
-    """Move both files of ``run_key`` out of the results into ``superseded_dir`` (named with ``tag``,
-    e.g. the host that ran them), so a round redone elsewhere never mixes with them."""
+    """Move both files of ``run_key`` (and of the cases read from it, when it is a suite run) out of
+    the results into ``superseded_dir`` (named with ``tag``, e.g. the host that ran them), so a round
+    redone elsewhere never mixes with them."""
+    from orchestrator.store.query import with_suite_cases  # the read layer, which reads these files
+
     target = superseded_dir(results_root, sweep_id)
-    for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
-        path = source(results_root, sweep_id) / f"{run_key}.parquet"
-        if path.exists():
-            (target / kind).mkdir(parents=True, exist_ok=True)
-            os.replace(path, target / kind / f"{run_key}.{tag}.{time.time_ns()}.parquet")
+    for key in with_suite_cases(results_root, sweep_id, [run_key]):
+        for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
+            path = source(results_root, sweep_id) / f"{key}.parquet"
+            if path.exists():
+                (target / kind).mkdir(parents=True, exist_ok=True)
+                os.replace(path, target / kind / f"{key}.{tag}.{time.time_ns()}.parquet")
 
 
 def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
@@ -185,6 +188,8 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "rss_source": (result.usage.rss_source if result.usage else None, pa.string()),
         "audited": (result.audited, pa.bool_()),
         "reused_from": (None, pa.string()),  # measured by this run; store.reuse sets it on a copy
+        "suite_run_key": (result.suite_run_key, pa.string()),
+        "bad_input": (result.bad_input, pa.string()),
     }
     columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string())}
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
@@ -246,44 +251,6 @@ def flatten_audit(audit: object) -> dict[str, str | None]:
     return flat
 
 
-def read_runs(results_root: str | Path, sweep_id: str | None = None) -> pd.DataFrame:
-    """All runs (or one sweep's) with the union of every file's columns.
-
-    ``pd.read_parquet(results_root / "runs")`` also works but takes its columns from the first
-    file, so phases only some SHAs report may be missing from it; this reads them all.
-    """
-    path = runs_dir(results_root, sweep_id) if sweep_id else Path(results_root) / "runs"
-    partitioning = None if sweep_id else ds.partitioning(pa.schema([("sweep", pa.string())]), flavor="hive")
-
-    def read(files: list[Path]) -> pa.Table:
-        factory = ds.FileSystemDatasetFactory(
-            pafs.LocalFileSystem(), [str(f) for f in files], ds.ParquetFileFormat(),
-            ds.FileSystemFactoryOptions(partitioning=partitioning, partition_base_dir=str(path)),
-        )
-        return factory.finish(factory.inspect(fragments=None)).to_table()
-
-    table = read_table_skipping(readable_files(parquet_files(path)), read)
-    return pd.DataFrame() if table is None else table.to_pandas()
-
-
-def run_statuses(results_root: str | Path, sweep_id: str) -> dict[str, str | None]:
-    """``run_key -> status`` of every run file of one sweep; ``None`` when its runs file or its steps
-    file cannot be read (a re-run replaces both). Temporary (dot-prefixed) files are not runs."""
-    statuses: dict[str, str | None] = {}
-    steps = steps_dir(results_root, sweep_id)
-    for path in sorted(runs_dir(results_root, sweep_id).glob("[!.]*.parquet")):
-        try:
-            status = pq.read_table(path, columns=["status"]).column("status")[0].as_py()
-        except (pa.ArrowException, OSError, IndexError, KeyError) as exc:
-            warn_damaged(path, exc)
-            status = None
-        steps_file = steps / path.name
-        if status is not None and steps_file.exists() and not is_readable(steps_file):
-            status = None
-        statuses[path.stem] = status
-    return statuses
-
-
 def _host_types() -> dict[str, pa.DataType]:
     """Arrow type of every host field, from ``HostRecord``'s annotations (None-able kept nullable)."""
     hints = typing.get_type_hints(HostRecord)
@@ -307,7 +274,7 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> None:
 def _results_dirs(results_root: str | Path) -> list[Path]:
     """Every directory of a results root that files are written to."""
     root = Path(results_root)
-    return [root / "sweeps", root / "reports",
+    return [root / "sweeps", root / "reports", root / "index", root / "index" / "delta",
             *(p for kind in ("runs", "steps") for p in sorted((root / kind).glob("sweep=*")))]
 
 

@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 
 from orchestrator.contract import PlannedRun
 from orchestrator.store.atomic import write_in_order
-from orchestrator.store.parquet import WRITE_OPTIONS, RunFiles, read_runs, run_files, runs_dir, steps_dir
+from orchestrator.store.parquet import WRITE_OPTIONS, RunFiles, run_files
+from orchestrator.store.query import Where, read_runs, runs_table, steps_table
 
 # Readers across sweeps (drift, history, noise estimates) count a measurement once: a copy is not
 # another sample. Files older than the column read it as null (measured).
@@ -76,7 +77,7 @@ class RunPool:
     def _pool(self) -> pd.DataFrame:
         """Every run of the pool's sweeps, in their order (read once: the pool's sweeps are done)."""
         if self._runs is None:
-            frames = [read_runs(self.results_root, sweep_id) for sweep_id in self.sweep_ids]
+            frames = [read_runs(self.results_root, Where(sweeps=[sweep_id])) for sweep_id in self.sweep_ids]
             frames = [frame for frame in frames if not frame.empty]
             self._runs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         return self._runs
@@ -85,8 +86,8 @@ class RunPool:
 def copy_run(results_root: Path, sweep_id: str, run_key: str, run: PlannedRun, origin: str) -> RunFiles:
     """Write run ``run_key`` of ``sweep_id`` as ``run`` (its sweep id, run key and order; ``reused_from``
     ``origin``), the steps file first as ``write_run`` does."""
-    row = pq.read_table(runs_dir(results_root, sweep_id) / f"{run_key}.parquet")
-    steps = pq.read_table(steps_dir(results_root, sweep_id) / f"{run_key}.parquet")
+    donor = Where(sweeps=[sweep_id], run_keys=[run_key])
+    row, steps = runs_table(results_root, donor), steps_table(results_root, donor)
     row = _with_columns(row, {"sweep_id": (run.sweep_id, pa.string()), "run_key": (run.run_key, pa.string()),
                               "order": (run.order, pa.int64()),
                               "reused_from": (origin, pa.string())})

@@ -32,7 +32,7 @@ from distributed import Event, get_worker
 from orchestrator.capabilities import Capability
 from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, StepRecord, cancel_event_name
 from orchestrator.errors import InvalidInputError
-from orchestrator.store.parquet import RunResult
+from orchestrator.store.parquet import RunResult, remove_run
 from orchestrator.worker import module_audit
 from orchestrator.worker.bench_env import bench_env, worktree_dirs
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, kill_run_processes, note_running
@@ -81,6 +81,11 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         result = failed_result(str(exc), log_dir)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row
         result = failed_result(f"the bench worker failed: {type(exc).__name__}: {exc}", log_dir)
+    if result.cases is not None:
+        outcome = _store_suite(run, result)
+        publish(_event(run, "finished", status=outcome["status"], error=outcome["error"], throughput=None,
+                       wall_s=result.wall_s))
+        return outcome
     result, files = store_result(run, audit_result(run, result))
     outcome = run.outcome(
         host_id=result.host.get("id"), status=result.status, error=result.error,
@@ -92,6 +97,20 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
                    wall_s=result.wall_s))
     return outcome
+
+
+def _store_suite(run: PlannedRun, result: RunResult) -> dict:
+    """Store each case of a suite run as a run of its own (and drop the suite run's own row a failed
+    attempt left); the suite run's outcome: ok when every case is, else the first case's failure."""
+    stored = [store_result(case_run, audit_result(case_run, case_result))[0]
+              for case_run, case_result in result.cases or []]
+    remove_run(run)
+    failed = next((r for r in stored if r.status != "ok"), None)
+    return run.outcome(
+        host_id=result.host.get("id"), status=failed.status if failed else "ok",
+        error=failed.error if failed else None, wall_s=result.wall_s, exit_code=result.exit_code,
+        started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
+        log_dir=result.log_dir, cases=len(stored))
 
 
 def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
@@ -164,17 +183,18 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     exit_code = procs[-1].returncode if procs else None
     status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run)
     kept = status == "ok" or reader.has(Capability.LIVE_STREAM)
-    return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
-                     elapsed_s=elapsed_s, exit_code=exit_code, log_dir=str(log_dir),
-                     host=host | window.columns(reader.steps),
-                     # a live stream keeps what it said even when the run failed; the other protocols
-                     # keep no number of a failed run
-                     header=reader.header, summary=reader.summary if kept else None,
-                     steps=reader.steps if kept else [],
-                     usage=with_reported_rss(procs[-1], reader.reported_peak_rss_mib()) if procs else None,
-                     pythonpath=pythonpath, worktree=str(tree.resolve()),
-                     audit_modules=module_audit.read_modules(side_file, audited)
-                     if side_file else None)
+    result = RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
+                       elapsed_s=elapsed_s, exit_code=exit_code, log_dir=str(log_dir),
+                       host=host | window.columns(reader.steps),
+                       # a live stream keeps what it said even when the run failed; the other protocols
+                       # keep no number of a failed run
+                       header=reader.header, summary=reader.summary if kept else None,
+                       steps=reader.steps if kept else [],
+                       usage=with_reported_rss(procs[-1], reader.reported_peak_rss_mib()) if procs else None,
+                       pythonpath=pythonpath, worktree=str(tree.resolve()),
+                       audit_modules=module_audit.read_modules(side_file, audited)
+                       if side_file else None, bad_input=reader.bad_input)
+    return reader.with_cases(result) if run.suite_cases and status == "ok" else result
 
 
 def _step_publisher(run: PlannedRun, publish: Publisher, total: int | None) -> OnStep:

@@ -116,13 +116,13 @@ def test_resume_finds_the_bench_through_the_recorded_sweep_dir(tmp_path, demo):
     proc, results = run(tmp_path, sweeps / "sweep.yaml", repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first = pd.read_parquet(results / "runs")
-    lost = next((results / "runs").rglob("*.parquet"))
+    lost = next((results / "runs").rglob("*.parquet"))  # the sweep's compacted runs file: both runs
     lost.unlink()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     again = shasweep("run", "--resume", "latest", "--results", str(results), cwd=elsewhere,
                      home=tmp_path / "home")
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "resuming 1 of 2 runs" in again.stdout
+    assert "resuming 2 of 2 runs" in again.stdout
     runs = pd.read_parquet(results / "runs")
     assert sorted(runs["run_key"]) == sorted(first["run_key"]) and (runs["status"] == "ok").all()

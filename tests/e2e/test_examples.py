@@ -10,7 +10,7 @@ import pytest
 from anyrepo_helpers import EXAMPLES, make_demo_repo, shasweep
 
 from orchestrator.render.plots import breakdown_phases
-from orchestrator.store.parquet import read_runs
+from orchestrator.store.query import read_runs
 
 pytestmark = pytest.mark.slow
 

@@ -92,7 +92,7 @@ def test_a_damaged_steps_file_is_healed_by_resume(tmp_path):
     assert first.wait(timeout=300) == EXIT_OK, (tmp_path / "first.out").read_text()
     root = repo.path / "results"
     (sweep_id,) = [p.stem for p in (root / "sweeps").glob("drill-*.json")]
-    damaged = sorted((root / "steps" / f"sweep={sweep_id}").glob("*.parquet"))[0]
+    (damaged,) = (root / "steps" / f"sweep={sweep_id}").glob("*.parquet")  # compacted: both runs' steps
     os.truncate(damaged, damaged.stat().st_size // 2)  # `truncate -s 50%`
 
     report = client(repo, ["report", sweep_id], home, tmp_path / "report.out", **lock)
@@ -104,8 +104,10 @@ def test_a_damaged_steps_file_is_healed_by_resume(tmp_path):
                     **lock)
     assert resume.wait(timeout=300) == EXIT_OK, (tmp_path / "resume.out").read_text()
     out = (tmp_path / "resume.out").read_text()
-    assert "resuming 1 of 2 runs" in out, out
+    assert "resuming 2 of 2 runs" in out, out
     pd.read_parquet(root / "steps")  # readable again as a whole
+    assert (root / "damaged" / "steps" / f"sweep={sweep_id}" / damaged.name).exists(), "kept aside"
+    assert len(list((root / "runs" / f"sweep={sweep_id}").iterdir())) == 1, "compacted again by the resume"
     rows = pd.read_parquet(root / "runs")
     assert len(rows) == 2 and rows["run_key"].is_unique and (rows["status"] == "ok").all()
 

@@ -20,13 +20,8 @@ from orchestrator.render import history
 from orchestrator.render.sweep_page import load_steps
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store import atomic
-from orchestrator.store.parquet import (
-    read_runs,
-    remove_stale_results_temps,
-    run_files,
-    run_statuses,
-    write_run,
-)
+from orchestrator.store.parquet import remove_stale_results_temps, run_files, write_run
+from orchestrator.store.query import Where, read_runs, run_statuses
 from orchestrator.store.records import write_record
 
 
@@ -63,7 +58,7 @@ def test_a_truncated_runs_file_is_skipped_by_every_reader(two_runs, tmp_path, ca
     damaged = run_files(two_runs[1]).runs
     truncate_half(damaged)
     assert read_runs(root)["run_key"].tolist() == ["r1"]
-    assert read_runs(root, "s1")["run_key"].tolist() == ["r1"]
+    assert read_runs(root, Where(sweeps=["s1"]))["run_key"].tolist() == ["r1"]
     assert load_runs(root, "s1", ["throughput"])["run_key"].tolist() == ["r1"]
     shown = history.load_history(root, history.HistoryQuery(case="sac/g1_walk_flat/mujoco"))
     assert shown["run_key"].tolist() == ["r1"]
@@ -94,7 +89,7 @@ def test_a_file_whose_footer_is_fine_but_data_is_not_is_skipped_too(two_runs, tm
     data[4:40] = b"\xff" * 36  # the first column chunk, footer intact
     path.write_bytes(bytes(data))
     pq.read_metadata(path)  # the footer check alone would let it through
-    rows = read_runs(tmp_path / "results", "s1")
+    rows = read_runs(tmp_path / "results", Where(sweeps=["s1"]))
     assert "r2" in rows["run_key"].tolist()
 
 

@@ -8,7 +8,8 @@ import duckdb
 import pytest
 from test_results import outcome, planned
 
-from orchestrator.store.parquet import read_runs, write_run
+from orchestrator.store.parquet import write_run
+from orchestrator.store.query import read_runs
 
 
 @pytest.fixture

@@ -112,7 +112,8 @@ def test_a_dead_hosts_round_sets_aside_every_run_it_wrote_even_without_an_outcom
 
     from orchestrator.dispatch.fleet import _Fleet, _Job, _Lane
     from orchestrator.dispatch.host_choice import BenchHost
-    from orchestrator.store.parquet import run_statuses, write_run
+    from orchestrator.store.parquet import write_run
+    from orchestrator.store.query import run_statuses
 
     class DeadHost(BenchHost):
         def alive(self, client: object) -> bool:

@@ -10,7 +10,8 @@ import pytest
 
 from orchestrator.contract import PlannedRun, StepRecord
 from orchestrator.store import parquet as results
-from orchestrator.store.parquet import RunResult, read_runs, write_run
+from orchestrator.store.parquet import RunResult, write_run
+from orchestrator.store.query import Where, read_runs
 from orchestrator.worker.hostinfo import collect_host
 
 DOCUMENTED = ["sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant", "repeat",
@@ -70,7 +71,7 @@ def test_pandas_reads_the_runs_root_across_sweeps_and_statuses(tmp_path):
     union = read_runs(tmp_path / "results")
     assert union.set_index("run_key")["update_state.command.compute_ms"].fillna(-1).to_dict() == {
         "r1": -1, "r2": -1, "r3": 0.5}
-    assert sorted(read_runs(tmp_path / "results", "s2")["run_key"]) == ["r3"]
+    assert sorted(read_runs(tmp_path / "results", Where(sweeps=["s2"]))["run_key"]) == ["r3"]
 
 
 def test_rerun_replaces_and_never_leaves_temporaries(tmp_path):

@@ -15,7 +15,8 @@ from orchestrator.plan.lifecycle import new_record
 from orchestrator.plan.resume import plan_resume
 from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record
-from orchestrator.store.parquet import RunResult, run_statuses, runs_dir, write_run
+from orchestrator.store.parquet import RunResult, runs_dir, write_run
+from orchestrator.store.query import run_statuses
 
 SWEEP = {
     "name": "resume", "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}}, "baseline": "old",

@@ -11,7 +11,8 @@ import pytest
 from test_results import outcome, planned
 
 from orchestrator.render.history import HistoryQuery, load_history
-from orchestrator.store.parquet import read_runs, run_statuses, write_run
+from orchestrator.store.parquet import write_run
+from orchestrator.store.query import Where, read_runs, run_statuses
 from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN, RunPool
 from orchestrator.worker.hostinfo import collect_host
 
@@ -31,9 +32,9 @@ def test_the_same_measurement_is_copied_under_the_new_sweep(donor):
     got = RunPool(donor / "results", ["s1"]).reuse(run, HOST)
     assert got["status"] == "ok" and got["throughput"] == 123.0 and got["reused_from"] == "s1/r1"
     assert run_statuses(donor / "results", "s2") == {"n1": "ok"}
-    row = read_runs(donor / "results", "s2").iloc[0]
+    row = read_runs(donor / "results", Where(sweeps=["s2"])).iloc[0]
     assert (row["sweep_id"], row["run_key"], row["order"], row["reused_from"]) == ("s2", "n1", 4, "s1/r1")
-    original = read_runs(donor / "results", "s1").set_index("run_key").loc["r1"]
+    original = read_runs(donor / "results", Where(sweeps=["s1"])).set_index("run_key").loc["r1"]
     assert row["started_at"] == original["started_at"] and row["wall_s"] == original["wall_s"]
     assert pd.isna(original["reused_from"]), "a measured run names no original"
     steps = pd.read_parquet(donor / "results" / "steps" / "sweep=s2" / "n1.parquet")
@@ -63,7 +64,7 @@ def test_a_copy_of_a_copy_names_the_measured_run(donor):
     RunPool(donor / "results", ["s1"]).reuse(planned(donor, "n1", "s2"), HOST)
     got = RunPool(donor / "results", ["s2"]).reuse(planned(donor, "m1", "s3"), HOST)
     assert got["reused_from"] == "s1/r1"
-    assert read_runs(donor / "results", "s3").iloc[0]["reused_from"] == "s1/r1"
+    assert read_runs(donor / "results", Where(sweeps=["s3"])).iloc[0]["reused_from"] == "s1/r1"
 
 
 def test_readers_across_sweeps_count_a_measurement_once(donor):

@@ -25,7 +25,8 @@ from orchestrator.dispatch.dispatcher import CANCELLED_REASON, run_sweep
 from orchestrator.errors import EXIT_INVALID, EXIT_RUN_FAILED
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store import records as sweep_record
-from orchestrator.store.parquet import read_runs, runs_dir
+from orchestrator.store.parquet import runs_dir
+from orchestrator.store.query import Where, read_runs
 
 
 @pytest.fixture
@@ -85,7 +86,7 @@ def test_cancel_kills_the_running_bench_and_starts_no_queued_run(tmp_path, repo,
     assert [o["status"] for o in result.runs] == ["cancelled"] * 3
     assert "killed its process group" in result.runs[0]["error"]
     assert all(o["error"].startswith("not run: the sweep stopped") for o in result.runs[1:])
-    recorded = read_runs(results, "test-sweep")
+    recorded = read_runs(results, Where(sweeps=["test-sweep"]))
     assert recorded["run_key"].tolist() == [runs[0].run_key], "queued runs never started"
     assert recorded["status"].tolist() == ["cancelled"]
     assert live_members(pgid) == [], "the bench and its child are gone"
@@ -168,7 +169,7 @@ def test_ctrl_c_in_run_cancels_its_own_sweep(tmp_path, repo, monkeypatch, capsys
     board = record["dashboard_url"]
     assert board.startswith("http://127.0.0.1:") and board.endswith("/shasweep")
     assert f"dashboard: {board}" in err, "run prints the live board's URL"
-    stored = read_runs(repo.path / "results", record["sweep_id"]).sort_values("order")
+    stored = read_runs(repo.path / "results", Where(sweeps=[record["sweep_id"]])).sort_values("order")
     assert stored["status"].tolist() == ["ok", "cancelled"], "the queued runs never started"
     assert live_members(pgid) == []
 
