@@ -75,7 +75,7 @@ TIMED_METRICS: tuple[str, ...] = ("max_rss_mib",)
 
 def _v1(mapping: Mapping[str, object]) -> ProtocolInfo:
     return ProtocolInfo("v1", Capability.STEPS | Capability.LIVE_STREAM | Capability.THROUGHPUT_WINDOW
-                        | Capability.AUDIT_FIELDS, phases=None, metrics=None)
+                        | Capability.AUDIT_FIELDS | Capability.CONTROL_CHANNEL, phases=None, metrics=None)
 
 
 def _json(mapping: Mapping[str, object]) -> ProtocolInfo:

@@ -22,6 +22,7 @@ from orchestrator.analysis import drift, host_agreement, stats
 from orchestrator.analysis.disturbed import COLUMNS as DISTURBANCE_COLUMNS
 from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.analysis.lockstep import LOCKSTEP_COLUMNS, LockstepView, lockstep_view
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.software import SOFTWARE_COLUMNS
 from orchestrator.analysis.suites import SuiteSummary, run_count, summarize_suite, sweep_cases
@@ -33,6 +34,7 @@ from orchestrator.spec.anyrepo import is_suite
 from orchestrator.spec.record import SweepRecord
 from orchestrator.spec.schema import SweepSpec
 from orchestrator.store import query
+from orchestrator.store.parquet import QUIET_COLUMNS
 from orchestrator.store.records import read_record
 
 AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha", "audit_threads",
@@ -49,7 +51,8 @@ FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error"
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
     ("run_key", "sweep_id", "side", "case", "sha", "status", "error", "suite_run_key", "bad_input",
      host_agreement.HOST_COLUMN,
-     *AUDIT_COLUMNS, *RUN_SOURCE_COLUMNS, *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS)))
+     *AUDIT_COLUMNS, *RUN_SOURCE_COLUMNS, *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS,
+     *LOCKSTEP_COLUMNS)))
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class Report:
     waivers: list[Waiver] = field(default_factory=list)  # the waiver log, revocations included
     by_host: host_agreement.HostsView | None = None  # medians per bench host and hosts that disagree
     suites: list[SuiteSummary] = field(default_factory=list)  # a suite protocol's cases, per side
+    lockstep: LockstepView | None = None  # the order each case ran in, block pairs, quiet waits
 
     @property
     def exit_code(self) -> int:
@@ -103,7 +107,8 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
                        + [("steps", pa.int64()), ("repeat", pa.int64()), ("host_cpu_logical", pa.int64()),
                           ("audited", pa.bool_()),
                           ("started_at", pa.timestamp("us", tz="UTC"))]
-                       + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])])
+                       + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])]
+                       + [(name, kind) for name, kind in QUIET_COLUMNS.items()])
     return query.read_runs(results_root, query.Where(sweeps=[sweep_id]), schema)
 
 
@@ -138,6 +143,7 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
         waivers=waivers,
         by_host=host_agreement.hosts_view(ok, cases, sides, baseline, metrics),
         suites=_suites(spec, comparer, cases, sides, rows),
+        lockstep=lockstep_view(runs, baseline),
     )
 
 

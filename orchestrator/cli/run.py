@@ -8,6 +8,7 @@ import argparse
 import platform
 from pathlib import Path
 
+from orchestrator.analysis.lockstep import earlier_peak_rss, residency_line
 from orchestrator.capabilities import SUITE_CASE
 from orchestrator.cli.results import print_report
 from orchestrator.cli.servers import add_tls_arguments, tls_files
@@ -15,6 +16,7 @@ from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.plan.expand import planned_cases
 from orchestrator.session import RunOptions, SweepPlan, noise_estimates, plan_sweep, resume, run_sweep
 from orchestrator.session.sweep import say
+from orchestrator.spec.schema import Order
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,6 +97,13 @@ def format_plan(plan: SweepPlan) -> str:
                      f"baselines, up to max_repeats={spec.max_rounds}{budget}")
     if spec.pythonpath != ["."]:
         lines.append(f"pythonpath (first on the bench's PYTHONPATH): {', '.join(spec.pythonpath)}")
+    if spec.order is Order.lockstep and spec.lockstep is not None:
+        blocks = spec.lockstep
+        lines.append(f"lockstep: {blocks.blocks} blocks of {blocks.block_steps} steps a side per round, each "
+                     f"after {blocks.block_warmup} warm-up step(s); a SHA without the control channel: "
+                     f"fallback {blocks.fallback.value}")
+        peaks = earlier_peak_rss(resolved.results_root, sorted(set(resolved.shas.values())), list(spec.cases))
+        lines.append(residency_line(resolved.shas, peaks))
     for label, side in spec.sides.items():
         settings = resolved.settings[label]
         marker = " (baseline)" if label == spec.baseline else ""

@@ -3,8 +3,8 @@
 With ``hosts: one`` runs are submitted one at a time in plan order, each only after the previous one
 finished, to the bench workers of one host chosen at start (``dispatch.host_choice``); with several hosts
 each round runs whole on one host, different rounds at once on different hosts (``dispatch.fleet``).
-On the worker an OS file lock per host id also keeps bench runs of different sweeps (other clients)
-from overlapping on one host.
+A lockstep round (``dispatch.units``) is one task either way. On the worker an OS file lock per host
+id also keeps bench runs of different sweeps (other clients) from overlapping on one host.
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ from orchestrator.dispatch.fleet import (
 )
 from orchestrator.dispatch.host_choice import BenchHost, HostsSetting, choose_hosts
 from orchestrator.dispatch.progress import SweepProgress
+from orchestrator.dispatch.units import Unit, unit_at
 from orchestrator.errors import ClusterError, InvalidInputError
 from orchestrator.spec.record import RunOutcome, SweepRecord
 from orchestrator.store.reuse import Reuse
 from orchestrator.worker.bench_task import bench_host_record, execute_run
+from orchestrator.worker.round_task import execute_round
 
 WORKER_CHECK_INTERVAL_S = 5.0
 CANCEL_GRACE_S = 30.0
@@ -148,15 +150,15 @@ class _Dispatch:
     check: CheckOutcome | None = None
 
     def stop_after(self, outcome: dict) -> str | None:
-        """Why the sweep stops after ``outcome`` (a run not ok, or ``check``'s reason), if it does."""
-        if outcome["status"] != "ok" and not self.continue_on_error:
-            where = f" on host {outcome.get('host_id')}" if len(self.hosts) > 1 else ""
-            return (f"run #{outcome['order']} ({outcome['side']} {outcome['case']} repeat "
-                    f"{outcome['repeat']}) {outcome['status']}{where}: {outcome['error']}")
-        return self.check(outcome) if self.check is not None else None
+        """Why the sweep stops after ``outcome`` (``_stop_after``, or ``check``'s reason), if it does."""
+        return _stop_after(outcome, self.continue_on_error) or (self.check(outcome) if self.check else None)
 
-    def submit(self, host: BenchHost, run: PlannedRun) -> Future:
-        return host.submit(self.client, execute_run, run, lock_path=self.lock_path, key=task_key(run))
+    def submit(self, host: BenchHost, unit: Unit) -> Future:
+        """One task on ``host``: a run (its outcome) or a lockstep round (the list of its outcomes)."""
+        if unit[0].lockstep:
+            return host.submit(self.client, execute_round, unit, lock_path=self.lock_path,
+                               key=task_key(unit[0]).replace("shasweep-", "shasweep-round-", 1))
+        return host.submit(self.client, execute_run, unit[0], lock_path=self.lock_path, key=task_key(unit[0]))
 
     def extend(self) -> bool:
         """Append ``more()``'s runs (to the progress and the board too); whether there were any. A run
@@ -183,32 +185,45 @@ class _Ended:
 
 
 def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
-    """One host: every run in plan order, each submitted when the previous one ended."""
+    """One host: every unit (a run, a lockstep round) in plan order, each submitted when the previous
+    one ended."""
     target, outcomes = sweep.hosts[0], []
     while len(outcomes) < len(sweep.runs) or sweep.extend():
-        run = sweep.runs[len(outcomes)]
+        unit = unit_at(sweep.runs, len(outcomes))
         if sweep.cancel.is_set():
             return _Ended(outcomes, CANCELLED_REASON)
         stop_reason = None
-        outcome = reuse(run, target.host_id) if reuse is not None else None
-        if outcome is None:
-            future = sweep.submit(target, run)
+        reused = reuse(unit[0], target.host_id) if reuse is not None and not unit[0].lockstep else None
+        got = [reused] if reused is not None else None
+        if got is None:
+            future = sweep.submit(target, unit)
             try:
-                outcome = _await_run(sweep.client, future, run, target)
+                got = _await_unit(sweep.client, future, unit, target)
             except KeyboardInterrupt:
                 sweep.cancel.set()
-                outcome = _await_cancelled(future, run)
+                got = _await_cancelled(future, unit)
                 stop_reason = INTERRUPTED_REASON
-        outcomes.append(outcome)
-        sweep.progress.run_finished(outcome)
-        sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
+        for run, outcome in zip(unit, got, strict=True):
+            outcomes.append(outcome)
+            sweep.progress.run_finished(outcome)
+            sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
         if stop_reason is None and sweep.cancel.is_set():
             stop_reason = CANCELLED_REASON
-        if stop_reason is None:
-            stop_reason = sweep.stop_after(outcome)
+        reasons = (sweep.stop_after(outcome) for outcome in got)
+        stop_reason = stop_reason or next(filter(None, reasons), None)
         if stop_reason is not None:
             return _Ended(outcomes, stop_reason)
     return _Ended(outcomes)
+
+
+def _stop_after(outcome: dict, continue_on_error: bool) -> str | None:
+    """Why the sweep stops after ``outcome``: a run not ok (unless ``continue_on_error``), or always, a
+    lockstep round whose bench at some SHA has no control channel (``lockstep.fallback: stop``)."""
+    if outcome["status"] == "ok" or (continue_on_error and not outcome.get("no_control")):
+        return None
+    where = f" on host {outcome['host_id']}" if outcome.get("host_id") else ""
+    return (f"run #{outcome['order']} ({outcome['side']} {outcome['case']} repeat {outcome['repeat']}) "
+            f"{outcome['status']}{where}: {outcome['error']}")
 
 
 def _fleet_loop(sweep: _Dispatch) -> _Ended:
@@ -235,9 +250,9 @@ def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
                                                 "host_id": host_id, "run_keys": keys, "token": runs[0].token})
 
     hooks = RoundHooks(
-        execute=sweep.submit, settle=lambda future, run: _settled(future, run),
-        on_outcome=sweep.progress.run_finished, stop_after=sweep.stop_after, cancelled=sweep.cancel.is_set,
-        cancel=sweep.cancel.set, on_requeued=requeued)
+        execute=sweep.submit, settle=_settled, on_outcome=sweep.progress.run_finished,
+        stop_after=sweep.stop_after, cancelled=sweep.cancel.is_set, cancel=sweep.cancel.set,
+        on_requeued=requeued)
     return run_rounds(sweep.client, split_rounds(runs), sweep.hosts, hooks)
 
 
@@ -289,7 +304,7 @@ def _finished_message(run: PlannedRun, outcome: dict) -> dict:
     before publishing its own (the board keeps whichever final status came first)."""
     return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order, "side": run.side,
             "case": run.case, "event": "finished",
-            **{k: outcome.get(k) for k in ("status", "error", "throughput", "wall_s")}}
+            **{k: outcome.get(k) for k in ("status", "error", "throughput", "wall_s", "ran_in")}}
 
 
 def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None) -> dict:
@@ -299,8 +314,8 @@ def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None)
                                                  "throughput", "wall_s", "host_id")} for o in outcomes]}
 
 
-def _await_run(client: Client, future: Future, run: PlannedRun, host: BenchHost) -> dict:
-    """The run's outcome; a task error or a vanished bench worker becomes a ``failed`` outcome."""
+def _await_unit(client: Client, future: Future, unit: Unit, host: BenchHost) -> list[dict]:
+    """The unit's outcomes; a task error or a vanished bench worker becomes ``failed`` outcomes."""
     while True:
         try:
             wait(future, timeout=WORKER_CHECK_INTERVAL_S)
@@ -309,37 +324,40 @@ def _await_run(client: Client, future: Future, run: PlannedRun, host: BenchHost)
             if not host.alive(client):
                 future.cancel()
                 error = ClusterError(f"the bench worker of host {host.host_id} left the cluster during run "
-                                     f"{run.run_key}")
-                return _failed(run, str(error))
+                                     f"{unit[0].run_key}")
+                return [_failed(run, str(error)) for run in unit]
     try:
-        return _settled(future, run)
+        return _settled(future, unit)
     except LostResult as exc:
-        return _failed(run, str(exc))
+        return [_failed(run, str(exc)) for run in unit]
 
 
-def _settled(future: Future, run: PlannedRun) -> dict:
-    """The outcome of a done bench future; a task error becomes a ``failed`` outcome. ``LostResult``
-    when the outcome is gone with its worker (a restricted task is never recomputed elsewhere, so
-    waiting for it would hang)."""
+def _settled(future: Future, unit: Unit) -> list[dict]:
+    """The outcomes of a done bench future (one per run of the unit); a task error becomes ``failed``
+    outcomes. ``LostResult`` when the outcome is gone with its worker (a restricted task is never
+    recomputed elsewhere, so waiting for it would hang)."""
     if future.status == "finished":
         try:
-            return future.result(timeout=RESULT_FETCH_TIMEOUT_S)
+            found = future.result(timeout=RESULT_FETCH_TIMEOUT_S)
         except TimeoutError:
-            raise LostResult(f"the outcome of run {run.run_key} was lost with its bench worker "
+            raise LostResult(f"the outcome of run {unit[0].run_key} was lost with its bench worker "
                              f"(not fetched within {RESULT_FETCH_TIMEOUT_S:g} s)") from None
+        return found if isinstance(found, list) else [found]
     if future.status == "error":
         exc = future.exception()
-        return _failed(run, f"the bench task raised {type(exc).__name__}: {exc}")
-    return _failed(run, f"the bench task ended as {future.status!r}")
+        return [_failed(run, f"the bench task raised {type(exc).__name__}: {exc}") for run in unit]
+    return [_failed(run, f"the bench task ended as {future.status!r}") for run in unit]
 
 
-def _await_cancelled(future: Future, run: PlannedRun) -> dict:
-    """After setting the cancel event: the run's own (cancelled) outcome, or a stand-in."""
+def _await_cancelled(future: Future, unit: Unit) -> list[dict]:
+    """After setting the cancel event: the unit's own (cancelled) outcomes, or stand-ins."""
     try:
-        return future.result(timeout=CANCEL_GRACE_S)
+        found = future.result(timeout=CANCEL_GRACE_S)
+        return found if isinstance(found, list) else [found]
     except Exception as exc:  # noqa: BLE001 - any failure here still means the run was cancelled
         future.cancel()
-        return {**_failed(run, f"cancelled; the bench task did not confirm: {exc}"), "status": "cancelled"}
+        return [{**_failed(run, f"cancelled; the bench task did not confirm: {exc}"), "status": "cancelled"}
+                for run in unit]
 
 
 def _failed(run: PlannedRun, error: str) -> dict:

@@ -8,7 +8,9 @@ cases x sides x repeats in the spec's order:
   A B A B ... so slow drift of the machine hits every side alike;
 * ``serial``: per case, every repeat of the first side, then of the next: A A A B B B;
 * ``randomized``: a seeded block design: each round is a random permutation of all (case, side)
-  cells, drawn from ``random.Random(order_seed)``: the same seed gives the same plan.
+  cells, drawn from ``random.Random(order_seed)``: the same seed gives the same plan;
+* ``lockstep``: as ``interleaved``; the dispatcher sends each case's runs of a round to the worker
+  as one round (``worker.round_task``), whose processes take turns block by block.
 """
 
 from __future__ import annotations
@@ -180,7 +182,8 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             order=index,
             side=side, ref=spec.sides[side].ref, sha=sha, case=case, algo=parts and parts.algo,
             task=parts and parts.task, sim=parts and parts.sim, variant=settings.variant, repeat=repeat,
-            repo=str(resolved.repo), argv_template=bench_argv(spec.command, settings.params),
+            repo=str(resolved.repo),
+            argv_template=bench_argv(spec.command, settings.params, lockstep=spec.order is Order.lockstep),
             params=dict(settings.params),
             env=dict(settings.env), timeout_s=spec.timeout_s, results_root=str(resolved.results_root),
             pythonpath=tuple(spec.pythonpath),
@@ -189,5 +192,20 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             prepare=tuple(tuple(argv) for argv in spec.prepare),
             sweep_dir=str(resolved.sweep_dir or resolved.repo),
             suite_cases=tuple(spec.cases) if case == SUITE_CASE else (),
+            lockstep=lockstep_settings(spec, settings.params),
+            quiet=dict(vars(spec.quiet)) if spec.quiet is not None else {},
         ))
     return runs
+
+
+def lockstep_settings(spec: SweepSpec, params: dict) -> dict:
+    """A run's ``lockstep`` entry (``contract.PlannedRun``): the sweep's blocks and fallback, and the
+    argv template without the control option where the plan added it (envruntime's command)."""
+    if spec.order is not Order.lockstep or spec.lockstep is None:
+        return {}
+    found = {"block_steps": spec.lockstep.block_steps, "blocks": spec.lockstep.blocks,
+             "block_warmup": spec.lockstep.block_warmup, "fallback": spec.lockstep.fallback.value}
+    plain = bench_argv(spec.command, params)
+    if plain != bench_argv(spec.command, params, lockstep=True):
+        found["plain_argv"] = plain
+    return found

@@ -11,7 +11,7 @@ import pandas as pd
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.suites import SuiteSummary
-from orchestrator.render import host_section
+from orchestrator.render import host_section, lockstep
 from orchestrator.render.tables import (
     GATES_NOTE,
     Table,
@@ -66,7 +66,8 @@ def to_markdown(report: Report) -> str:
     """The human-readable report."""
     sections = [_summary_md(report), _sides_md(report), *(_suite_md(report, s) for s in report.suites),
                 *(_case_md(report, c) for c in report.cases),
-                _gates_md(report), _waivers_md(report), _hosts_md(report), _drift_md(report),
+                _gates_md(report), _lockstep_md(report), _waivers_md(report), _hosts_md(report),
+                _drift_md(report),
                 _disturbed_md(report), _failures_md(report),
                 _host_md(report)]
     return "\n\n".join(s for s in sections if s) + "\n"
@@ -108,6 +109,15 @@ def _gates_md(report: Report) -> str:
     note = confidence_note(report)
     return ("## Gates\n\n" + GATES_NOTE + "\n\n" + (note + "\n\n" if note else "") + gates_line(report)
             + "\n\n" + markdown_table(Table(table.header, bold)))
+
+
+def _lockstep_md(report: Report) -> str:
+    view = report.lockstep
+    if view is None:
+        return ""
+    lines = "\n".join(f"- {line}" for line in lockstep.order_lines(view))
+    table = markdown_table(lockstep.pairs_table(view)) if view.rounds else ""
+    return "\n\n".join(part for part in ("## Lockstep", lockstep.LOCKSTEP_NOTE, lines, table) if part)
 
 
 def _waivers_md(report: Report) -> str:

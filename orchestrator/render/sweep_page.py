@@ -17,7 +17,7 @@ from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import Report
 from orchestrator.capabilities import describe_stored
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
-from orchestrator.render import host_section
+from orchestrator.render import host_section, lockstep
 from orchestrator.render.forest import forest_plot, gate_bounds
 from orchestrator.render.page import Page
 from orchestrator.render.plots import breakdown_plot, throughput_plot, timeline_plot
@@ -86,6 +86,12 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
             page.paragraph(note, "note")
         page.figures(forest_plots(report))
         page.table(gates_table(report))
+    if report.lockstep is not None:
+        page.heading("Lockstep")
+        page.paragraph(lockstep.LOCKSTEP_NOTE, "note")
+        page.items(lockstep.order_lines(report.lockstep))
+        if report.lockstep.rounds:
+            page.table(lockstep.pairs_table(report.lockstep))
     if report.waivers:
         page.heading("Waivers")
         page.paragraph(WAIVERS_NOTE, "note")
@@ -114,6 +120,13 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
             figures.append(timeline_plot(case_steps, mine, report.sides, phase,
                                          f"{case}: {phase} per step (warm-up shaded)"))
         page.figures(figures)
+        if report.lockstep is not None and "blocks" in mine:
+            last = mine[mine["blocks"].notna()]
+            last = last[last["repeat"] == last["repeat"].max()] if len(last) else last
+            blocks = lockstep.blocks_plot(last, report.sides, f"{case}: the blocks of lockstep round "
+                                          f"{int(last['repeat'].max()) if len(last) else '-'}, per side")
+            if blocks is not None:
+                page.figures([blocks])
     if host_section.shown(report):
         page.heading("Hosts")
         page.paragraph(host_section.HOSTS_NOTE)

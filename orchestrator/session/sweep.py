@@ -26,7 +26,7 @@ from orchestrator.session.options import RunOptions
 from orchestrator.spec.anyrepo import protocol_info
 from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.spec.record import SweepRecord, spec_to_json
-from orchestrator.spec.schema import SweepSpec
+from orchestrator.spec.schema import Order, SweepSpec
 from orchestrator.store import records
 from orchestrator.store.compact import compact_finished, release_for_rerun
 from orchestrator.store.query import with_suite_cases
@@ -110,6 +110,7 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
         raise
     _raise_if(problem)
     check_suite_input(resolved.spec, root, sweep_id)
+    check_lockstep_input(resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
 
 
@@ -141,6 +142,7 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
         compact_finished(root, sweep_id)
     _raise_if(problem)
     check_suite_input(plan.resolved.spec, root, sweep_id)
+    check_lockstep_input(plan.resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
 
 
@@ -165,6 +167,20 @@ def check_suite_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> Non
     if problem is not None:
         key, why = problem
         raise InvalidInputError(f"sweep {sweep_id}: {why}", key)
+
+
+def check_lockstep_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> None:
+    """``InvalidInputError`` (exit 2) when a lockstep round met a SHA whose bench has no control
+    channel under ``lockstep.fallback: stop``; the record and the runs stay as they are."""
+    from orchestrator.analysis.lockstep import no_control_problem
+    from orchestrator.analysis.report_model import load_runs
+
+    if spec.order is not Order.lockstep:
+        return
+    why = no_control_problem(load_runs(results_root, sweep_id, []))
+    if why is not None:
+        raise InvalidInputError(f"sweep {sweep_id} stopped: {why} (with lockstep.fallback: interleaved such "
+                                "a case runs interleaved instead)", "lockstep.fallback")
 
 
 def noise_estimates(plan: SweepPlan, host: str) -> list[str]:

@@ -30,6 +30,7 @@ from orchestrator.spec.schema import (
     REPORT_METRICS,
     Case,
     KnownNames,
+    Order,
     ParamsSpec,
     Protocol,
     SweepSpec,
@@ -44,7 +45,8 @@ _METRIC = re.compile(r"(throughput|[A-Za-z0-9_.]+_ms)\Z")  # a name a v1 bench m
 RESERVED_COLUMNS: frozenset[str] = frozenset((
     "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant", "repeat", "order",
     "status", "error", "started_at", "ended_at", "wall_s", "throughput", "measure_wall_s", "exit_code",
-    "steps", "log_dir", "params", "env", "protocol", "sweep",
+    "steps", "log_dir", "params", "env", "protocol", "sweep", "ran_in", "lockstep_fallback", "blocks",
+    "quiet_wait_s", "quiet_load", "quiet_steal", "quiet_met",
 ))
 
 
@@ -78,13 +80,16 @@ def normalized_params(params: dict[str, Any] | ParamsSpec, command: list[str], k
     return dict(params)
 
 
-def bench_argv(command: list[str] | tuple[str, ...], params: dict[str, Any]) -> tuple[str, ...]:
+def bench_argv(command: list[str] | tuple[str, ...], params: dict[str, Any], lockstep: bool = False
+               ) -> tuple[str, ...]:
     """The argv template of a run: ``command``, and for envruntime's default command the optional
-    options its params set (``--actions {actions}``, ``--device {device}``) before ``--stream``."""
+    options its params set (``--actions {actions}``, ``--device {device}``) and, in a lockstep sweep,
+    ``--control {control}``, before ``--stream``."""
     if not is_envruntime_command(command):
         return tuple(command)
     extra = [arg for name in ENVRUNTIME_OPTIONAL if name in params
              for arg in (f"--{name}", f"{{{name}}}")]
+    extra += ["--control", "{control}"] if lockstep else []
     stream = list(command).index("--stream")
     return (*command[:stream], *extra, *command[stream:])
 
@@ -160,6 +165,11 @@ def check_command(spec: SweepSpec, params_by_side: dict[str, dict[str, Any]]) ->
                                     f"cases[{unshaped[0]}] {unshaped[1]!r} is not", key)
                 continue
             if name in BUILTIN_PLACEHOLDERS:
+                continue
+            if name == "control":
+                if spec.order is not Order.lockstep:
+                    raise SpecError(f"{{control}} in {arg!r} is lockstep's control FIFO; only an "
+                                    "order: lockstep sweep passes it", key)
                 continue
             for side, params in params_by_side.items():
                 if name not in params:

@@ -33,6 +33,7 @@ from orchestrator.spec.bounds import (
     check_length,
 )
 from orchestrator.spec.deprecated import drop_deprecated
+from orchestrator.spec.lockstep import check_lockstep, check_quiet
 from orchestrator.spec.overrides import plain_overrides
 from orchestrator.spec.schema import (
     ENVRUNTIME_OPTIONAL,
@@ -187,6 +188,8 @@ def validate(spec: SweepSpec) -> None:
     for i, waiver in enumerate(spec.waivers):
         check_waiver(waiver, spec, f"waivers[{i}]")
     _check_hosts(spec.hosts)
+    check_lockstep(spec)
+    check_quiet(spec)
     anyrepo.check_command(spec, {label: side_settings(spec, label).params for label in spec.sides})
 
 

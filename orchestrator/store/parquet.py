@@ -41,6 +41,9 @@ _PLAN_STRINGS: tuple[str, ...] = (
     "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant",
 )
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
+# How the wait for a quiet host before the run ended (worker.quiet); null without a quiet: key.
+QUIET_COLUMNS: dict[str, pa.DataType] = {"quiet_wait_s": pa.float64(), "quiet_load": pa.float64(),
+                                         "quiet_steal": pa.float64(), "quiet_met": pa.bool_()}
 # One-row files: column statistics and the embedded Arrow schema only bloat the footer (they are
 # most of its size) and make reading many runs several times slower; Parquet's own logical types
 # already give back the same Arrow types (UTC timestamps included).
@@ -71,6 +74,12 @@ class RunResult:
     suite_run_key: str | None = None  # the suite run this case's numbers were read from (None: its own)
     bad_input: str | None = None  # why the run failed because of the sweep's input (exit 2 at the client)
     cases: list[tuple[PlannedRun, RunResult]] | None = None  # a suite run's cases, each a run of its own
+    # a lockstep sweep's run: the order it ran in (lockstep, or interleaved where the case fell back),
+    # why it fell back, and its blocks (analysis.lockstep); quiet: how the wait for a quiet host ended
+    ran_in: str | None = None
+    fallback: str | None = None
+    blocks: list[dict] | None = None
+    quiet: dict | None = None  # worker.quiet.QuietWait.columns()
 
     @property
     def wall_s(self) -> float:
@@ -204,7 +213,12 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "env": (json.dumps(run.env, sort_keys=True), pa.string()),
         "pythonpath": (None if result.pythonpath is None else json.dumps(result.pythonpath), pa.string()),
         "command": (json.dumps(list(run.argv_template)), pa.string()),  # the argv template, placeholders kept
+        "ran_in": (result.ran_in, pa.string()),
+        "lockstep_fallback": (result.fallback, pa.string()),
+        "blocks": (None if result.blocks is None else json.dumps(result.blocks), pa.string()),
     }
+    quiet = result.quiet or {}
+    columns |= {name: (quiet.get(name), kind) for name, kind in QUIET_COLUMNS.items()}
     schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
     return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)
 

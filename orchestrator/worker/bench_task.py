@@ -24,6 +24,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,6 +43,7 @@ from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError, ensure_prepared
 from orchestrator.worker.proc import BenchProcess, file_tail, launch, with_reported_rss
 from orchestrator.worker.protocols import BenchReader, OnStep, make_reader
+from orchestrator.worker.quiet import QuietLimits, QuietWait, wait_for_quiet
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
@@ -118,8 +120,21 @@ def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
     log_dir.mkdir(parents=True, exist_ok=True)
     with machine_lock(lock) as marker:
         kill_leftover_run(marker)
+        quiet = wait_quiet([run], publish, cancelled)
         with WorktreePool().checkout(run.repo, run.sha) as tree:
-            return _run_bench(run, tree, log_dir, publish, cancelled, marker)
+            result = _run_bench(run, tree, log_dir, publish, cancelled, marker)
+    return replace(result, quiet=quiet.columns()) if quiet else result
+
+
+def wait_quiet(runs: list[PlannedRun], publish: Publisher, cancelled: Callable[[], bool]) -> QuietWait | None:
+    """Before ``runs`` (one run, or a lockstep round), holding the host lock: wait for a quiet host when
+    the sweep has ``quiet:`` (``worker.quiet``), and tell the board how the wait ended."""
+    if not runs[0].quiet:
+        return None
+    wait = wait_for_quiet(QuietLimits(**runs[0].quiet), stopped=cancelled)
+    for run in runs:
+        publish(_event(run, "quiet", **wait.columns()))
+    return wait
 
 
 def render_argv(template: tuple[str, ...] | list[str], values: dict[str, object]) -> list[str]:
@@ -142,12 +157,42 @@ def placeholder_values(run: PlannedRun, tree: Path, reader: BenchReader, threads
     return values
 
 
-def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
-               cancelled: Callable[[], bool], marker: Path) -> RunResult:
+@dataclass
+class BenchSetup:
+    """One run made ready to start: its rendered argv and environment, its worktree prepared, the
+    import audit installed, the host record taken; ``start`` launches one process of it."""
+
+    run: PlannedRun
+    tree: Path
+    log_dir: Path
+    argv: list[str]
+    env: dict[str, str]
+    cpus: set[int]
+    pythonpath: list[str]
+    host: dict
+    audited: tuple[str, ...]
+    side_file: Path | None
+    values: dict[str, object]  # what the placeholders stood for
+    procs: list[BenchProcess] = field(default_factory=list)
+
+    def start(self, argv: list[str] | None = None) -> BenchProcess:
+        proc = launch(argv or self.argv, cwd=self.tree, env=self.env, stdout_path=self.log_dir / "stdout.log",
+                      stderr_path=self.log_dir / "stderr.log", cpus=self.cpus)
+        self.procs.append(proc)
+        return proc
+
+    def audit_modules(self) -> dict | None:
+        """What the import audit recorded (None without one)."""
+        return module_audit.read_modules(self.side_file, self.audited) if self.side_file else None
+
+
+def set_up(run: PlannedRun, tree: Path, log_dir: Path, reader: BenchReader,
+           extra: dict[str, object] | None = None) -> BenchSetup:
+    """Render ``run``'s command (``extra``: more placeholders, e.g. lockstep's ``{control}``) and get
+    everything but the process ready (see ``BenchSetup``)."""
     cpus = bench_cpus()
     threads = int(run.params.get("threads", 0)) or len(cpus)
-    reader = make_reader(run, log_dir)
-    values = placeholder_values(run, tree, reader, threads)
+    values = placeholder_values(run, tree, reader, threads) | (extra or {})
     argv = render_argv(run.argv_template, values)
     env = bench_env(run, tree, threads)
     pythonpath = worktree_dirs(tree, run.pythonpath)
@@ -155,18 +200,21 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     audited = module_audit.modules_to_audit(run, pythonpath)
     side_file = module_audit.install(log_dir, audited, env) if audited else None
     host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus) | {"worker": _worker_address()}
+    (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
+    return BenchSetup(run, tree, log_dir, argv, env, cpus, pythonpath, host, tuple(audited), side_file,
+                      values)
+
+
+def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
+               cancelled: Callable[[], bool], marker: Path) -> RunResult:
+    reader = make_reader(run, log_dir)
+    setup = set_up(run, tree, log_dir, reader)
     window = MeasureWindow()
     reader.on_record = window.observe
-    (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
     started_at, began = datetime.now(UTC), time.monotonic()
     note_running(marker, run.run_key)
-    procs: list[BenchProcess] = []
-
-    def start() -> BenchProcess:
-        proc = launch(argv, cwd=tree, env=env, stdout_path=log_dir / "stdout.log",
-                      stderr_path=log_dir / "stderr.log", cpus=cpus)
-        procs.append(proc)
-        return proc
+    procs = setup.procs
+    start = setup.start
 
     publish(_event(run, "started", total=reader.total_steps))
     stop = _StopWatch(deadline=time.monotonic() + run.timeout_s, cancelled=cancelled)
@@ -183,17 +231,16 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     exit_code = procs[-1].returncode if procs else None
     status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run)
     kept = status == "ok" or reader.has(Capability.LIVE_STREAM)
+    host = setup.host | window.columns(reader.steps)
     result = RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
-                       elapsed_s=elapsed_s, exit_code=exit_code, log_dir=str(log_dir),
-                       host=host | window.columns(reader.steps),
+                       elapsed_s=elapsed_s, exit_code=exit_code, log_dir=str(log_dir), host=host,
                        # a live stream keeps what it said even when the run failed; the other protocols
                        # keep no number of a failed run
                        header=reader.header, summary=reader.summary if kept else None,
                        steps=reader.steps if kept else [],
                        usage=with_reported_rss(procs[-1], reader.reported_peak_rss_mib()) if procs else None,
-                       pythonpath=pythonpath, worktree=str(tree.resolve()),
-                       audit_modules=module_audit.read_modules(side_file, audited)
-                       if side_file else None, bad_input=reader.bad_input)
+                       pythonpath=setup.pythonpath, worktree=str(tree.resolve()),
+                       audit_modules=setup.audit_modules(), bad_input=reader.bad_input)
     return reader.with_cases(result) if run.suite_cases and status == "ok" else result
 
 

@@ -92,3 +92,21 @@ def test_time_example_times_the_whole_command_and_prepares_each_sha_once(tmp_pat
     html = next((results / "reports").glob("*.html")).read_text()
     assert "runs / s" in html and "env steps" not in html
     assert breakdown_phases(read_runs(results)) == ["user_ms", "sys_ms"], "wall_ms is the whole, not a part"
+
+
+def test_lockstep_example_bench_is_the_bench_helper_in_seven_lines(tmp_path, demo):
+    repo, shas = demo
+    lines = [line for line in (EXAMPLES / "lockstep" / "bench.py").read_text().splitlines()
+             if line.strip() and not line.startswith('"""')]
+    assert len(lines) <= 10, "a lockstep-capable bench of your own in at most 10 lines"
+    proc, results, runs, steps = run_example("lockstep", tmp_path, repo)
+    assert proc.returncode in (0, 4), proc.stdout + proc.stderr
+    assert len(runs) == 6 and (runs["status"] == "ok").all() and (runs["ran_in"] == "lockstep").all()
+    assert (runs["audit_git_sha"] == runs["sha"]).all() and set(runs["sha"]) == set(shas)
+    assert_imported_from_each_worktree(runs)
+    measured = steps[~steps["warmup"]]
+    assert measured.groupby("run_key")["step"].nunique().eq(4 * 5).all(), "4 blocks of 5 measured steps"
+    blocks = [json.loads(b) for b in runs["blocks"]]
+    assert all([b["cycle"] for b in mine if not b["warmup"]] == [0, 1, 2, 3] for mine in blocks)
+    report = next((results / "reports").glob("*.md")).read_text()
+    assert "## Lockstep" in report and "wordcount: 6 runs lockstep" in report
