@@ -179,7 +179,10 @@ def validate(spec: SweepSpec) -> None:
     anyrepo.check_audit_modules(spec.audit_modules)
     anyrepo.check_prepare(spec.prepare)
     _check_pythonpath(spec.pythonpath)
-    info = anyrepo.protocol_info(spec)
+    _check_hosts(spec.hosts)
+    check_lockstep(spec)
+    check_quiet(spec)
+    info = anyrepo.protocol_info(spec)  # what the protocol can do is checked: now what it reports
     for i, gate in enumerate(spec.gates):
         _check_gate(gate, spec, f"gates[{i}]", info)
     if spec.metrics is not None:
@@ -187,9 +190,6 @@ def validate(spec: SweepSpec) -> None:
     anyrepo.check_json_judged(spec)
     for i, waiver in enumerate(spec.waivers):
         check_waiver(waiver, spec, f"waivers[{i}]")
-    _check_hosts(spec.hosts)
-    check_lockstep(spec)
-    check_quiet(spec)
     anyrepo.check_command(spec, {label: side_settings(spec, label).params for label in spec.sides})
 
 
