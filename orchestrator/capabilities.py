@@ -34,6 +34,7 @@ class Capability(enum.Flag):
     MEASURE_PARAM = enum.auto()  # the worker itself runs ``params.warmup`` + ``params.measure`` steps
     RESULT_DOCUMENT = enum.auto()  # reads one document the bench writes to {result}
     JSON_MAPPING = enum.auto()  # the sweep's ``json`` block says where that document's numbers are
+    WHOLE_RUN_PHASES = enum.auto()  # each phase times the whole run (wall, user, sys), not a part of a step
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ def _json(mapping: Mapping[str, object]) -> ProtocolInfo:
 
 
 def _time(mapping: Mapping[str, object]) -> ProtocolInfo:
-    return ProtocolInfo("time", Capability.STEPS | Capability.MEASURE_PARAM, phases=TIMED_PHASES,
+    return ProtocolInfo("time", Capability.STEPS | Capability.MEASURE_PARAM | Capability.WHOLE_RUN_PHASES,
+                        phases=TIMED_PHASES,
                         metrics=TIMED_METRICS, throughput_unit="runs")
 
 

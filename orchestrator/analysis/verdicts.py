@@ -300,8 +300,7 @@ def detectable(comparison: stats.Comparison, gate: GateSpec, max_rounds: int | N
     from scipy import stats as sps
 
     alpha = 1 - comparison.confidence
-    log_mde = (sps.t.ppf(1 - alpha / 2, comparison.df) + sps.t.ppf(POWER, comparison.df)) * comparison.se
-    mde = math.expm1(log_mde) if log_mde < MAX_LOG_CHANGE else math.inf  # e.g. df 1 at a late look
+    mde = minimum_detectable(comparison.se, comparison.df, comparison.confidence)
     late_alpha = (1 - gate.confidence) / max_rounds if max_rounds else alpha
     distance = min(abs(comparison.center - math.log(value)) for _, value in _bounds(gate))
     n = min(comparison.n_candidate, comparison.n_baseline)
@@ -310,6 +309,17 @@ def detectable(comparison: stats.Comparison, gate: GateSpec, max_rounds: int | N
     factor = (sps.norm.ppf(1 - late_alpha / 2) + sps.norm.ppf(POWER)) * comparison.se / distance
     needed = math.ceil(n * factor ** 2)
     return mde, needed if needed < 10_000 else None
+
+
+def minimum_detectable(se: float, df: float, confidence: float) -> float:
+    """``exp((t(1 - alpha/2) + t(0.8)) * se) - 1`` with ``df`` degrees of freedom: the relative change
+    from a bound an interval at ``confidence`` excludes with 80 % power; infinite where that overflows
+    (e.g. df 1 at a late look)."""
+    from scipy import stats as sps
+
+    alpha = 1 - confidence
+    log_mde = (sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(POWER, df)) * se
+    return math.expm1(log_mde) if log_mde < MAX_LOG_CHANGE else math.inf
 
 
 def judge(comparison: stats.Comparison, gate: GateSpec) -> tuple[Verdict, str]:

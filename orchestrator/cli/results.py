@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from orchestrator.analysis.report_model import Report, make_report
 from orchestrator.errors import InvalidInputError
-from orchestrator.plan.expand import results_root_for
+from orchestrator.plan.roots import results_root_for
 from orchestrator.render.markdown import write_report
 from orchestrator.store import records as sweep_record
 from orchestrator.store.atomic import write_text_atomic
@@ -63,11 +63,12 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_history_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--case", required=True, metavar="ALGO/TASK/SIM",
-                        help="the case, as the sweep's cases list it, e.g. sac/go2_joystick_flat/mujoco")
+    parser.add_argument("--case", required=True, metavar="CASE",
+                        help="the case, as the sweep's cases list it, e.g. tokenize or algo/task/sim")
     parser.add_argument("--side", help="only runs of this side label")
     parser.add_argument("--sha", metavar="PREFIX", help="only runs of SHAs starting with PREFIX")
-    parser.add_argument("--metric", default="throughput", help="throughput (default) or a *_ms phase")
+    parser.add_argument("--metric", default="throughput",
+                        help="throughput (default), a *_ms phase or another metric the runs report")
     parser.add_argument("--steps", action="store_true",
                         help="the metric (a phase) as each run's median over its measured steps, read from "
                              "the steps table (default: the run's mean, from its summary row)")
@@ -154,11 +155,20 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False,
         from orchestrator.render.sweep_page import write_sweep_html  # imports Bokeh: only when asked
 
         written.append(write_sweep_html(results_root, report))
-    console.print(f"full report in {md.parent}: " + ", ".join(p.name for p in written), overflow="fold")
+    console.print(f"full report in {_shown(md.parent)}: " + ", ".join(p.name for p in written),
+                  overflow="fold")
     if before_verdict is not None:
         before_verdict(report.exit_code)
     console.print(report_verdict_line(report), overflow="fold")
     return report.exit_code
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current directory when under it (short enough for a terminal line)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _load_report(results_root: Path, sweep_id: str) -> Report:

@@ -7,16 +7,18 @@ from __future__ import annotations
 import argparse
 import platform
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from orchestrator.analysis.lockstep import earlier_peak_rss, residency_line
 from orchestrator.capabilities import SUITE_CASE
-from orchestrator.cli.results import print_report
-from orchestrator.cli.servers import add_tls_arguments, tls_files
+from orchestrator.cli.tls_options import add_tls_arguments, tls_files
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.plan.expand import planned_cases
-from orchestrator.session import RunOptions, SweepPlan, noise_estimates, plan_sweep, resume, run_sweep
-from orchestrator.session.sweep import say
+from orchestrator.session import RunOptions, noise_estimates, plan_sweep, resume, run_sweep
+from orchestrator.spec.anyrepo import passes_variant
 from orchestrator.spec.schema import Order
+
+if TYPE_CHECKING:
+    from orchestrator.session import SweepPlan
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,6 +76,9 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 def _report_run(root: Path, sweep_id: str) -> int:
     """The report at the end of ``run``, with how to resume when a run is not ok."""
+    from orchestrator.cli.results import print_report  # the report's readers: only once a sweep ran
+    from orchestrator.session.sweep import say
+
     def resume_hint(code: int) -> None:
         if code == EXIT_RUN_FAILED:
             say(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")
@@ -98,6 +103,8 @@ def format_plan(plan: SweepPlan) -> str:
     if spec.pythonpath != ["."]:
         lines.append(f"pythonpath (first on the bench's PYTHONPATH): {', '.join(spec.pythonpath)}")
     if spec.order is Order.lockstep and spec.lockstep is not None:
+        from orchestrator.analysis.lockstep import earlier_peak_rss, residency_line  # reads earlier runs
+
         blocks = spec.lockstep
         lines.append(f"lockstep: {blocks.blocks} blocks of {blocks.block_steps} steps a side per round, each "
                      f"after {blocks.block_warmup} warm-up step(s); a SHA without the control channel: "
@@ -107,8 +114,9 @@ def format_plan(plan: SweepPlan) -> str:
     for label, side in spec.sides.items():
         settings = resolved.settings[label]
         marker = " (baseline)" if label == spec.baseline else ""
+        variant = f"variant {settings.variant}, " if passes_variant(spec.command) else ""
         lines.append(f"side {label}{marker}: {side.ref} = {resolved.shas[label]}, "
-                     f"variant {settings.variant}, params {_params_text(settings.params)}")
+                     f"{variant}params {_params_text(settings.params)}")
     row = "{:>4}  {:<12} {:<40} {:>3}  {:<12}  {}"
     lines.append(row.format("#", "side", "case", "rep", "sha", "run_key"))
     lines += [row.format(r.order, r.side, r.case, r.repeat, r.sha[:12], r.run_key) for r in runs]

@@ -17,30 +17,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.capabilities import SUITE_CASE
 from orchestrator.contract import PlannedRun
-from orchestrator.errors import InvalidInputError, RefError
+from orchestrator.errors import RefError
 from orchestrator.plan.integrity import command_digest
 from orchestrator.plan.refs import check_directory, find_repo_root, repo_root, resolve_ref
+from orchestrator.plan.roots import check_results_root, results_root_for
 from orchestrator.spec.anyrepo import bench_argv, case_parts, is_suite
 from orchestrator.spec.load import side_settings
 from orchestrator.spec.schema import Order, RunSettings, SweepSpec
 
 Cell = tuple[str, str, int]  # (case, side, repeat)
-# A results root may not be one of these directories, nor lie anywhere under the trees.
-SYSTEM_ROOTS: frozenset[str] = frozenset({"/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp",
-                                          "/var"})
-SYSTEM_TREES: tuple[str, ...] = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
-                                 "/proc", "/run", "/sbin", "/sys", "/usr", "/var/cache", "/var/lib",
-                                 "/var/log", "/var/run", "/var/spool")
-
-
 @dataclass(frozen=True)
 class ResolvedSweep:
     """A validated spec pinned to absolute paths and full SHAs."""
@@ -72,49 +63,6 @@ def resolve_sweep(spec: SweepSpec, cwd: Path, sweep_dir: Path | None = None) -> 
     check_results_root(results_root)
     return ResolvedSweep(spec=spec, repo=repo, results_root=results_root, shas=shas, settings=settings,
                          sweep_dir=sweep_dir.resolve() if sweep_dir is not None else None)
-
-
-def results_root_for(results: str | Path, cwd: Path) -> Path:
-    """``results`` made absolute; a relative path counts from the git repo holding ``cwd`` (else ``cwd``)."""
-    path = (find_repo_root(cwd) or cwd) / results
-    try:
-        return path.resolve()
-    except (RuntimeError, OSError) as exc:  # a symlink loop
-        raise InvalidInputError(f"cannot resolve {str(path)!r}: {exc}", "results") from None
-
-
-def check_results_root(results_root: Path, key: str = "results") -> None:
-    """``results_root`` is (or can be made) a writable directory outside the system's own; writes
-    nothing, so ``plan`` leaves no trace."""
-    system = _system_dir(results_root)
-    if system is not None:
-        raise InvalidInputError(f"cannot write to {str(results_root)!r}: it is the system directory "
-                                f"{system} or under it; choose a results directory of your own", key)
-    existing = next(p for p in (results_root, *results_root.parents) if p.exists())
-    if not existing.is_dir():
-        raise InvalidInputError(f"cannot write to {str(results_root)!r}: {existing} is not a directory", key)
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"cannot write to {str(results_root)!r}: {existing} is not writable", key)
-
-
-def _system_dir(path: Path) -> str | None:
-    """The system directory ``path`` is or is under, if any."""
-    text = str(path)
-    if text in SYSTEM_ROOTS:
-        return text
-    return next((d for d in SYSTEM_TREES if text == d or text.startswith(d + "/")), None)
-
-
-def check_writable(results_root: Path, key: str = "results") -> None:
-    """Check ``results_root``, create it if needed and prove a file can be written there."""
-    check_results_root(results_root, key)
-    try:
-        results_root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=results_root, prefix=".probe", suffix=".tmp"):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or exc
-        raise InvalidInputError(f"cannot write to {str(results_root)!r}: {reason}", key) from None
 
 
 def plan_cells(cases: list[str], sides: list[str], repeats: int, order: Order, seed: int) -> list[Cell]:

@@ -16,9 +16,10 @@ from typing import Any
 
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError, RefError
-from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan, check_writable
+from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan
 from orchestrator.plan.integrity import check_digest
 from orchestrator.plan.refs import repo_root, resolve_ref
+from orchestrator.plan.roots import check_writable
 from orchestrator.spec.load import revalidated, side_settings
 from orchestrator.spec.record import OUTCOME_KEYS, SweepRecord
 from orchestrator.store.query import run_statuses

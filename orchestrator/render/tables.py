@@ -19,7 +19,7 @@ from orchestrator.analysis.verdicts import (
     format_p,
 )
 from orchestrator.capabilities import Capability, describe_stored
-from orchestrator.spec.anyrepo import is_envruntime_command
+from orchestrator.spec.anyrepo import is_envruntime_command, passes_variant
 from orchestrator.spec.record import AdaptiveSummary
 from orchestrator.spec.schema import SweepSpec
 
@@ -91,15 +91,19 @@ def _adaptive_line(adaptive: AdaptiveSummary | None) -> list[str]:
 
 
 def sides_table(report: Report) -> Table:
-    """Each side's planned ref, SHA and variant next to what the runs' audit recorded."""
+    """Each side's planned ref and SHA (and variant, where the command passes one) next to what the
+    runs' audit recorded; an audit column no run reported (a bench that names no env class, a
+    protocol without a header) is left out, so a foreign bench's table speaks only of what it has."""
+    header = ["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha", "bench threads"]
     rows = []
     for side in report.sides:
         info, audit = report.record.side(side), report.audit[side]
-        planned = [info.ref or "-", info.sha or "-", info.variant or "-"]
-        rows.append([side, *planned, audit["env_class"], audit["backend_class"], audit["git_sha"],
-                     audit["threads"]])
-    return Table(["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha",
-                  "bench threads"], rows)
+        rows.append([side, info.ref or "-", info.sha or "-", info.variant or "-", audit["env_class"],
+                     audit["backend_class"], audit["git_sha"], audit["threads"]])
+    shown = [i for i, name in enumerate(header)
+             if i < 3 or (name == "variant" and passes_variant(report.record.spec.command))
+             or (i > 3 and any(row[i] != "-" for row in rows))]
+    return Table([header[i] for i in shown], [[row[i] for i in shown] for row in rows])
 
 
 def case_counts(report: Report, case: str) -> str:

@@ -14,22 +14,15 @@ from omegaconf import OmegaConf
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan import lifecycle
-from orchestrator.plan.expand import (
-    ResolvedSweep,
-    build_plan,
-    check_writable,
-    resolve_sweep,
-    results_root_for,
-)
+from orchestrator.plan.expand import ResolvedSweep, build_plan, resolve_sweep
 from orchestrator.plan.integrity import with_digest
+from orchestrator.plan.roots import check_writable, results_root_for
 from orchestrator.session.options import RunOptions
 from orchestrator.spec.anyrepo import protocol_info
 from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.spec.record import SweepRecord, spec_to_json
 from orchestrator.spec.schema import Order, SweepSpec
 from orchestrator.store import records
-from orchestrator.store.compact import compact_finished, release_for_rerun
-from orchestrator.store.query import with_suite_cases
 
 if TYPE_CHECKING:
     from orchestrator.analysis.report_model import Report
@@ -89,6 +82,8 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     record says how it ended. Bad input raises ``InvalidInputError`` before anything is recorded, or,
     for a gate metric the bench's first ok run lacks (``dispatch.first_run``), once the stopped
     sweep is recorded."""
+    from orchestrator.store.compact import compact_finished  # reads and writes Parquet: only when running
+
     options = options or RunOptions()
     options.security()  # the TLS options checked before anything is recorded
     resolved = plan.resolved
@@ -120,6 +115,8 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
     SHAs and run keys, then the adaptive rounds it still needs. ``results_root``: relative to the git
     repository of ``cwd``."""
     from orchestrator.plan.resume import plan_resume
+    from orchestrator.store.compact import compact_finished, release_for_rerun
+    from orchestrator.store.query import with_suite_cases
 
     options = options or RunOptions()
     options.security()
@@ -184,12 +181,12 @@ def check_lockstep_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> 
 
 
 def noise_estimates(plan: SweepPlan, host: str) -> list[str]:
-    """How many rounds the gates need, from the noise of earlier sweeps of the cases on ``host``."""
-    from orchestrator.analysis.noise_history import noise_lines
-    from orchestrator.analysis.sequential import Looks
+    """Per gate and case: the minimum detectable change the planned rounds give with the noise of
+    earlier sweeps of the case on ``host``, with a warning where it exceeds the bound's distance from
+    1.0 (``analysis.plan_power``)."""
+    from orchestrator.analysis.plan_power import gate_lines
 
-    spec = plan.spec
-    return noise_lines(plan.resolved.results_root, spec.gates, list(spec.cases), host, Looks.of_spec(spec))
+    return gate_lines(plan.resolved.results_root, plan.spec, host)
 
 
 def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRun], options: RunOptions,

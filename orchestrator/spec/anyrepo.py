@@ -55,6 +55,15 @@ def is_envruntime_command(command: list[str] | tuple[str, ...]) -> bool:
     return list(command) == list(DEFAULT_COMMAND)
 
 
+def passes_variant(command: list[str] | tuple[str, ...]) -> bool:
+    """Whether ``command`` gives the bench the sweep's ``variant`` (``{variant}``): only then does a
+    plan, a report or a history speak of variants."""
+    try:
+        return any("variant" in placeholders_in(str(arg), "command") for arg in command)
+    except SpecError:  # a stored command of an older sweep: its placeholders were checked then
+        return False
+
+
 def normalized_params(params: dict[str, Any] | ParamsSpec, command: list[str], key: str) -> dict[str, Any]:
     """envruntime's command: ``params`` over ``ParamsSpec`` (its keys only, its defaults filled in);
     any other command: ``params`` as written, each a scalar under a placeholder-able name."""

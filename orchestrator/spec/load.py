@@ -34,7 +34,7 @@ from orchestrator.spec.bounds import (
 )
 from orchestrator.spec.deprecated import drop_deprecated
 from orchestrator.spec.lockstep import check_lockstep, check_quiet
-from orchestrator.spec.overrides import plain_overrides
+from orchestrator.spec.overrides import apply_removals, plain_overrides
 from orchestrator.spec.schema import (
     ENVRUNTIME_OPTIONAL,
     HOSTS_CHOICES,
@@ -61,7 +61,7 @@ def load_spec(path: str | Path, dotlist: list[str] | tuple[str, ...] = ()) -> Sw
 def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
     """Merge ``raw`` (a loaded YAML) and ``dotlist`` over the typed defaults and validate the result."""
     refuse_env_lookups(raw, "the sweep file")
-    dotlist = drop_deprecated(raw, dotlist)
+    dotlist = drop_deprecated(raw, apply_removals(raw, dotlist))
     raw, dotlist = _discover_as_glob(raw, dotlist)
     for name, schema in (("gates", GateSpec), ("waivers", WaiverSpec)):
         items = raw.get(name)

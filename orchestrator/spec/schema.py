@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from omegaconf import MISSING
+MISSING = "???"  # omegaconf's mark of a mandatory value (omegaconf.MISSING), without importing it
 
 # Placeholders every command may use; every ``params.<name>`` is one too, and ``{algo} {task} {sim}``
 # are the parts of a case of the form ``algo/task/sim``

@@ -23,20 +23,9 @@ import pyarrow.parquet as pq
 from orchestrator.contract import HostRecord, PlannedRun, StepRecord
 from orchestrator.store.atomic import remove_stale_temps, staged, stale_temps, write_in_order
 
-# Always present (null when a run did not report them), so every file has the same core schema and
-# ``pd.read_parquet("results/runs")`` -- which takes the schema of the first file -- sees them all.
-# The ``update_state.<manager>.<stage>_ms`` breakdown a manager-based env reports is standard too:
-# a direct env has none (null), and a directory read must not drop it when a direct run comes first.
-STANDARD_PHASES: tuple[str, ...] = (
-    "collector_step_ms", "policy_ms", "env_step_ms", "apply_action_ms", "physics_ms", "d2h_ms",
-    "update_state_ms", "reset_done_ms", "replay_ms",
-    "update_state.termination.compute_ms", "update_state.reward.compute_ms",
-    "update_state.command.compute_ms", "update_state.command.post_compute_ms",
-    "update_state.event.interval_ms", "update_state.observation.compute_ms",
-)
-STANDARD_AUDIT: tuple[str, ...] = (
-    "module_file", "git_sha", "env_class", "backend_class", "managers", "versions", "threads",
-)
+# A runs file holds the columns its run has: the plan's and the worker's (always, null when unknown)
+# and what the bench reported (each phase mean, each metric, each key of its header audit), so a
+# foreign bench's rows carry nothing of envruntime's (docs/design.md, "Results", the runs columns).
 _PLAN_STRINGS: tuple[str, ...] = (
     "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant",
 )
@@ -71,6 +60,7 @@ class RunResult:
     worktree: str | None = None  # the checkout the bench ran in
     audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
     elapsed_s: float | None = None  # the run's duration on a monotonic clock
+    lock_wait_s: float | None = None  # how long the run waited for its host lock (None: never got it)
     suite_run_key: str | None = None  # the suite run this case's numbers were read from (None: its own)
     bad_input: str | None = None  # why the run failed because of the sweep's input (exit 2 at the client)
     cases: list[tuple[PlannedRun, RunResult]] | None = None  # a suite run's cases, each a run of its own
@@ -197,6 +187,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "rss_source": (result.usage.rss_source if result.usage else None, pa.string()),
         "audited": (result.audited, pa.bool_()),
         "reused_from": (None, pa.string()),  # measured by this run; store.reuse sets it on a copy
+        "lock_wait_s": (result.lock_wait_s, pa.float64()),
         "suite_run_key": (result.suite_run_key, pa.string()),
         "bad_input": (result.bad_input, pa.string()),
     }
@@ -238,14 +229,11 @@ def steps_table(run: PlannedRun, steps: list[StepRecord]) -> pa.Table:
 
 
 def phase_means(summary: dict | None) -> dict[str, float | None]:
-    """Standard phases (null when absent) plus every other ``*_ms`` mean the summary reports."""
+    """Every ``*_ms`` mean the summary reports."""
     reported = (summary or {}).get("phase_means_ms")
     reported = reported if isinstance(reported, dict) else {}
-    means: dict[str, float | None] = {name: None for name in STANDARD_PHASES}
-    for name, value in reported.items():
-        if isinstance(name, str) and name.endswith("_ms"):
-            means[name] = _float_or_none(value)
-    return means
+    return {name: _float_or_none(value) for name, value in reported.items()
+            if isinstance(name, str) and name.endswith("_ms")}
 
 
 def reported_metrics(summary: dict | None) -> dict[str, float | None]:
@@ -258,7 +246,7 @@ def reported_metrics(summary: dict | None) -> dict[str, float | None]:
 def flatten_audit(audit: object) -> dict[str, str | None]:
     """Audit keys as strings: text kept, everything else (lists, nested dicts, numbers) as JSON."""
     audit = audit if isinstance(audit, dict) else {}
-    flat: dict[str, str | None] = {name: None for name in STANDARD_AUDIT}
+    flat: dict[str, str | None] = {}
     for name, value in audit.items():
         is_text = isinstance(value, str) or value is None
         flat[str(name)] = value if is_text else json.dumps(value, sort_keys=True)

@@ -36,12 +36,13 @@ from orchestrator.errors import InvalidInputError
 from orchestrator.store.parquet import RunResult, remove_run
 from orchestrator.worker import module_audit
 from orchestrator.worker.bench_env import bench_env, worktree_dirs
+from orchestrator.worker.bench_output import failure_detail, log_paths
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, kill_run_processes, note_running
 from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
 from orchestrator.worker.hostinfo import collect_host, host_id, parse_cpus
-from orchestrator.worker.machine_lock import host_lock_path, machine_lock
+from orchestrator.worker.machine_lock import Holder, host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError, ensure_prepared
-from orchestrator.worker.proc import BenchProcess, file_tail, launch, with_reported_rss
+from orchestrator.worker.proc import BenchProcess, launch, with_reported_rss
 from orchestrator.worker.protocols import BenchReader, OnStep, make_reader
 from orchestrator.worker.quiet import QuietLimits, QuietWait, wait_for_quiet
 from orchestrator.worker.run_audit import audit_result
@@ -67,22 +68,15 @@ def bench_host_record() -> dict:
 
 
 def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
-    """Run ``run`` to completion under the host lock; returns its outcome dict.
+    """Run ``run`` to completion under the host lock and store it; returns its outcome dict.
 
     Failures of the bench (exit code, protocol, SHA mismatch, timeout) are outcomes, not
     exceptions: they are written to Parquet like any run. So is any error on the worker's side.
     """
     publish = _dask_publisher()
-    cancelled = _dask_cancel_check(run.sweep_id, run.token)
-    log_dir = shasweep_home() / "logs" / run.sweep_id / run.run_key
-    publish(_event(run, "waiting"))
-    try:
-        lock = Path(lock_path) if lock_path else host_lock_path(host_id())
-        result = _locked_run(run, log_dir, lock, publish, cancelled)
-    except (WorktreeError, InvalidInputError, PrepareError) as exc:
-        result = failed_result(str(exc), log_dir)
-    except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row
-        result = failed_result(f"the bench worker failed: {type(exc).__name__}: {exc}", log_dir)
+    log_dir = run_log_dir(run)
+    result = measure_run(run, log_dir, lock_path=lock_path, publish=publish,
+                         cancelled=_dask_cancel_check(run.sweep_id, run.token))
     if result.cases is not None:
         outcome = _store_suite(run, result)
         publish(_event(run, "finished", status=outcome["status"], error=outcome["error"], throughput=None,
@@ -94,11 +88,42 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         throughput=result.throughput, wall_s=result.wall_s, exit_code=result.exit_code,
         started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
         log_dir=str(log_dir), runs_file=str(files.runs), steps_file=str(files.steps),
-        reported=result.reported if result.status == "ok" else [],
+        reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s,
     )
     publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
                    wall_s=result.wall_s))
     return outcome
+
+
+def run_log_dir(run: PlannedRun) -> Path:
+    """Where a run's bench logs go: ``$SHASWEEP_HOME/logs/<sweep>/<run_key>/``."""
+    return shasweep_home() / "logs" / run.sweep_id / run.run_key
+
+
+def measure_run(run: PlannedRun, log_dir: Path, *, lock_path: str | None = None,
+                publish: Publisher = lambda msg: None, cancelled: Callable[[], bool] = lambda: False
+                ) -> RunResult:
+    """Lock the host, check out the SHA, run the bench and read it: the run's result, neither audited
+    nor stored yet (``execute_run`` does both; ``shasweep try`` audits and only shows it). Whatever
+    fails on the worker's side is a failed result, never an exception."""
+    publish(_event(run, "waiting"))
+    try:
+        lock = Path(lock_path) if lock_path else host_lock_path(host_id())
+        return _locked_run(run, log_dir, lock, publish, cancelled)
+    except (WorktreeError, InvalidInputError, PrepareError) as exc:
+        return failed_result(str(exc), log_dir)
+    except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row
+        return failed_result(f"the bench worker failed: {type(exc).__name__}: {exc}", log_dir)
+
+
+def lock_waiter(runs: list[PlannedRun], publish: Publisher) -> Callable[[Holder | None], None]:
+    """What a run (or a lockstep round's runs) publishes when it finds the host lock taken: who holds
+    it (``waiting for host H: held by sweep X (pid P) for 23 s`` on the client)."""
+    def waiting(holder: Holder | None) -> None:
+        held = holder.describe() if holder else "held by a process that left no note"
+        for run in runs:
+            publish(_event(run, "waiting", holder=held))
+    return waiting
 
 
 def _store_suite(run: PlannedRun, result: RunResult) -> dict:
@@ -118,12 +143,16 @@ def _store_suite(run: PlannedRun, result: RunResult) -> dict:
 def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
                 cancelled: Callable[[], bool]) -> RunResult:
     log_dir.mkdir(parents=True, exist_ok=True)
-    with machine_lock(lock) as marker:
+    asked = time.monotonic()
+    with machine_lock(lock, run.sweep_id, run.run_key, on_wait=lock_waiter([run], publish)) as marker:
+        waited_s = time.monotonic() - asked
         kill_leftover_run(marker)
         quiet = wait_quiet([run], publish, cancelled)
         with WorktreePool().checkout(run.repo, run.sha) as tree:
             result = _run_bench(run, tree, log_dir, publish, cancelled, marker)
-    return replace(result, quiet=quiet.columns()) if quiet else result
+    cases = [(case, replace(done, lock_wait_s=waited_s)) for case, done in result.cases or []]
+    return replace(result, lock_wait_s=waited_s, quiet=quiet.columns() if quiet else None,
+                   cases=cases if result.cases is not None else None)
 
 
 def wait_quiet(runs: list[PlannedRun], publish: Publisher, cancelled: Callable[[], bool]) -> QuietWait | None:
@@ -229,7 +258,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     window.finish()
     ended_at, elapsed_s = datetime.now(UTC), time.monotonic() - began
     exit_code = procs[-1].returncode if procs else None
-    status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run)
+    status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run, tree)
     kept = status == "ok" or reader.has(Capability.LIVE_STREAM)
     host = setup.host | window.columns(reader.steps)
     result = RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
@@ -281,23 +310,32 @@ class _StopWatch:
 
 
 def _verdict(reader: BenchReader, exit_code: int | None, killed: bool, stop: _StopWatch,
-             protocol_error: str | None, log_dir: Path, run: PlannedRun) -> tuple[str, str | None]:
-    """(status, error) of a finished bench run."""
+             protocol_error: str | None, log_dir: Path, run: PlannedRun, tree: Path
+             ) -> tuple[str, str | None]:
+    """(status, error) of a finished bench run; every error names the log files, and a failure of the
+    bench quotes the end of its output (``worker.bench_output``)."""
+    def detail(headline: str, quote_last: bool = True) -> str:
+        return failure_detail(headline, log_dir, tree, run.pythonpath, quote_last=quote_last)
+
     if protocol_error is not None:
-        return "failed", protocol_error
+        return "failed", detail(protocol_error, quote_last=False)
     if (killed or exit_code is None or exit_code < 0) and stop.timed_out:
-        return "timeout", f"no exit after timeout_s={run.timeout_s:g}; killed its process group"
+        return "timeout", detail(f"no exit after timeout_s={run.timeout_s:g}; killed its process group",
+                                 quote_last=False)
     if (killed or exit_code is None or exit_code < 0) and stop.was_cancelled:
-        return "cancelled", "sweep cancelled while the bench was running; killed its process group"
-    stderr = f"stderr tail:\n{file_tail(log_dir / 'stderr.log')}"
+        return "cancelled", (f"sweep cancelled while the bench was running; killed its process group "
+                             f"({log_paths(log_dir)})")
     if exit_code is None:
-        return "failed", "the bench command never started"
+        return "failed", detail("the bench command never started")
     if exit_code < 0:
-        return "failed", f"bench was killed by signal {-exit_code} ({_signal_name(-exit_code)}); {stderr}"
+        return "failed", detail(f"bench was killed by signal {-exit_code} ({_signal_name(-exit_code)})")
     if exit_code != 0:
-        return "failed", f"bench exited with code {exit_code}: {reader.bench_error() or stderr}"
+        reported = reader.bench_error()
+        if reported:
+            return "failed", detail(f"bench exited with code {exit_code}: {reported}", quote_last=False)
+        return "failed", detail(f"bench exited with code {exit_code}")
     problem = reader.complete()
-    return ("failed", problem) if problem else ("ok", None)
+    return ("failed", detail(problem, quote_last=False)) if problem else ("ok", None)
 
 
 def _signal_name(number: int) -> str:

@@ -47,7 +47,7 @@ from orchestrator.worker.prepare import PrepareError
 from orchestrator.worker.protocols import make_reader
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
-from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
+from orchestrator.worker.worktrees import WorktreeError, WorktreePool
 
 CONTROL_FIFO = "control.fifo"
 EXIT_INVALID_ARGS = 2  # the run protocol's exit code for invalid arguments
@@ -67,7 +67,7 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
     lock; one outcome dict per run, in the given order. Failures are outcomes, as in ``execute_run``."""
     publish = bench_task._dask_publisher()
     cancelled = bench_task._dask_cancel_check(runs[0].sweep_id, runs[0].token)
-    log_dirs = {run.run_key: shasweep_home() / "logs" / run.sweep_id / run.run_key for run in runs}
+    log_dirs = {run.run_key: bench_task.run_log_dir(run) for run in runs}
     for run in runs:
         publish(bench_task._event(run, "waiting"))
     try:
@@ -87,7 +87,7 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
             started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
             log_dir=str(log_dirs[run.run_key]), runs_file=str(files.runs), steps_file=str(files.steps),
             ran_in=result.ran_in, fallback=result.fallback, no_control=result.bad_input is not None,
-            reported=result.reported if result.status == "ok" else []))
+            reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s))
         publish(bench_task._event(run, "finished", status=result.status, error=result.error,
                                   throughput=result.throughput, wall_s=result.wall_s, ran_in=result.ran_in))
     return outcomes
@@ -97,7 +97,10 @@ def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,
                   publish: bench_task.Publisher, cancelled) -> dict[str, RunResult]:
     for directory in log_dirs.values():
         directory.mkdir(parents=True, exist_ok=True)
-    with machine_lock(lock) as marker:
+    asked = time.monotonic()
+    keys = " ".join(run.run_key for run in runs)
+    with machine_lock(lock, runs[0].sweep_id, keys, on_wait=bench_task.lock_waiter(runs, publish)) as marker:
+        waited_s = time.monotonic() - asked
         kill_leftover_run(marker)
         quiet = bench_task.wait_quiet(runs, publish, cancelled)
         with contextlib.ExitStack() as stack:
@@ -107,7 +110,8 @@ def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,
                 if run.sha not in trees:
                     trees[run.sha] = stack.enter_context(pool.checkout(run.repo, run.sha))
             results = _play(runs, trees, log_dirs, marker, publish, cancelled)
-    return {key: replace(result, quiet=quiet.columns() if quiet else None) for key, result in results.items()}
+    return {key: replace(result, quiet=quiet.columns() if quiet else None, lock_wait_s=waited_s)
+            for key, result in results.items()}
 
 
 def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Path], marker: Path,

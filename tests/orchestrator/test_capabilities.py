@@ -38,8 +38,7 @@ def test_each_protocol_declares_what_it_provides():
     assert json.has(Capability.RESULT_DOCUMENT | Capability.JSON_MAPPING)
     assert not json.has(Capability.THROUGHPUT_WINDOW)
     assert describe("json", {**mapping, "measure_wall_s": "window_s"}).has(Capability.THROUGHPUT_WINDOW)
-    for name in PROTOCOLS:
-        assert not describe(name).has(Capability.CONTROL_CHANNEL)
+    assert [name for name in PROTOCOLS if describe(name).has(Capability.CONTROL_CHANNEL)] == ["v1"]
     assert [name for name in PROTOCOLS if describe(name).has(Capability.MANY_CASES)] == [
         "pyperf", "pytest-benchmark", "gbench"]
 
