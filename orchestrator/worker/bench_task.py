@@ -9,11 +9,13 @@ Worker-side configuration (environment of the worker process):
   one ``<host id>.lock`` each) or file, see ``worker.machine_lock``
 * ``SHASWEEP_BENCH_CPUS``: CPUs the bench is pinned to, e.g. ``0-7`` (default: the worker's affinity)
 
-A worker that dies mid-run takes its bench with it (parent-death signal), but not processes the bench
-started; so the holder of the host lock notes its run key next to the lock, and the next holder
-first kills every process still carrying that key. After every run, whatever carries the run's key
-is killed too (``worker.cleanup``), whatever its session. A run that fails anywhere after dispatch
-(its logs, the lock, the worktree, the stream, the results disk) still gets its runs row.
+After every run its launch helper has killed every process the bench left under it
+(``worker.proc``: the helper is the subreaper of the bench's tree). A worker that dies mid-run takes
+its bench and that tree with it (the helper sees its pipe close); should the helper die too, the
+processes left carry the run key in their environment, so the holder of the host lock notes its run
+key next to the lock, and the next holder first kills every process still carrying that key
+(``worker.cleanup``). A run that fails anywhere after dispatch (its logs, the lock, the worktree, the
+stream, the results disk) still gets its runs row.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from distributed import Event, get_worker
+from distributed import Event, get_client, get_worker
 
 from orchestrator.capabilities import Capability
 from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, StepRecord, cancel_event_name
@@ -35,7 +37,7 @@ from orchestrator.errors import InvalidInputError
 from orchestrator.store.parquet import RunResult
 from orchestrator.worker import module_audit
 from orchestrator.worker.bench_env import bench_env, worktree_dirs
-from orchestrator.worker.cleanup import clear_note, kill_leftover_run, kill_run_processes, note_running
+from orchestrator.worker.cleanup import clear_note, kill_leftover_run, note_running
 from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
 from orchestrator.worker.hostinfo import collect_host, host_id, parse_cpus
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
@@ -98,7 +100,7 @@ def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
     log_dir.mkdir(parents=True, exist_ok=True)
     with machine_lock(lock) as marker:
         kill_leftover_run(marker)
-        with WorktreePool().checkout(run.repo, run.sha) as tree:
+        with WorktreePool().checkout(run.repo, run.sha, checked_for=run.sweep_id) as tree:
             return _run_bench(run, tree, log_dir, publish, cancelled, marker)
 
 
@@ -155,8 +157,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     finally:
         still_running = bool(procs) and procs[-1].poll() is None
         for proc in procs:
-            proc.kill_group()
-        kill_run_processes(run.run_key)  # daemons that left the bench's session
+            proc.kill_group()  # and its helper, everything under it
         clear_note(marker)
     window.finish()
     ended_at = datetime.now(UTC)
@@ -194,7 +195,9 @@ class _StopWatch:
     def __init__(self, deadline: float, cancelled: Callable[[], bool]) -> None:
         self.deadline, self.cancelled = deadline, cancelled
         self.timed_out = self.was_cancelled = False
-        self._next_cancel_check = 0.0
+        # not asked at once: a run was dispatched after the client's own look at the cancel event, so a
+        # bench shorter than this costs no round trip to the scheduler
+        self._next_cancel_check = time.monotonic() + CANCEL_POLL_INTERVAL_S
 
     def should_stop(self, proc: BenchProcess) -> bool:
         return proc.poll() is not None or self.expired()
@@ -267,5 +270,6 @@ def _dask_cancel_check(sweep_id: str, token: str) -> Callable[[], bool]:
         get_worker()
     except ValueError:
         return lambda: False
-    event = Event(cancel_event_name(sweep_id, token))
+    # the client resolved in the task's thread: the first ask may come from a watcher thread
+    event = Event(cancel_event_name(sweep_id, token), client=get_client())
     return event.is_set
