@@ -141,6 +141,18 @@ def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
 
 def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
     """The one-row runs table of ``run``."""
+    columns = run_columns(run, result)
+    schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
+    return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)
+
+
+def run_row(run: PlannedRun, result: RunResult) -> dict[str, object]:
+    """The values ``run_table`` writes, as a plain mapping (what the worker's audit reads)."""
+    return {name: value for name, (value, _) in run_columns(run, result).items()}
+
+
+def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, pa.DataType]]:
+    """Every column of ``run``'s row: its value and Arrow type."""
     columns: dict[str, tuple[object, pa.DataType]] = {name: (getattr(run, name), pa.string())
                                                       for name in _PLAN_STRINGS}
     columns |= {
@@ -177,8 +189,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "pythonpath": (None if result.pythonpath is None else json.dumps(result.pythonpath), pa.string()),
         "command": (json.dumps(list(run.argv_template)), pa.string()),  # the argv template, placeholders kept
     }
-    schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
-    return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)
+    return columns
 
 
 def steps_table(run: PlannedRun, steps: list[StepRecord]) -> pa.Table:

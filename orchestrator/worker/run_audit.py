@@ -37,7 +37,7 @@ from typing import Any
 
 from orchestrator.capabilities import Capability, describe, describe_stored
 from orchestrator.contract import AUDIT_FAILED, PlannedRun, StepRecord
-from orchestrator.store.parquet import RunResult, run_table
+from orchestrator.store.parquet import RunResult, run_row
 from orchestrator.worker.module_audit import module_reasons
 
 ENVRUNTIME_PACKAGE = "envruntime."
@@ -218,7 +218,7 @@ def audit_result(run: PlannedRun, result: RunResult) -> RunResult:
         return replace(result, audited=True)
     planned = {"sha": run.sha, "variant": run.variant, "params": run.params, "env": run.env}
     options = audit_options(run.audit_modules or (), run.protocol, run.argv_template)
-    reasons = audit_row(run_table(run, result).to_pylist()[0], planned, **options)
+    reasons = audit_row(run_row(run, result), planned, **options)
     if describe(run.protocol, run.json_mapping).has(Capability.THROUGHPUT_WINDOW):
         reasons += numbers_reasons(result.summary, result.steps, run.params.get("num_envs"))
     if not reasons:
