@@ -37,6 +37,7 @@ from orchestrator.store.reuse import Reuse
 from orchestrator.worker.bench_task import bench_host_record, execute_run
 
 WORKER_CHECK_INTERVAL_S = 5.0
+CANCEL_POLL_INTERVAL_S = 0.5  # the dispatcher's looks at the cancel event between runs, at most
 CANCEL_GRACE_S = 30.0
 RESULT_FETCH_TIMEOUT_S = 30.0  # a finished task's small outcome dict; far longer than a fetch takes
 CANCELLED_REASON = "cancelled with `shasweep cancel`"
@@ -141,6 +142,15 @@ class _Dispatch:
     lock_path: str | None
     continue_on_error: bool
     more: MoreRuns | None
+    _next_cancel_look: float = 0.0
+
+    def cancel_requested(self) -> bool:
+        """Whether the sweep's cancel event is set, asked of the scheduler at most every
+        ``CANCEL_POLL_INTERVAL_S`` (a run it cancels comes back ``cancelled`` whenever it is asked)."""
+        if time.monotonic() < self._next_cancel_look:
+            return False
+        self._next_cancel_look = time.monotonic() + CANCEL_POLL_INTERVAL_S
+        return self.cancel.is_set()
 
     def submit(self, host: BenchHost, run: PlannedRun) -> Future:
         return host.submit(self.client, execute_run, run, lock_path=self.lock_path, key=task_key(run))
@@ -174,9 +184,9 @@ def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
     target, outcomes = sweep.hosts[0], []
     while len(outcomes) < len(sweep.runs) or sweep.extend():
         run = sweep.runs[len(outcomes)]
-        if sweep.cancel.is_set():
+        if sweep.cancel_requested():
             return _Ended(outcomes, CANCELLED_REASON)
-        stop_reason = None
+        stop_reason, future = None, None
         outcome = reuse(run, target.host_id) if reuse is not None else None
         if outcome is None:
             future = sweep.submit(target, run)
@@ -188,8 +198,9 @@ def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
                 stop_reason = INTERRUPTED_REASON
         outcomes.append(outcome)
         sweep.progress.run_finished(outcome)
-        sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
-        if stop_reason is None and sweep.cancel.is_set():
+        if future is None or future.status != "finished":  # a finished task published its own
+            sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
+        if stop_reason is None and (outcome["status"] == "cancelled" or sweep.cancel_requested()):
             stop_reason = CANCELLED_REASON
         if stop_reason is None and outcome["status"] != "ok" and not sweep.continue_on_error:
             stop_reason = (f"run #{run.order} ({run.side} {run.case} repeat {run.repeat}) "
@@ -230,7 +241,7 @@ def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
 
     hooks = RoundHooks(
         execute=sweep.submit, settle=lambda future, run: _settled(future, run),
-        on_outcome=sweep.progress.run_finished, stop_after=stop_after, cancelled=sweep.cancel.is_set,
+        on_outcome=sweep.progress.run_finished, stop_after=stop_after, cancelled=sweep.cancel_requested,
         cancel=sweep.cancel.set, on_requeued=requeued)
     return run_rounds(sweep.client, split_rounds(runs), sweep.hosts, hooks)
 
