@@ -45,6 +45,9 @@ _TIMESTAMP = pa.timestamp("us", tz="UTC")
 # most of its size) and make reading many runs several times slower; Parquet's own logical types
 # already give back the same Arrow types (UTC timestamps included).
 WRITE_OPTIONS = {"write_statistics": False, "store_schema": False}
+# A run's own one-row file: a dictionary page per column only adds to it (and to the time to write it).
+RUN_FILE_OPTIONS = {**WRITE_OPTIONS, "use_dictionary": False}
+WRITE_BUFFER_BYTES = 2**20  # Arrow's file stream makes a system call per page; buffered, a small file makes one
 _ARROW_TYPES: dict[object, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64()}
 
 
@@ -134,9 +137,15 @@ def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
     new steps file too, so a runs row never lacks its steps."""
     files = run_files(run)
     steps, row = steps_table(run, result.steps), run_table(run, result)
-    write_in_order([(files.steps, lambda tmp: pq.write_table(steps, tmp, **WRITE_OPTIONS)),
-                    (files.runs, lambda tmp: pq.write_table(row, tmp, **WRITE_OPTIONS))])
+    write_in_order([(files.steps, lambda tmp: write_table(steps, tmp, WRITE_OPTIONS)),
+                    (files.runs, lambda tmp: write_table(row, tmp, RUN_FILE_OPTIONS))])
     return files
+
+
+def write_table(table: pa.Table, path: Path, options: dict) -> None:
+    """``table`` as Parquet at ``path`` through a buffered stream (``WRITE_BUFFER_BYTES``)."""
+    with pa.output_stream(str(path), compression=None, buffer_size=WRITE_BUFFER_BYTES) as sink:
+        pq.write_table(table, sink, **options)
 
 
 def run_table(run: PlannedRun, result: RunResult) -> pa.Table:

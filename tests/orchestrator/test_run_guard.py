@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 from fakebench.fakerepo import make_fake_repo, make_run
 from fakebench.waits import is_gone
 
 from orchestrator.contract import StepRecord
+from orchestrator.store import parquet
 from orchestrator.store.parquet import RunResult
 from orchestrator.worker import bench_env as env_module
 from orchestrator.worker.bench_task import execute_run
@@ -97,14 +97,14 @@ def big_result(steps: int) -> RunResult:
 
 def test_a_full_disk_still_leaves_a_failed_row(tmp_path, repo, monkeypatch):
     run = make_run(repo, repo.shas[0], results_root=tmp_path / "results")
-    real_write = pq.write_table
+    real_write = parquet.write_table
 
-    def enospc_for_big_tables(table, where, **kwargs):
+    def enospc_for_big_tables(table, where, options):
         if table.num_rows > 1000:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(table, where, **kwargs)
+        return real_write(table, where, options)
 
-    monkeypatch.setattr(pq, "write_table", enospc_for_big_tables)
+    monkeypatch.setattr(parquet, "write_table", enospc_for_big_tables)
     stored, files = store_result(run, big_result(500))
     assert stored.status == "failed" and "No space left on device" in stored.error
     row = pd.read_parquet(files.runs).iloc[0]
