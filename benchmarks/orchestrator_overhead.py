@@ -56,7 +56,7 @@ def bench_repo(root: Path) -> Path:
     """A git repository with one commit: ``true`` needs nothing of it but a SHA to check out."""
     repo = root / "overhead"
     repo.mkdir()
-    (repo / "README").write_text("orchestrator overhead\n")
+    (repo / "overhead.txt").write_text("orchestrator overhead\n")
     git(repo, "init", "-q")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "overhead bench")

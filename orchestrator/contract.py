@@ -96,6 +96,7 @@ class PlannedRun:
     audit_modules: tuple[str, ...] | None = None
     prepare: tuple[tuple[str, ...], ...] = ()  # argvs run once per new worktree of the SHA
     sweep_dir: str = ""  # absolute directory of the sweep YAML ({sweep_dir})
+    max_steps: int | None = None  # a run reporting more steps fails (the sweep's max_steps); None: no cap
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

@@ -180,6 +180,6 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             protocol=spec.protocol.value, json_mapping=dict(json_mapping),
             audit_modules=None if spec.audit_modules is None else tuple(spec.audit_modules),
             prepare=tuple(tuple(argv) for argv in spec.prepare),
-            sweep_dir=str(resolved.sweep_dir or resolved.repo),
+            sweep_dir=str(resolved.sweep_dir or resolved.repo), max_steps=spec.max_steps,
         ))
     return runs

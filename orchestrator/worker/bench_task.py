@@ -154,6 +154,9 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     stop = _StopWatch(deadline=time.monotonic() + run.timeout_s, cancelled=cancelled)
     try:
         protocol_error = reader.execute(start, stop, _step_publisher(run, publish, reader.total_steps))
+    except BaseException:
+        reader.steps.discard()  # the run gets a failed row without steps, and no spool is left behind
+        raise
     finally:
         still_running = bool(procs) and procs[-1].poll() is None
         for proc in procs:
@@ -163,13 +166,15 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     ended_at = datetime.now(UTC)
     exit_code = procs[-1].returncode if procs else None
     status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run)
+    measured = window.columns(reader.steps)
+    # a live stream keeps what it said even when the run failed; the other protocols keep no number of
+    # a failed run
     kept = status == "ok" or reader.has(Capability.LIVE_STREAM)
+    if not kept:
+        reader.steps.discard()
     return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
-                     exit_code=exit_code, log_dir=str(log_dir), host=host | window.columns(reader.steps),
-                     # a live stream keeps what it said even when the run failed; the other protocols
-                     # keep no number of a failed run
-                     header=reader.header, summary=reader.summary if kept else None,
-                     steps=reader.steps if kept else [],
+                     exit_code=exit_code, log_dir=str(log_dir), host=host | measured,
+                     header=reader.header, summary=reader.summary if kept else None, steps=reader.steps,
                      usage=with_reported_rss(procs[-1], reader.reported_peak_rss_mib()) if procs else None,
                      pythonpath=pythonpath, worktree=str(tree.resolve()),
                      audit_modules=module_audit.read_modules(side_file, audited)

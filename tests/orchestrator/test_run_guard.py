@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -63,6 +64,31 @@ def test_a_setsid_daemon_the_bench_started_is_killed_after_the_run(tmp_path, rep
     assert outcome["status"] == "ok", outcome["error"]
     daemon = int(pid_file.read_text())
     assert is_gone(daemon), "the daemon outlived its run"
+
+
+# Forks a daemon that leaves the bench's session and drops its whole environment (the run key with
+# it), as a double-forked service would; the bench itself exits at once.
+DAEMONIZE = """
+import os, sys
+if os.fork() == 0:
+    os.setsid()
+    daemon = os.fork()
+    if daemon == 0:
+        os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)"], dict())
+    with open(sys.argv[1], "w") as f:
+        f.write(str(daemon))
+    os._exit(0)
+os.wait()
+"""
+
+
+def test_a_daemon_without_the_run_key_is_killed_after_the_run_too(tmp_path, repo):
+    pid_file = tmp_path / "daemon.pid"
+    run = replace(make_run(repo, repo.shas[0], results_root=tmp_path / "results", params={"measure": 1}),
+                  protocol="time", argv_template=("{python}", "-c", DAEMONIZE, str(pid_file)))
+    outcome = execute_run(run)
+    assert outcome["status"] == "ok", outcome["error"]
+    assert is_gone(int(pid_file.read_text())), "the daemon outlived its run"
 
 
 def test_bench_usage_columns(tmp_path, repo):
