@@ -16,7 +16,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from orchestrator.dispatch.cluster import BENCH_RESOURCE, WORKER_WAIT_S, bench_workers, require_bench_worker
@@ -37,21 +37,28 @@ class BenchHost:
 
     host_id: str
     workers: tuple[str, ...]  # one address (a host is one worker), as Dask's ``workers=`` takes it
-    answered_at: float = -math.inf  # when a task of this host last came back (``time.monotonic``)
+    # when its last task came back finished (``time.monotonic``), and that task
+    answered_at: float = field(default=-math.inf, compare=False, repr=False)
+    last: Future | None = field(default=None, compare=False, repr=False)
 
     def submit(self, client: Client, func: Callable, *args: object, key: str, **kwargs: object) -> Future:
         """Submit ``func`` to this host's bench workers only, under a key no other client can share."""
-        fresh = time.monotonic() - self.answered_at < ANSWERED_FRESH_S
-        workers = (None if fresh else self.live_workers(client, wait_s=WORKER_WAIT_S)) or self.workers
-        future = client.submit(func, *args, key=f"{key}-{uuid.uuid4().hex[:12]}", pure=False,
-                               resources={BENCH_RESOURCE: 1}, workers=list(workers),
-                               allow_other_workers=False, **kwargs)
-        future.add_done_callback(self._answered)
-        return future
+        workers = (None if self._answered_lately() else self.live_workers(client, wait_s=WORKER_WAIT_S)
+                   ) or self.workers
+        self.last = client.submit(func, *args, key=f"{key}-{uuid.uuid4().hex[:12]}", pure=False,
+                                  resources={BENCH_RESOURCE: 1}, workers=list(workers),
+                                  allow_other_workers=False, **kwargs)
+        self.last.add_done_callback(self._answered)
+        return self.last
 
     def _answered(self, future: Future) -> None:
         if future.status == "finished":
             self.answered_at = time.monotonic()
+
+    def _answered_lately(self) -> bool:
+        """Its last task came back finished (not lost with its worker) within ``ANSWERED_FRESH_S``."""
+        return (self.last is not None and self.last.status == "finished"
+                and time.monotonic() - self.answered_at < ANSWERED_FRESH_S)
 
     def alive(self, client: Client) -> bool:
         """Whether a worker this host's runs were submitted to is still in the cluster (a run pinned to
