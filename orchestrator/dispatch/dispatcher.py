@@ -112,7 +112,7 @@ def run_sweep(
         cancel.clear()
         sweep = _Dispatch(client, list(runs), chosen, cancel, progress, lock_path, continue_on_error, more)
         host = chosen[0].submit(client, bench_host_record, key="shasweep-host").result()
-        client.subscribe_topic(PROGRESS_TOPIC, progress.handle_event)
+        client.subscribe_topic(PROGRESS_TOPIC, sweep.on_event)
         client.log_event(PROGRESS_TOPIC, _planned_message(sweep.runs))
         dispatch_started = time.monotonic()
         try:
@@ -143,6 +143,16 @@ class _Dispatch:
     continue_on_error: bool
     more: MoreRuns | None
     _next_cancel_look: float = 0.0
+    announced: dict[str, dict] = field(default_factory=dict)  # run key -> the outcome its task published
+
+    def on_event(self, event: tuple[float, dict]) -> None:
+        """``PROGRESS_TOPIC`` handler: the progress bars, and the outcome a finished task published
+        (``_settled`` takes it instead of fetching the task's result)."""
+        _, msg = event
+        if (isinstance(msg, dict) and msg.get("event") == "finished" and isinstance(msg.get("outcome"), dict)
+                and msg.get("sweep_id") == self.runs[0].sweep_id and msg.get("token") == self.runs[0].token):
+            self.announced[str(msg.get("run_key"))] = msg["outcome"]
+        self.progress.handle_event(event)
 
     def cancel_requested(self) -> bool:
         """Whether the sweep's cancel event is set, asked of the scheduler at most every
@@ -153,6 +163,7 @@ class _Dispatch:
         return self.cancel.is_set()
 
     def submit(self, host: BenchHost, run: PlannedRun) -> Future:
+        self.announced.pop(run.run_key, None)  # an earlier attempt's, never this one's
         return host.submit(self.client, execute_run, run, lock_path=self.lock_path, key=task_key(run))
 
     def extend(self) -> bool:
@@ -191,7 +202,7 @@ def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
         if outcome is None:
             future = sweep.submit(target, run)
             try:
-                outcome = _await_run(sweep.client, future, run, target)
+                outcome = _await_run(sweep.client, future, run, target, sweep.announced)
             except KeyboardInterrupt:
                 sweep.cancel.set()
                 outcome = _await_cancelled(future, run)
@@ -240,7 +251,7 @@ def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
                                                 "host_id": host_id, "run_keys": keys, "token": runs[0].token})
 
     hooks = RoundHooks(
-        execute=sweep.submit, settle=lambda future, run: _settled(future, run),
+        execute=sweep.submit, settle=lambda future, run: _settled(future, run, sweep.announced),
         on_outcome=sweep.progress.run_finished, stop_after=stop_after, cancelled=sweep.cancel_requested,
         cancel=sweep.cancel.set, on_requeued=requeued)
     return run_rounds(sweep.client, split_rounds(runs), sweep.hosts, hooks)
@@ -304,7 +315,8 @@ def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None)
                                                  "throughput", "wall_s", "host_id")} for o in outcomes]}
 
 
-def _await_run(client: Client, future: Future, run: PlannedRun, host: BenchHost) -> dict:
+def _await_run(client: Client, future: Future, run: PlannedRun, host: BenchHost,
+               announced: dict[str, dict]) -> dict:
     """The run's outcome; a task error or a vanished bench worker becomes a ``failed`` outcome."""
     while True:
         try:
@@ -317,16 +329,18 @@ def _await_run(client: Client, future: Future, run: PlannedRun, host: BenchHost)
                                      f"{run.run_key}")
                 return _failed(run, str(error))
     try:
-        return _settled(future, run)
+        return _settled(future, run, announced)
     except LostResult as exc:
         return _failed(run, str(exc))
 
 
-def _settled(future: Future, run: PlannedRun) -> dict:
-    """The outcome of a done bench future; a task error becomes a ``failed`` outcome. ``LostResult``
-    when the outcome is gone with its worker (a restricted task is never recomputed elsewhere, so
-    waiting for it would hang)."""
+def _settled(future: Future, run: PlannedRun, announced: dict[str, dict]) -> dict:
+    """The outcome of a done bench future (the one its task published, ``announced``, else fetched);
+    a task error becomes a ``failed`` outcome. ``LostResult`` when the outcome is gone with its worker
+    (a restricted task is never recomputed elsewhere, so waiting for it would hang)."""
     if future.status == "finished":
+        if (published := announced.pop(run.run_key, None)) is not None:
+            return published
         try:
             return future.result(timeout=RESULT_FETCH_TIMEOUT_S)
         except TimeoutError:

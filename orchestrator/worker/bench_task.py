@@ -91,7 +91,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         log_dir=str(log_dir), runs_file=str(files.runs), steps_file=str(files.steps),
     )
     publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
-                   wall_s=result.wall_s))
+                   wall_s=result.wall_s, outcome=outcome))  # the dispatcher takes it from here, unfetched
     return outcome
 
 
