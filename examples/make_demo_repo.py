@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 SLOW = '''"""Count words (first version: builds a list of every word, then counts by hand)."""
@@ -48,6 +49,22 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
 
 
+def commit(repo: Path, files: dict[Path, str], message: str) -> str:
+    """Write ``files`` (path -> text), commit everything; the new SHA."""
+    for path, text in files.items():
+        path.write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def cli(make: Callable[[Path], tuple[str, str]], script: str) -> None:
+    """``python examples/<script> DIR``: make the repository, print its two SHAs."""
+    if len(sys.argv) != 2:
+        sys.exit(f"usage: python examples/{script} DIR")
+    print(*make(Path(sys.argv[1])))
+
+
 def make_demo_repo(repo: Path) -> tuple[str, str]:
     """Write and commit the two versions; returns (first SHA, second SHA)."""
     package = repo / "demolib"
@@ -55,16 +72,9 @@ def make_demo_repo(repo: Path) -> tuple[str, str]:
     git(repo, "init", "-q")
     (package / "__init__.py").write_text(INIT)
     (package / "__main__.py").write_text(MAIN)
-    shas = []
-    for source, message in ((SLOW, "word counter"), (FAST, "faster word counter")):
-        (package / "wordcount.py").write_text(source)
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", message)
-        shas.append(git(repo, "rev-parse", "HEAD"))
-    return shas[0], shas[1]
+    return (commit(repo, {package / "wordcount.py": SLOW}, "word counter"),
+            commit(repo, {package / "wordcount.py": FAST}, "faster word counter"))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python examples/make_demo_repo.py DIR")
-    print(*make_demo_repo(Path(sys.argv[1])))
+    cli(make_demo_repo, "make_demo_repo.py")

@@ -13,6 +13,8 @@ To add a protocol: declare it in ``_DECLARATIONS`` and register its reader in
 from __future__ import annotations
 
 import enum
+import fnmatch
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -30,7 +32,9 @@ class Capability(enum.Flag):
     AUDIT_FIELDS = enum.auto()  # the bench reports what it loaded (header audit: git_sha, module file)
     MANY_CASES = enum.auto()  # one bench run measures many cases (benchmark suites)
     MEASURE_PARAM = enum.auto()  # the worker itself runs ``params.warmup`` + ``params.measure`` steps
-    RESULT_DOCUMENT = enum.auto()  # reads one document the bench writes to {result}, mapped by ``json:``
+    RESULT_DOCUMENT = enum.auto()  # reads one document the bench writes to {result}
+    JSON_MAPPING = enum.auto()  # the sweep's ``json`` block says where that document's numbers are
+    WHOLE_RUN_PHASES = enum.auto()  # each phase times the whole run (wall, user, sys), not a part of a step
 
 
 @dataclass(frozen=True)
@@ -70,24 +74,61 @@ TIMED_METRICS: tuple[str, ...] = ("max_rss_mib",)
 
 def _v1(mapping: Mapping[str, object]) -> ProtocolInfo:
     return ProtocolInfo("v1", Capability.STEPS | Capability.LIVE_STREAM | Capability.THROUGHPUT_WINDOW
-                        | Capability.AUDIT_FIELDS, phases=None, metrics=None)
+                        | Capability.AUDIT_FIELDS | Capability.CONTROL_CHANNEL, phases=None, metrics=None)
 
 
 def _json(mapping: Mapping[str, object]) -> ProtocolInfo:
     phases, metrics = mapping.get("phases") or {}, mapping.get("metrics") or {}
     window = Capability.THROUGHPUT_WINDOW if mapping.get("measure_wall_s") else Capability.NONE
-    return ProtocolInfo("json", Capability.RESULT_DOCUMENT | window, phases=tuple(phases),  # type: ignore[arg-type]
+    return ProtocolInfo("json", Capability.RESULT_DOCUMENT | Capability.JSON_MAPPING | window,
+                        phases=tuple(phases),  # type: ignore[arg-type]
                         metrics=tuple(metrics))  # type: ignore[arg-type]
 
 
 def _time(mapping: Mapping[str, object]) -> ProtocolInfo:
-    return ProtocolInfo("time", Capability.STEPS | Capability.MEASURE_PARAM, phases=TIMED_PHASES,
+    return ProtocolInfo("time", Capability.STEPS | Capability.MEASURE_PARAM | Capability.WHOLE_RUN_PHASES,
+                        phases=TIMED_PHASES,
                         metrics=TIMED_METRICS, throughput_unit="runs")
 
 
+TIME_METRIC = "time_ms"  # a suite benchmark's time per call (lower is better), whatever tool wrote it
+CPU_TIME_METRIC = "cpu_time_ms"  # gbench's CPU time per iteration
+SUITE_PHASES: dict[str, tuple[str, ...]] = {  # what each suite reader gives every benchmark
+    "pyperf": (TIME_METRIC,), "pytest-benchmark": (TIME_METRIC,), "gbench": (TIME_METRIC, CPU_TIME_METRIC)}
+_SUITE_STEPS: dict[str, Capability] = {  # every run has per-value samples (step rows)
+    "pyperf": Capability.STEPS, "pytest-benchmark": Capability.NONE, "gbench": Capability.NONE}
+
+
+def _suite(name: str) -> Callable[[Mapping[str, object]], ProtocolInfo]:
+    """A benchmark suite's output file: each benchmark its time per call, ``time_ms`` (lower is
+    better); throughput is calls per second."""
+    def declare(mapping: Mapping[str, object]) -> ProtocolInfo:
+        return ProtocolInfo(name, Capability.RESULT_DOCUMENT | Capability.MANY_CASES | _SUITE_STEPS[name],
+                            phases=SUITE_PHASES[name], metrics=(), throughput_unit="calls")
+    return declare
+
+
 _DECLARATIONS: dict[str, Callable[[Mapping[str, object]], ProtocolInfo]] = {
-    "v1": _v1, "json": _json, "time": _time}
+    "v1": _v1, "json": _json, "time": _time, **{name: _suite(name) for name in SUITE_PHASES}}
 PROTOCOLS: tuple[str, ...] = tuple(_DECLARATIONS)
+
+
+# Suites (``MANY_CASES``): one bench run, many cases. How the spec, the plan, the worker and the
+# report name them (docs/design.md, "Suites").
+SUITE_CASE = "(suite)"  # the case of a suite run: one bench run whose output holds many cases
+DISCOVER = "*"  # ``cases: discover``: every benchmark the suite's output holds
+
+
+def case_matches(case: str, pattern: str) -> bool:
+    """Whether ``case`` is ``pattern`` or matches it as a glob (``*``, ``?``, ``[...]``); the exact name
+    wins, so a pytest id like ``test_x[1]`` names itself."""
+    return case == pattern or fnmatch.fnmatchcase(case, pattern)
+
+
+def suite_case_key(suite_run_key: str, case: str) -> str:
+    """The run key of ``case`` read from the suite run ``suite_run_key``: deterministic, so a re-run
+    of the suite replaces each case's files."""
+    return hashlib.sha256(f"{suite_run_key}\0{case}".encode()).hexdigest()[:20]
 
 
 def describe(protocol: str | None, mapping: Mapping[str, object] | None = None) -> ProtocolInfo:

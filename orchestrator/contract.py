@@ -8,6 +8,7 @@ Imports nothing of the orchestrator (see docs/design.md, "Code layout").
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 AUDIT_FAILED = "audit_failed"  # ran to the end, but failed its audit (orchestrator.worker.run_audit)
@@ -89,13 +90,20 @@ class PlannedRun:
     results_root: str = "results"
     token: str = ""  # the sweep's client token: in its cancel event name and its progress messages
     pythonpath: tuple[str, ...] = (".",)  # worktree-relative directories first on the bench's PYTHONPATH
-    protocol: str = "v1"  # v1 | json | time (docs/design.md, "Protocols")
+    protocol: str = "v1"  # a name ``orchestrator.capabilities`` declares (docs/design.md, "Protocols")
     json_mapping: dict = field(default_factory=dict)  # protocol json: throughput, phases, metrics paths
     # modules that must be imported from the SHA's worktree; None: the protocol's default
     # (worker.module_audit.modules_to_audit)
     audit_modules: tuple[str, ...] | None = None
     prepare: tuple[tuple[str, ...], ...] = ()  # argvs run once per new worktree of the SHA
     sweep_dir: str = ""  # absolute directory of the sweep YAML ({sweep_dir})
+    # a suite run (case ``capabilities.SUITE_CASE``): the names and globs of the cases its output gives
+    suite_cases: tuple[str, ...] = ()
+    # order: lockstep: block_steps, blocks, block_warmup, fallback (stop | interleaved) and, where the
+    # plan added the control option to envruntime's command, plain_argv (the template without it);
+    # empty for every other order (docs/design.md, "Run protocol", control channel)
+    lockstep: dict = field(default_factory=dict)
+    quiet: dict = field(default_factory=dict)  # the sweep's quiet: max_load, max_steal, max_wait_s; {}: none
     max_steps: int | None = None  # a run reporting more steps fails (the sweep's max_steps); None: no cap
 
     def to_dict(self) -> dict:
@@ -108,3 +116,15 @@ class PlannedRun:
         return {"run_key": self.run_key, "order": self.order, "side": self.side, "case": self.case,
                 "sha": self.sha, "repeat": self.repeat, "host_id": None, "status": None, "error": None,
                 "throughput": None, "wall_s": None, "exit_code": None, **fields}
+
+
+def block_spans(blocks: Iterable[dict]) -> list[dict]:
+    """A lockstep round's blocks (each with ``side``, ``started``, ``ended`` epoch seconds, ``warmup``)
+    as spans from the round's first start, as the live board and the report draw them: ``side``,
+    ``left``, ``right`` (s), ``warmup``, ``block``, ``cycle``, ``wall_s``; blocks without times left out."""
+    timed = [b for b in blocks if all(isinstance(b.get(k), int | float) and not isinstance(b.get(k), bool)
+                                      for k in ("started", "ended"))]
+    origin = min((b["started"] for b in timed), default=0.0)
+    return [{"side": b.get("side"), "left": b["started"] - origin, "right": b["ended"] - origin,
+             "warmup": bool(b.get("warmup")), "block": b.get("block"), "cycle": b.get("cycle"),
+             "wall_s": b.get("wall_s")} for b in timed]

@@ -5,7 +5,8 @@ Exit codes (documented in docs/cli.md and ``shasweep --help``):
 * 0 ``EXIT_OK``: everything ran and every gate passed
 * 1 ``EXIT_GATE_FAILED``: all runs ran, at least one gate failed
 * 2 ``EXIT_INVALID``: invalid input (sweep YAML, overrides, refs, repo, results root, sweep id),
-  reported before anything is dispatched
+  reported before anything is dispatched; or a bench that cannot do what the sweep asks, found at
+  its first round (``order: lockstep`` with a SHA whose bench has no control channel)
 * 3 ``EXIT_RUN_FAILED``: a run failed, timed out or was cancelled, or the cluster could not run it
 * 4 ``EXIT_GATE_INCONCLUSIVE``: all runs ran, no gate failed, at least one gate is inconclusive (its
   confidence interval straddles the bound: more repeats are needed to decide)

@@ -132,6 +132,11 @@ class Backend(Protocol):
         """Add (len, 2) world-frame xy velocity to the free base of rows ``env_ids`` (pushes)."""
         ...
 
+    def synchronize(self) -> None:
+        """Wait until every piece of work queued on the backend's device is done (a no-op on CPU
+        backends, whose steps return when their work is done): a lockstep block ends with it."""
+        ...
+
     def close(self) -> None:
         """Release threads and device memory."""
         ...

@@ -208,6 +208,10 @@ class MjwarpBackend:
         """Host<->device bytes that resets and kicks moved so far (their rows only)."""
         return self._rows.bytes_moved
 
+    def synchronize(self) -> None:
+        """Wait for every kernel and copy queued on the device."""
+        self._wp.synchronize_device(self._device)
+
     def close(self) -> None:
         """Drop the graphs and device arrays."""
         self._launches.clear()

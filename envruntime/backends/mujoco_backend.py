@@ -103,6 +103,9 @@ class MujocoBackend:
         self._qvel[ids, 0:2] += dvel_xy
         self._batch.forward(ids, stage=_VEL)
 
+    def synchronize(self) -> None:
+        """Nothing to wait for: ``step`` returns when the pool's work is done."""
+
     def close(self) -> None:
         """Drop the batch (its thread pool and MjData)."""
         self._batch = None

@@ -2,7 +2,7 @@
 
     python -m envruntime.bench --algo sac --task go2_joystick_flat --sim mujoco --variant manager \\
         --num-envs 8192 --warmup 10 --measure 100 --replay-capacity 64 --seed 0 --threads 2 \\
-        [--actions actor|pregenerated] [--device cpu|cuda] --stream PATH
+        [--actions actor|pregenerated] [--device cpu|cuda] [--control FIFO] --stream PATH
 
 ``--actions pregenerated`` cycles a bank of random actions drawn before the measured window (the
 seeds' method: no actor forward while collecting, ``policy_ms`` 0.0); ``--device cuda`` runs the
@@ -12,9 +12,15 @@ the actor on the CPU and are recorded in the header's params and in ``audit.coll
 Records go to ``--stream`` (a file or FIFO), never stdout: a ``header`` (case, params, audit), one
 ``step`` per vector step (``warmup`` flagged, every phase, ``resets``), then a ``summary``
 (throughput = num_envs * measured steps / measured wall seconds, phase means over measured
-steps, peak RSS). ``--threads 0`` (the default) means every CPU of the affinity mask for the
-physics backend and Numba's parallel kernels (capped at ``NUMBA_NUM_THREADS``; see
-``envruntime.kernels.parallel`` for the threading layer and its wait policy). The actor's torch uses
+steps, peak RSS). With ``--control FIFO`` (a lockstep sweep, docs/design.md "Run protocol") the
+header says ``"control": 1``, the env is built and reset, and then the steps come from the FIFO's
+commands instead of ``--warmup``/``--measure``: each ``run`` command runs its steps (tagged with
+its ``block``), synchronises the devices (the actor's CUDA, MJWarp) and writes a ``block`` record;
+``end`` or end-of-file writes the summary over the measured blocks.
+
+``--threads 0`` (the default) means every CPU of the affinity mask for the physics backend and
+Numba's parallel kernels (capped at ``NUMBA_NUM_THREADS``; see ``envruntime.kernels.parallel`` for
+the threading layer and its wait policy). The actor's torch uses
 ``ENVRUNTIME_TORCH_THREADS`` threads, default 1: the actor runs between physics steps on the same
 cores, and torch's OpenMP workers spin-wait after each forward while the physics pool needs those
 cores (measured on a 2-core host at N=4096: 2 torch threads made ``policy_ms`` 3-8x and
@@ -31,10 +37,11 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from time import perf_counter
+from time import perf_counter, time
 from typing import NoReturn
 
 import numba
@@ -42,9 +49,9 @@ import torch
 
 from envruntime.backends import SIMS, default_threads
 from envruntime.bench.header import build_audit
-from envruntime.bench.protocol import StreamWriter
+from envruntime.bench.protocol import StreamWriter, control_commands
 from envruntime.collect.actors import ALGOS
-from envruntime.collect.collector import make_collector
+from envruntime.collect.collector import Collector, make_collector
 from envruntime.collect.policy import ACTIONS, DEVICES, CudaUnavailableError, torch_device
 from envruntime.envs.vecenv import VecEnv
 from envruntime.kernels.parallel import threading_layer
@@ -87,6 +94,7 @@ class BenchConfig:
     stream: str
     actions: str = "actor"  # or "pregenerated"
     device: str = "cpu"  # the actor's torch device: "cpu" or "cuda"
+    control: str | None = None  # the lockstep control FIFO; None: run --warmup then --measure steps
 
     def validate(self) -> None:
         """Raise InvalidArgument naming the first wrong field and its valid values."""
@@ -104,6 +112,8 @@ class BenchConfig:
             torch_device(self.device)
         except CudaUnavailableError as exc:
             raise InvalidArgument(str(exc)) from None
+        if self.control is not None and not _is_fifo(self.control):
+            raise InvalidArgument(f"--control {self.control!r} is not a FIFO (made with mkfifo)")
 
     def case(self) -> dict[str, str]:
         return {"algo": self.algo, "task": self.task, "sim": self.sim, "variant": self.variant}
@@ -113,6 +123,13 @@ class BenchConfig:
         return {"num_envs": self.num_envs, "warmup": self.warmup, "measure": self.measure,
                 "replay_capacity": self.replay_capacity, "seed": self.seed, "threads": threads,
                 "actions": self.actions, "device": self.device}
+
+
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "actions drawn before the measured window (policy_ms 0.0)")
     parser.add_argument("--device", default="cpu", help=f"the actor's device, one of: {', '.join(DEVICES)}")
     parser.add_argument("--stream", required=True, help="file or FIFO receiving the NDJSON records")
+    parser.add_argument("--control", help="FIFO of the lockstep control channel: run the steps it commands")
     return parser
 
 
@@ -160,28 +178,55 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+class _Measured:
+    """Runs collector steps in blocks and keeps the sums the summary needs."""
+
+    def __init__(self, collector: Collector, writer: StreamWriter) -> None:
+        self.collector, self.writer = collector, writer
+        self.next_step, self.steps, self.wall_s = 0, 0, 0.0
+        self.sums: dict[str, float] = {}
+
+    def block(self, steps: int, warmup: bool, block: int | None = None) -> None:
+        """``steps`` steps; a commanded ``block`` also synchronises the devices and writes its record."""
+        started, start = time(), perf_counter()
+        for _ in range(steps):
+            result = self.collector.step()
+            self.writer.step(self.next_step, warmup, result.phases, result.resets, block)
+            self.next_step += 1
+            if not warmup:
+                for phase, ms in result.phases.items():
+                    self.sums[phase] = self.sums.get(phase, 0.0) + ms
+        if block is not None:
+            self.collector.synchronize()
+        wall_s = perf_counter() - start
+        if not warmup:
+            self.steps += steps
+            self.wall_s += wall_s
+        if block is not None:
+            self.writer.block(block, steps, wall_s, warmup, started, time())
+
+
 def run(config: BenchConfig, env: VecEnv, threads: int, writer: StreamWriter) -> None:
-    """Write the header, run warm-up + measured collector steps, write the summary."""
+    """Write the header, run warm-up + measured collector steps (or the control channel's blocks),
+    write the summary."""
     collector = make_collector(env, config.algo, config.replay_capacity, config.actions, config.device,
                                config.seed)
-    writer.header(config.case(), config.params(threads), build_audit(env, collector.policy.audit()))
+    writer.header(config.case(), config.params(threads), build_audit(env, collector.policy.audit()),
+                  control=config.control is not None)
     collector.reset(config.seed)
-    sums: dict[str, float] = {}
-    start = perf_counter()
-    for index in range(config.warmup + config.measure):
-        warmup = index < config.warmup
-        if index == config.warmup:
-            start = perf_counter()
-        result = collector.step()
-        writer.step(index, warmup, result.phases, result.resets)
-        if not warmup:
-            for phase, ms in result.phases.items():
-                sums[phase] = sums.get(phase, 0.0) + ms
-    wall_s = perf_counter() - start
+    measured = _Measured(collector, writer)
+    if config.control is None:
+        measured.block(config.warmup, warmup=True)
+        measured.block(config.measure, warmup=False)
+    else:
+        for block, steps, warmup in control_commands(config.control):
+            measured.block(steps, warmup, block)
+    if measured.steps == 0 or measured.wall_s <= 0:
+        raise RuntimeError("the control channel ended before any measured block")
     writer.summary(
-        throughput=config.num_envs * config.measure / wall_s,
-        measure_wall_s=wall_s,
-        phase_means_ms={phase: total / config.measure for phase, total in sums.items()},
+        throughput=config.num_envs * measured.steps / measured.wall_s,
+        measure_wall_s=measured.wall_s,
+        phase_means_ms={phase: total / measured.steps for phase, total in measured.sums.items()},
         peak_rss_mb=peak_rss_mb(),
     )
 

@@ -1,4 +1,5 @@
-"""Run protocol v1 (docs/design.md "Run protocol"): NDJSON records written to the ``--stream`` path.
+"""Run protocol v1 (docs/design.md "Run protocol"): NDJSON records written to the ``--stream`` path,
+and the lockstep control channel's commands read from ``--control``.
 
 Every record is one ``json.dumps`` + one write + one flush, so a reader on a FIFO sees each
 record as soon as it exists and a crash never loses the records already written.
@@ -10,11 +11,13 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TextIO
 
 PROTOCOL_VERSION = 1
+CONTROL_VERSION = 1  # the header's "control": this bench takes its steps from the control channel
 TRACEBACK_TAIL_LINES = 20
 
 
@@ -40,12 +43,23 @@ class StreamWriter:
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
 
-    def header(self, case: dict[str, str], params: dict[str, int | str], audit: dict[str, Any]) -> None:
-        self.write({"kind": "header", "protocol": PROTOCOL_VERSION, "case": case, "params": params,
-                    "audit": audit})
+    def header(self, case: dict[str, str], params: dict[str, int | str], audit: dict[str, Any],
+               control: bool = False) -> None:
+        """The header; ``control``: declare that the bench takes its steps from the control channel."""
+        record = {"kind": "header", "protocol": PROTOCOL_VERSION, "case": case, "params": params,
+                  "audit": audit}
+        self.write(record | ({"control": CONTROL_VERSION} if control else {}))
 
-    def step(self, step: int, warmup: bool, phases: dict[str, float], resets: int) -> None:
-        self.write({"kind": "step", "step": step, "warmup": warmup, "phases": phases, "resets": resets})
+    def step(self, step: int, warmup: bool, phases: dict[str, float], resets: int,
+             block: int | None = None) -> None:
+        record = {"kind": "step", "step": step, "warmup": warmup, "phases": phases, "resets": resets}
+        self.write(record if block is None else record | {"block": block})
+
+    def block(self, block: int, steps: int, wall_s: float, warmup: bool, started: float,
+              ended: float) -> None:
+        """The end of a commanded block: its steps, its wall seconds, and when it ran (epoch seconds)."""
+        self.write({"kind": "block", "block": block, "steps": steps, "wall_s": wall_s, "warmup": warmup,
+                    "started": started, "ended": ended})
 
     def summary(self, throughput: float, measure_wall_s: float, phase_means_ms: dict[str, float],
                 **extra: Any) -> None:
@@ -69,3 +83,18 @@ class StreamWriter:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def control_commands(path: str | Path) -> Iterator[tuple[int, int, bool]]:
+    """``(block, steps, warmup)`` of each ``run`` command read from the control FIFO at ``path``, until
+    ``end`` or end-of-file; blocks while none is waiting. ValueError for anything else."""
+    with open(path, encoding="utf-8") as channel:
+        for line in channel:
+            if not line.strip():
+                continue
+            command = json.loads(line)
+            if not isinstance(command, dict) or command.get("cmd") not in ("run", "end"):
+                raise ValueError(f"unknown control command {line.strip()[:200]!r}")
+            if command["cmd"] == "end":
+                return
+            yield int(command["block"]), int(command["steps"]), bool(command.get("warmup", False))

@@ -79,6 +79,11 @@ class Collector:
         resets = int(np.count_nonzero(np.logical_or(result.terminated, result.truncated, out=self._done)))
         return CollectorStep(phases=phases, resets=resets)
 
+    def synchronize(self) -> None:
+        """Wait for the policy's and the backend's devices, so no queued work outlives the call."""
+        self.policy.synchronize()
+        self.env.backend.synchronize()
+
 
 def make_policy(env: VecEnv, algo: str, actions: str = "actor", device: str = "cpu", seed: int = 0) -> Policy:
     """``algo``'s actor on ``device`` (``actions="actor"``) or a bank of random actions drawn

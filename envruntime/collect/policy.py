@@ -40,6 +40,10 @@ class Policy(Protocol):
         """What the header's audit records about this policy."""
         ...
 
+    def synchronize(self) -> None:
+        """Wait until the policy's device has finished its queued work."""
+        ...
+
 
 def torch_device(name: str) -> torch.device:
     """The torch device for ``--device name``; CudaUnavailableError when CUDA is asked and absent."""
@@ -74,6 +78,10 @@ class ActorPolicy:
             torch.cuda.synchronize(self.device)
             return self._host.numpy()
 
+    def synchronize(self) -> None:
+        if self._cuda:
+            torch.cuda.synchronize(self.device)
+
     def audit(self) -> dict[str, Any]:
         name = torch.cuda.get_device_name(self.device) if self._cuda else "cpu"
         return {"actions": "actor", "device": self.device.type, "device_name": name,
@@ -94,6 +102,9 @@ class PregeneratedPolicy:
         action = self.bank[self._next]
         self._next = (self._next + 1) % len(self.bank)
         return action
+
+    def synchronize(self) -> None:
+        """Nothing runs on a device."""
 
     def audit(self) -> dict[str, Any]:
         return {"actions": "pregenerated", "device": None, "device_name": None,

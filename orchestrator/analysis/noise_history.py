@@ -17,9 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import POWER
-from orchestrator.spec.schema import GateSpec
 from orchestrator.store import query
 from orchestrator.store.reuse import REUSED_COLUMN
 
@@ -78,21 +76,3 @@ def rounds_to_pass(cv: float, bound: float, confidence: float) -> int | None:
     reach = (sps.t.ppf(0.5 + confidence / 2, n - 1) + sps.t.ppf(POWER, n - 1)) * sigma / np.sqrt(n)
     enough = np.nonzero(reach <= distance)[0]
     return int(n[enough[0]]) if distance > 0 and enough.size else None
-
-
-def noise_lines(results_root: Path, gates: list[GateSpec], cases: list[str], hostname: str,
-                looks: Looks) -> list[str]:
-    """``plan``'s lines: per gate bound and case, the earlier noise and the rounds it suggests (at
-    the confidence of a late look when the sweep is adaptive)."""
-    lines = []
-    for gate in gates:
-        noise = earlier_noise(results_root, [gate.case] if gate.case else cases, gate.metric, hostname)
-        confidence = looks.confidence_at(looks.last, gate.confidence)
-        for case, found in sorted(noise.items()):
-            for bound in (b for b in (gate.min_ratio, gate.max_ratio) if b is not None):
-                rounds = rounds_to_pass(found.cv, bound, confidence)
-                lines.append(f"estimate: {case} {gate.metric} run CV {100 * found.cv:.1f}% on {hostname} "
-                             f"({found.sweeps} earlier sweeps): an unchanged side clears {bound:g}x with 80% "
-                             f"power after ~{rounds} rounds")
-    return lines
-

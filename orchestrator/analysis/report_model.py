@@ -11,6 +11,7 @@ failure counts as not ok. Rendering is ``orchestrator.render``'s.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,14 +22,19 @@ from orchestrator.analysis import drift, host_agreement, stats
 from orchestrator.analysis.disturbed import COLUMNS as DISTURBANCE_COLUMNS
 from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
+from orchestrator.analysis.lockstep import LOCKSTEP_COLUMNS, LockstepView, lockstep_view
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.software import SOFTWARE_COLUMNS
+from orchestrator.analysis.suites import SuiteSummary, run_count, summarize_suite, sweep_cases
 from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates, gates_exit_code
 from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
+from orchestrator.capabilities import TIME_METRIC
 from orchestrator.errors import EXIT_RUN_FAILED
+from orchestrator.spec.anyrepo import is_suite
 from orchestrator.spec.record import SweepRecord
 from orchestrator.spec.schema import SweepSpec
 from orchestrator.store import query
+from orchestrator.store.parquet import QUIET_COLUMNS
 from orchestrator.store.records import read_record
 
 AUDIT_COLUMNS: tuple[str, ...] = ("audit_env_class", "audit_backend_class", "audit_git_sha", "audit_threads",
@@ -43,8 +49,10 @@ FAILURE_COLUMNS: tuple[str, ...] = ("run_key", "case", "side", "status", "error"
 
 
 _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
-    ("run_key", "sweep_id", "side", "case", "sha", "status", "error", host_agreement.HOST_COLUMN,
-     *AUDIT_COLUMNS, *RUN_SOURCE_COLUMNS, *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS)))
+    ("run_key", "sweep_id", "side", "case", "sha", "status", "error", "suite_run_key", "bad_input",
+     host_agreement.HOST_COLUMN,
+     *AUDIT_COLUMNS, *RUN_SOURCE_COLUMNS, *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS,
+     *LOCKSTEP_COLUMNS)))
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,8 @@ class Report:
     disturbed: pd.DataFrame = field(default_factory=pd.DataFrame)  # disturbed.disturbed_runs of the ok runs
     waivers: list[Waiver] = field(default_factory=list)  # the waiver log, revocations included
     by_host: host_agreement.HostsView | None = None  # medians per bench host and hosts that disagree
+    suites: list[SuiteSummary] = field(default_factory=list)  # a suite protocol's cases, per side
+    lockstep: LockstepView | None = None  # the order each case ran in, block pairs, quiet waits
 
     @property
     def exit_code(self) -> int:
@@ -94,7 +104,8 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
                        + [("steps", pa.int64()), ("repeat", pa.int64()), ("host_cpu_logical", pa.int64()),
                           ("audited", pa.bool_()),
                           ("started_at", pa.timestamp("us", tz="UTC"))]
-                       + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])])
+                       + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])]
+                       + [(name, kind) for name, kind in QUIET_COLUMNS.items()])
     return query.read_runs(results_root, query.Where(sweeps=[sweep_id]), schema)
 
 
@@ -103,7 +114,7 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
     ``history`` (``drift.load_history``) holds earlier sweeps' runs to check drift against."""
     runs = apply_audit(runs, record)
     spec = record.spec
-    baseline, cases, sides = spec.baseline, list(spec.cases), list(spec.sides)
+    baseline, cases, sides = spec.baseline, sweep_cases(spec, runs), list(spec.sides)
     metrics = report_metrics(spec, runs)
     ok = runs[runs["status"] == "ok"]
     counts = {(c, s): (int(((ok["case"] == c) & (ok["side"] == s)).sum()),
@@ -126,12 +137,26 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
         gates=apply_waivers(evaluate_gates(spec.gates, cases, sides, comparer, Looks.of_spec(spec)),
                             active_waivers(waivers)),
         audit=_audit(runs, sides),
-        failures=failures, missing=max(record.planned_runs - len(runs) - len(unwritten), 0),
+        failures=failures, missing=max(record.planned_runs - run_count(runs) - len(unwritten), 0),
         drift=[] if history is None else drift.find_drift(ok, history, metrics, spec.drift_threshold),
         disturbed=disturbed_runs(ok),
         waivers=waivers,
         by_host=host_agreement.hosts_view(ok, cases, sides, baseline, metrics),
+        suites=_suites(spec, comparer, cases, sides, rows),
+        lockstep=lockstep_view(runs, baseline),
     )
+
+
+def _suites(spec: SweepSpec, comparer: Comparer, cases: list[str], sides: list[str],
+            rows: list[MetricRow]) -> list[SuiteSummary]:
+    """For a protocol whose runs measure many cases (a benchmark suite) with more than one case: per
+    non-baseline side, its cases' ``time_ms`` sorted by change and their geometric mean ratio."""
+    if len(cases) < 2 or not is_suite(spec):
+        return []
+    ratios = {(r.case, r.side): r.ratio for r in rows if r.metric == TIME_METRIC}
+    return [summarize_suite(comparer, cases, side, TIME_METRIC, {c: ratios.get((c, side), math.nan)
+                                                                 for c in cases})
+            for side in sides if side != spec.baseline]
 
 
 def sweep_comparer(spec: SweepSpec, ok: pd.DataFrame) -> Comparer:
@@ -145,7 +170,7 @@ def sweep_gates(record: SweepRecord, runs: pd.DataFrame) -> list[GateVerdict]:
     spec = record.spec
     audited = apply_audit(runs, record)
     ok = audited[audited["status"] == "ok"]
-    return evaluate_gates(spec.gates, list(spec.cases), list(spec.sides), sweep_comparer(spec, ok),
+    return evaluate_gates(spec.gates, sweep_cases(spec, audited), list(spec.sides), sweep_comparer(spec, ok),
                           Looks.of_spec(spec))
 
 
@@ -170,7 +195,7 @@ def reported_metrics(runs: pd.DataFrame) -> list[str]:
     """``throughput`` and every float column of the runs that some ok run reported besides the run's
     own bookkeeping: the phases (``*_ms``) first, then the other metrics, each in column order."""
     ok = runs[runs["status"] == "ok"] if "status" in runs else runs
-    own = {"throughput", "wall_s", "measure_wall_s", "steps", "exit_code", "repeat", "order"}
+    own = {"throughput", "wall_s", "measure_wall_s", "steps", "exit_code", "repeat", "order", "lock_wait_s"}
     numeric = [c for c in ok.columns if c not in own and not c.startswith(("host_", "audit_"))
                and pd.api.types.is_float_dtype(ok[c]) and ok[c].notna().any()]
     return ["throughput", *[c for c in numeric if c.endswith("_ms")],

@@ -16,8 +16,9 @@ error rate allows. Every verdict also says what the sweep could see: the change 
 would detect with 80 % power (``mde``) and, when INCONCLUSIVE, about how many rounds would decide it.
 
 Runs are paired by round when the order gives every round every side once (``interleaved``,
-``randomized`` blocks) and each side has at most one ok run per round: the rounds both sides ran
-(at least 2) are compared pair by pair, so a disturbance that hit a whole round cancels in the ratio.
+``randomized`` blocks, ``lockstep``) and each side has at most one ok run per round: the rounds both
+sides ran (at least 2) are compared pair by pair, so a disturbance that hit a whole round cancels in
+the ratio. A lockstep round's log ratio is the median of its block pairs' (``analysis.lockstep``).
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
-from orchestrator.analysis import intervals, stats
+from orchestrator.analysis import intervals, lockstep, stats
 from orchestrator.analysis.sequential import Looks
+from orchestrator.capabilities import case_matches
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK
 from orchestrator.spec.schema import GateSpec
 
@@ -43,7 +45,7 @@ class Verdict(StrEnum):
     INCONCLUSIVE = "INCONCLUSIVE"
 
 
-PAIRED_ORDERS: tuple[str, ...] = ("interleaved", "randomized")
+PAIRED_ORDERS: tuple[str, ...] = ("interleaved", "randomized", "lockstep")
 POWER = 0.8  # of the minimum detectable change
 MAX_LOG_CHANGE = 700.0  # exp() of more overflows a float: such a change is reported as infinite
 
@@ -100,6 +102,7 @@ class Comparer:
     _pooled: dict[tuple, dict[bool, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict, repr=False)
     _values: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
     _by_cell: dict[tuple[str, str], pd.DataFrame] | None = field(default=None, repr=False)
+    _blocks: dict[tuple[str, str], dict[int, list[dict]]] = field(default_factory=dict, repr=False)
 
     def values(self, case: str, side: str, metric: str, rounds: int | None = None) -> pd.Series:
         """The metric of the ok runs of (case, side), indexed by repeat; missing values dropped."""
@@ -146,6 +149,32 @@ class Comparer:
                 return cand[in_cand], base[in_base], True
         return cand, base, False
 
+    def round_log_ratios(self, case: str, side: str, metric: str, rounds: int | None = None) -> np.ndarray:
+        """The per-round log ratios of a paired cell, in round order: log(side / baseline) of the two
+        runs, or in a lockstep round whose runs kept their blocks, the median of its block pairs'
+        (``analysis.lockstep``)."""
+        cand_rounds, cand = self._arrays(case, side, metric, rounds)
+        base_rounds, base = self._arrays(case, self.baseline, metric, rounds)
+        common, in_cand, in_base = np.intersect1d(cand_rounds, base_rounds, return_indices=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.log(cand[in_cand]) - np.log(base[in_base])
+        if self.order == "lockstep":
+            cand_blocks, base_blocks = self._blocks_of(case, side), self._blocks_of(case, self.baseline)
+            for i, repeat in enumerate(common):
+                estimate = lockstep.round_log_ratio(base_blocks.get(int(repeat), []),
+                                                    cand_blocks.get(int(repeat), []), metric)
+                logs[i] = logs[i] if estimate is None else estimate
+        return logs
+
+    def _blocks_of(self, case: str, side: str) -> dict[int, list[dict]]:
+        """Repeat -> the blocks of (case, side)'s run of that round ({} without a ``blocks`` column)."""
+        if (case, side) not in self._blocks:
+            mine = self._cells().get((case, side), self.runs.iloc[:0])
+            cells = mine["blocks"] if "blocks" in mine else pd.Series(dtype=object)
+            self._blocks[(case, side)] = {int(r): lockstep.parse_blocks(b)
+                                          for r, b in zip(mine["repeat"], cells, strict=False)}
+        return self._blocks[(case, side)]
+
     def compare(self, case: str, side: str, metric: str, confidence: float = stats.DEFAULT_CONFIDENCE,
                 rounds: int | None = None, rank_test: bool = True) -> stats.Comparison:
         """``side`` against the baseline in ``case`` on ``metric`` (runs of rounds ``< rounds``);
@@ -158,6 +187,9 @@ class Comparer:
                 interval = self._pooled_interval(case, side, metric, rounds, cand, base, paired)
                 method = "pooled-noise " + ("trimmed t of per-round log ratios" if paired
                                             else "two-sample trimmed t of log values")
+            elif paired and self.order == "lockstep" and stats.log_interval(cand, base, paired=True):
+                interval = intervals.paired(self.round_log_ratios(case, side, metric, rounds))
+                method = "trimmed t of per-round block-pair medians (lockstep)"
             self._cache[key] = stats.compare(cand, base, paired=paired, confidence=confidence,
                                              interval=interval, method=method, rank_test=rank_test)
         cached = self._cache[key]
@@ -169,7 +201,7 @@ class Comparer:
             return None
         variance, df = self._pooled_noise(metric, rounds)[paired]
         if paired:
-            own = intervals.spread(np.log(cand) - np.log(base))
+            own = intervals.spread(self.round_log_ratios(case, side, metric, rounds))
             cell = intervals.with_pooled_noise(own, variance, df)
             return intervals.LogInterval(cell.center, np.sqrt(cell.term), cell.df)
         cells = [intervals.with_pooled_noise(intervals.spread(np.log(v)), variance, df) for v in (cand, base)]
@@ -188,7 +220,8 @@ class Comparer:
                     if stats.log_interval(cand, base, paired=paired) is None:
                         continue
                     if paired:
-                        spreads[True].append(intervals.spread(np.log(cand) - np.log(base)))
+                        logs = self.round_log_ratios(case, side, metric, rounds)
+                        spreads[True].append(intervals.spread(logs))
                     else:
                         spreads[False] += [intervals.spread(np.log(cand)), intervals.spread(np.log(base))]
             self._pooled[key] = {kind: intervals.pooled_variance(cells) if cells else (np.nan, np.nan)
@@ -198,10 +231,11 @@ class Comparer:
 
 def evaluate_gates(gates: list[GateSpec], cases: list[str], sides: list[str], comparer: Comparer,
                    looks: Looks | None = None) -> list[GateVerdict]:
-    """Every gate against every matching (case, non-baseline side); ``looks``: of an adaptive sweep."""
+    """Every gate against every matching (case, non-baseline side); ``looks``: of an adaptive sweep. A
+    gate's ``case`` is a name or a glob (a suite's cases)."""
     verdicts = []
     for index, gate in enumerate(gates):
-        for case in [gate.case] if gate.case else cases:
+        for case in [c for c in cases if case_matches(c, gate.case)] if gate.case else cases:
             for side in [gate.side] if gate.side else [s for s in sides if s != comparer.baseline]:
                 verdicts.append(gate_verdict(index, gate, case, side, comparer, looks))
     return verdicts
@@ -256,8 +290,7 @@ def detectable(comparison: stats.Comparison, gate: GateSpec, max_rounds: int | N
     from scipy import stats as sps
 
     alpha = 1 - comparison.confidence
-    log_mde = (sps.t.ppf(1 - alpha / 2, comparison.df) + sps.t.ppf(POWER, comparison.df)) * comparison.se
-    mde = math.expm1(log_mde) if log_mde < MAX_LOG_CHANGE else math.inf  # e.g. df 1 at a late look
+    mde = minimum_detectable(comparison.se, comparison.df, comparison.confidence)
     late_alpha = (1 - gate.confidence) / max_rounds if max_rounds else alpha
     distance = min(abs(comparison.center - math.log(value)) for _, value in _bounds(gate))
     n = min(comparison.n_candidate, comparison.n_baseline)
@@ -266,6 +299,17 @@ def detectable(comparison: stats.Comparison, gate: GateSpec, max_rounds: int | N
     factor = (sps.norm.ppf(1 - late_alpha / 2) + sps.norm.ppf(POWER)) * comparison.se / distance
     needed = math.ceil(n * factor ** 2)
     return mde, needed if needed < 10_000 else None
+
+
+def minimum_detectable(se: float, df: float, confidence: float) -> float:
+    """``exp((t(1 - alpha/2) + t(0.8)) * se) - 1`` with ``df`` degrees of freedom: the relative change
+    from a bound an interval at ``confidence`` excludes with 80 % power; infinite where that overflows
+    (e.g. df 1 at a late look)."""
+    from scipy import stats as sps
+
+    alpha = 1 - confidence
+    log_mde = (sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(POWER, df)) * se
+    return math.expm1(log_mde) if log_mde < MAX_LOG_CHANGE else math.inf
 
 
 def judge(comparison: stats.Comparison, gate: GateSpec) -> tuple[Verdict, str]:

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from orchestrator.cli.run import run_options
-from orchestrator.cli.servers import add_tls_arguments
+from orchestrator.cli.tls_options import add_tls_arguments
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.plan.bisect import AMBIGUOUS, FOUND
 from orchestrator.render import bisect_page

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from orchestrator.plan.expand import results_root_for
+from orchestrator.plan.roots import results_root_for
 from orchestrator.store.parquet import remove_stale_results_temps, stale_results_temps
 from orchestrator.worker.log_trim import DEFAULT_MAX_AGE_S, DEFAULT_MAX_MIB, logs_to_trim, remove_logs
 from orchestrator.worker.worktrees import WorktreePool, shasweep_home

@@ -11,7 +11,6 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
 from orchestrator.errors import EXIT_RUN_FAILED, ShasweepError
@@ -25,6 +24,14 @@ EPILOG = """exit codes:
 """
 
 
+TRY_EPILOG = """exit codes:
+  0  the run was ok and reported every metric the sweep's gates and metrics need
+  2  invalid input (sweep YAML, overrides, refs, --side, --case), nothing run
+  3  the run failed (its error says why: exit code, output tail, log files), or it did not report a
+     metric the sweep needs
+"""
+
+
 OTHER_EPILOG = """exit codes:
   0  done
   2  invalid input (arguments, sweep id, results root)
@@ -34,10 +41,24 @@ OTHER_EPILOG = """exit codes:
 
 def package_version() -> str:
     """The installed shasweep distribution's version."""
+    from importlib import metadata
+
     try:
         return metadata.version("shasweep")
     except metadata.PackageNotFoundError:
         return "unknown (not installed)"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show the installed version and exit", **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"{parser.prog} {package_version()}")
+        parser.exit()
 
 
 @dataclass(frozen=True)
@@ -48,6 +69,7 @@ class Command:
     add_arguments: Callable[[argparse.ArgumentParser], None]
     handler: Callable[[argparse.Namespace], int]
     judges_gates: bool = False  # its exit code follows the sweep's verdict: its help shows EPILOG
+    epilog: str | None = None  # its own exit codes (default: EPILOG or OTHER_EPILOG)
 
 
 def _lazy(module: str, name: str) -> Callable[..., Any]:
@@ -60,17 +82,19 @@ def _lazy(module: str, name: str) -> Callable[..., Any]:
 
 
 def _command(help_text: str, module: str, verb: str, judges_gates: bool = False,
-             arguments: str | None = None) -> Command:
+             arguments: str | None = None, epilog: str | None = None) -> Command:
     """``verb`` of ``orchestrator.cli.<module>``: ``add_<verb>_arguments`` (or ``arguments``) and
     ``cmd_<verb>``."""
     return Command(help_text, _lazy(module, arguments or f"add_{verb}_arguments"),
-                   _lazy(module, f"cmd_{verb}"), judges_gates)
+                   _lazy(module, f"cmd_{verb}"), judges_gates, epilog)
 
 
 COMMANDS: dict[str, Command] = {
     "run": _command("run a sweep and report it", "run", "run", judges_gates=True),
     "plan": _command("validate a sweep and print its plan, running nothing", "run", "plan",
                      arguments="add_sweep_arguments"),
+    "try": _command("run the bench once at one side's SHA on this host and show what shasweep reads from "
+                    "it; records nothing", "trial", "try", epilog=TRY_EPILOG),
     "bisect": _command("find the first commit between --good and --bad whose gate FAILs", "bisect", "bisect"),
     "report": _command("print and write the report of a stored sweep", "results", "report",
                        judges_gates=True),
@@ -97,10 +121,10 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="shasweep", description="A/B performance sweeps of git SHAs on a pinned Dask bench worker.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in COMMANDS.items():
-        epilog = EPILOG if command.judges_gates else OTHER_EPILOG
+        epilog = command.epilog or (EPILOG if command.judges_gates else OTHER_EPILOG)
         sub = subparsers.add_parser(name, help=command.help, description=command.help, epilog=epilog,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
         if selected is None or name == selected:
@@ -149,11 +173,11 @@ def _fail(message: str, code: int) -> int:
 
 
 def _take_late_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
-    """KEY=VALUE overrides written after an option (``run x.yaml --no-progress a=b``) join the others;
-    anything else argparse did not recognise is a usage error (exit 2)."""
+    """KEY=VALUE and ~KEY overrides written after an option (``run x.yaml --no-progress a=b``) join
+    the others; anything else argparse did not recognise is a usage error (exit 2)."""
     if not extra:
         return
-    unknown = [arg for arg in extra if arg.startswith("-") or "=" not in arg]
+    unknown = [arg for arg in extra if arg.startswith("-") or ("=" not in arg and not arg.startswith("~"))]
     if unknown or not hasattr(args, "overrides"):
         parser.error(f"unrecognized arguments: {' '.join(unknown or extra)}")
     args.overrides = [*args.overrides, *extra]

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from orchestrator.analysis.report_model import make_report
+from orchestrator.analysis.report_model import Report, make_report
 from orchestrator.errors import InvalidInputError
-from orchestrator.plan.expand import results_root_for
+from orchestrator.plan.roots import results_root_for
 from orchestrator.render.markdown import write_report
 from orchestrator.store import records as sweep_record
 from orchestrator.store.atomic import write_text_atomic
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 
 FORMATS: tuple[str, ...] = ("md", "html")
+# ``report`` only: documents for other tools, printed (or written to --out) instead of the report
+EXPORT_FORMATS: tuple[str, ...] = ("bmf", "junit", "gh")
 
 
 def _results_argument(parser: argparse.ArgumentParser) -> None:
@@ -41,8 +43,14 @@ def _format_arguments(parser: argparse.ArgumentParser) -> None:
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep_id", metavar="SWEEP_ID|latest")
     _results_argument(parser)
-    parser.add_argument("--format", choices=FORMATS, default="md",
-                        help="md: Markdown and CSV (default); html: also <results>/reports/<id>.html")
+    parser.add_argument("--format", choices=FORMATS + EXPORT_FORMATS, default="md",
+                        help="md: Markdown and CSV (default); html: also <results>/reports/<id>.html; "
+                             "bmf: Bencher Metric Format JSON; junit: the gates as JUnit XML; gh: a GitHub "
+                             "job summary / PR comment (these three: only the document, printed or --out)")
+    parser.add_argument("--out", type=Path, metavar="PATH",
+                        help="write the bmf, junit or gh document here instead of printing it")
+    parser.add_argument("--side", metavar="SIDE",
+                        help="bmf: the side whose numbers are written (default: the first non-baseline side)")
 
 
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,11 +63,12 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_history_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--case", required=True, metavar="ALGO/TASK/SIM",
-                        help="the case, as the sweep's cases list it, e.g. sac/go2_joystick_flat/mujoco")
+    parser.add_argument("--case", required=True, metavar="CASE",
+                        help="the case, as the sweep's cases list it, e.g. tokenize or algo/task/sim")
     parser.add_argument("--side", help="only runs of this side label")
     parser.add_argument("--sha", metavar="PREFIX", help="only runs of SHAs starting with PREFIX")
-    parser.add_argument("--metric", default="throughput", help="throughput (default) or a *_ms phase")
+    parser.add_argument("--metric", default="throughput",
+                        help="throughput (default), a *_ms phase or another metric the runs report")
     parser.add_argument("--steps", action="store_true",
                         help="the metric (a phase) as each run's median over its measured steps, read from "
                              "the steps table (default: the run's mean, from its summary row)")
@@ -70,7 +79,36 @@ def add_history_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     """Print (and write) the report of a stored sweep."""
     root = results_root_for(args.results, Path.cwd())
-    return print_report(root, sweep_record.resolve_sweep_id(root, args.sweep_id), html=args.format == "html")
+    sweep_id = sweep_record.resolve_sweep_id(root, args.sweep_id)
+    if args.format in EXPORT_FORMATS:
+        return export_report(root, sweep_id, args.format, args.out, args.side)
+    for flag, value in (("--out", args.out), ("--side", args.side)):
+        if value is not None:
+            raise InvalidInputError(f"applies to --format {', '.join(EXPORT_FORMATS)} only", flag)
+    return print_report(root, sweep_id, html=args.format == "html")
+
+
+def export_report(results_root: Path, sweep_id: str, fmt: str, out: Path | None, side: str | None) -> int:
+    """Print (or write to ``out``) the sweep's report as a document for another tool; the report's exit
+    code."""
+    import json
+
+    from orchestrator.render.bmf import bmf_document
+    from orchestrator.render.gh_summary import gh_markdown
+    from orchestrator.render.junit import junit_xml
+
+    if side is not None and fmt != "bmf":
+        raise InvalidInputError("applies to --format bmf only", "--side")
+    report = _load_report(results_root, sweep_id)
+    if fmt == "bmf":
+        text = json.dumps(bmf_document(report, side), indent=2, allow_nan=False) + "\n"
+    else:
+        text = junit_xml(report) if fmt == "junit" else gh_markdown(report)
+    if out is None:
+        print(text, end="")
+    else:
+        write_text_atomic(out, text)
+    return report.exit_code
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -107,14 +145,7 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False,
     from orchestrator.render.terminal import render_report, report_verdict_line, terminal_console
     from orchestrator.render.verdicts_json import write_verdicts_json
 
-    try:
-        report = make_report(results_root, sweep_id)
-    except pa.ArrowException as exc:  # a damaged file in the results root; pyarrow names it
-        raise InvalidInputError(f"cannot read the results of sweep {sweep_id!r}: {exc}") from None
-    except (KeyError, TypeError, AttributeError) as exc:  # a hand-made or truncated record
-        record = sweep_record.record_path(results_root, sweep_id)
-        raise InvalidInputError(f"the sweep record {record} has an unexpected shape "
-                                f"({type(exc).__name__}: {exc})") from None
+    report = _load_report(results_root, sweep_id)
     check_files(results_root, sweep_id)  # names damaged steps files too
     md, csv = write_report(report, results_root)
     console = terminal_console()
@@ -124,11 +155,32 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False,
         from orchestrator.render.sweep_page import write_sweep_html  # imports Bokeh: only when asked
 
         written.append(write_sweep_html(results_root, report))
-    console.print(f"full report in {md.parent}: " + ", ".join(p.name for p in written), overflow="fold")
+    console.print(f"full report in {_shown(md.parent)}: " + ", ".join(p.name for p in written),
+                  overflow="fold")
     if before_verdict is not None:
         before_verdict(report.exit_code)
     console.print(report_verdict_line(report), overflow="fold")
     return report.exit_code
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current directory when under it (short enough for a terminal line)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _load_report(results_root: Path, sweep_id: str) -> Report:
+    """The report model of ``sweep_id``; exit 2 naming a damaged file or a record of another shape."""
+    try:
+        return make_report(results_root, sweep_id)
+    except pa.ArrowException as exc:  # a damaged file in the results root; pyarrow names it
+        raise InvalidInputError(f"cannot read the results of sweep {sweep_id!r}: {exc}") from None
+    except (KeyError, TypeError, AttributeError) as exc:  # a hand-made or truncated record
+        record = sweep_record.record_path(results_root, sweep_id)
+        raise InvalidInputError(f"the sweep record {record} has an unexpected shape "
+                                f"({type(exc).__name__}: {exc})") from None
 
 
 def _emit(args: argparse.Namespace, markdown: str, page: Callable[[], Page], default_html: Path) -> None:

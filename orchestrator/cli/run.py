@@ -7,12 +7,18 @@ from __future__ import annotations
 import argparse
 import platform
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from orchestrator.cli.results import print_report
-from orchestrator.cli.servers import add_tls_arguments, tls_files
+from orchestrator.capabilities import SUITE_CASE
+from orchestrator.cli.tls_options import add_tls_arguments, tls_files
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
-from orchestrator.session import RunOptions, SweepPlan, noise_estimates, plan_sweep, resume, run_sweep
-from orchestrator.session.sweep import say
+from orchestrator.plan.expand import planned_cases
+from orchestrator.session import RunOptions, noise_estimates, plan_sweep, resume, run_sweep
+from orchestrator.spec.anyrepo import passes_variant
+from orchestrator.spec.schema import Order
+
+if TYPE_CHECKING:
+    from orchestrator.session import SweepPlan
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,6 +76,9 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 def _report_run(root: Path, sweep_id: str) -> int:
     """The report at the end of ``run``, with how to resume when a run is not ok."""
+    from orchestrator.cli.results import print_report  # the report's readers: only once a sweep ran
+    from orchestrator.session.sweep import say
+
     def resume_hint(code: int) -> None:
         if code == EXIT_RUN_FAILED:
             say(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")
@@ -80,22 +89,34 @@ def _report_run(root: Path, sweep_id: str) -> int:
 def format_plan(plan: SweepPlan) -> str:
     """The sides with their SHAs, then one line per run in execution order."""
     resolved, runs, spec = plan.resolved, plan.runs, plan.spec
-    lines = [f"sweep {spec.name}: {len(runs)} runs ({len(spec.cases)} cases x {len(spec.sides)} sides x "
+    cases = planned_cases(spec)
+    what = f"1 suite run of cases {', '.join(spec.cases)}" if cases == [SUITE_CASE] else f"{len(cases)} cases"
+    lines = [f"sweep {spec.name}: {len(runs)} runs ({what} x {len(spec.sides)} sides x "
              f"{spec.repeats} repeats, order {spec.order.value}), repo {resolved.repo}",
              f"results: {resolved.results_root}"]
     if spec.adaptive:
-        extra = len(spec.cases) * len(spec.sides) * (spec.max_rounds - spec.repeats)
+        extra = len(cases) * len(spec.sides) * (spec.max_rounds - spec.repeats)
         budget = f", or until the runs took budget_s={spec.budget_s:g} s" if spec.budget_s else ""
         lines.append(f"adaptive: min {len(runs)} runs, max {len(runs) + extra} runs: after round "
                      f"{spec.repeats}, one more round at a time of the undecided cells and their "
                      f"baselines, up to max_repeats={spec.max_rounds}{budget}")
     if spec.pythonpath != ["."]:
         lines.append(f"pythonpath (first on the bench's PYTHONPATH): {', '.join(spec.pythonpath)}")
+    if spec.order is Order.lockstep and spec.lockstep is not None:
+        from orchestrator.analysis.lockstep import earlier_peak_rss, residency_line  # reads earlier runs
+
+        blocks = spec.lockstep
+        lines.append(f"lockstep: {blocks.blocks} blocks of {blocks.block_steps} steps a side per round, each "
+                     f"after {blocks.block_warmup} warm-up step(s); a SHA without the control channel: "
+                     f"fallback {blocks.fallback.value}")
+        peaks = earlier_peak_rss(resolved.results_root, sorted(set(resolved.shas.values())), list(spec.cases))
+        lines.append(residency_line(resolved.shas, peaks))
     for label, side in spec.sides.items():
         settings = resolved.settings[label]
         marker = " (baseline)" if label == spec.baseline else ""
+        variant = f"variant {settings.variant}, " if passes_variant(spec.command) else ""
         lines.append(f"side {label}{marker}: {side.ref} = {resolved.shas[label]}, "
-                     f"variant {settings.variant}, params {_params_text(settings.params)}")
+                     f"{variant}params {_params_text(settings.params)}")
     row = "{:>4}  {:<12} {:<40} {:>3}  {:<12}  {}"
     lines.append(row.format("#", "side", "case", "rep", "sha", "run_key"))
     lines += [row.format(r.order, r.side, r.case, r.repeat, r.sha[:12], r.run_key) for r in runs]

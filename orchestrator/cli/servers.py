@@ -22,9 +22,9 @@ import re
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator.cli.tls_options import add_tls_arguments, tls_files
 from orchestrator.dispatch.cluster import (
     BENCH_RESOURCE,
     BENCH_SCHEDULER_CONFIG,
@@ -77,13 +77,6 @@ def add_server_arguments(parser: argparse.ArgumentParser, default_port: int) -> 
     add_tls_arguments(parser)
 
 
-def add_tls_arguments(parser: argparse.ArgumentParser) -> None:
-    """The TLS options of every process that serves or connects to a scheduler."""
-    parser.add_argument("--tls-ca-file", type=Path, metavar="PATH", help="CA certificate (PEM); enables TLS")
-    parser.add_argument("--tls-cert", type=Path, metavar="PATH", help="this process's certificate (PEM)")
-    parser.add_argument("--tls-key", type=Path, metavar="PATH", help="this process's private key (PEM)")
-
-
 def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_arguments(parser, DEFAULT_SCHEDULER_PORT)
     parser.add_argument("--dashboard-address", default=DEFAULT_DASHBOARD_ADDRESS, metavar="HOST:PORT",
@@ -121,21 +114,6 @@ def worker_config(args: argparse.Namespace) -> WorkerConfig:
     return WorkerConfig(scheduler=scheduler, host=args.host, port=_port(args.port), name=args.name,
                         cpus=_cpus(args.cpus), gpu=args.gpu, resource=args.resource,
                         dashboard_address=args.dashboard_address, tls=tls)
-
-
-def tls_files(args: argparse.Namespace) -> TLSFiles | None:
-    """The TLS files, all three or none, each existing."""
-    given = {"--tls-ca-file": args.tls_ca_file, "--tls-cert": args.tls_cert, "--tls-key": args.tls_key}
-    if not any(given.values()):
-        return None
-    missing = [flag for flag, path in given.items() if path is None]
-    if missing:
-        raise InvalidInputError("TLS needs --tls-ca-file, --tls-cert and --tls-key; "
-                                f"missing {', '.join(missing)}")
-    for flag, path in given.items():
-        if not path.is_file():
-            raise InvalidInputError(f"{flag} {path}: no such file")
-    return TLSFiles(ca_file=args.tls_ca_file, cert=args.tls_cert, key=args.tls_key)
 
 
 def pin_process(cpus: frozenset[int] | None, gpu: str | None) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.dashboard.lanes import format_lane
 from orchestrator.errors import ClusterError, InvalidInputError, UnknownSweepError
-from orchestrator.plan.expand import results_root_for
+from orchestrator.plan.roots import results_root_for
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store import records as sweep_record
 

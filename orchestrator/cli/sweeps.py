@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from orchestrator.plan.expand import results_root_for
+from orchestrator.plan.roots import results_root_for
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store import records as sweep_record
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from orchestrator.analysis.waivers import REVOKE, WAIVE, active_waivers, new_entry, waiver_log
 from orchestrator.errors import InvalidInputError
-from orchestrator.plan.expand import results_root_for
+from orchestrator.plan.roots import results_root_for
 from orchestrator.spec.load import check_waiver
 from orchestrator.spec.schema import WaiverSpec
 from orchestrator.store import records as sweep_record
@@ -17,8 +17,8 @@ from orchestrator.store import records as sweep_record
 
 def add_waive_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sweep_id", metavar="SWEEP_ID|latest")
-    parser.add_argument("--case", required=True, metavar="ALGO/TASK/SIM",
-                        help="the case whose FAIL is accepted")
+    parser.add_argument("--case", required=True, metavar="CASE",
+                        help="the case whose FAIL is accepted, as the sweep's cases list it")
     parser.add_argument("--side", help="only this side (default: every side compared to the baseline)")
     parser.add_argument("--gate", type=int, metavar="N",
                         help="only the sweep's gate N, 0-based (default: every gate)")

@@ -1,10 +1,11 @@
 """What the live ``/shasweep`` page and ``shasweep status`` show, built from progress messages.
 
 ``SweepBoard`` is fed the messages published on ``contract.PROGRESS_TOPIC`` (by the bench
-worker: waiting, started, step, finished; by the dispatcher: planned, ended) and the bench
-workers' host records (and, from the dispatcher, ``requeued`` when a fleet redoes a round whose host
-died). It keeps the last ``MAX_SWEEPS`` sweeps and, per sweep, the per-step phase
-timings of the run that is running (or ran last). ``snapshot`` returns plain dicts.
+worker: waiting, quiet, started, step, block, finished; by the dispatcher: planned, ended) and the
+bench workers' host records (and, from the dispatcher, ``requeued`` when a fleet redoes a round whose
+host died). It keeps the last ``MAX_SWEEPS`` sweeps and, per sweep, the per-step phase
+timings of the run that is running (or ran last) and the blocks of the lockstep round that is
+running (or ran last): which side ran when. ``snapshot`` returns plain dicts.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from orchestrator.dashboard.lanes import host_lanes
 
 MAX_SWEEPS = 20
 MAX_STEPS = 5000  # phase samples kept for the current run's chart
+MAX_BLOCKS = 2000  # blocks kept of the current lockstep round
 CHART_PHASES: tuple[str, ...] = ("physics_ms", "update_state_ms", "reset_done_ms", "d2h_ms")
 LIVE_STATUSES: tuple[str, ...] = ("waiting", "running")
 
@@ -41,6 +43,9 @@ class RunView:
     host_id: str | None = None  # the bench host running or having run it
     started: float | None = None  # board time (epoch s) the bench started / the run finished
     ended: float | None = None
+    ran_in: str | None = None  # a lockstep sweep's run: lockstep, or interleaved where its case fell back
+    quiet_wait_s: float | None = None  # how long its round waited for a quiet host
+    quiet_met: bool | None = None  # whether the host went quiet within the wait
 
 
 @dataclass
@@ -53,6 +58,8 @@ class SweepView:
     runs: dict[str, RunView] = field(default_factory=dict)
     current: str | None = None  # run_key whose phases are charted
     steps: deque = field(default_factory=lambda: deque(maxlen=MAX_STEPS))  # (step, warmup, phases)
+    blocks: deque = field(default_factory=lambda: deque(maxlen=MAX_BLOCKS))  # the current round's blocks
+    round: tuple | None = None  # (case, repeat) of the lockstep round whose blocks are kept
     updated: float = field(default_factory=time.time)
     version: int = 0  # bumped on every change, so a page redraws only when needed
     token: str | None = None  # the sweep's client token: the first message's; others are ignored
@@ -119,7 +126,8 @@ class SweepBoard:
         return {"sweep_id": sweep.sweep_id, "state": sweep.state, "stop_reason": sweep.stop_reason,
                 "runs": [asdict(run) for run in runs], "counts": counts, "current": sweep.current,
                 "phases": phases, "updated": sweep.updated, "version": sweep.version,
-                "lanes": host_lanes([asdict(run) for run in runs], time.time())}
+                "lanes": host_lanes([asdict(run) for run in runs], time.time()),
+                "blocks": list(sweep.blocks), "round": list(sweep.round) if sweep.round else None}
 
     def _sweep(self, sweep_id: str) -> SweepView:
         sweep = self.sweeps.get(sweep_id)
@@ -146,12 +154,30 @@ class SweepBoard:
             if sweep.current == run.run_key:
                 sweep.steps.append((int(msg.get("step", run.done)), bool(msg.get("warmup")),
                                     dict(msg.get("phases") or {})))
+        elif event == "block":
+            self._block(sweep, run, msg)
+        elif event == "quiet":
+            run.quiet_wait_s, run.quiet_met = msg.get("quiet_wait_s"), msg.get("quiet_met")
         elif event == "finished":
             run.status = msg.get("status") or "failed"
             run.error, run.throughput, run.wall_s = msg.get("error"), msg.get("throughput"), msg.get("wall_s")
-            run.ended = time.time()
+            run.ended, run.ran_in = time.time(), msg.get("ran_in")
             if run.status == "ok" and run.total:  # ok means every step ran; step messages are sampled
                 run.done = run.total
+
+    @staticmethod
+    def _block(sweep: SweepView, run: RunView, msg: dict) -> None:
+        """A block of a lockstep round ended: keep it (a new round's first block clears the last
+        round's) and count its measured steps."""
+        round_key = (run.case, run.repeat)
+        if sweep.round != round_key:
+            sweep.round = round_key
+            sweep.blocks.clear()
+        kept = {key: msg.get(key) for key in ("block", "cycle", "steps", "started", "ended", "wall_s")}
+        kept |= {"side": run.side, "run_key": run.run_key, "warmup": bool(msg.get("warmup"))}
+        sweep.blocks.append(kept)
+        if not msg.get("warmup") and isinstance(msg.get("steps"), int):
+            run.status, run.done = "running", run.done + msg["steps"]
 
     def _ended(self, sweep: SweepView, msg: dict) -> None:
         """The dispatcher's last word: final statuses (also of runs never started), why it stopped."""

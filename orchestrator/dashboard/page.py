@@ -1,4 +1,5 @@
-"""The ``/shasweep`` Bokeh page of the Dask dashboard: the sweep's queue, live phases, throughput.
+"""The ``/shasweep`` Bokeh page of the Dask dashboard: the sweep's queue, live phases, throughput, and
+for a lockstep sweep the blocks of the running round on a timeline, one lane per side.
 
 Served by the scheduler's dashboard; it reads the ``BoardPlugin`` state of that scheduler every
 ``REFRESH_MS`` and redraws only when the shown sweep changed. The header, the table and the charts
@@ -20,7 +21,7 @@ from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 from distributed import Scheduler
 
-from orchestrator.contract import AUDIT_FAILED
+from orchestrator.contract import AUDIT_FAILED, block_spans
 from orchestrator.contract import STATUSES as FINAL_STATUSES
 from orchestrator.dashboard.board import CHART_PHASES, LIVE_STATUSES, SweepBoard, eta_seconds
 from orchestrator.dashboard.lanes import format_lane
@@ -34,7 +35,8 @@ STATUS_COLORS = {"queued": "#777777", "waiting": "#c77c00", "running": "#1f6fd1"
                  "failed": "#c0392b", "timeout": "#c0392b", "cancelled": "#8e44ad",
                  AUDIT_FAILED: "#c0392b"}
 TABLE_FIELDS: tuple[str, ...] = ("order", "side", "case", "repeat", "status", "progress", "throughput",
-                                 "error", "status_color")
+                                 "ran_in", "error", "status_color")
+BLOCK_FIELDS: tuple[str, ...] = ("left", "right", "bottom", "top", "color", "alpha", "side")
 
 
 class BoardPage:
@@ -50,10 +52,12 @@ class BoardPage:
         self.runs = ColumnDataSource({name: [] for name in TABLE_FIELDS})
         self.phases = ColumnDataSource({"step": [], **{name: [] for name in CHART_PHASES}})
         self.throughput = ColumnDataSource({"order": [], "throughput": [], "side": [], "color": []})
+        self.blocks = ColumnDataSource({name: [] for name in BLOCK_FIELDS})
         self._case_column = TableColumn(field="case", title="case", width=220)
         self._phase_fig, self._throughput_fig = self._phase_chart(), self._throughput_chart()
+        self._timeline_fig = self._timeline_chart()
         self.root = column(row(self.select), self.summary, self.lanes, self._table(), row(self._phase_fig,
-                           self._throughput_fig), self.hosts, sizing_mode="stretch_width")
+                           self._throughput_fig), self._timeline_fig, self.hosts, sizing_mode="stretch_width")
 
     def update(self) -> None:
         """Refresh the sweep list and, if the shown sweep changed, every widget."""
@@ -86,6 +90,14 @@ class BoardPage:
             "color": [Category10_10[sides.index(r["side"]) % 10] for r in done],
         }
         _fit(self._throughput_fig, [r["order"] for r in runs], [r["throughput"] for r in done])
+        lanes = timeline_data(snap, sides)
+        self.blocks.data = lanes
+        self._timeline_fig.visible = bool(lanes["left"])
+        if lanes["left"]:
+            case, repeat = snap["round"]
+            self._timeline_fig.title.text = f"lockstep round {repeat} of {case}: blocks per side"
+            self._timeline_fig.x_range.start, self._timeline_fig.x_range.end = 0.0, max(lanes["right"]) * 1.02
+            self._timeline_fig.y_range.factors = sides
 
     def _table(self) -> DataTable:
         status = StringFormatter(text_color="status_color", font_style="bold")
@@ -95,9 +107,18 @@ class BoardPage:
                    TableColumn(field="status", title="status", formatter=status),
                    TableColumn(field="progress", title="steps"),
                    TableColumn(field="throughput", title="throughput (env steps/s)"),
+                   TableColumn(field="ran_in", title="ran in", width=90),
                    TableColumn(field="error", title="error", width=400)]
         return DataTable(source=self.runs, columns=columns, height=260, index_position=None,
                          sizing_mode="stretch_width")
+
+    def _timeline_chart(self) -> figure:
+        fig = figure(title="lockstep round: blocks per side", x_axis_label="s since the round's first block",
+                     y_range=[""], height=200, width=1260, tools="pan,wheel_zoom,box_zoom,reset",
+                     x_range=Range1d(0.0, 1.0), visible=False)
+        fig.quad(left="left", right="right", bottom="bottom", top="top", color="color", alpha="alpha",
+                 source=self.blocks)
+        return fig
 
     def _phase_chart(self) -> figure:
         fig = figure(title="current run: phase timings per vector step", x_axis_label="step",
@@ -151,6 +172,7 @@ def table_data(snap: dict) -> dict[str, list]:
         "case": [r["case"] for r in runs], "repeat": [r["repeat"] for r in runs],
         "status": [r["status"] for r in runs], "progress": [_progress(r) for r in runs],
         "throughput": [_number(r["throughput"]) for r in runs],
+        "ran_in": [r.get("ran_in") or "" for r in runs],
         "error": [(r["error"] or "").splitlines()[0] if r["error"] else "" for r in runs],
         "status_color": [STATUS_COLORS.get(r["status"], "#000000") for r in runs],
     }
@@ -182,9 +204,24 @@ def summary_html(snap: dict) -> str:
             by_side.setdefault(run["side"], []).append(run["throughput"])
     lines += [f"{html.escape(side)}: median throughput {statistics.median(values):,.1f} (n={len(values)})"
               for side, values in by_side.items()]
+    waits = [r for r in runs if isinstance(r.get("quiet_wait_s"), int | float)]
+    if waits:
+        missed = sum(r.get("quiet_met") is False for r in waits)
+        lines.append(f"quiet waits: longest {max(r['quiet_wait_s'] for r in waits):.1f} s, "
+                     f"{missed} of {len(waits)} runs started without a quiet second")
     if snap["stop_reason"]:
         lines.append(f"stopped: {html.escape(snap['stop_reason'])}")
     return "<br>".join(lines)
+
+
+def timeline_data(snap: dict, sides: list[str]) -> dict[str, list]:
+    """The current lockstep round's blocks as quads (``contract.block_spans``), one lane per side (a
+    categorical y of ``sides``), warm-up blocks faint."""
+    spans = [s for s in block_spans(snap.get("blocks") or []) if s["side"] in sides]
+    return {"left": [s["left"] for s in spans], "right": [s["right"] for s in spans],
+            "bottom": [(s["side"], -0.35) for s in spans], "top": [(s["side"], 0.35) for s in spans],
+            "color": [Category10_10[sides.index(s["side"]) % 10] for s in spans],
+            "alpha": [0.3 if s["warmup"] else 0.9 for s in spans], "side": [s["side"] for s in spans]}
 
 
 def _fit(fig: figure, xs: list[float], ys: list[float | None]) -> None:

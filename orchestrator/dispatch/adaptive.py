@@ -57,8 +57,9 @@ class AdaptiveRounds:
                 return []
             round_ = self.next_round
             self.next_round += 1
-            batch = [run for run in self._plan if run.repeat == round_ and (run.case, run.side) in cells
-                     and run.run_key not in self.done]
+            sides = {side for _, side in cells}  # a suite run: every case of its side comes with it
+            batch = [run for run in self._plan if run.repeat == round_ and run.run_key not in self.done
+                     and ((run.case, run.side) in cells or (run.suite_cases and run.side in sides))]
             if batch:
                 return batch
         self.ended = self.ended or MAX_REACHED
@@ -83,8 +84,11 @@ class DisturbedReruns:
 
     def __call__(self) -> list[PlannedRun]:
         runs = load_runs(self.resolved.results_root, self.record.sweep_id, [])
-        ok = runs[(runs["status"] == "ok") & ~runs["run_key"].isin(self.done | self.rerun)]
-        keys = set(disturbed_runs(ok)["run_key"])
+        unit = runs["suite_run_key"].fillna(runs["run_key"])
+        ok = runs[(runs["status"] == "ok") & ~unit.isin(self.done | self.rerun)]
+        flagged = ok[ok["run_key"].isin(disturbed_runs(ok)["run_key"])]
+        # a suite run is run again whole when one of its cases was disturbed
+        keys = set(flagged["suite_run_key"].fillna(flagged["run_key"]))
         self.rerun |= keys
         return [run for run in self.plan if run.run_key in keys]
 

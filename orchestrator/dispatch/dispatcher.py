@@ -3,8 +3,8 @@
 With ``hosts: one`` runs are submitted one at a time in plan order, each only after the previous one
 finished, to the bench workers of one host chosen at start (``dispatch.host_choice``); with several hosts
 each round runs whole on one host, different rounds at once on different hosts (``dispatch.fleet``).
-On the worker an OS file lock per host id also keeps bench runs of different sweeps (other clients)
-from overlapping on one host.
+A lockstep round (``dispatch.units``) is one task either way. On the worker an OS file lock per host
+id also keeps bench runs of different sweeps (other clients) from overlapping on one host.
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ from orchestrator.dispatch.fleet import (
 )
 from orchestrator.dispatch.host_choice import BenchHost, HostsSetting, choose_hosts
 from orchestrator.dispatch.progress import SweepProgress
+from orchestrator.dispatch.units import Unit, unit_at
 from orchestrator.errors import ClusterError, InvalidInputError
 from orchestrator.spec.record import RunOutcome, SweepRecord
 from orchestrator.store.reuse import Reuse
 from orchestrator.worker.bench_task import bench_host_record, execute_run
+from orchestrator.worker.round_task import execute_round
 
 WORKER_CHECK_INTERVAL_S = 5.0
 CANCEL_POLL_INTERVAL_S = 0.5  # the dispatcher's looks at the cancel event between runs, at most
@@ -162,9 +164,14 @@ class _Dispatch:
         self._next_cancel_look = time.monotonic() + CANCEL_POLL_INTERVAL_S
         return self.cancel.is_set()
 
-    def submit(self, host: BenchHost, run: PlannedRun) -> Future:
-        self.announced.pop(run.run_key, None)  # an earlier attempt's, never this one's
-        return host.submit(self.client, execute_run, run, lock_path=self.lock_path, key=task_key(run))
+    def submit(self, host: BenchHost, unit: Unit) -> Future:
+        """One task on ``host``: a run (its outcome) or a lockstep round (the list of its outcomes)."""
+        for run in unit:
+            self.announced.pop(run.run_key, None)  # an earlier attempt's, never this one's
+        if unit[0].lockstep:
+            return host.submit(self.client, execute_round, unit, lock_path=self.lock_path,
+                               key=task_key(unit[0]).replace("shasweep-", "shasweep-round-", 1))
+        return host.submit(self.client, execute_run, unit[0], lock_path=self.lock_path, key=task_key(unit[0]))
 
     def extend(self) -> bool:
         """Append ``more()``'s runs (to the progress and the board too); whether there were any. A run
@@ -191,34 +198,46 @@ class _Ended:
 
 
 def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
-    """One host: every run in plan order, each submitted when the previous one ended."""
+    """One host: every unit (a run, a lockstep round) in plan order, each submitted when the previous
+    one ended."""
     target, outcomes = sweep.hosts[0], []
     while len(outcomes) < len(sweep.runs) or sweep.extend():
-        run = sweep.runs[len(outcomes)]
+        unit = unit_at(sweep.runs, len(outcomes))
         if sweep.cancel_requested():
             return _Ended(outcomes, CANCELLED_REASON)
         stop_reason, future = None, None
-        outcome = reuse(run, target.host_id) if reuse is not None else None
-        if outcome is None:
-            future = sweep.submit(target, run)
+        reused = reuse(unit[0], target.host_id) if reuse is not None and not unit[0].lockstep else None
+        got = [reused] if reused is not None else None
+        if got is None:
+            future = sweep.submit(target, unit)
             try:
-                outcome = _await_run(sweep.client, future, run, target, sweep.announced)
+                got = _await_unit(sweep.client, future, unit, target, sweep.announced)
             except KeyboardInterrupt:
                 sweep.cancel.set()
-                outcome = _await_cancelled(future, run)
+                got = _await_cancelled(future, unit)
                 stop_reason = INTERRUPTED_REASON
-        outcomes.append(outcome)
-        sweep.progress.run_finished(outcome)
-        if future is None or future.status != "finished":  # a finished task published its own
-            sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
-        if stop_reason is None and (outcome["status"] == "cancelled" or sweep.cancel_requested()):
+        for run, outcome in zip(unit, got, strict=True):
+            outcomes.append(outcome)
+            sweep.progress.run_finished(outcome)
+            if future is None or future.status != "finished":  # a finished task published its own
+                sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
+        if stop_reason is None and (any(o["status"] == "cancelled" for o in got) or sweep.cancel_requested()):
             stop_reason = CANCELLED_REASON
-        if stop_reason is None and outcome["status"] != "ok" and not sweep.continue_on_error:
-            stop_reason = (f"run #{run.order} ({run.side} {run.case} repeat {run.repeat}) "
-                           f"{outcome['status']}: {outcome['error']}")
+        reasons = (_stop_after(outcome, sweep.continue_on_error) for outcome in got)
+        stop_reason = stop_reason or next(filter(None, reasons), None)
         if stop_reason is not None:
             return _Ended(outcomes, stop_reason)
     return _Ended(outcomes)
+
+
+def _stop_after(outcome: dict, continue_on_error: bool) -> str | None:
+    """Why the sweep stops after ``outcome``: a run not ok (unless ``continue_on_error``), or always, a
+    lockstep round whose bench at some SHA has no control channel (``lockstep.fallback: stop``)."""
+    if outcome["status"] == "ok" or (continue_on_error and not outcome.get("no_control")):
+        return None
+    where = f" on host {outcome['host_id']}" if outcome.get("host_id") else ""
+    return (f"run #{outcome['order']} ({outcome['side']} {outcome['case']} repeat {outcome['repeat']}) "
+            f"{outcome['status']}{where}: {outcome['error']}")
 
 
 def _fleet_loop(sweep: _Dispatch) -> _Ended:
@@ -237,12 +256,6 @@ def _fleet_loop(sweep: _Dispatch) -> _Ended:
 def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
     """The rounds of ``runs`` on the sweep's hosts, with this dispatcher's outcomes and stops."""
 
-    def stop_after(outcome: dict) -> str | None:
-        if outcome["status"] == "ok" or sweep.continue_on_error:
-            return None
-        return (f"run #{outcome['order']} ({outcome['side']} {outcome['case']} repeat {outcome['repeat']}) "
-                f"{outcome['status']} on host {outcome.get('host_id')}: {outcome['error']}")
-
     def requeued(round_runs, host_id: str, why: str) -> None:
         print(f"host {host_id}: {why}; its round goes whole to the next free host", file=sys.stderr,
               flush=True)
@@ -251,9 +264,10 @@ def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
                                                 "host_id": host_id, "run_keys": keys, "token": runs[0].token})
 
     hooks = RoundHooks(
-        execute=sweep.submit, settle=lambda future, run: _settled(future, run, sweep.announced),
-        on_outcome=sweep.progress.run_finished, stop_after=stop_after, cancelled=sweep.cancel_requested,
-        cancel=sweep.cancel.set, on_requeued=requeued)
+        execute=sweep.submit, settle=lambda future, unit: _settled(future, unit, sweep.announced),
+        on_outcome=sweep.progress.run_finished,
+        stop_after=lambda outcome: _stop_after(outcome, sweep.continue_on_error),
+        cancelled=sweep.cancel_requested, cancel=sweep.cancel.set, on_requeued=requeued)
     return run_rounds(sweep.client, split_rounds(runs), sweep.hosts, hooks)
 
 
@@ -305,7 +319,7 @@ def _finished_message(run: PlannedRun, outcome: dict) -> dict:
     before publishing its own (the board keeps whichever final status came first)."""
     return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order, "side": run.side,
             "case": run.case, "event": "finished",
-            **{k: outcome.get(k) for k in ("status", "error", "throughput", "wall_s")}}
+            **{k: outcome.get(k) for k in ("status", "error", "throughput", "wall_s", "ran_in")}}
 
 
 def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None) -> dict:
@@ -315,9 +329,9 @@ def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None)
                                                  "throughput", "wall_s", "host_id")} for o in outcomes]}
 
 
-def _await_run(client: Client, future: Future, run: PlannedRun, host: BenchHost,
-               announced: dict[str, dict]) -> dict:
-    """The run's outcome; a task error or a vanished bench worker becomes a ``failed`` outcome."""
+def _await_unit(client: Client, future: Future, unit: Unit, host: BenchHost,
+                announced: dict[str, dict]) -> list[dict]:
+    """The unit's outcomes; a task error or a vanished bench worker becomes ``failed`` outcomes."""
     while True:
         try:
             wait(future, timeout=WORKER_CHECK_INTERVAL_S)
@@ -326,39 +340,43 @@ def _await_run(client: Client, future: Future, run: PlannedRun, host: BenchHost,
             if not host.alive(client):
                 future.cancel()
                 error = ClusterError(f"the bench worker of host {host.host_id} left the cluster during run "
-                                     f"{run.run_key}")
-                return _failed(run, str(error))
+                                     f"{unit[0].run_key}")
+                return [_failed(run, str(error)) for run in unit]
     try:
-        return _settled(future, run, announced)
+        return _settled(future, unit, announced)
     except LostResult as exc:
-        return _failed(run, str(exc))
+        return [_failed(run, str(exc)) for run in unit]
 
 
-def _settled(future: Future, run: PlannedRun, announced: dict[str, dict]) -> dict:
-    """The outcome of a done bench future (the one its task published, ``announced``, else fetched);
-    a task error becomes a ``failed`` outcome. ``LostResult`` when the outcome is gone with its worker
-    (a restricted task is never recomputed elsewhere, so waiting for it would hang)."""
+def _settled(future: Future, unit: Unit, announced: dict[str, dict]) -> list[dict]:
+    """The outcomes of a done bench future, one per run of the unit: those its task published
+    (``announced``), else fetched; a task error becomes ``failed`` outcomes. ``LostResult`` when the
+    outcome is gone with its worker (a restricted task is never recomputed elsewhere, so waiting for it
+    would hang)."""
     if future.status == "finished":
-        if (published := announced.pop(run.run_key, None)) is not None:
-            return published
+        if all(run.run_key in announced for run in unit):
+            return [announced.pop(run.run_key) for run in unit]
         try:
-            return future.result(timeout=RESULT_FETCH_TIMEOUT_S)
+            found = future.result(timeout=RESULT_FETCH_TIMEOUT_S)
         except TimeoutError:
-            raise LostResult(f"the outcome of run {run.run_key} was lost with its bench worker "
+            raise LostResult(f"the outcome of run {unit[0].run_key} was lost with its bench worker "
                              f"(not fetched within {RESULT_FETCH_TIMEOUT_S:g} s)") from None
+        return found if isinstance(found, list) else [found]
     if future.status == "error":
         exc = future.exception()
-        return _failed(run, f"the bench task raised {type(exc).__name__}: {exc}")
-    return _failed(run, f"the bench task ended as {future.status!r}")
+        return [_failed(run, f"the bench task raised {type(exc).__name__}: {exc}") for run in unit]
+    return [_failed(run, f"the bench task ended as {future.status!r}") for run in unit]
 
 
-def _await_cancelled(future: Future, run: PlannedRun) -> dict:
-    """After setting the cancel event: the run's own (cancelled) outcome, or a stand-in."""
+def _await_cancelled(future: Future, unit: Unit) -> list[dict]:
+    """After setting the cancel event: the unit's own (cancelled) outcomes, or stand-ins."""
     try:
-        return future.result(timeout=CANCEL_GRACE_S)
+        found = future.result(timeout=CANCEL_GRACE_S)
+        return found if isinstance(found, list) else [found]
     except Exception as exc:  # noqa: BLE001 - any failure here still means the run was cancelled
         future.cancel()
-        return {**_failed(run, f"cancelled; the bench task did not confirm: {exc}"), "status": "cancelled"}
+        return [{**_failed(run, f"cancelled; the bench task did not confirm: {exc}"), "status": "cancelled"}
+                for run in unit]
 
 
 def _failed(run: PlannedRun, error: str) -> dict:

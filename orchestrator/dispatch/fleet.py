@@ -3,7 +3,8 @@
 A round is every cell of the sweep once, in the sweep's order (``split_rounds``). ``run_rounds``
 pulls rounds lazily from an iterator, so a caller (an adaptive loop) can add rounds while others
 run: whenever a host is free it takes the next round (a re-queued one first) and runs it whole,
-one run after the other, on that host's workers only. A host never runs two runs of the sweep at
+one unit after the other (a run, or a lockstep round of one case: ``dispatch.units``), on that
+host's workers only. A host never runs two runs of the sweep at
 once; the host lock on the worker keeps other sweeps out.
 
 A host whose worker dies mid-round (``KilledWorker``, or its workers left the cluster) loses the
@@ -24,6 +25,7 @@ from distributed import KilledWorker, wait
 
 from orchestrator.contract import PlannedRun
 from orchestrator.dispatch.host_choice import BenchHost
+from orchestrator.dispatch.units import Unit, unit_at
 from orchestrator.store.parquet import supersede_run
 
 if TYPE_CHECKING:
@@ -41,14 +43,15 @@ Round = Sequence[PlannedRun]
 class RoundHooks:
     """What ``run_rounds`` needs from its caller.
 
-    ``execute`` submits one run to one host; ``settle`` turns a done future (not a dead worker) into
-    the run's outcome; ``on_outcome`` sees every outcome as it arrives; ``stop_after`` gives a reason
-    to stop the sweep after an outcome (or None); ``cancelled`` says whether the sweep was cancelled;
-    ``cancel`` cancels it (on Ctrl-C); ``on_requeued`` learns a round's runs went back to the queue.
+    ``execute`` submits one unit (``dispatch.units``) to one host; ``settle`` turns a done future (not a
+    dead worker) into the outcomes of the unit's runs; ``on_outcome`` sees every outcome as it
+    arrives; ``stop_after`` gives a reason to stop the sweep after an outcome (or None); ``cancelled``
+    says whether the sweep was cancelled; ``cancel`` cancels it (on Ctrl-C); ``on_requeued`` learns a
+    round's runs went back to the queue.
     """
 
-    execute: Callable[[BenchHost, PlannedRun], Future]
-    settle: Callable[[Future, PlannedRun], dict]
+    execute: Callable[[BenchHost, Unit], Future]
+    settle: Callable[[Future, Unit], list[dict]]
     on_outcome: Callable[[dict], None] = lambda outcome: None
     stop_after: Callable[[dict], str | None] = lambda outcome: None
     cancelled: Callable[[], bool] = lambda: False
@@ -86,15 +89,15 @@ class _Job:
 
 @dataclass
 class _Lane:
-    """One host running one round."""
+    """One host running one round, unit by unit."""
 
     host: BenchHost
     job: _Job
     done: list[dict] = field(default_factory=list)
 
     @property
-    def next_run(self) -> PlannedRun | None:
-        return self.job.runs[len(self.done)] if len(self.done) < len(self.job.runs) else None
+    def next_unit(self) -> Unit | None:
+        return unit_at(self.job.runs, len(self.done)) if len(self.done) < len(self.job.runs) else None
 
 
 def split_rounds(runs: Iterable[PlannedRun]) -> list[list[PlannedRun]]:
@@ -167,30 +170,32 @@ class _Fleet:
         return _Job(list(runs))
 
     def _submit(self, lane: _Lane) -> None:
-        run = lane.next_run
-        assert run is not None
-        self.active[self.hooks.execute(lane.host, run)] = lane
+        unit = lane.next_unit
+        assert unit is not None
+        self.active[self.hooks.execute(lane.host, unit)] = lane
 
     def _finished(self, future: Future, lane: _Lane) -> None:
-        run = lane.next_run
-        assert run is not None
+        unit = lane.next_unit
+        assert unit is not None
+        run = unit[0]
         if future.status == "error" and isinstance(future.exception(), KilledWorker):
             self._host_died(lane, f"its bench worker died during run #{run.order} ({run.run_key})")
             return
         try:
-            outcome = self.hooks.settle(future, run)
+            outcomes = self.hooks.settle(future, unit)
         except LostResult:
             self._host_died(lane, f"its bench worker died before run #{run.order}'s outcome was fetched")
             return
-        lane.done.append(outcome)
-        self.result.outcomes[outcome["run_key"]] = outcome
-        self.hooks.on_outcome(outcome)
-        if self.result.stop_reason is None:
-            self.result.stop_reason = self.hooks.stop_after(outcome)
-        if lane.next_run is not None and self.result.stop_reason is None:
+        for outcome in outcomes:
+            lane.done.append(outcome)
+            self.result.outcomes[outcome["run_key"]] = outcome
+            self.hooks.on_outcome(outcome)
+            if self.result.stop_reason is None:
+                self.result.stop_reason = self.hooks.stop_after(outcome)
+        if lane.next_unit is not None and self.result.stop_reason is None:
             self._submit(lane)
             return
-        if lane.next_run is None:
+        if lane.next_unit is None:
             counts = self.result.rounds_by_host
             counts[lane.host.host_id] = counts.get(lane.host.host_id, 0) + 1
         self.free.append(lane.host)
@@ -234,7 +239,7 @@ class _Fleet:
                 future.cancel()
                 continue
             if not (future.status == "error" and isinstance(future.exception(), KilledWorker)):
-                outcome = self.hooks.settle(future, lane.next_run)
-                self.result.outcomes[outcome["run_key"]] = outcome
-                self.hooks.on_outcome(outcome)
+                for outcome in self.hooks.settle(future, lane.next_unit):
+                    self.result.outcomes[outcome["run_key"]] = outcome
+                    self.hooks.on_outcome(outcome)
         self.active.clear()

@@ -88,7 +88,10 @@ class SweepProgress:
             if key in self._finished:  # a late message of a run whose outcome already arrived
                 return
             if msg.get("event") == "waiting":
-                self._replace_current(key, f"{label} [waiting for the host lock]", total=None)
+                waiting = _waiting_text(msg)
+                self._replace_current(key, f"{label} [{waiting}]", total=None)
+                if msg.get("holder") and not self.enabled:  # the lock is taken: say so once
+                    self.say(f"#{msg.get('order')} {waiting}")
             elif msg.get("event") == "started":
                 self._replace_current(key, label, total=msg.get("total"))
             elif msg.get("event") == "step" and key == self._current_key and self._current is not None:
@@ -111,8 +114,11 @@ class SweepProgress:
         throughput = outcome.get("throughput")
         detail = f"throughput {throughput:,.1f}" if throughput is not None else (outcome.get("error") or "")
         reused = f" (reused from {outcome['reused_from']})" if outcome.get("reused_from") else ""
+        wait_s = outcome.get("lock_wait_s")
+        long_wait = isinstance(wait_s, float) and wait_s >= 1
+        waited = f" (waited {wait_s:.0f} s for the host lock)" if long_wait else ""
         self.say(f"#{outcome.get('order')} {outcome.get('side')} {outcome.get('case')}: "
-                 f"{outcome['status']} {detail.splitlines()[0] if detail else ''}{reused}")
+                 f"{outcome['status']} {detail.splitlines()[0] if detail else ''}{reused}{waited}")
 
     def _replace_current(self, key: str | None, description: str | None, total: int | None) -> None:
         if self._current is not None:
@@ -121,3 +127,10 @@ class SweepProgress:
         self._current_key = key
         if description is not None:
             self._current = self._progress.add_task(description, total=total)
+
+
+def _waiting_text(msg: dict) -> str:
+    """``waiting for host vm: held by sweep X (pid P) for 23 s``; ``waiting for the host lock`` until
+    the worker found it taken."""
+    holder = msg.get("holder")
+    return f"waiting for host {msg.get('host_id')}: {holder}" if holder else "waiting for the host lock"

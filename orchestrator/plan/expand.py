@@ -8,36 +8,30 @@ cases x sides x repeats in the spec's order:
   A B A B ... so slow drift of the machine hits every side alike;
 * ``serial``: per case, every repeat of the first side, then of the next: A A A B B B;
 * ``randomized``: a seeded block design: each round is a random permutation of all (case, side)
-  cells, drawn from ``random.Random(order_seed)``: the same seed gives the same plan.
+  cells, drawn from ``random.Random(order_seed)``: the same seed gives the same plan;
+* ``lockstep``: as ``interleaved``; the dispatcher sends each case's runs of a round to the worker
+  as one round (``worker.round_task``), whose processes take turns block by block.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.capabilities import SUITE_CASE
 from orchestrator.contract import PlannedRun
-from orchestrator.errors import InvalidInputError, RefError
+from orchestrator.errors import RefError
 from orchestrator.plan.integrity import command_digest
 from orchestrator.plan.refs import check_directory, find_repo_root, repo_root, resolve_ref
-from orchestrator.spec.anyrepo import bench_argv, case_parts
+from orchestrator.plan.roots import check_results_root, results_root_for
+from orchestrator.spec.anyrepo import bench_argv, case_parts, is_suite
 from orchestrator.spec.load import side_settings
 from orchestrator.spec.schema import Order, RunSettings, SweepSpec
 
 Cell = tuple[str, str, int]  # (case, side, repeat)
-# A results root may not be one of these directories, nor lie anywhere under the trees.
-SYSTEM_ROOTS: frozenset[str] = frozenset({"/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp",
-                                          "/var"})
-SYSTEM_TREES: tuple[str, ...] = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
-                                 "/proc", "/run", "/sbin", "/sys", "/usr", "/var/cache", "/var/lib",
-                                 "/var/log", "/var/run", "/var/spool")
-
-
 @dataclass(frozen=True)
 class ResolvedSweep:
     """A validated spec pinned to absolute paths and full SHAs."""
@@ -71,49 +65,6 @@ def resolve_sweep(spec: SweepSpec, cwd: Path, sweep_dir: Path | None = None) -> 
                          sweep_dir=sweep_dir.resolve() if sweep_dir is not None else None)
 
 
-def results_root_for(results: str | Path, cwd: Path) -> Path:
-    """``results`` made absolute; a relative path counts from the git repo holding ``cwd`` (else ``cwd``)."""
-    path = (find_repo_root(cwd) or cwd) / results
-    try:
-        return path.resolve()
-    except (RuntimeError, OSError) as exc:  # a symlink loop
-        raise InvalidInputError(f"cannot resolve {str(path)!r}: {exc}", "results") from None
-
-
-def check_results_root(results_root: Path, key: str = "results") -> None:
-    """``results_root`` is (or can be made) a writable directory outside the system's own; writes
-    nothing, so ``plan`` leaves no trace."""
-    system = _system_dir(results_root)
-    if system is not None:
-        raise InvalidInputError(f"cannot write to {str(results_root)!r}: it is the system directory "
-                                f"{system} or under it; choose a results directory of your own", key)
-    existing = next(p for p in (results_root, *results_root.parents) if p.exists())
-    if not existing.is_dir():
-        raise InvalidInputError(f"cannot write to {str(results_root)!r}: {existing} is not a directory", key)
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"cannot write to {str(results_root)!r}: {existing} is not writable", key)
-
-
-def _system_dir(path: Path) -> str | None:
-    """The system directory ``path`` is or is under, if any."""
-    text = str(path)
-    if text in SYSTEM_ROOTS:
-        return text
-    return next((d for d in SYSTEM_TREES if text == d or text.startswith(d + "/")), None)
-
-
-def check_writable(results_root: Path, key: str = "results") -> None:
-    """Check ``results_root``, create it if needed and prove a file can be written there."""
-    check_results_root(results_root, key)
-    try:
-        results_root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=results_root, prefix=".probe", suffix=".tmp"):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or exc
-        raise InvalidInputError(f"cannot write to {str(results_root)!r}: {reason}", key) from None
-
-
 def plan_cells(cases: list[str], sides: list[str], repeats: int, order: Order, seed: int) -> list[Cell]:
     """Every (case, side, repeat) exactly once, in ``order`` (see the module docstring)."""
     if order is Order.serial:
@@ -138,12 +89,18 @@ def run_key(sweep_id: str, side: str, case: str, repeat: int, sha: str, settings
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
 
 
+def planned_cases(spec: SweepSpec) -> list[str]:
+    """The cases the plan runs: the sweep's, or for a suite protocol the one suite run
+    (``capabilities.SUITE_CASE``) whose output gives every case ``spec.cases`` names."""
+    return [SUITE_CASE] if is_suite(spec) else list(spec.cases)
+
+
 def build_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
     """The sweep's first ``repeats`` rounds in execution order, each run with its ``order`` index and
     ``run_key``: all of a fixed sweep, the part of an adaptive one that always runs."""
     spec = resolved.spec
-    return _runs(resolved, sweep_id, plan_cells(list(spec.cases), list(spec.sides), spec.repeats, spec.order,
-                                                spec.order_seed))
+    cells = plan_cells(planned_cases(spec), list(spec.sides), spec.repeats, spec.order, spec.order_seed)
+    return _runs(resolved, sweep_id, cells)
 
 
 def adaptive_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
@@ -153,9 +110,9 @@ def adaptive_plan(resolved: ResolvedSweep, sweep_id: str) -> list[PlannedRun]:
     The rounds extend the same design (the same seed draws the same first rounds), so keys and order
     indices are the same whenever the sweep is planned again; the adaptive loop runs a subset."""
     spec = resolved.spec
-    cells = plan_cells(list(spec.cases), list(spec.sides), spec.max_rounds, spec.order, spec.order_seed)
+    cells = plan_cells(planned_cases(spec), list(spec.sides), spec.max_rounds, spec.order, spec.order_seed)
     extra = sorted((cell for cell in cells if cell[2] >= spec.repeats), key=lambda cell: cell[2])
-    first = len(spec.cases) * len(spec.sides) * spec.repeats
+    first = len(planned_cases(spec)) * len(spec.sides) * spec.repeats
     return _runs(resolved, sweep_id, extra, first)
 
 
@@ -173,13 +130,30 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             order=index,
             side=side, ref=spec.sides[side].ref, sha=sha, case=case, algo=parts and parts.algo,
             task=parts and parts.task, sim=parts and parts.sim, variant=settings.variant, repeat=repeat,
-            repo=str(resolved.repo), argv_template=bench_argv(spec.command, settings.params),
+            repo=str(resolved.repo),
+            argv_template=bench_argv(spec.command, settings.params, lockstep=spec.order is Order.lockstep),
             params=dict(settings.params),
             env=dict(settings.env), timeout_s=spec.timeout_s, results_root=str(resolved.results_root),
             pythonpath=tuple(spec.pythonpath),
             protocol=spec.protocol.value, json_mapping=dict(json_mapping),
             audit_modules=None if spec.audit_modules is None else tuple(spec.audit_modules),
             prepare=tuple(tuple(argv) for argv in spec.prepare),
-            sweep_dir=str(resolved.sweep_dir or resolved.repo), max_steps=spec.max_steps,
+            sweep_dir=str(resolved.sweep_dir or resolved.repo),
+            suite_cases=tuple(spec.cases) if case == SUITE_CASE else (),
+            lockstep=lockstep_settings(spec, settings.params),
+            quiet=dict(vars(spec.quiet)) if spec.quiet is not None else {}, max_steps=spec.max_steps,
         ))
     return runs
+
+
+def lockstep_settings(spec: SweepSpec, params: dict) -> dict:
+    """A run's ``lockstep`` entry (``contract.PlannedRun``): the sweep's blocks and fallback, and the
+    argv template without the control option where the plan added it (envruntime's command)."""
+    if spec.order is not Order.lockstep or spec.lockstep is None:
+        return {}
+    found = {"block_steps": spec.lockstep.block_steps, "blocks": spec.lockstep.blocks,
+             "block_warmup": spec.lockstep.block_warmup, "fallback": spec.lockstep.fallback.value}
+    plain = bench_argv(spec.command, params)
+    if plain != bench_argv(spec.command, params, lockstep=True):
+        found["plain_argv"] = plain
+    return found

@@ -16,9 +16,10 @@ from typing import Any
 
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError, RefError
-from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan, check_writable
+from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan
 from orchestrator.plan.integrity import check_digest
 from orchestrator.plan.refs import repo_root, resolve_ref
+from orchestrator.plan.roots import check_writable
 from orchestrator.spec.load import revalidated, side_settings
 from orchestrator.spec.record import OUTCOME_KEYS, SweepRecord
 from orchestrator.store.query import run_statuses
@@ -37,13 +38,23 @@ class ResumePlan:
 
     @property
     def ok_keys(self) -> set[str]:
-        return {key for key, status in self.statuses.items() if status == "ok"}
+        """The runs that stay as they are: ok, and (lockstep) in a round whose every run is ok."""
+        redone = {run.run_key for run in self._whole_rounds(self.runs)}
+        return {key for key, status in self.statuses.items() if status == "ok" and key not in redone}
 
     @property
     def todo(self) -> list[PlannedRun]:
         """The runs to dispatch again, in plan order: every run of the first rounds not recorded
-        ``ok`` (later rounds are the adaptive loop's to decide)."""
-        return [run for run in self.runs[:self.fixed] if self.statuses.get(run.run_key) != "ok"]
+        ``ok``, and every run of a lockstep round that has one (later rounds are the adaptive loop's
+        to decide)."""
+        return self._whole_rounds(self.runs[:self.fixed])
+
+    def _whole_rounds(self, runs: list[PlannedRun]) -> list[PlannedRun]:
+        """The runs not ok, and the other runs of a lockstep round of theirs: a round runs again whole."""
+        redo = [run for run in runs if self.statuses.get(run.run_key) != "ok"]
+        rounds = {(run.case, run.repeat) for run in redo if run.lockstep}
+        return [run for run in runs if self.statuses.get(run.run_key) != "ok"
+                or (run.lockstep and (run.case, run.repeat) in rounds)]
 
     def refreshed(self) -> ResumePlan:
         """The same plan with its record and the statuses of its results as they are now."""

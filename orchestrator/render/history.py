@@ -1,4 +1,4 @@
-"""``shasweep history --case C``: every recorded run of one case over time, from the Parquet alone.
+"""``shasweep history --case CASE``: every recorded run of one case over time, from the Parquet alone.
 
 The runs of the case in every sweep are read (the results index says which files hold them; no
 sweep record needed), one summary row per run (its means; with ``--steps``, a phase's median over
@@ -14,6 +14,7 @@ plot.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from orchestrator.errors import InvalidInputError
 from orchestrator.render.markdown import markdown_table
 from orchestrator.render.page import Page
 from orchestrator.render.tables import Table, format_number, one_line
+from orchestrator.spec.anyrepo import passes_variant
 from orchestrator.store import query as store_query
 from orchestrator.store.query import Where
 
@@ -144,16 +146,31 @@ def history_table(history: pd.DataFrame, metric: str, shifts: Sequence[Shift] = 
     metric, any error; the first run of a sweep that starts a new level of its side says so in
     ``shift``."""
     starts = {(s.side, s.sweep_id): f"{100 * s.change:+.1f}% new level" for s in shifts}
+    variants = _passes_variant(history)
     rows, marked = [], set()
     for r in history.to_dict("records"):
         key = (r["side"], r["sweep_id"])
         shift = starts.get(key, "") if key not in marked else ""
         marked.add(key)
         rows.append([_time(r.get("started_at")), r["sweep_id"], r["side"], str(r["sha"])[:12],
-                     str(r["variant"]), r["settings"], r["status"], format_number(_float(r[metric])), shift,
-                     one_line(r["error"])])
-    return Table(["started (UTC)", "sweep", "side", "sha", "variant", "params/command", "status", metric,
-                  "shift", "error"], rows)
+                     *([str(r["variant"])] if variants else []), r["settings"], r["status"],
+                     format_number(_float(r[metric])), shift, one_line(r["error"])])
+    return Table(["started (UTC)", "sweep", "side", "sha", *(["variant"] if variants else []),
+                  "params/command", "status", metric, "shift", "error"], rows)
+
+
+def _passes_variant(history: pd.DataFrame) -> bool:
+    """Whether some run's bench command was given the sweep's variant (``{variant}``)."""
+    commands = set(history["command"].dropna()) if "command" in history else set()
+    return any(passes_variant(_command(text)) for text in commands)
+
+
+def _command(text: str) -> list[str]:
+    try:
+        command = json.loads(text)
+    except ValueError:
+        return []
+    return [str(arg) for arg in command] if isinstance(command, list) else []
 
 
 def shift_lines(shifts: Sequence[Shift], metric: str) -> list[str]:

@@ -10,7 +10,8 @@ import pandas as pd
 
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.report_model import Report
-from orchestrator.render import host_section
+from orchestrator.analysis.suites import SuiteSummary
+from orchestrator.render import host_section, lockstep
 from orchestrator.render.tables import (
     GATES_NOTE,
     Table,
@@ -21,6 +22,7 @@ from orchestrator.render.tables import (
     gates_table,
     host_lines,
     sides_table,
+    suite_table,
     summary_lines,
 )
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
@@ -59,8 +61,10 @@ def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | 
 
 def to_markdown(report: Report) -> str:
     """The human-readable report."""
-    sections = [_summary_md(report), _sides_md(report), *(_case_md(report, c) for c in report.cases),
-                _gates_md(report), _waivers_md(report), _hosts_md(report), _drift_md(report),
+    sections = [_summary_md(report), _sides_md(report), *(_suite_md(report, s) for s in report.suites),
+                *(_case_md(report, c) for c in report.cases),
+                _gates_md(report), _lockstep_md(report), _waivers_md(report), _hosts_md(report),
+                _drift_md(report),
                 _disturbed_md(report), _failures_md(report),
                 _host_md(report)]
     return "\n\n".join(s for s in sections if s) + "\n"
@@ -82,6 +86,12 @@ def _sides_md(report: Report) -> str:
     return "## Sides\n\n" + markdown_table(sides_table(report))
 
 
+def _suite_md(report: Report, suite: SuiteSummary) -> str:
+    return (f"## Suite: {suite.metric}, {suite.side} / {report.baseline}\n\nlargest change first; "
+            "the geometric mean's interval is of the per-round mean log ratio over the cases\n\n"
+            + markdown_table(suite_table(report, suite)))
+
+
 def _case_md(report: Report, case: str) -> str:
     counts = f"runs ok/not ok: {case_counts(report, case)}"
     return f"## {case}\n\n{counts}\n\n" + markdown_table(case_table(report, case))
@@ -95,6 +105,15 @@ def _gates_md(report: Report) -> str:
     bold = [[*row[:verdict], f"**{row[verdict]}**", *row[verdict + 1:]] for row in table.rows]
     return ("## Gates\n\n" + GATES_NOTE + "\n\n" + gates_line(report) + "\n\n"
             + markdown_table(Table(table.header, bold)))
+
+
+def _lockstep_md(report: Report) -> str:
+    view = report.lockstep
+    if view is None:
+        return ""
+    lines = "\n".join(f"- {line}" for line in lockstep.order_lines(view))
+    table = markdown_table(lockstep.pairs_table(view)) if view.rounds else ""
+    return "\n\n".join(part for part in ("## Lockstep", lockstep.LOCKSTEP_NOTE, lines, table) if part)
 
 
 def _waivers_md(report: Report) -> str:

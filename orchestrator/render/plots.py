@@ -1,4 +1,5 @@
-"""Bokeh figures of runs: throughput by side, phase breakdown, per-step timeline, a metric over time.
+"""Bokeh figures of runs: a per-run value (throughput, a whole-run time) by side, phase breakdown,
+per-step timeline, a metric over time. Axis labels name the metric and its unit.
 
 Every function takes plain DataFrames in the results schema (docs/design.md, "Results") and returns one
 figure; none of them reads files.
@@ -20,9 +21,9 @@ BREAKDOWN_PHASES: tuple[str, ...] = (
 )
 SUBPHASE_PREFIX = "update_state."
 UPDATE_STATE_REST = "update_state.other_ms"
-WHOLE_RUN_PHASE = "wall_ms"  # protocol time: user_ms and sys_ms are the parts shown
 WIDTH, HEIGHT = 560, 320
-RUN_FIELDS: list[str] = ["side", "throughput", "run_key", "sha", "status", "repeat", "color"]
+RUN_FIELDS: list[str] = ["side", "run_key", "sha", "status", "repeat", "color"]
+_UNITS: tuple[tuple[str, str], ...] = (("_ms", "ms"), ("_mib", "MiB"), ("_s", "s"))  # metric suffix, unit
 
 
 def side_colors(sides: list[str]) -> dict[str, str]:
@@ -31,18 +32,21 @@ def side_colors(sides: list[str]) -> dict[str, str]:
     return {side: palette[i % len(palette)] for i, side in enumerate(sides)}
 
 
-def throughput_plot(runs: pd.DataFrame, sides: list[str], title: str, paired: bool = False,
-                    y_label: str = "throughput (env steps / s)") -> figure:
-    """Per-run throughput by side: a box (quartiles, min-max whiskers, median) and the runs as points.
+def per_run_plot(runs: pd.DataFrame, sides: list[str], title: str, *, metric: str = "throughput",
+                 paired: bool = False, y_label: str) -> figure:
+    """Per-run ``metric`` by side: a box (quartiles, min-max whiskers, median) and the runs as points.
 
     ``runs`` holds one case's runs; only ``status == ok`` runs make the boxes, runs that failed
-    their audit but reported a throughput are drawn as red crosses. ``paired``: the runs of one
+    their audit but reported the metric are drawn as red crosses. ``paired``: the runs of one
     round (``repeat``) are joined by a line across the sides. Runs flagged in a ``disturbed``
     column get an orange ring.
     """
     fig = _figure(title, x_range=sides, y_label=y_label)
-    ok = runs[(runs["status"] == "ok") & runs["throughput"].notna()]
-    quartiles = ok.groupby("side")["throughput"].quantile([0.0, 0.25, 0.5, 0.75, 1.0]).unstack()
+    if metric not in runs:
+        return fig
+    fields = [*RUN_FIELDS, metric]
+    ok = runs[(runs["status"] == "ok") & runs[metric].notna()]
+    quartiles = ok.groupby("side")[metric].quantile([0.0, 0.25, 0.5, 0.75, 1.0]).unstack()
     boxes = ColumnDataSource({"side": list(quartiles.index), **{f"q{int(q * 100)}": quartiles[q].tolist()
                                                                for q in quartiles.columns}})
     if len(quartiles):
@@ -50,33 +54,33 @@ def throughput_plot(runs: pd.DataFrame, sides: list[str], title: str, paired: bo
         fig.vbar("side", 0.5, "q25", "q75", source=boxes, fill_color="#e8e8e8", line_color="#555")
         fig.rect("side", "q50", 0.5, 0.001, source=boxes, line_color="#222", line_width=2)
     if paired:
-        _join_rounds(fig, ok, sides)
+        _join_rounds(fig, ok, sides, metric)
     colors = side_colors(sides)
     points = ok.assign(color=ok["side"].map(colors).fillna("#999"))
     x = "side" if paired else jitter("side", width=0.25, range=fig.x_range)
-    fig.scatter(x, "throughput", source=_source(points, RUN_FIELDS), color="color", size=8, alpha=0.8,
+    fig.scatter(x, metric, source=_source(points, fields), color="color", size=8, alpha=0.8,
                 legend_label="ok run")
     if "disturbed" in ok:
         disturbed = ok[ok["disturbed"].fillna(False).astype(bool)]
         if len(disturbed):
-            fig.scatter("side", "throughput", source=_source(disturbed, RUN_FIELDS), marker="circle",
+            fig.scatter("side", metric, source=_source(disturbed, fields), marker="circle",
                         fill_alpha=0, line_color="#ff7f0e", line_width=2, size=15, legend_label="disturbed")
-    rejected = runs[(runs["status"] == "audit_failed") & runs["throughput"].notna()]
+    rejected = runs[(runs["status"] == "audit_failed") & runs[metric].notna()]
     if len(rejected):
-        fig.scatter("side", "throughput", source=_source(rejected, RUN_FIELDS), marker="x", color="#d62728",
+        fig.scatter("side", metric, source=_source(rejected, fields), marker="x", color="#d62728",
                     size=12, line_width=2, legend_label="failed its audit")
     fig.add_tools(HoverTool(tooltips=[("run", "@run_key"), ("round", "@repeat"), ("sha", "@sha"),
-                                      ("throughput", "@throughput{0,0}"), ("status", "@status")]))
+                                      (metric, f"@{{{metric}}}{{0,0.[000]}}"), ("status", "@status")]))
     fig.legend.location = "bottom_right"
-    _pad_y(fig, runs["throughput"])
+    _pad_y(fig, runs[metric])
     return fig
 
 
-def _join_rounds(fig: figure, ok: pd.DataFrame, sides: list[str]) -> None:
+def _join_rounds(fig: figure, ok: pd.DataFrame, sides: list[str], metric: str) -> None:
     """A thin grey line per round through its runs, in side order."""
     xs, ys = [], []
     for _, round_runs in ok.groupby("repeat"):
-        by_side = round_runs.groupby("side")["throughput"].first().reindex(sides).dropna()
+        by_side = round_runs.groupby("side")[metric].first().reindex(sides).dropna()
         if len(by_side) >= 2:
             xs.append(list(by_side.index))
             ys.append(by_side.tolist())
@@ -93,10 +97,9 @@ def _pad_y(fig: figure, values: pd.Series) -> None:
 
 def breakdown_phases(runs: pd.DataFrame) -> list[str]:
     """The phases a breakdown stacks: envruntime's, with update_state split into its sub-phases; for a
-    bench that reports none of those, every ``*_ms`` phase it reported but ``wall_ms`` (a whole)."""
+    bench that reports none of those, every ``*_ms`` phase it reported."""
     if not any(p in runs and runs[p].notna().any() for p in BREAKDOWN_PHASES):
-        return [c for c in runs.columns
-                if c.endswith("_ms") and c != WHOLE_RUN_PHASE and runs[c].notna().any()]
+        return [c for c in runs.columns if c.endswith("_ms") and runs[c].notna().any()]
     subphases = sorted(c for c in runs.columns
                        if c.startswith(SUBPHASE_PREFIX) and c.endswith("_ms") and runs[c].notna().any())
     phases = []
@@ -120,12 +123,13 @@ def phase_medians(runs: pd.DataFrame, sides: list[str]) -> pd.DataFrame:
     return medians.loc[:, (medians != 0.0).any()]
 
 
-def breakdown_plot(runs: pd.DataFrame, sides: list[str], title: str) -> figure:
-    """Stacked bar per side of the median phase times (ms per vector step)."""
+def breakdown_plot(runs: pd.DataFrame, sides: list[str], title: str,
+                   y_label: str = "phase time (ms per step, median of run means)") -> figure:
+    """Stacked bar per side of the median phase times."""
     medians = phase_medians(runs, sides)
     phases = list(medians.columns)
     palette = Category20[20]
-    fig = _figure(title, x_range=sides, y_label="ms per vector step (median of run means)")
+    fig = _figure(title, x_range=sides, y_label=y_label)
     source = ColumnDataSource({"side": sides, **{p: medians[p].tolist() for p in phases}})
     fig.vbar_stack(phases, x="side", width=0.6, source=source, legend_label=phases,
                    color=[palette[i % len(palette)] for i in range(len(phases))])
@@ -139,14 +143,13 @@ def breakdown_plot(runs: pd.DataFrame, sides: list[str], title: str) -> figure:
 
 
 def timeline_plot(steps: pd.DataFrame, runs: pd.DataFrame, sides: list[str], phase: str,
-                  title: str) -> figure:
+                  title: str, x_label: str = "step") -> figure:
     """``phase`` per step of every run, one line per run colored by side, warm-up steps shaded.
 
     ``steps`` is the long steps table of one case's runs restricted to ``phase``.
     """
     # log scale: the first warm-up steps (JIT compiles) can be 100x a measured step
-    fig = _figure(title, y_label=phase.removesuffix("_ms") + " (ms, log scale)", x_label="vector step",
-                  y_axis_type="log")
+    fig = _figure(title, y_label=f"{phase} (ms, log scale)", x_label=x_label, y_axis_type="log")
     warmup = steps.loc[steps["warmup"], "step"]
     if len(warmup):
         fig.add_layout(BoxAnnotation(left=-0.5, right=float(warmup.max()) + 0.5, fill_color="#999",
@@ -166,7 +169,7 @@ def history_plot(history: pd.DataFrame, metric: str, title: str,
     """``metric`` of every run over its start time; ok runs as dots, one series per params/command
     label (``settings``), joined in time order; others as crosses; ``marks`` (change points) as
     vertical lines."""
-    fig = _figure(title, x_axis_type="datetime", y_label=metric, x_label="run started (UTC)")
+    fig = _figure(title, x_axis_type="datetime", y_label=metric_label(metric), x_label="run started (UTC)")
     for mark in marks:
         fig.add_layout(Span(location=mark.to_pydatetime(), dimension="height", line_color="#9467bd",
                             line_dash="dashed", line_width=2))
@@ -188,6 +191,15 @@ def history_plot(history: pd.DataFrame, metric: str, title: str,
     fig.legend.location = "bottom_left"
     _pad_y(fig, history[metric])
     return fig
+
+
+def metric_label(metric: str) -> str:
+    """An axis label naming ``metric`` and its unit: ``*_ms`` phases in ms, ``*_mib`` in MiB, the
+    throughput per second in the bench's own unit."""
+    if metric == "throughput":
+        return "throughput (per s, in the bench's unit)"
+    unit = next((unit for suffix, unit in _UNITS if metric.endswith(suffix)), None)
+    return f"{metric} ({unit})" if unit else metric
 
 
 def _figure(title: str, *, y_label: str, x_label: str = "", **kwargs: object) -> figure:

@@ -1,9 +1,10 @@
 """The HTML report of one sweep: a verdict banner (counts and exit code), a forest plot per gate
 metric (each ratio with its interval and the bounds), the Markdown report's tables (a compact Sides
 table: short SHAs and class names, the full text on hover), and per case the throughput of every run
-by side (joined per round when paired, disturbed runs ringed), the phase breakdown per side and the
-per-step timeline of every run; runs that are not ok (audit failures included) highlighted. Written
-to ``<results>/reports/<id>.html``.
+by side (joined per round when paired, disturbed runs ringed), the phase breakdown per side (for a
+protocol whose phases each time the whole run, e.g. wall, user and sys time: each of them per run
+instead) and the per-step timeline of every run; runs that are not ok (audit failures included)
+highlighted. Written to ``<results>/reports/<id>.html``.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from bokeh.model import Model
 
 from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import Report
-from orchestrator.capabilities import describe_stored
+from orchestrator.capabilities import Capability, describe_stored
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
-from orchestrator.render import host_section
+from orchestrator.render import host_section, lockstep
 from orchestrator.render.forest import forest_plot, gate_bounds
 from orchestrator.render.page import Page
-from orchestrator.render.plots import breakdown_plot, throughput_plot, timeline_plot
+from orchestrator.render.plots import breakdown_plot, per_run_plot, timeline_plot
 from orchestrator.render.tables import (
     Table,
     case_counts,
@@ -83,6 +84,12 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
         page.paragraph(gates_line(report))
         page.figures(forest_plots(report))
         page.table(gates_table(report))
+    if report.lockstep is not None:
+        page.heading("Lockstep")
+        page.paragraph(lockstep.LOCKSTEP_NOTE, "note")
+        page.items(lockstep.order_lines(report.lockstep))
+        if report.lockstep.rounds:
+            page.table(lockstep.pairs_table(report.lockstep))
     if report.waivers:
         page.heading("Waivers")
         page.paragraph(WAIVERS_NOTE, "note")
@@ -103,14 +110,22 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
             continue
         paired = any(r.comparison.paired for r in report.rows
                      if r.case == case and r.metric == "throughput" and r.comparison is not None)
-        figures = [throughput_plot(mine, report.sides, f"{case}: throughput per run", paired=paired,
-                                   y_label=throughput_label(report.record.spec)),
-                   breakdown_plot(mine, report.sides, f"{case}: phase breakdown")]
+        figures = [per_run_plot(mine, report.sides, f"{case}: throughput per run", paired=paired,
+                                y_label=throughput_label(report.record.spec)),
+                   *phase_plots(mine, report, case, paired)]
         case_steps = steps[(steps["phase"] == phase) & steps["run_key"].isin(mine["run_key"])]
         if len(case_steps):
             figures.append(timeline_plot(case_steps, mine, report.sides, phase,
-                                         f"{case}: {phase} per step (warm-up shaded)"))
+                                         f"{case}: {phase} per {_step_word(report.record.spec)} "
+                                         "(warm-up shaded)", x_label=_step_word(report.record.spec)))
         page.figures(figures)
+        if report.lockstep is not None and "blocks" in mine:
+            last = mine[mine["blocks"].notna()]
+            last = last[last["repeat"] == last["repeat"].max()] if len(last) else last
+            blocks = lockstep.blocks_plot(last, report.sides, f"{case}: the blocks of lockstep round "
+                                          f"{int(last['repeat'].max()) if len(last) else '-'}, per side")
+            if blocks is not None:
+                page.figures([blocks])
     if host_section.shown(report):
         page.heading("Hosts")
         page.paragraph(host_section.HOSTS_NOTE)
@@ -127,6 +142,28 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
     page.heading("Host")
     page.items(host_lines(report))
     return page
+
+
+def phase_plots(runs: pd.DataFrame, report: Report, case: str, paired: bool) -> list[Model]:
+    """The phase breakdown per side (stacked medians); for a protocol whose phases each time the whole
+    run (wall, user and sys time), one per-run plot of each instead: they are not parts of a whole."""
+    spec = report.record.spec
+    info = describe_stored(spec.protocol.value)
+    if info.has(Capability.WHOLE_RUN_PHASES):
+        return [per_run_plot(runs, report.sides, f"{case}: {phase} per run", metric=phase, paired=paired,
+                             y_label=f"{phase} (ms per run)")
+                for phase in info.phases or () if phase in runs and runs[phase].notna().any()]
+    unit = "ms per vector step" if is_envruntime_command(spec.command) else "ms per step"
+    return [breakdown_plot(runs, report.sides, f"{case}: phase breakdown",
+                           y_label=f"phase time ({unit}, median of run means)")]
+
+
+def _step_word(spec: SweepSpec) -> str:
+    """What one step row of the sweep's bench is: a vector step (envruntime), a measured run (a
+    protocol that runs the command itself), else a step."""
+    if is_envruntime_command(spec.command):
+        return "vector step"
+    return "measured run" if describe_stored(spec.protocol.value).has(Capability.MEASURE_PARAM) else "step"
 
 
 def write_sweep_html(results_root: Path, report: Report) -> Path:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from orchestrator.analysis import stats
 from orchestrator.analysis.legacy_audit import AUDIT_FAILED
 from orchestrator.analysis.report_model import Report
+from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import (
     GateVerdict,
     format_detectable,
@@ -18,7 +19,7 @@ from orchestrator.analysis.verdicts import (
     format_p,
 )
 from orchestrator.capabilities import Capability, describe_stored
-from orchestrator.spec.anyrepo import is_envruntime_command
+from orchestrator.spec.anyrepo import is_envruntime_command, passes_variant
 from orchestrator.spec.record import AdaptiveSummary
 from orchestrator.spec.schema import SweepSpec
 
@@ -90,15 +91,19 @@ def _adaptive_line(adaptive: AdaptiveSummary | None) -> list[str]:
 
 
 def sides_table(report: Report) -> Table:
-    """Each side's planned ref, SHA and variant next to what the runs' audit recorded."""
+    """Each side's planned ref and SHA (and variant, where the command passes one) next to what the
+    runs' audit recorded; an audit column no run reported (a bench that names no env class, a
+    protocol without a header) is left out, so a foreign bench's table speaks only of what it has."""
+    header = ["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha", "bench threads"]
     rows = []
     for side in report.sides:
         info, audit = report.record.side(side), report.audit[side]
-        planned = [info.ref or "-", info.sha or "-", info.variant or "-"]
-        rows.append([side, *planned, audit["env_class"], audit["backend_class"], audit["git_sha"],
-                     audit["threads"]])
-    return Table(["side", "ref", "sha", "variant", "env class", "backend class", "loaded sha",
-                  "bench threads"], rows)
+        rows.append([side, info.ref or "-", info.sha or "-", info.variant or "-", audit["env_class"],
+                     audit["backend_class"], audit["git_sha"], audit["threads"]])
+    shown = [i for i, name in enumerate(header)
+             if i < 3 or (name == "variant" and passes_variant(report.record.spec.command))
+             or (i > 3 and any(row[i] != "-" for row in rows))]
+    return Table([header[i] for i in shown], [[row[i] for i in shown] for row in rows])
 
 
 def case_counts(report: Report, case: str) -> str:
@@ -120,6 +125,28 @@ def case_table(report: Report, case: str) -> Table:
                                for s in [report.baseline, *others]),
                      *(_ratio(cells[s].ratio) for s in others),
                      *(_interval_and_p(cells[s].comparison) for s in others)])
+    return Table(header, rows)
+
+
+def suite_table(report: Report, suite: SuiteSummary) -> Table:
+    """A suite's cases of one side, largest change first, each with its medians, ratio, interval and
+    gate verdict, then the geometric mean of the ratios with its interval."""
+    header = ["case", f"{report.baseline} (baseline)", suite.side, f"{suite.side} / {report.baseline}",
+              "interval", "gate"]
+    rows_by = {(r.case, r.side): r for r in report.rows if r.metric == suite.metric}
+    verdicts = {g.case: verdict_text(g) for g in report.gates
+                if g.side == suite.side and g.metric == suite.metric}
+    rows = []
+    for case in suite.cases:
+        base, mine = rows_by.get((case, report.baseline)), rows_by.get((case, suite.side))
+        rows.append([case, format_number(base.summary.median) if base else "-",
+                     format_number(mine.summary.median) if mine else "-", _ratio(mine.ratio) if mine else "-",
+                     format_interval(mine.comparison) if mine and mine.comparison else "-",
+                     verdicts.get(case, "-")])
+    interval = ("no CI (fewer than 2 rounds where every case ran on both sides)" if math.isnan(suite.low)
+                else f"{100 * suite.confidence:.4g}% CI [{suite.low:.3f}, {suite.high:.3f}]")
+    rows.append([f"geometric mean ({len(suite.cases)} cases, {suite.rounds} rounds"
+                 f"{', paired' if suite.paired else ''})", "", "", _ratio(suite.geomean), interval, ""])
     return Table(header, rows)
 
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 import math
 
 from rich.console import Console, Group, RenderableType
-from rich.table import Table as RichTable
 from rich.text import Text
 
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
+from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import Verdict
-from orchestrator.render.tables import format_number, one_line, summary_lines, verdict_text
+from orchestrator.render.fit import Column, fit_table
+from orchestrator.render.tables import format_number, one_line, suite_table, summary_lines, verdict_text
 from orchestrator.render.verdict_line import verdict_line
+from orchestrator.spec.anyrepo import passes_variant
 
 SHORT_SHA = 10
 VERDICT_STYLES: dict[Verdict, str] = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red",
@@ -30,23 +32,44 @@ def terminal_console() -> Console:
 
 
 def render_report(report: Report, width: int) -> RenderableType:
-    """The compact report: summary, sides, one table per case (medians of the ok runs, the ratio to
-    the baseline and its interval), gates, runs not ok, drift."""
-    parts: list[RenderableType] = [Text(f"shasweep report: {report.sweep_id}", style="bold")]
+    """The compact report, every table fitted to ``width`` (``render.fit``: columns left out or
+    abbreviated, never a word split): summary, sides, one table per case (medians of the ok runs, the
+    ratio to the baseline and its interval), gates, runs not ok, drift."""
+    parts: list[RenderableType] = [_line(f"shasweep report: {report.sweep_id}", style="bold")]
     lines = summary_lines(report)
-    parts += [Text(lines[0]), Text(lines[-1])]  # status, run counts
-    parts.append(_sides(report))
-    parts += [_case(report, case) for case in report.cases]
+    parts += [_line(lines[0]), _line(next(line for line in lines if line.startswith("runs: ")))]
+    parts += _fitted(_sides(report), "sides", width)
+    if report.suites:  # a benchmark suite: its cases in one table per side, largest change first
+        for suite in report.suites:
+            title = f"suite: {suite.metric}, {suite.side} / {report.baseline} (largest change first)"
+            parts += _fitted(_suite(report, suite), title, width)
+    else:
+        for case in report.cases:
+            parts += _fitted(_case(report, case), case, width)
     if report.gates:
-        parts.append(_gates(report))
+        parts += _fitted(_gates(report), "gates", width)
     if len(report.failures):
-        parts.append(_failures(report, width))
+        parts += _fitted(_failures(report), "runs not ok", width)
     drifted = [d for d in report.drift if d.flagged]
     if drifted:
-        parts.append(Text("DRIFT: " + "; ".join(f"{d.case} {d.side} {d.metric} {100 * d.change:+.1f}% vs "
-                                                f"{d.sweeps} earlier sweep(s)" for d in drifted),
-                          style="yellow"))
+        parts.append(_line("DRIFT: " + "; ".join(f"{d.case} {d.side} {d.metric} {100 * d.change:+.1f}% vs "
+                                                 f"{d.sweeps} earlier sweep(s)" for d in drifted),
+                           style="yellow"))
     return Group(*parts)
+
+
+def _line(text: str, style: str = "") -> Text:
+    """A line of prose: wrapped between words; a word longer than the line is cut with an ellipsis."""
+    return Text(text, style=style, overflow="ellipsis")
+
+
+def _fitted(columns: list[Column], title: str, width: int) -> list[RenderableType]:
+    """The table of ``columns`` fitted to ``width``, and a note naming the columns it left out."""
+    table, dropped = fit_table(title, columns, width)
+    if not dropped:
+        return [table]
+    return [table, _line(f"(left out at {width} columns: {', '.join(dropped)}; the Markdown report has them)",
+                         style="dim")]
 
 
 def report_verdict_line(report: Report) -> str:
@@ -56,54 +79,66 @@ def report_verdict_line(report: Report) -> str:
     return verdict_line(report.gates, report.exit_code, ", ".join(p for p in problems if p) or None)
 
 
-def _table(title: str) -> RichTable:
-    return RichTable(title=title, title_justify="left", title_style="bold", box=None, pad_edge=False,
-                     header_style="bold", show_edge=False)
-
-
-def _sides(report: Report) -> RichTable:
-    table = _table("sides")
-    for name in ("side", "ref", "sha", "variant", "loaded"):
-        table.add_column(name, overflow="fold")
+def _sides(report: Report) -> list[Column]:
+    """side, ref, SHA; the variant where the command passes one; the SHA the bench loaded where it
+    reports one."""
+    rows = []
     for side in report.sides:
         info = report.record.side(side)
         sha = info.sha or "-"
         loaded = report.audit[side]["git_sha"]
-        mark = "same" if loaded == sha else loaded[:SHORT_SHA]
-        label = f"{side} (baseline)" if side == report.baseline else side
-        table.add_row(label, info.ref or "-", sha[:SHORT_SHA], info.variant or "-", mark)
-    return table
+        rows.append((f"{side} (baseline)" if side == report.baseline else side, info.ref or "-",
+                     sha[:SHORT_SHA], info.variant or "-",
+                     "-" if loaded == "-" else "same" if loaded == sha else loaded[:SHORT_SHA]))
+    columns = [Column("side", [r[0] for r in rows]), Column("ref", [r[1] for r in rows], shrink=True),
+               Column("sha", [r[2] for r in rows])]
+    if passes_variant(report.record.spec.command):
+        columns.append(Column("variant", [r[3] for r in rows], drop=1))
+    if any(r[4] != "-" for r in rows):
+        columns.append(Column("loaded", [r[4] for r in rows], drop=2))
+    return columns
 
 
-def _case(report: Report, case: str) -> RichTable:
+def _case(report: Report, case: str) -> list[Column]:
+    """metric, each side's median, then each other side's ratio to the baseline and its interval (left
+    out first: the other sides' medians, which their ratios restate, then the intervals, then the
+    ratios of all but the first other side)."""
     others = [s for s in report.sides if s != report.baseline]
-    table = _table(case)
-    table.add_column("metric", no_wrap=True)
-    for side in [report.baseline, *others]:
-        table.add_column(side, justify="right", no_wrap=True)
-    for side in others:
-        table.add_column(f"{side}/{report.baseline}", justify="right", overflow="fold")
-        table.add_column("interval", overflow="fold")
-    for metric in report.metrics:
-        cells = {r.side: r for r in report.rows if r.case == case and r.metric == metric}
-        medians = [format_number(cells[s].summary.median) for s in [report.baseline, *others]]
-        ratios = []
-        for side in others:
-            ratios += [_ratio(cells[side].ratio), _interval(cells[side].comparison)]
-        table.add_row(metric, *medians, *ratios)
-    return table
+    cells = {(r.side, r.metric): r for r in report.rows if r.case == case}
+    columns = [Column("metric", list(report.metrics), shrink=True)]
+    columns += [Column(side, [format_number(cells[side, m].summary.median) for m in report.metrics],
+                       justify="right", drop=None if side == report.baseline else 30 + i)
+                for i, side in enumerate([report.baseline, *others])]
+    for i, side in enumerate(others):
+        ratio = f"{side}/{report.baseline}"
+        columns.append(Column(ratio, [_ratio(cells[side, m].ratio) for m in report.metrics], justify="right",
+                              drop=None if i == 0 else 10 + i))
+        columns.append(Column("interval", [_interval(cells[side, m].comparison) for m in report.metrics],
+                              drop=20 + i, name=f"{ratio} interval"))
+    return columns
 
 
-def _gates(report: Report) -> RichTable:
-    table = _table("gates")
-    for name in ("verdict", "metric", "side", "bound", "ratio"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("interval", overflow="fold")
-    table.add_column("case", overflow="fold")
-    for g in report.gates:
-        verdict = Text(verdict_text(g), style="dim" if g.waived else VERDICT_STYLES.get(g.verdict, ""))
-        table.add_row(verdict, g.metric, g.side, g.bound, _ratio(g.ratio), _interval(g.comparison), g.case)
-    return table
+def _suite(report: Report, suite: SuiteSummary) -> list[Column]:
+    """The suite's table (``tables.suite_table``): case names and intervals abbreviated, then the
+    medians left out, then the intervals, then the gate column."""
+    contents = suite_table(report, suite)
+    drops = [None, 30, 31, None, 20, 10]  # case, baseline, side, ratio, interval, gate
+    return [Column(name, [row[i] for row in contents.rows], shrink=i in (0, 4), drop=drops[i],
+                   justify="right" if 0 < i < 4 else "left")
+            for i, name in enumerate(contents.header)]
+
+
+def _gates(report: Report) -> list[Column]:
+    """verdict, metric, side, bound, ratio, interval, case (the interval left out first, then the
+    bound; case names abbreviated)."""
+    gates = report.gates
+    verdicts = [Text(verdict_text(g), style="dim" if g.waived else VERDICT_STYLES.get(g.verdict, ""))
+                for g in gates]
+    return [Column("verdict", verdicts), Column("metric", [g.metric for g in gates], shrink=True),
+            Column("side", [g.side for g in gates]), Column("bound", [g.bound for g in gates], drop=2),
+            Column("ratio", [_ratio(g.ratio) for g in gates], justify="right"),
+            Column("interval", [_interval(g.comparison) for g in gates], drop=3),
+            Column("case", [g.case for g in gates], shrink=True)]
 
 
 def _ratio(value: float) -> str:
@@ -117,17 +152,11 @@ def _interval(comparison: stats.Comparison | None) -> str:
     return f"{100 * comparison.confidence:g}% [{comparison.low:.3f}, {comparison.high:.3f}]"
 
 
-def _failures(report: Report, width: int) -> RichTable:
-    """One line per run not ok; the error is cut to the width left (the full text is in the Markdown)."""
-    table = _table("runs not ok")
+def _failures(report: Report) -> list[Column]:
+    """One line per run not ok; the error abbreviated to the width left (the full text is in the
+    Markdown)."""
     rows = [(str(f.run_key)[:SHORT_SHA], str(f.side), str(f.status), one_line(f.error))
             for f in report.failures.itertuples()]
-    names = ("run", "side", "status")
-    widths = [max(len(name), *(len(row[i]) for row in rows)) for i, name in enumerate(names)]
-    for name, column_width in zip(names, widths, strict=True):
-        table.add_column(name, no_wrap=True, width=column_width, style="red" if name == "status" else "")
-    left = width - sum(widths) - 2 * len(widths)  # a column's padding: 1 on each side, none at the edges
-    table.add_column("error", no_wrap=True, overflow="ellipsis", max_width=max(left, 10))
-    for row in rows:
-        table.add_row(*row)
-    return table
+    return [Column("run", [r[0] for r in rows]), Column("side", [r[1] for r in rows]),
+            Column("status", [r[2] for r in rows], style="red"),
+            Column("error", [r[3] for r in rows], shrink=True)]

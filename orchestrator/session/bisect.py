@@ -18,13 +18,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from orchestrator.analysis.bisect_step import StepResult, read_step
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan.bisect import BAD, FOUND, SKIP, BisectSearch, Commit, first_parent_history
-from orchestrator.plan.expand import check_writable, resolve_sweep, results_root_for
+from orchestrator.plan.expand import resolve_sweep
 from orchestrator.plan.refs import repo_root, resolve_ref
+from orchestrator.plan.roots import check_writable, results_root_for
 from orchestrator.session.options import RunOptions
 from orchestrator.session.sweep import SweepPlan, resume, run_sweep
 from orchestrator.spec.bisect import CANDIDATE_SIDE, GOOD_SIDE, load_bisect_spec
@@ -33,7 +33,9 @@ from orchestrator.spec.record import spec_from_json, spec_to_json
 from orchestrator.spec.schema import SideSpec, SweepSpec
 from orchestrator.store import bisects
 from orchestrator.store.records import read_record, sweeps_dir
-from orchestrator.store.reuse import RunPool
+
+if TYPE_CHECKING:
+    from orchestrator.analysis.bisect_step import StepResult
 
 NO_REGRESSION, FAILED, ABORTED = "no_regression", "failed", "aborted"
 
@@ -191,6 +193,9 @@ def _step(job: BisectRun, sha: str, role: str, options: RunOptions) -> StepResul
     killed bisect left it unfinished, started otherwise); the result is recorded at once. The good
     commit's runs of earlier steps are reused (``store.reuse``: good is measured once per round)
     unless the bisect was started with ``remeasure_good``."""
+    from orchestrator.analysis.bisect_step import StepResult, read_step  # the report's readers
+    from orchestrator.store.reuse import RunPool
+
     recorded = next((s for s in job.record["steps"] if s["sha"] == sha and s.get("mark")), None)
     if recorded is not None:
         _say(f"bisect: {sha[:12]} reused from sweep {recorded['sweep_id']}: {recorded['mark']}")

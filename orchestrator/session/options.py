@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from orchestrator.dispatch.tls import TLSFiles, client_security
-from orchestrator.store.reuse import Reuse
 
 if TYPE_CHECKING:
     from distributed import Security
+
+    from orchestrator.store.reuse import Reuse
 
 
 @dataclass(frozen=True)

@@ -14,20 +14,14 @@ from omegaconf import OmegaConf
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan import lifecycle
-from orchestrator.plan.expand import (
-    ResolvedSweep,
-    build_plan,
-    check_writable,
-    resolve_sweep,
-    results_root_for,
-)
+from orchestrator.plan.expand import ResolvedSweep, build_plan, resolve_sweep
 from orchestrator.plan.integrity import with_digest
+from orchestrator.plan.roots import check_writable, results_root_for
 from orchestrator.session.options import RunOptions
 from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.spec.record import SweepRecord, spec_to_json
-from orchestrator.spec.schema import SweepSpec
+from orchestrator.spec.schema import Order, SweepSpec
 from orchestrator.store import records
-from orchestrator.store.compact import compact_finished, release_for_rerun
 
 if TYPE_CHECKING:
     from orchestrator.analysis.report_model import Report
@@ -85,6 +79,8 @@ def plan_sweep(spec: str | Path | SweepSpec, overrides: Sequence[str] = (), *, c
 def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     """Record and dispatch a new sweep of ``plan``, its adaptive rounds and re-runs included; the
     record says how it ended. Bad input raises ``InvalidInputError`` before anything is recorded."""
+    from orchestrator.store.compact import compact_finished  # reads and writes Parquet: only when running
+
     options = options or RunOptions()
     options.security()  # the TLS options checked before anything is recorded
     resolved = plan.resolved
@@ -103,6 +99,8 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         records.discard(root, sweep_id)
         raise
+    check_suite_input(resolved.spec, root, sweep_id)
+    check_lockstep_input(resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
 
 
@@ -112,6 +110,8 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
     SHAs and run keys, then the adaptive rounds it still needs. ``results_root``: relative to the git
     repository of ``cwd``."""
     from orchestrator.plan.resume import plan_resume
+    from orchestrator.store.compact import compact_finished, release_for_rerun
+    from orchestrator.store.query import with_suite_cases
 
     options = options or RunOptions()
     options.security()
@@ -120,7 +120,8 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
     plan = plan_resume(root, sweep_id)  # checks everything, writes nothing
     with records.sweep_lock(root, sweep_id):
         plan = plan.refreshed()  # what is ok now that no other client runs the sweep
-        release_for_rerun(root, sweep_id, [key for key, status in plan.statuses.items() if status != "ok"])
+        again = [key for key, status in plan.statuses.items() if status != "ok"]
+        release_for_rerun(root, sweep_id, with_suite_cases(root, sweep_id, again))
         todo = plan.todo
         say(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
             f"results under {root}")
@@ -129,16 +130,48 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
             _dispatch(plan.resolved, record, todo, options,
                       lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)), plan.ok_keys)
         compact_finished(root, sweep_id)
+    check_suite_input(plan.resolved.spec, root, sweep_id)
+    check_lockstep_input(plan.resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
 
 
-def noise_estimates(plan: SweepPlan, host: str) -> list[str]:
-    """How many rounds the gates need, from the noise of earlier sweeps of the cases on ``host``."""
-    from orchestrator.analysis.noise_history import noise_lines
-    from orchestrator.analysis.sequential import Looks
+def check_suite_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> None:
+    """``InvalidInputError`` (exit 2) for what a suite's runs showed to be wrong with the sweep: a
+    ``cases`` entry no benchmark matches, a unit that is not a time, a gate's ``case`` that matches
+    no case found (``analysis.suites.input_problem``). The record and the runs stay as they are."""
+    from orchestrator.analysis.report_model import load_runs
+    from orchestrator.analysis.suites import input_problem
+    from orchestrator.spec.anyrepo import is_suite
 
-    spec = plan.spec
-    return noise_lines(plan.resolved.results_root, spec.gates, list(spec.cases), host, Looks.of_spec(spec))
+    if not is_suite(spec):
+        return
+    problem = input_problem(spec, load_runs(results_root, sweep_id, []))
+    if problem is not None:
+        key, why = problem
+        raise InvalidInputError(f"sweep {sweep_id}: {why}", key)
+
+
+def check_lockstep_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> None:
+    """``InvalidInputError`` (exit 2) when a lockstep round met a SHA whose bench has no control
+    channel under ``lockstep.fallback: stop``; the record and the runs stay as they are."""
+    from orchestrator.analysis.lockstep import no_control_problem
+    from orchestrator.analysis.report_model import load_runs
+
+    if spec.order is not Order.lockstep:
+        return
+    why = no_control_problem(load_runs(results_root, sweep_id, []))
+    if why is not None:
+        raise InvalidInputError(f"sweep {sweep_id} stopped: {why} (with lockstep.fallback: interleaved such "
+                                "a case runs interleaved instead)", "lockstep.fallback")
+
+
+def noise_estimates(plan: SweepPlan, host: str) -> list[str]:
+    """Per gate and case: the minimum detectable change the planned rounds give with the noise of
+    earlier sweeps of the case on ``host``, with a warning where it exceeds the bound's distance from
+    1.0 (``analysis.plan_power``)."""
+    from orchestrator.analysis.plan_power import gate_lines
+
+    return gate_lines(plan.resolved.results_root, plan.spec, host)
 
 
 def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRun], options: RunOptions,

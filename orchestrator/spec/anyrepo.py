@@ -28,6 +28,7 @@ from orchestrator.spec.schema import (
     REPORT_METRICS,
     Case,
     KnownNames,
+    Order,
     ParamsSpec,
     Protocol,
     SweepSpec,
@@ -41,13 +42,23 @@ _DOTTED_PATH = re.compile(r"[^.\s]+(\.[^.\s]+)*\Z")
 RESERVED_COLUMNS: frozenset[str] = frozenset((
     "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant", "repeat", "order",
     "status", "error", "started_at", "ended_at", "wall_s", "throughput", "measure_wall_s", "exit_code",
-    "steps", "log_dir", "params", "env", "protocol", "sweep",
+    "steps", "log_dir", "params", "env", "protocol", "sweep", "ran_in", "lockstep_fallback", "blocks",
+    "quiet_wait_s", "quiet_load", "quiet_steal", "quiet_met",
 ))
 
 
 def is_envruntime_command(command: list[str] | tuple[str, ...]) -> bool:
     """Whether ``command`` is envruntime's default bench command (its keys and checks apply)."""
     return list(command) == list(DEFAULT_COMMAND)
+
+
+def passes_variant(command: list[str] | tuple[str, ...]) -> bool:
+    """Whether ``command`` gives the bench the sweep's ``variant`` (``{variant}``): only then does a
+    plan, a report or a history speak of variants."""
+    try:
+        return any("variant" in placeholders_in(str(arg), "command") for arg in command)
+    except SpecError:  # a stored command of an older sweep: its placeholders were checked then
+        return False
 
 
 def normalized_params(params: dict[str, Any] | ParamsSpec, command: list[str], key: str) -> dict[str, Any]:
@@ -75,15 +86,24 @@ def normalized_params(params: dict[str, Any] | ParamsSpec, command: list[str], k
     return dict(params)
 
 
-def bench_argv(command: list[str] | tuple[str, ...], params: dict[str, Any]) -> tuple[str, ...]:
+def bench_argv(command: list[str] | tuple[str, ...], params: dict[str, Any], lockstep: bool = False
+               ) -> tuple[str, ...]:
     """The argv template of a run: ``command``, and for envruntime's default command the optional
-    options its params set (``--actions {actions}``, ``--device {device}``) before ``--stream``."""
+    options its params set (``--actions {actions}``, ``--device {device}``) and, in a lockstep sweep,
+    ``--control {control}``, before ``--stream``."""
     if not is_envruntime_command(command):
         return tuple(command)
     extra = [arg for name in ENVRUNTIME_OPTIONAL if name in params
              for arg in (f"--{name}", f"{{{name}}}")]
+    extra += ["--control", "{control}"] if lockstep else []
     stream = list(command).index("--stream")
     return (*command[:stream], *extra, *command[stream:])
+
+
+def is_suite(spec: SweepSpec) -> bool:
+    """Whether one run of the sweep's protocol measures many cases (a benchmark suite): its ``cases``
+    are names and globs of what the output holds, read from one run per side and round."""
+    return describe(spec.protocol.value).has(Capability.MANY_CASES)
 
 
 def check_generic_params(params: dict[str, Any], protocol: Protocol) -> list[tuple[str, str]]:
@@ -152,6 +172,11 @@ def check_command(spec: SweepSpec, params_by_side: dict[str, dict[str, Any]]) ->
                 continue
             if name in BUILTIN_PLACEHOLDERS:
                 continue
+            if name == "control":
+                if spec.order is not Order.lockstep:
+                    raise SpecError(f"{{control}} in {arg!r} is lockstep's control FIFO; only an "
+                                    "order: lockstep sweep passes it", key)
+                continue
             for side, params in params_by_side.items():
                 if name not in params:
                     where = "" if len(params_by_side) == 1 else f" on side {side!r}"
@@ -167,7 +192,7 @@ def check_command(spec: SweepSpec, params_by_side: dict[str, dict[str, Any]]) ->
 def check_protocol(spec: SweepSpec) -> None:
     """``json`` given exactly for a protocol that maps a result document (json), with valid paths and
     names."""
-    if not describe(spec.protocol.value).has(Capability.RESULT_DOCUMENT):
+    if not describe(spec.protocol.value).has(Capability.JSON_MAPPING):
         if spec.json is not None:
             raise SpecError(f"a json block maps a protocol json document; this sweep's protocol is "
                             f"{spec.protocol.value}", "json")

@@ -4,8 +4,10 @@ one-line note on stderr naming it, and dropped before the sweep is typed (nothin
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from omegaconf import DictConfig
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 # key -> why it is ignored
 DEPRECATED_KEYS: dict[str, str] = {

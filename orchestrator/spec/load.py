@@ -18,6 +18,7 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from orchestrator.capabilities import DISCOVER, SUITE_CASE, case_matches
 from orchestrator.errors import SpecError
 from orchestrator.spec import anyrepo
 from orchestrator.spec.anyrepo import placeholders_in
@@ -32,7 +33,8 @@ from orchestrator.spec.bounds import (
     check_length,
 )
 from orchestrator.spec.deprecated import drop_deprecated
-from orchestrator.spec.overrides import plain_overrides
+from orchestrator.spec.lockstep import check_lockstep, check_quiet
+from orchestrator.spec.overrides import apply_removals, plain_overrides
 from orchestrator.spec.schema import (
     ENVRUNTIME_OPTIONAL,
     HOSTS_CHOICES,
@@ -60,7 +62,8 @@ def load_spec(path: str | Path, dotlist: list[str] | tuple[str, ...] = ()) -> Sw
 def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
     """Merge ``raw`` (a loaded YAML) and ``dotlist`` over the typed defaults and validate the result."""
     refuse_env_lookups(raw, "the sweep file")
-    dotlist = drop_deprecated(raw, dotlist)
+    dotlist = drop_deprecated(raw, apply_removals(raw, dotlist))
+    raw, dotlist = _discover_as_glob(raw, dotlist)
     for name, schema in (("gates", GateSpec), ("waivers", WaiverSpec)):
         items = raw.get(name)
         if isinstance(items, ListConfig):  # omegaconf drops the list index from errors inside list items
@@ -72,6 +75,15 @@ def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ())
     spec: SweepSpec = OmegaConf.to_object(merged)  # type: ignore[assignment]
     validate(spec)
     return spec
+
+
+def _discover_as_glob(raw: DictConfig, dotlist: list[str] | tuple[str, ...]) -> tuple[DictConfig, list[str]]:
+    """``cases: discover`` (or the override ``cases=discover``) is ``cases: ['*']``: every benchmark
+    of a suite's output."""
+    if raw.get("cases") == "discover":
+        raw = OmegaConf.merge(raw, {"cases": [DISCOVER]})  # type: ignore[assignment]
+    return raw, [f"cases=['{DISCOVER}']" if item.replace(" ", "") == "cases=discover" else item
+                 for item in dotlist]
 
 
 def revalidated(spec: SweepSpec) -> SweepSpec:
@@ -144,8 +156,14 @@ def validate(spec: SweepSpec) -> None:
     if not spec.cases:
         raise SpecError("at least one case (algo/task/sim) is required", "cases")
     known, shaped = anyrepo.effective_known(spec), anyrepo.is_envruntime_command(spec.command)
-    for i, text in enumerate(spec.cases):
-        parse_case(text, known, f"cases[{i}]", shaped=shaped)
+    if not anyrepo.is_suite(spec):
+        for i, text in enumerate(spec.cases):
+            parse_case(text, known, f"cases[{i}]", shaped=shaped)
+            if case_matches(SUITE_CASE, text):
+                raise SpecError(f"{text!r} names the suite run's own case {SUITE_CASE!r}", f"cases[{i}]")
+    else:
+        for i, text in enumerate(spec.cases):
+            anyrepo.check_case_name(text, f"cases[{i}]")
     if len(set(spec.cases)) != len(spec.cases):
         raise SpecError("cases must not repeat (use repeats for more runs)", "cases")
     _check_positive(spec.repeats, "repeats")
@@ -172,6 +190,8 @@ def validate(spec: SweepSpec) -> None:
     for i, waiver in enumerate(spec.waivers):
         check_waiver(waiver, spec, f"waivers[{i}]")
     _check_hosts(spec.hosts)
+    check_lockstep(spec)
+    check_quiet(spec)
     anyrepo.check_command(spec, {label: side_settings(spec, label).params for label in spec.sides})
 
 
@@ -217,7 +237,7 @@ def check_waiver(waiver: WaiverSpec, spec: SweepSpec, key: str | None) -> None:
     cases, a non-baseline side, an existing gate that checks that case and side; and gives a reason."""
     if not waiver.reason.strip():
         raise SpecError("a waiver needs a reason", key)
-    if waiver.case not in spec.cases:
+    if waiver.case not in spec.cases and not anyrepo.is_suite(spec):  # a suite's: known once it ran
         raise SpecError(f"case {waiver.case!r} is not one of the sweep's cases: {', '.join(spec.cases)}", key)
     candidates = [s for s in spec.sides if s != spec.baseline]
     if waiver.side is not None and waiver.side not in candidates:
@@ -230,7 +250,8 @@ def check_waiver(waiver: WaiverSpec, spec: SweepSpec, key: str | None) -> None:
                         key)
     gates = [spec.gates[waiver.gate]] if waiver.gate is not None else spec.gates
     sides = [waiver.side] if waiver.side is not None else candidates
-    if not any(g.case in (None, waiver.case) and g.side in (None, *sides) for g in gates):
+    if not any((g.case is None or case_matches(waiver.case, g.case)) and g.side in (None, *sides)
+               for g in gates):
         which = f"gate {waiver.gate} does not check" if waiver.gate is not None else "no gate checks"
         raise SpecError(f"{which} case {waiver.case!r} on side {' or '.join(map(repr, sides))}", key)
 
@@ -291,7 +312,7 @@ def _check_gate(gate: GateSpec, spec: SweepSpec, key: str, extra: set[str]) -> N
     if not 0 < gate.confidence < 1:
         raise SpecError(f"must lie strictly between 0 and 1 (e.g. 0.95), got {gate.confidence}",
                         f"{key}.confidence")
-    if gate.case is not None and gate.case not in spec.cases:
+    if gate.case is not None and gate.case not in spec.cases and not anyrepo.is_suite(spec):
         raise SpecError(f"{gate.case!r} is not one of the sweep's cases", f"{key}.case")
     if gate.side is not None and gate.side not in spec.sides:
         raise SpecError(f"{gate.side!r} is not a side; sides: {', '.join(spec.sides)}", f"{key}.side")

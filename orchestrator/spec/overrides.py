@@ -1,7 +1,9 @@
 """The command line's ``KEY=VALUE`` overrides follow the omegaconf/Hydra convention: ``KEY=VALUE``
 changes a key the sweep already has, ``+KEY=VALUE`` adds one it does not have (``+sides.new.ref=main``,
-``+env.OMP_PROC_BIND=close``). Anything else is a typo that would silently change the sweep (a third
-side from ``sides.manger.ref=HEAD~1``), so it is an error naming the key."""
+``+env.OMP_PROC_BIND=close``), ``~KEY`` removes one the sweep file has (``~sides.old``: a dict
+override can only merge, so dropping a side needs its own word). Anything else is a typo that would
+silently change the sweep (a third side from ``sides.manger.ref=HEAD~1``, removing a key that is not
+there), so it is an error naming the key."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from orchestrator.errors import SpecError
 
 ADD_PREFIX = "+"
+REMOVE_PREFIX = "~"
 _ABSENT = object()
 
 
@@ -33,6 +36,32 @@ def plain_overrides(base: DictConfig, dotlist: list[str] | tuple[str, ...]) -> l
                             f"{_near(base, name)}", f"override[{i}]")
         plain.append(f"{name}={value}")
     return plain
+
+
+def apply_removals(raw: DictConfig, dotlist: list[str] | tuple[str, ...]) -> list[str]:
+    """Remove from ``raw`` (the sweep file, in place) every key a ``~KEY`` item names; returns the
+    other items. ``SpecError`` names a ``~KEY`` the file does not have, a value, or a list item."""
+    rest = []
+    for i, item in enumerate(dotlist):
+        if not item.startswith(REMOVE_PREFIX):
+            rest.append(item)
+            continue
+        key = item.removeprefix(REMOVE_PREFIX).strip()
+        where = f"override[{i}]"
+        if not key or "=" in key:
+            raise SpecError(f"{item!r}: ~KEY removes a key and takes no value", where)
+        if "[" in key:
+            raise SpecError(f"{item!r}: a list item cannot be removed; set the list whole, e.g. cases=[a, b]",
+                            where)
+        if not has_key(raw, key):
+            raise SpecError(f"{key!r} is not in the sweep file, so ~{key} removes nothing{_near(raw, key)}",
+                            where)
+        parent, _, leaf = key.rpartition(".")
+        node = OmegaConf.select(raw, parent) if parent else raw
+        if not isinstance(node, DictConfig):
+            raise SpecError(f"{item!r}: {parent!r} is not a mapping", where)
+        del node[leaf]
+    return rest
 
 
 def has_key(config: DictConfig, key: str) -> bool:

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
-
-from pydantic import TypeAdapter, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import InvalidInputError
 from orchestrator.spec.deprecated import DEPRECATED_KEYS
 from orchestrator.spec.schema import REPORT_METRICS, SweepSpec
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 WAIVE, REVOKE = "waive", "revoke"  # the actions of a waiver log entry
 # keys a record holds only once what they tell happened (an adaptive sweep, a waiver, a resume)
@@ -204,6 +205,8 @@ def _compatible_spec(raw: object) -> object:
 
 
 def _parsed(adapter: TypeAdapter, value: object, prefix: str) -> Any:
+    from pydantic import ValidationError
+
     try:
         return adapter.validate_python(value)
     except ValidationError as exc:
@@ -223,9 +226,13 @@ def _problem(error: Mapping[str, Any]) -> str:
 
 @cache
 def _record_adapter() -> TypeAdapter:
+    from pydantic import TypeAdapter  # built on first use: plain commands start without it
+
     return TypeAdapter(SweepRecord)
 
 
 @cache
 def _spec_adapter() -> TypeAdapter:
+    from pydantic import TypeAdapter
+
     return TypeAdapter(SweepSpec)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from omegaconf import MISSING
+MISSING = "???"  # omegaconf's mark of a mandatory value (omegaconf.MISSING), without importing it
 
 # Placeholders every command may use; every ``params.<name>`` is one too, and ``{algo} {task} {sim}``
 # are the parts of a case of the form ``algo/task/sim``
@@ -42,6 +42,9 @@ class Protocol(Enum):
     v1 = "v1"  # NDJSON records streamed to {stream}
     json = "json"  # one JSON document written to {result}, mapped by the ``json`` block
     time = "time"  # the whole command timed from outside, like hyperfine
+    pyperf = "pyperf"  # the JSON ``pyperf ... -o {result}`` writes
+    pytest_benchmark = "pytest-benchmark"  # the JSON ``pytest --benchmark-json={result}`` writes
+    gbench = "gbench"  # the JSON Google Benchmark writes (``--benchmark_out={result}``)
 
 
 class Order(Enum):
@@ -50,6 +53,33 @@ class Order(Enum):
     interleaved = "interleaved"
     serial = "serial"
     randomized = "randomized"
+    lockstep = "lockstep"  # a round's processes resident at once, taking turns block by block
+
+
+class Fallback(Enum):
+    """What a lockstep sweep does with a case whose bench, at some SHA, has no control channel."""
+
+    stop = "stop"  # stop the sweep, naming the SHA (exit 2)
+    interleaved = "interleaved"  # run that case's rounds as separate processes, one at a time
+
+
+@dataclass
+class LockstepSpec:
+    """``order: lockstep``: how a round's steps are cut (docs/design.md, "Run protocol", control channel)."""
+
+    block_steps: int = 5  # measured steps per block
+    blocks: int = 8  # measured blocks per side and round
+    block_warmup: int = 1  # warm-up steps before each measured block, in the same turn
+    fallback: Fallback = Fallback.stop
+
+
+@dataclass
+class QuietSpec:
+    """Wait before each round (a lockstep round, or each run) until the host was quiet for a second."""
+
+    max_load: float = 0.25  # busy CPUs over the last second
+    max_steal: float = 0.02  # share of CPU time stolen by the hypervisor over the last second
+    max_wait_s: float = 60.0  # then run anyway (the run records that the limits were not met)
 
 
 class NoiseMode(Enum):
@@ -185,6 +215,8 @@ class SweepSpec:
     # of the worktree's pythonpath directories the bench imported); []: no module audit
     audit_modules: list[str] | None = None
     prepare: list[list[str]] = field(default_factory=list)  # argvs run once per new worktree
+    lockstep: LockstepSpec | None = None  # order: lockstep's blocks (its defaults when not given)
+    quiet: QuietSpec | None = None  # wait for a quiet host before each round; None: never wait
 
     @property
     def max_rounds(self) -> int:

@@ -24,24 +24,16 @@ from orchestrator.contract import HostRecord, PlannedRun
 from orchestrator.store.atomic import remove_stale_temps, staged, stale_temps, write_in_order
 from orchestrator.store.step_log import WRITE_OPTIONS, StepLog
 
-# Always present (null when a run did not report them), so every file has the same core schema and
-# ``pd.read_parquet("results/runs")`` -- which takes the schema of the first file -- sees them all.
-# The ``update_state.<manager>.<stage>_ms`` breakdown a manager-based env reports is standard too:
-# a direct env has none (null), and a directory read must not drop it when a direct run comes first.
-STANDARD_PHASES: tuple[str, ...] = (
-    "collector_step_ms", "policy_ms", "env_step_ms", "apply_action_ms", "physics_ms", "d2h_ms",
-    "update_state_ms", "reset_done_ms", "replay_ms",
-    "update_state.termination.compute_ms", "update_state.reward.compute_ms",
-    "update_state.command.compute_ms", "update_state.command.post_compute_ms",
-    "update_state.event.interval_ms", "update_state.observation.compute_ms",
-)
-STANDARD_AUDIT: tuple[str, ...] = (
-    "module_file", "git_sha", "env_class", "backend_class", "managers", "versions", "threads",
-)
+# A runs file holds the columns its run has: the plan's and the worker's (always, null when unknown)
+# and what the bench reported (each phase mean, each metric, each key of its header audit), so a
+# foreign bench's rows carry nothing of envruntime's (docs/design.md, "Results", the runs columns).
 _PLAN_STRINGS: tuple[str, ...] = (
     "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant",
 )
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
+# How the wait for a quiet host before the run ended (worker.quiet); null without a quiet: key.
+QUIET_COLUMNS: dict[str, pa.DataType] = {"quiet_wait_s": pa.float64(), "quiet_load": pa.float64(),
+                                         "quiet_steal": pa.float64(), "quiet_met": pa.bool_()}
 # A run's own one-row file: a dictionary page per column only adds to it (and to the time to write it).
 RUN_FILE_OPTIONS = {**WRITE_OPTIONS, "use_dictionary": False}
 WRITE_BUFFER_BYTES = 2**20  # Arrow's file stream makes a system call per page; a buffer, one per file
@@ -67,6 +59,16 @@ class RunResult:
     audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
     worktree: str | None = None  # the checkout the bench ran in
     audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
+    lock_wait_s: float | None = None  # how long the run waited for its host lock (None: never got it)
+    suite_run_key: str | None = None  # the suite run this case's numbers were read from (None: its own)
+    bad_input: str | None = None  # why the run failed because of the sweep's input (exit 2 at the client)
+    cases: list[tuple[PlannedRun, RunResult]] | None = None  # a suite run's cases, each a run of its own
+    # a lockstep sweep's run: the order it ran in (lockstep, or interleaved where the case fell back),
+    # why it fell back, and its blocks (analysis.lockstep); quiet: how the wait for a quiet host ended
+    ran_in: str | None = None
+    fallback: str | None = None
+    blocks: list[dict] | None = None
+    quiet: dict | None = None  # worker.quiet.QuietWait.columns()
 
     def __post_init__(self) -> None:
         if not isinstance(self.steps, StepLog):
@@ -121,21 +123,32 @@ def superseded_dir(results_root: str | Path, sweep_id: str) -> Path:
     return Path(results_root) / "superseded" / f"sweep={sweep_id}"
 
 
+def remove_run(run: PlannedRun) -> None:
+    """Remove ``run``'s files, if any: its runs file first, so a runs row never lacks its steps."""
+    files = run_files(run)
+    for path in (files.runs, files.steps):
+        path.unlink(missing_ok=True)
+
+
 def supersede_run(results_root: str | Path, sweep_id: str, run_key: str, tag: str) -> None:
-    """Move both files of ``run_key`` out of the results into ``superseded_dir`` (named with ``tag``,
-    e.g. the host that ran them), so a round redone elsewhere never mixes with them."""
+    """Move both files of ``run_key`` (and of the cases read from it, when it is a suite run) out of
+    the results into ``superseded_dir`` (named with ``tag``, e.g. the host that ran them), so a round
+    redone elsewhere never mixes with them."""
+    from orchestrator.store.query import with_suite_cases  # the read layer, which reads these files
+
     target = superseded_dir(results_root, sweep_id)
-    for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
-        path = source(results_root, sweep_id) / f"{run_key}.parquet"
-        if path.exists():
-            (target / kind).mkdir(parents=True, exist_ok=True)
-            os.replace(path, target / kind / f"{run_key}.{tag}.{time.time_ns()}.parquet")
+    for key in with_suite_cases(results_root, sweep_id, [run_key]):
+        for kind, source in (("runs", runs_dir), ("steps", steps_dir)):
+            path = source(results_root, sweep_id) / f"{key}.parquet"
+            if path.exists():
+                (target / kind).mkdir(parents=True, exist_ok=True)
+                os.replace(path, target / kind / f"{key}.{tag}.{time.time_ns()}.parquet")
 
 
 def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
-    """Write both Parquet files of ``run`` as a pair: both staged and fsynced, then the steps file
-    renamed into place, then the runs file. A failure before the runs file is in place removes the
-    new steps file too, so a runs row never lacks its steps."""
+    """Write both Parquet files of ``run`` as a pair (``store.atomic.write_in_order``): both staged,
+    made durable by one barrier, then the steps file renamed into place, then the runs file. A
+    failure before the renames leaves the earlier pair as it was."""
     files = run_files(run)
     row = run_table(run, result)
     write_in_order([(files.steps, lambda tmp: write_steps(run, result.steps, tmp)),
@@ -192,6 +205,9 @@ def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, p
         "rss_source": (result.usage.rss_source if result.usage else None, pa.string()),
         "audited": (result.audited, pa.bool_()),
         "reused_from": (None, pa.string()),  # measured by this run; store.reuse sets it on a copy
+        "lock_wait_s": (result.lock_wait_s, pa.float64()),
+        "suite_run_key": (result.suite_run_key, pa.string()),
+        "bad_input": (result.bad_input, pa.string()),
     }
     columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string())}
     columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
@@ -206,7 +222,12 @@ def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, p
         "env": (json.dumps(run.env, sort_keys=True), pa.string()),
         "pythonpath": (None if result.pythonpath is None else json.dumps(result.pythonpath), pa.string()),
         "command": (json.dumps(list(run.argv_template)), pa.string()),  # the argv template, placeholders kept
+        "ran_in": (result.ran_in, pa.string()),
+        "lockstep_fallback": (result.fallback, pa.string()),
+        "blocks": (None if result.blocks is None else json.dumps(result.blocks), pa.string()),
     }
+    quiet = result.quiet or {}
+    columns |= {name: (quiet.get(name), kind) for name, kind in QUIET_COLUMNS.items()}
     return columns
 
 
@@ -216,14 +237,11 @@ def steps_table(run: PlannedRun, steps: StepLog) -> pa.Table:
 
 
 def phase_means(summary: dict | None) -> dict[str, float | None]:
-    """Standard phases (null when absent) plus every other ``*_ms`` mean the summary reports."""
+    """Every ``*_ms`` mean the summary reports."""
     reported = (summary or {}).get("phase_means_ms")
     reported = reported if isinstance(reported, dict) else {}
-    means: dict[str, float | None] = {name: None for name in STANDARD_PHASES}
-    for name, value in reported.items():
-        if isinstance(name, str) and name.endswith("_ms"):
-            means[name] = _float_or_none(value)
-    return means
+    return {name: _float_or_none(value) for name, value in reported.items()
+            if isinstance(name, str) and name.endswith("_ms")}
 
 
 def reported_metrics(summary: dict | None) -> dict[str, float | None]:
@@ -236,7 +254,7 @@ def reported_metrics(summary: dict | None) -> dict[str, float | None]:
 def flatten_audit(audit: object) -> dict[str, str | None]:
     """Audit keys as strings: text kept, everything else (lists, nested dicts, numbers) as JSON."""
     audit = audit if isinstance(audit, dict) else {}
-    flat: dict[str, str | None] = {name: None for name in STANDARD_AUDIT}
+    flat: dict[str, str | None] = {}
     for name, value in audit.items():
         is_text = isinstance(value, str) or value is None
         flat[str(name)] = value if is_text else json.dumps(value, sort_keys=True)

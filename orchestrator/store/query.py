@@ -170,7 +170,8 @@ def steps_table(root: str | Path, where: Where = ALL, phases: Iterable[str] | No
 
 def run_statuses(root: str | Path, sweep_id: str) -> dict[str, str | None]:
     """``run_key -> status`` of every run recorded in one sweep; None when its runs row or its steps
-    cannot be read (``--resume`` runs it again, which rewrites both)."""
+    cannot be read (``--resume`` runs it again, which rewrites both). The cases read from one suite
+    run count under the suite run's key: ok when every one of them is."""
     def read() -> dict[str, str | None]:
         runs, steps = holdings(root, "runs", sweep_id), holdings(root, "steps", sweep_id)
         statuses: dict[str, str | None] = {}
@@ -181,7 +182,29 @@ def run_statuses(root: str | Path, sweep_id: str) -> dict[str, str | None]:
                 statuses[key] = None
         return statuses
 
-    return retrying(read)
+    folded: dict[str, str | None] = {}
+    parents = suite_runs_of(root, sweep_id)
+    for key, status in retrying(read).items():
+        unit = parents.get(key, key)
+        folded[unit] = status if folded.get(unit, "ok") == "ok" else folded[unit]
+    return folded
+
+
+def suite_runs_of(root: str | Path, sweep_id: str) -> dict[str, str]:
+    """``case run key -> suite run key`` of the cases one sweep's suite runs were read into."""
+    where = Where(sweeps=[sweep_id])
+    if "suite_run_key" not in runs_schema(root, where).names:
+        return {}
+    table = runs_table(root, where, ["run_key", "suite_run_key"])
+    return {key: suite for key, suite in zip(table.column("run_key").to_pylist(),
+                                             table.column("suite_run_key").to_pylist(), strict=True) if suite}
+
+
+def with_suite_cases(root: str | Path, sweep_id: str, run_keys: Iterable[str]) -> list[str]:
+    """``run_keys`` and the keys of the cases read from those of them that are suite runs."""
+    keys = list(run_keys)
+    wanted = set(keys)
+    return keys + [case for case, suite in suite_runs_of(root, sweep_id).items() if suite in wanted]
 
 
 def _single_status(path: Path) -> str | None:

@@ -26,6 +26,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,16 +35,18 @@ from distributed import Event, get_client, get_worker
 from orchestrator.capabilities import Capability
 from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, StepRecord, cancel_event_name
 from orchestrator.errors import InvalidInputError
-from orchestrator.store.parquet import RunResult
+from orchestrator.store.parquet import RunResult, remove_run
 from orchestrator.worker import module_audit
 from orchestrator.worker.bench_env import bench_env, worktree_dirs
+from orchestrator.worker.bench_output import failure_detail, log_paths
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, note_running
 from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
 from orchestrator.worker.hostinfo import collect_host, host_id, parse_cpus
-from orchestrator.worker.machine_lock import host_lock_path, machine_lock
+from orchestrator.worker.machine_lock import Holder, host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError, ensure_prepared
-from orchestrator.worker.proc import BenchProcess, file_tail, launch, with_reported_rss
+from orchestrator.worker.proc import BenchProcess, launch, with_reported_rss
 from orchestrator.worker.protocols import BenchReader, OnStep, make_reader
+from orchestrator.worker.quiet import QuietLimits, QuietWait, wait_for_quiet
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
@@ -67,41 +70,102 @@ def bench_host_record() -> dict:
 
 
 def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
-    """Run ``run`` to completion under the host lock; returns its outcome dict.
+    """Run ``run`` to completion under the host lock and store it; returns its outcome dict.
 
     Failures of the bench (exit code, protocol, SHA mismatch, timeout) are outcomes, not
     exceptions: they are written to Parquet like any run. So is any error on the worker's side.
     """
     publish = _dask_publisher()
-    cancelled = _dask_cancel_check(run.sweep_id, run.token)
-    log_dir = shasweep_home() / "logs" / run.sweep_id / run.run_key
-    publish(_event(run, "waiting"))
-    try:
-        lock = Path(lock_path) if lock_path else host_lock_path(host_id())
-        result = _locked_run(run, log_dir, lock, publish, cancelled)
-    except (WorktreeError, InvalidInputError, PrepareError) as exc:
-        result = failed_result(str(exc), log_dir)
-    except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row
-        result = failed_result(f"the bench worker failed: {type(exc).__name__}: {exc}", log_dir)
+    log_dir = run_log_dir(run)
+    result = measure_run(run, log_dir, lock_path=lock_path, publish=publish,
+                         cancelled=_dask_cancel_check(run.sweep_id, run.token))
+    if result.cases is not None:
+        outcome = _store_suite(run, result)
+        publish(_event(run, "finished", status=outcome["status"], error=outcome["error"], throughput=None,
+                       wall_s=result.wall_s))
+        return outcome
     result, files = store_result(run, audit_result(run, result))
     outcome = run.outcome(
         host_id=result.host.get("id"), status=result.status, error=result.error,
         throughput=result.throughput, wall_s=result.wall_s, exit_code=result.exit_code,
         started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
         log_dir=str(log_dir), runs_file=str(files.runs), steps_file=str(files.steps),
+        lock_wait_s=result.lock_wait_s,
     )
     publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
                    wall_s=result.wall_s, outcome=outcome))  # the dispatcher takes it from here, unfetched
     return outcome
 
 
+def run_log_dir(run: PlannedRun) -> Path:
+    """Where a run's bench logs go: ``$SHASWEEP_HOME/logs/<sweep>/<run_key>/``."""
+    return shasweep_home() / "logs" / run.sweep_id / run.run_key
+
+
+def measure_run(run: PlannedRun, log_dir: Path, *, lock_path: str | None = None,
+                publish: Publisher = lambda msg: None, cancelled: Callable[[], bool] = lambda: False
+                ) -> RunResult:
+    """Lock the host, check out the SHA, run the bench and read it: the run's result, neither audited
+    nor stored yet (``execute_run`` does both; ``shasweep try`` audits and only shows it). Whatever
+    fails on the worker's side is a failed result, never an exception."""
+    publish(_event(run, "waiting"))
+    try:
+        lock = Path(lock_path) if lock_path else host_lock_path(host_id())
+        return _locked_run(run, log_dir, lock, publish, cancelled)
+    except (WorktreeError, InvalidInputError, PrepareError) as exc:
+        return failed_result(str(exc), log_dir)
+    except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row
+        return failed_result(f"the bench worker failed: {type(exc).__name__}: {exc}", log_dir)
+
+
+def lock_waiter(runs: list[PlannedRun], publish: Publisher) -> Callable[[Holder | None], None]:
+    """What a run (or a lockstep round's runs) publishes when it finds the host lock taken: who holds
+    it (``waiting for host H: held by sweep X (pid P) for 23 s`` on the client)."""
+    def waiting(holder: Holder | None) -> None:
+        held = holder.describe() if holder else "held by a process that left no note"
+        for run in runs:
+            publish(_event(run, "waiting", holder=held))
+    return waiting
+
+
+def _store_suite(run: PlannedRun, result: RunResult) -> dict:
+    """Store each case of a suite run as a run of its own (and drop the suite run's own row a failed
+    attempt left); the suite run's outcome: ok when every case is, else the first case's failure."""
+    stored = [store_result(case_run, audit_result(case_run, case_result))[0]
+              for case_run, case_result in result.cases or []]
+    remove_run(run)
+    failed = next((r for r in stored if r.status != "ok"), None)
+    return run.outcome(
+        host_id=result.host.get("id"), status=failed.status if failed else "ok",
+        error=failed.error if failed else None, wall_s=result.wall_s, exit_code=result.exit_code,
+        started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
+        log_dir=result.log_dir, cases=len(stored))
+
+
 def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
                 cancelled: Callable[[], bool]) -> RunResult:
     log_dir.mkdir(parents=True, exist_ok=True)
-    with machine_lock(lock) as marker:
+    asked = time.monotonic()
+    with machine_lock(lock, run.sweep_id, run.run_key, on_wait=lock_waiter([run], publish)) as marker:
+        waited_s = time.monotonic() - asked
         kill_leftover_run(marker)
+        quiet = wait_quiet([run], publish, cancelled)
         with WorktreePool().checkout(run.repo, run.sha, checked_for=run.sweep_id) as tree:
-            return _run_bench(run, tree, log_dir, publish, cancelled, marker)
+            result = _run_bench(run, tree, log_dir, publish, cancelled, marker)
+    cases = [(case, replace(done, lock_wait_s=waited_s)) for case, done in result.cases or []]
+    return replace(result, lock_wait_s=waited_s, quiet=quiet.columns() if quiet else None,
+                   cases=cases if result.cases is not None else None)
+
+
+def wait_quiet(runs: list[PlannedRun], publish: Publisher, cancelled: Callable[[], bool]) -> QuietWait | None:
+    """Before ``runs`` (one run, or a lockstep round), holding the host lock: wait for a quiet host when
+    the sweep has ``quiet:`` (``worker.quiet``), and tell the board how the wait ended."""
+    if not runs[0].quiet:
+        return None
+    wait = wait_for_quiet(QuietLimits(**runs[0].quiet), stopped=cancelled)
+    for run in runs:
+        publish(_event(run, "quiet", **wait.columns()))
+    return wait
 
 
 def render_argv(template: tuple[str, ...] | list[str], values: dict[str, object]) -> list[str]:
@@ -124,12 +188,42 @@ def placeholder_values(run: PlannedRun, tree: Path, reader: BenchReader, threads
     return values
 
 
-def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
-               cancelled: Callable[[], bool], marker: Path) -> RunResult:
+@dataclass
+class BenchSetup:
+    """One run made ready to start: its rendered argv and environment, its worktree prepared, the
+    import audit installed, the host record taken; ``start`` launches one process of it."""
+
+    run: PlannedRun
+    tree: Path
+    log_dir: Path
+    argv: list[str]
+    env: dict[str, str]
+    cpus: set[int]
+    pythonpath: list[str]
+    host: dict
+    audited: tuple[str, ...]
+    side_file: Path | None
+    values: dict[str, object]  # what the placeholders stood for
+    procs: list[BenchProcess] = field(default_factory=list)
+
+    def start(self, argv: list[str] | None = None) -> BenchProcess:
+        proc = launch(argv or self.argv, cwd=self.tree, env=self.env, stdout_path=self.log_dir / "stdout.log",
+                      stderr_path=self.log_dir / "stderr.log", cpus=self.cpus)
+        self.procs.append(proc)
+        return proc
+
+    def audit_modules(self) -> dict | None:
+        """What the import audit recorded (None without one)."""
+        return module_audit.read_modules(self.side_file, self.audited) if self.side_file else None
+
+
+def set_up(run: PlannedRun, tree: Path, log_dir: Path, reader: BenchReader,
+           extra: dict[str, object] | None = None) -> BenchSetup:
+    """Render ``run``'s command (``extra``: more placeholders, e.g. lockstep's ``{control}``) and get
+    everything but the process ready (see ``BenchSetup``)."""
     cpus = bench_cpus()
     threads = int(run.params.get("threads", 0)) or len(cpus)
-    reader = make_reader(run, log_dir)
-    values = placeholder_values(run, tree, reader, threads)
+    values = placeholder_values(run, tree, reader, threads) | (extra or {})
     argv = render_argv(run.argv_template, values)
     env = bench_env(run, tree, threads)
     pythonpath = worktree_dirs(tree, run.pythonpath)
@@ -137,18 +231,21 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     audited = module_audit.modules_to_audit(run, pythonpath)
     side_file = module_audit.install(log_dir, audited, env) if audited else None
     host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus) | {"worker": _worker_address()}
+    (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
+    return BenchSetup(run, tree, log_dir, argv, env, cpus, pythonpath, host, tuple(audited), side_file,
+                      values)
+
+
+def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
+               cancelled: Callable[[], bool], marker: Path) -> RunResult:
+    reader = make_reader(run, log_dir)
+    setup = set_up(run, tree, log_dir, reader)
     window = MeasureWindow()
     reader.on_record = window.observe
-    (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
     started_at = datetime.now(UTC)
     note_running(marker, run.run_key)
-    procs: list[BenchProcess] = []
-
-    def start() -> BenchProcess:
-        proc = launch(argv, cwd=tree, env=env, stdout_path=log_dir / "stdout.log",
-                      stderr_path=log_dir / "stderr.log", cpus=cpus)
-        procs.append(proc)
-        return proc
+    procs = setup.procs
+    start = setup.start
 
     publish(_event(run, "started", total=reader.total_steps))
     stop = _StopWatch(deadline=time.monotonic() + run.timeout_s, cancelled=cancelled)
@@ -165,20 +262,20 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     window.finish()
     ended_at = datetime.now(UTC)
     exit_code = procs[-1].returncode if procs else None
-    status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run)
-    measured = window.columns(reader.steps)
+    status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run, tree)
+    host = setup.host | window.columns(reader.steps)
     # a live stream keeps what it said even when the run failed; the other protocols keep no number of
     # a failed run
     kept = status == "ok" or reader.has(Capability.LIVE_STREAM)
     if not kept:
         reader.steps.discard()
-    return RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
-                     exit_code=exit_code, log_dir=str(log_dir), host=host | measured,
-                     header=reader.header, summary=reader.summary if kept else None, steps=reader.steps,
-                     usage=with_reported_rss(procs[-1], reader.reported_peak_rss_mib()) if procs else None,
-                     pythonpath=pythonpath, worktree=str(tree.resolve()),
-                     audit_modules=module_audit.read_modules(side_file, audited)
-                     if side_file else None)
+    result = RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
+                       exit_code=exit_code, log_dir=str(log_dir), host=host,
+                       header=reader.header, summary=reader.summary if kept else None, steps=reader.steps,
+                       usage=with_reported_rss(procs[-1], reader.reported_peak_rss_mib()) if procs else None,
+                       pythonpath=setup.pythonpath, worktree=str(tree.resolve()),
+                       audit_modules=setup.audit_modules(), bad_input=reader.bad_input)
+    return reader.with_cases(result) if run.suite_cases and status == "ok" else result
 
 
 def _step_publisher(run: PlannedRun, publish: Publisher, total: int | None) -> OnStep:
@@ -220,23 +317,32 @@ class _StopWatch:
 
 
 def _verdict(reader: BenchReader, exit_code: int | None, killed: bool, stop: _StopWatch,
-             protocol_error: str | None, log_dir: Path, run: PlannedRun) -> tuple[str, str | None]:
-    """(status, error) of a finished bench run."""
+             protocol_error: str | None, log_dir: Path, run: PlannedRun, tree: Path
+             ) -> tuple[str, str | None]:
+    """(status, error) of a finished bench run; every error names the log files, and a failure of the
+    bench quotes the end of its output (``worker.bench_output``)."""
+    def detail(headline: str, quote_last: bool = True) -> str:
+        return failure_detail(headline, log_dir, tree, run.pythonpath, quote_last=quote_last)
+
     if protocol_error is not None:
-        return "failed", protocol_error
+        return "failed", detail(protocol_error, quote_last=False)
     if (killed or exit_code is None or exit_code < 0) and stop.timed_out:
-        return "timeout", f"no exit after timeout_s={run.timeout_s:g}; killed its process group"
+        return "timeout", detail(f"no exit after timeout_s={run.timeout_s:g}; killed its process group",
+                                 quote_last=False)
     if (killed or exit_code is None or exit_code < 0) and stop.was_cancelled:
-        return "cancelled", "sweep cancelled while the bench was running; killed its process group"
-    stderr = f"stderr tail:\n{file_tail(log_dir / 'stderr.log')}"
+        return "cancelled", (f"sweep cancelled while the bench was running; killed its process group "
+                             f"({log_paths(log_dir)})")
     if exit_code is None:
-        return "failed", "the bench command never started"
+        return "failed", detail("the bench command never started")
     if exit_code < 0:
-        return "failed", f"bench was killed by signal {-exit_code} ({_signal_name(-exit_code)}); {stderr}"
+        return "failed", detail(f"bench was killed by signal {-exit_code} ({_signal_name(-exit_code)})")
     if exit_code != 0:
-        return "failed", f"bench exited with code {exit_code}: {reader.bench_error() or stderr}"
+        reported = reader.bench_error()
+        if reported:
+            return "failed", detail(f"bench exited with code {exit_code}: {reported}", quote_last=False)
+        return "failed", detail(f"bench exited with code {exit_code}")
     problem = reader.complete()
-    return ("failed", problem) if problem else ("ok", None)
+    return ("failed", detail(problem, quote_last=False)) if problem else ("ok", None)
 
 
 def _signal_name(number: int) -> str:

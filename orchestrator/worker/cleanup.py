@@ -45,10 +45,11 @@ def kill_run_processes(run_key: str) -> list[int]:
     return [process.pid for process in victims]
 
 
-def note_running(marker: Path, run_key: str) -> None:
-    """Note next to the host lock which run holds the bench (so the next holder can clean up)."""
+def note_running(marker: Path, *run_keys: str) -> None:
+    """Note next to the host lock which runs hold the bench (a lockstep round: all of its runs), so
+    the next holder can clean up."""
     with open(marker, "w") as out:  # truncating in place: the marker may belong to another user
-        out.write(f"{run_key}\n")
+        out.write("".join(f"{key}\n" for key in run_keys))
 
 
 def clear_note(marker: Path) -> None:
@@ -60,11 +61,11 @@ def clear_note(marker: Path) -> None:
 
 
 def kill_leftover_run(marker: Path) -> list[int]:
-    """Kill what is left of the run noted in ``marker`` (its holder died mid-run), then clear it."""
+    """Kill what is left of the runs noted in ``marker`` (its holder died mid-run), then clear it."""
     try:
-        run_key = marker.read_text().strip()
+        run_keys = marker.read_text().split()
     except (FileNotFoundError, PermissionError):
         return []
-    killed = kill_run_processes(run_key) if run_key else []
+    killed = [pid for key in run_keys for pid in kill_run_processes(key)]
     clear_note(marker)
     return killed

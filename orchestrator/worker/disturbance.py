@@ -28,6 +28,7 @@ class CpuSample:
     steal: int
     total: int
     load: float | None
+    idle: int = 0  # idle and iowait ticks
 
 
 def cpu_sample(proc: Path = PROC) -> CpuSample | None:
@@ -41,7 +42,8 @@ def cpu_sample(proc: Path = PROC) -> CpuSample | None:
         load: float | None = float((proc / "loadavg").read_text().split()[0])
     except (OSError, IndexError, ValueError):
         load = None
-    return CpuSample(steal=ticks[7] if len(ticks) > 7 else 0, total=sum(ticks), load=load)
+    return CpuSample(steal=ticks[7] if len(ticks) > 7 else 0, total=sum(ticks), load=load,
+                     idle=ticks[3] + (ticks[4] if len(ticks) > 4 else 0))
 
 
 class MeasureWindow:
@@ -57,11 +59,19 @@ class MeasureWindow:
     def observe(self, record: dict | None) -> None:
         kind = (record or {}).get("kind")
         if kind == "header" or (kind == "step" and record.get("warmup") and not self._measuring):
-            self.before = cpu_sample(self.proc)
+            self.begin()
         elif kind == "step":
             self._measuring = True
         elif kind == "summary":
-            self.after = cpu_sample(self.proc)
+            self.end()
+
+    def begin(self) -> None:
+        """The measured steps start now (a lockstep round: every process parked)."""
+        self.before = cpu_sample(self.proc)
+
+    def end(self) -> None:
+        """The measured steps are over."""
+        self.after = cpu_sample(self.proc)
 
     def finish(self) -> None:
         """The run ended: the closing sample, unless a summary record already took it (a protocol

@@ -14,7 +14,8 @@ same row checks at report time to older rows that were stored without it. The ch
 * the run's ``variant``, ``params``, ``env`` and ``sha`` equal the planned ones for its side (no
   overrides beyond the sweep's), and it measured as many steps as ``params.measure`` asked for (when
   the command passes ``{measure}`` or the protocol runs ``params.measure`` itself; a run of a
-  protocol without ``Capability.STEPS`` that reported no step has no step count to check);
+  protocol without ``Capability.STEPS`` that reported no step has no step count to check), or, in a
+  lockstep round, as many as its blocks commanded;
 * for envruntime benches (env class from the ``envruntime`` package): the backend class is the one of
   the requested ``sim``, and a ``manager`` variant built all six managers;
 * where the protocol carries a throughput window (``Capability.THROUGHPUT_WINDOW``: v1, a json
@@ -149,6 +150,11 @@ def _plan_reasons(run: Mapping[str, Any], planned: Mapping[str, Any], check_meas
         if key in planned:
             reasons += _mapping_reasons(key, _json_object(run.get(key)), planned[key])
     steps, measure = _number(run.get("steps")), _number((params or {}).get("measure"))
+    if "commanded_steps" in planned:  # a lockstep round: the worker commanded the measured steps
+        if steps != planned["commanded_steps"]:
+            commanded = planned["commanded_steps"]
+            reasons.append(f"measured {steps:g} steps, the lockstep round commanded {commanded}")
+        return reasons
     counted = steps is not None and (steps > 0 or describe_stored(run.get("protocol")).has(Capability.STEPS))
     if check_measure and counted and measure is not None and steps != measure:
         reasons.append(f"measured {steps:g} steps, params.measure asked for {measure:g}")
@@ -217,6 +223,8 @@ def audit_result(run: PlannedRun, result: RunResult) -> RunResult:
     if result.status != "ok":
         return replace(result, audited=True)
     planned = {"sha": run.sha, "variant": run.variant, "params": run.params, "env": run.env}
+    if result.ran_in == "lockstep":
+        planned["commanded_steps"] = int(run.lockstep["blocks"]) * int(run.lockstep["block_steps"])
     options = audit_options(run.audit_modules or (), run.protocol, run.argv_template)
     reasons = audit_row(run_row(run, result), planned, **options)
     if describe(run.protocol, run.json_mapping).has(Capability.THROUGHPUT_WINDOW):

@@ -1,5 +1,5 @@
-"""Tailing a file a bench writes while it runs (protocol v1's stream): ``follow_lines`` yields each
-complete line as soon as it lands."""
+"""Tailing a file a bench writes while it runs (protocol v1's stream): ``LineTail`` hands out the
+complete lines appended since the last look; ``follow_lines`` yields each as soon as it lands."""
 
 from __future__ import annotations
 
@@ -7,7 +7,39 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-READ_CHUNK_BYTES = 2**20
+READ_CHUNK_BYTES = 2**20  # what follow_lines reads at a time
+
+
+class LineTail:
+    """Complete lines appended to a file since the last look (the file may not exist yet)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = None
+        self._pending = b""
+        self.drained = True  # the last look read everything there was
+
+    def lines(self, final: bool = False, limit: int | None = None) -> list[str]:
+        """The new complete lines, of at most ``limit`` bytes read (None: all there is; ``drained``
+        says whether that was all); ``final`` (the writer is gone): once drained, a last
+        unterminated line too."""
+        if self._file is None and self.path.exists():
+            self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        chunk = b""
+        if self._file is not None:
+            chunk = self._file.read(-1 if limit is None else limit)
+        self.drained = limit is None or len(chunk) < limit
+        self._pending += chunk
+        *lines, self._pending = self._pending.split(b"\n")
+        if final and self.drained and self._pending:
+            lines.append(self._pending)
+            self._pending = b""
+        return [line.decode("utf-8", errors="replace") for line in lines]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
 
 def follow_lines(path: Path, finished: Callable[[], bool], poll_s: float = 0.02) -> Iterator[str]:
@@ -17,26 +49,17 @@ def follow_lines(path: Path, finished: Callable[[], bool], poll_s: float = 0.02)
     once the writer has finished. It is read ``READ_CHUNK_BYTES`` at a time, so a bench far ahead of
     its reader costs the reader no more memory than that.
     """
-    pending = b""
-    stream = None
+    tail = LineTail(path)
     try:
         while True:
             done = finished()  # sample before reading so nothing written before exit is missed
-            if stream is None and path.exists():
-                stream = open(path, "rb")  # closed in finally
-            chunk = stream.read(READ_CHUNK_BYTES) if stream is not None else b""
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                yield line.decode("utf-8", errors="replace")
-            if len(chunk) == READ_CHUNK_BYTES:
+            lines = tail.lines(final=done, limit=READ_CHUNK_BYTES)
+            yield from lines
+            if not tail.drained:
                 continue  # more is waiting: read it before asking finished() again
             if done:
-                if pending:
-                    yield pending.decode("utf-8", errors="replace")
                 return
-            if not chunk:
+            if not lines:
                 time.sleep(poll_s)
     finally:
-        if stream is not None:
-            stream.close()
+        tail.close()

@@ -43,6 +43,7 @@ def test_two_sweeps_at_once_never_overlap_and_both_complete(tmp_path, monkeypatc
     assert len({r["sweep_id"] for r in records}) == 2 and {r["status"] for r in records} == {"finished"}
     runs = pd.read_parquet(repo.path / "results" / "runs").sort_values("started_at")
     assert len(runs) == 12 and runs["run_key"].is_unique and (runs["status"] == "ok").all()
+    assert runs["lock_wait_s"].notna().all(), "every run records its wait for the host lock"
     starts, ends = runs["started_at"].tolist(), runs["ended_at"].tolist()
     assert all(s >= e for s, e in zip(starts[1:], ends[:-1], strict=True)), "bench runs overlapped"
     spans = runs.groupby("sweep_id").agg(first=("started_at", "min"), last=("ended_at", "max"))

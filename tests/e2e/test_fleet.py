@@ -21,7 +21,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "orchestrator"))
-from fakebench.fakerepo import COMMAND, make_fake_repo  # noqa: E402
+from fakebench.fakerepo import COMMAND, make_fake_repo, make_lockstep_repo  # noqa: E402
 from fakebench.waits import wait_for  # noqa: E402
 from test_entrypoints import Served, serving, shasweep_argv  # noqa: E402
 
@@ -143,6 +143,27 @@ def test_a_worker_killed_mid_round_has_its_round_redone_whole_elsewhere(schedule
     assert superseded, "the runs h1 finished before it died are kept aside"
     (record,) = [json.loads(p.read_text()) for p in (repo.path / "results" / "sweeps").glob("*.json")]
     assert len(record["requeued_rounds"]) == 1 and "on host h1" in record["requeued_rounds"][0]
+
+
+def test_lockstep_rounds_run_whole_on_one_host_each(scheduler, tmp_path, monkeypatch, capsys):
+    """A lockstep sweep on two hosts: each round (both cases' lockstep rounds) on one host, and on a
+    host no two blocks of any process ever overlap."""
+    repo = make_lockstep_repo(tmp_path)
+    command = ["{python}", "lockstep_bench.py", "--stream", "{stream}", "--control", "{control}",
+               "--warmup", "{warmup}", "--measure", "{measure}"]
+    sweep = sweep_file(repo.path, "lockstep", cases=2, repeats=2, hosts="all", command=command,
+                       known={"algos": [], "tasks": [], "sims": []}, params={"warmup": 1, "measure": 4},
+                       order="lockstep", lockstep={"blocks": 3, "block_steps": 2})
+    monkeypatch.chdir(repo.path)
+    with workers(scheduler, tmp_path, ["h1", "h2"]):
+        code = main(["run", str(sweep), "--scheduler", scheduler.address, "--no-progress"])
+    assert code in (0, 4), capsys.readouterr().out[-3000:]
+    runs = read_runs(repo.path)
+    assert len(runs) == 8 and (runs["status"] == "ok").all() and set(runs["ran_in"]) == {"lockstep"}
+    assert (runs.groupby("repeat")["host_id"].nunique() == 1).all(), "a round mixed hosts"
+    for host, mine in runs.groupby("host_id"):
+        spans = sorted((b["started"], b["ended"]) for blocks in mine["blocks"] for b in json.loads(blocks))
+        assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), host
 
 
 def test_hosts_one_keeps_every_run_on_one_host(scheduler, tmp_path, monkeypatch, capsys):

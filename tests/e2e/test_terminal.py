@@ -1,5 +1,6 @@
 """What a terminal shows: `shasweep run` and `report` under a real pty of a given width end with the
-verdict line, and no line is wider than the terminal."""
+verdict line, no line is wider than the terminal, and no word is split across lines: a narrow
+terminal leaves columns out or abbreviates them instead."""
 
 from __future__ import annotations
 
@@ -12,12 +13,18 @@ import sys
 import termios
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from fakebench.fakerepo import COMMAND, make_fake_repo  # noqa: E402
 from test_report import G1, GO2, write_go2_runs, write_run, write_sweep  # noqa: E402
+
+from orchestrator.spec.record import SweepRecord  # noqa: E402
+from orchestrator.store.records import write_record  # noqa: E402
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
@@ -50,7 +57,24 @@ def assert_fits(lines: list[str], columns: int) -> None:
     assert not wide, f"lines wider than {columns}: {wide}"
 
 
-@pytest.mark.parametrize("columns", [72, 120])
+def assert_no_split_words(lines: list[str], wide: list[str]) -> None:
+    """Every word of ``lines`` is a word of the same report rendered ``wide`` (nothing wrapped), or
+    one abbreviated with an ellipsis; a word split across two lines leaves fragments that are neither.
+    The note naming left-out columns is the narrow rendering's own."""
+    known = {word for line in wide for word in line.split()}
+    in_note = False
+    for line in lines:
+        in_note = in_note or line.startswith("(left out at")
+        if in_note:
+            in_note = not line.endswith(")")
+            continue
+        for word in line.split():
+            stem = word.removesuffix("…")
+            assert word in known or (word != stem and any(k.startswith(stem) for k in known)), \
+                f"{word!r} in {line!r} is a fragment of a word"
+
+
+@pytest.mark.parametrize("columns", [72, 80, 120, 200])
 def test_report_fits_the_terminal_and_ends_with_the_verdict(tmp_path, columns):
     sweep = "ab-20260101T000000"
     write_sweep(tmp_path, sweep, [{"metric": "throughput", "min_ratio": 1.5},
@@ -64,9 +88,61 @@ def test_report_fits_the_terminal_and_ends_with_the_verdict(tmp_path, columns):
     # go2: 2.0x passes >= 1.5x and 0.5x <= 0.55x, fails >= 2.5x; g1 has no ok candidate run: 3 FAILs
     assert text[-1] == "PASS 2 / FAIL 3 / INCONCLUSIVE 1 — exit 3 (1 run(s) not ok, 5 not run)"
     assert_fits(lines, columns)
+    assert_no_split_words(lines, run_in_pty(["report", sweep, "--results", str(tmp_path)], 400, tmp_path)[1])
     assert "a" * 10 in "\n".join(lines) and "a" * 11 not in "\n".join(lines), "short SHAs"
     (failed,) = [line for line in lines if line.startswith("g1-failed-")]
     assert failed.split()[1:4] == ["cand", "failed", "ValueError:"], "run, side, status, then the error"
+
+
+LONG_CASES = ("perf/old/tokenize_a_long_sql_statement_with_comments", "perf/new/format_nested_subqueries",
+              "suite/regression/parse_every_statement_of_a_large_dump_file")
+SIDES = {"main": "c" * 40, "feature-with-a-long-name": "d" * 40, "experiment": "e" * 40}
+
+
+def write_wide_sweep(root: Path, sweep_id: str) -> None:
+    """Three sides, long case names, four metrics (one a long phase name), gates and a failed run: a
+    report wider than 80 columns."""
+    spec = {"name": "wide", "baseline": "main", "cases": list(LONG_CASES), "repeats": 3,
+            "sides": {s: {"ref": s} for s in SIDES}, "order": "interleaved", "order_seed": 0,
+            "metrics": ["throughput", "wall_ms", "update_state.observation.compute_ms", "max_rss_mib"],
+            "gates": [{"metric": "throughput", "min_ratio": 0.97}, {"metric": "wall_ms", "max_ratio": 1.05}]}
+    write_record(root, SweepRecord.from_json({
+        "sweep_id": sweep_id, "created": "2026-01-01T00:00:00+00:00", "status": "finished", "repo": "/repo",
+        "planned_runs": len(LONG_CASES) * len(SIDES) * 3, "spec": spec,
+        "sides": {s: {"ref": s, "sha": sha} for s, sha in SIDES.items()}}))
+    rng = np.random.default_rng(5)
+    for c, case in enumerate(LONG_CASES):
+        for s, (side, sha) in enumerate(SIDES.items()):
+            for repeat in range(3):
+                failed = (c, s, repeat) == (2, 2, 1)
+                row = {"sweep_id": sweep_id, "run_key": f"k{c}{s}{repeat}", "side": side, "ref": side,
+                       "sha": sha, "case": case, "repeat": repeat, "order": 9 * c + 3 * repeat + s,
+                       "status": "failed" if failed else "ok", "audited": True,
+                       "error": "bench exited with code 1: RuntimeError: the statement parser ran out of "
+                                "memory while reading the dump (logs: /tmp/x/stderr.log)" if failed else None,
+                       "throughput": 1000 * (1 + 0.1 * s) * float(np.exp(rng.normal(0, 0.01))),
+                       "wall_ms": 12.5 / (1 + 0.1 * s), "update_state.observation.compute_ms": 0.25 + s,
+                       "max_rss_mib": 250.0 + s, "params": "{}", "env": "{}"}
+                path = root / "runs" / f"sweep={sweep_id}" / f"k{c}{s}{repeat}.parquet"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                pq.write_table(pa.Table.from_pylist([row]), path)
+
+
+@pytest.mark.parametrize("columns", [80, 120, 200])
+def test_a_wide_report_never_splits_a_word(tmp_path, columns):
+    sweep = "wide-20260101T000000"
+    write_wide_sweep(tmp_path, sweep)
+    rc, lines = run_in_pty(["report", sweep, "--results", str(tmp_path)], columns, tmp_path)
+    _, wide = run_in_pty(["report", sweep, "--results", str(tmp_path)], 400, tmp_path)
+    assert rc == 3, lines
+    assert_fits(lines, columns)
+    assert_no_split_words(lines, wide)
+    text = "\n".join(lines)
+    assert [line for line in lines if line][-1].startswith("PASS ")
+    assert ("(left out at 80 columns: " in text) == (columns == 80), "only narrow terminals leave columns out"
+    for case in LONG_CASES[:2]:
+        assert case in text or columns == 80, "wide enough: case names in full"
+    assert "RuntimeError:" in text, "the failed run's error, abbreviated to the width left"
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +112,53 @@ def test_flashsac_direct_run_to_a_fifo(tmp_path: Path) -> None:
     assert header["audit"]["managers"] == []
     assert header["params"]["threads"] == len(os.sched_getaffinity(0))  # 0 = whole affinity mask
     assert len(records) == 2 + WARMUP + MEASURE
+
+
+def test_control_channel_runs_exactly_the_commanded_blocks(tmp_path: Path) -> None:
+    """A real bench process on a control FIFO: it is parked until each command, tags its steps with
+    the block, ends each block with a synchronised block record, and its summary covers the
+    measured blocks only (--warmup/--measure are not used)."""
+    stream, control = tmp_path / "run.ndjson", tmp_path / "control.fifo"
+    os.mkfifo(control, 0o600)
+    channel = os.open(control, os.O_RDWR)  # as the worker holds it: never blocks, EOF only when closed
+    argv = [*bench_argv(stream, variant="direct", warmup=7, measure=9), "--control", str(control)]
+    proc = subprocess.Popen([sys.executable, "-m", "envruntime.bench", *argv], cwd=REPO,
+                            stderr=subprocess.PIPE, text=True)
+    commands = [(0, 2, True), (1, 1, True), (2, 3, False), (3, 1, True), (4, 2, False)]
+    for block, steps, warmup in commands:
+        command = {"cmd": "run", "steps": steps, "block": block, "warmup": warmup}
+        os.write(channel, (json.dumps(command) + "\n").encode())
+    while proc.poll() is None and '"block": 4,' not in (stream.read_text() if stream.exists() else ""):
+        time.sleep(0.05)
+    os.close(channel)  # end-of-file ends the run, as an "end" command would
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    records = read_records(stream)
+    assert records[0]["kind"] == "header" and records[0]["control"] == 1
+    blocks = [r for r in records if r["kind"] == "block"]
+    assert [(b["block"], b["steps"], b["warmup"]) for b in blocks] == commands
+    assert all(b["started"] <= b["ended"] and b["wall_s"] > 0 for b in blocks)
+    steps = [r for r in records if r["kind"] == "step"]
+    assert [s["block"] for s in steps] == [b for b, n, _ in commands for _ in range(n)]
+    assert [s["step"] for s in steps] == list(range(9))
+    assert [s["warmup"] for s in steps] == [w for _, n, w in commands for _ in range(n)]
+    summary = records[-1]
+    measured = [b for b in blocks if not b["warmup"]]
+    wall = sum(b["wall_s"] for b in measured)
+    assert summary["kind"] == "summary" and summary["measure_wall_s"] == pytest.approx(wall)
+    assert summary["throughput"] == pytest.approx(NUM_ENVS * 5 / wall)
+    measured_steps = [s for s in steps if not s["warmup"]]
+    assert summary["phase_means_ms"]["physics_ms"] == pytest.approx(
+        sum(s["phases"]["physics_ms"] for s in measured_steps) / 5)
+
+
+def test_control_path_that_is_not_a_fifo_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stream, plain = tmp_path / "run.ndjson", tmp_path / "plain.txt"
+    plain.write_text("")
+    assert bench.main([*bench_argv(stream), "--control", str(plain)]) == 2
+    assert "is not a FIFO" in capsys.readouterr().err
+    (record,) = read_records(stream)
+    assert record["kind"] == "error" and "--control" in record["message"]
 
 
 def test_pregenerated_actions_stream_has_no_policy_time(tmp_path: Path) -> None:

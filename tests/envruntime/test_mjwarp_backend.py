@@ -89,6 +89,7 @@ def test_protocol_shapes_and_read_only_views(pair) -> None:
     assert warp_backend.sensordata.shape == (N, info.nsensordata)
     assert warp_backend.sensor("FL_touch").shape == (N, 1)
     assert not warp_backend.qpos.flags.writeable and not warp_backend.sensordata.flags.writeable
+    warp_backend.synchronize()  # a lockstep block ends with it: returns once the device is idle
 
 
 @needs_mjwarp

@@ -14,6 +14,7 @@ from fakebench.fakerepo import make_fake_repo
 
 from orchestrator.analysis import power
 from orchestrator.analysis.noise_history import earlier_noise, rounds_to_pass
+from orchestrator.analysis.plan_power import planned_mde
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import Verdict
 from orchestrator.cli.main import main
@@ -80,11 +81,37 @@ def test_plan_estimates_rounds_from_earlier_sweeps_on_this_host(sweep_file, caps
     assert found.sweeps == 2 and found.runs == 4 and 0.01 < found.cv < 0.03, "the other host is left out"
     assert main(["plan", str(sweep_file), "max_repeats=20"]) == 0
     out = capsys.readouterr().out
-    expected = rounds_to_pass(found.cv, 0.97, 1 - 0.05 / 20)
-    assert (f"estimate: sac/go2_joystick_flat/mujoco throughput run CV {100 * found.cv:.1f}% on "
-            f"{platform.node()} (2 earlier sweeps): an unchanged side clears 0.97x with 80% power after "
-            f"~{expected} rounds") in out
-    assert "g1_walk_flat" not in out.split("estimate:")[-1], "no estimate without history"
+    late = 1 - 0.05 / 20
+    mde = planned_mde(found.cv, 20, late, paired=True)
+    assert (f"gate 0 (throughput >= 0.97) {GO2}: run CV {100 * found.cv:.1f}% on {platform.node()} "
+            f"(2 earlier sweeps): up to 20 rounds detect a change of {100 * mde:.1f}% (MDE, 80% power)"
+            ) in out
+    assert (f"gate 0 (throughput >= 0.97) sac/g1_walk_flat/mujoco: no earlier ok runs on {platform.node()}"
+            in out), "a case without history says so"
+    assert ("warning:" in out) == (np.log1p(mde) > -np.log(0.97))
+    assert main(["plan", str(sweep_file)]) == 0  # 2 fixed rounds: far too few for a 3 % bound
+    out = capsys.readouterr().out
+    expected = rounds_to_pass(found.cv, 0.97, 0.95)
+    assert (f"warning: gate 0 (throughput >= 0.97) {GO2}: the MDE "
+            f"{100 * planned_mde(found.cv, 2, 0.95, paired=True):.1f}% is larger than the bound 0.97's "
+            f"distance from 1.0 (3.0%): at 2 rounds an unchanged side will likely be INCONCLUSIVE; "
+            f"~{expected} rounds would clear it") in out
+
+
+def test_plan_on_a_root_without_runs_says_the_mde_comes_with_the_report(sweep_file, capsys):
+    assert main(["plan", str(sweep_file)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("gate 0")]
+    assert len(lines) == 2 and all("no earlier ok runs" in line for line in lines)
+
+
+@pytest.mark.parametrize("paired", [True, False])
+def test_the_planned_mde_is_the_change_decided_with_80_percent_power(paired):
+    """At a bound exactly the planned MDE away, an unchanged side PASSes in about 80 % of sweeps."""
+    cv, rounds = 0.03, 6
+    bound = 1 / (1 + planned_mde(cv, rounds, 0.95, paired))
+    cand, base = power.simulate(np.random.default_rng(11), 4000, rounds, cv=cv, true_ratio=1.0, paired=paired)
+    decided = power.decide(cand, base, Looks(rounds, rounds), min_ratio=bound, paired=paired)
+    assert 0.75 <= decided.rate(Verdict.PASS) <= 0.85
 
 
 def test_rounds_to_pass_grow_with_noise_and_shrink_with_distance():

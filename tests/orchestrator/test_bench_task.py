@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -117,3 +118,14 @@ def test_host_lock_serialises_concurrent_runs(tmp_path, repo):
     first, second = sorted(outcomes, key=lambda o: o["started_at"])
     assert first["status"] == second["status"] == "ok"
     assert first["ended_at"] <= second["started_at"], "two bench runs overlapped on one host"
+
+
+def test_a_quiet_wait_comes_before_the_run_and_is_recorded(tmp_path, repo):
+    run = replace(make_run(repo, repo.shas[0], results_root=tmp_path / "results"),
+                  quiet={"max_load": 1000.0, "max_steal": 1.0, "max_wait_s": 60.0})
+    outcome = execute_run(run)
+    row = run_row(outcome)
+    assert outcome["status"] == "ok" and row["quiet_met"] and row["quiet_wait_s"] >= 1.0
+    assert row["quiet_load"] >= 0 and row["started_at"].timestamp() > 0
+    plain = run_row(execute_run(make_run(repo, repo.shas[0], results_root=tmp_path / "plain")))
+    assert pd.isna(plain["quiet_wait_s"]) and pd.isna(plain["quiet_met"])

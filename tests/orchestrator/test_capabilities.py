@@ -35,18 +35,21 @@ def test_each_protocol_declares_what_it_provides():
     mapping = {"throughput": "fps", "phases": {"step_ms": "s"}, "metrics": {"score": "x.y"}}
     json = describe("json", mapping)
     assert json.provides == {"throughput", "step_ms", "score"}
-    assert json.has(Capability.RESULT_DOCUMENT) and not json.has(Capability.THROUGHPUT_WINDOW)
+    assert json.has(Capability.RESULT_DOCUMENT | Capability.JSON_MAPPING)
+    assert not json.has(Capability.THROUGHPUT_WINDOW)
     assert describe("json", {**mapping, "measure_wall_s": "window_s"}).has(Capability.THROUGHPUT_WINDOW)
-    for name in PROTOCOLS:
-        assert not describe(name).has(Capability.CONTROL_CHANNEL | Capability.MANY_CASES)
+    assert [name for name in PROTOCOLS if describe(name).has(Capability.CONTROL_CHANNEL)] == ["v1"]
+    assert [name for name in PROTOCOLS if describe(name).has(Capability.MANY_CASES)] == [
+        "pyperf", "pytest-benchmark", "gbench"]
 
 
 def test_unknown_and_stored_names():
-    with pytest.raises(UnknownProtocolError, match="unknown protocol 'pyperf'; known: v1, json, time"):
-        describe("pyperf")
+    known = "v1, json, time, pyperf, pytest-benchmark, gbench"
+    with pytest.raises(UnknownProtocolError, match=f"unknown protocol 'asv'; known: {known}"):
+        describe("asv")
     assert describe(None).name == "v1", "a sweep or row without a protocol is v1"
     assert describe_stored(float("nan")).name == "v1"
-    newer = describe_stored("pyperf")
+    newer = describe_stored("asv")
     assert newer.capabilities == Capability.NONE and newer.provides is None
 
 

@@ -198,3 +198,35 @@ def test_the_clients_outcome_ends_a_run_whose_worker_died():
     snap = board.snapshot("s1")
     assert [r["status"] for r in snap["runs"]] == ["failed", "running", "queued"]
     assert " #1 " in summary_html(snap) and "1/3 runs done" in summary_html(snap)
+
+
+def test_a_lockstep_round_s_blocks_show_per_side_on_the_timeline():
+    board = SweepBoard()
+    page = BoardPage(board)
+    runs = [{"run_key": f"k{i}", "order": i, "side": "ab"[i % 2], "case": "c", "repeat": i // 2}
+            for i in range(4)]
+    board.feed(msg("planned", {}, runs=runs))
+    for run in runs[:2]:
+        board.feed(msg("quiet", run, quiet_wait_s=4.0, quiet_met=False))
+        board.feed(msg("started", run, total=4))
+    t = 1000.0
+    for cycle, side in enumerate([0, 1, 1, 0]):  # A B B A: measured blocks of 2 steps, each after a warm-up
+        for warmup in (True, False):
+            board.feed(msg("block", runs[side], block=2 * cycle + (not warmup),
+                           cycle=None if warmup else cycle // 2, steps=1 if warmup else 2, warmup=warmup,
+                           started=t, ended=t + 0.5, wall_s=0.5))
+            t += 0.6
+    snap = board.snapshot("s1")
+    assert snap["round"] == ["c", 0] and len(snap["blocks"]) == 8
+    assert [r["done"] for r in snap["runs"][:2]] == [4, 4], "measured steps counted from the blocks"
+    page.update()
+    data, fig = page.blocks.data, page._timeline_fig
+    assert fig.visible and list(fig.y_range.factors) == ["a", "b"]
+    assert data["left"][0] == 0.0 and data["side"][:4] == ["a", "a", "b", "b"]
+    assert data["alpha"][:2] == [0.3, 0.9], "warm-up blocks are faint"
+    assert "longest 4.0 s, 2 of 2 runs started without a quiet second" in summary_html(snap)
+    board.feed(msg("finished", runs[0], status="ok", throughput=10.0, ran_in="lockstep"))
+    assert table_data(board.snapshot("s1"))["ran_in"][:2] == ["lockstep", ""]
+    board.feed(msg("block", runs[2], block=0, cycle=None, steps=1, warmup=True, started=t, ended=t + 1,
+                   wall_s=1))
+    assert board.snapshot("s1")["round"] == ["c", 1] and len(board.snapshot("s1")["blocks"]) == 1

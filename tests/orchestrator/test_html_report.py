@@ -12,7 +12,7 @@ from test_report import G1, GO2, SHAS, write_go2_runs, write_run, write_sweep
 
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_RUN_FAILED
-from orchestrator.render.plots import UPDATE_STATE_REST, breakdown_phases, phase_medians, throughput_plot
+from orchestrator.render.plots import UPDATE_STATE_REST, breakdown_phases, per_run_plot, phase_medians
 from orchestrator.render.sweep_page import load_steps, timeline_phase
 
 SWEEP = "ab-20260101T000000"
@@ -73,7 +73,7 @@ def test_the_page_is_self_contained(page):
 
 def test_every_case_has_its_three_plots(page):
     assert page.count("data-root-id=") == 2 * FIGURES_PER_CASE + FOREST_PLOTS
-    for title in ("throughput per run", "phase breakdown", "env_step_ms per step (warm-up shaded)"):
+    for title in ("throughput per run", "phase breakdown", "env_step_ms per vector step (warm-up shaded)"):
         assert page.count(f"{GO2}: {title}") == 1 and page.count(f"{G1}: {title}") == 1
 
 
@@ -127,13 +127,13 @@ def test_paired_runs_are_joined_per_round_and_disturbed_runs_ringed():
     runs = pd.DataFrame({"side": ["a", "b", "a", "b"], "repeat": [0, 0, 1, 1], "status": ["ok"] * 4,
                          "throughput": [100.0, 120.0, 90.0, 115.0], "run_key": list("wxyz"), "sha": ["s"] * 4,
                          "disturbed": [False, False, True, False]})
-    fig = throughput_plot(runs, ["a", "b"], "t", paired=True)
+    fig = per_run_plot(runs, ["a", "b"], "t", paired=True, y_label="throughput (env steps / s)")
     (lines,) = [r for r in fig.renderers if isinstance(r.glyph, MultiLine)]
     assert lines.data_source.data["ys"] == [[100.0, 120.0], [90.0, 115.0]]
     rings = [r for r in fig.renderers if isinstance(r.glyph, Scatter) and r.glyph.fill_alpha == 0]
     assert len(rings) == 1 and rings[0].data_source.data["run_key"] == ["y"]
     assert fig.y_range.end > 120.0, "the highest point is inside the frame"
-    unpaired = throughput_plot(runs, ["a", "b"], "t", paired=False)
+    unpaired = per_run_plot(runs, ["a", "b"], "t", paired=False, y_label="throughput (env steps / s)")
     assert not [r for r in unpaired.renderers if isinstance(r.glyph, MultiLine)]
 
 

@@ -46,7 +46,7 @@ def test_run_row_columns_and_types(tmp_path):
     files = write_run(planned(tmp_path, "r1"), outcome())
     row = pd.read_parquet(files.runs).iloc[0]
     assert row["throughput"] == 100.0 and row["physics_ms"] == 2.0 and row["wall_s"] == 3.0
-    assert pd.isna(row["policy_ms"]), "standard phases a run does not report are null, not missing"
+    assert "policy_ms" not in row and "audit_env_class" not in row, "only what the run reported"
     assert row["audit_managers"] == '["a", "b"]' and row["audit_versions"] == '{"numpy": "2"}'
     assert row["params"] == '{"num_envs": 8}' and row["env"] == '{"X": "1"}'
     steps = pd.read_parquet(files.steps)
@@ -65,13 +65,41 @@ def test_pandas_reads_the_runs_root_across_sweeps_and_statuses(tmp_path):
     assert df["throughput"].dtype == "float64"
     assert df.set_index("run_key").sort_index()["error"].isna().tolist() == [True, False, True]
     assert sorted(df["sweep"].astype(str).unique()) == ["s1", "s2"]
-    # the manager breakdown survives a directory read whose first file lacks it
-    assert df.set_index("run_key")["update_state.command.compute_ms"].fillna(-1).to_dict() == {
-        "r1": -1, "r2": -1, "r3": 0.5}
+    # a directory read takes the first file's columns; shasweep's reader (and duckdb's union_by_name,
+    # test_duckdb) reads every file's
     union = read_runs(tmp_path / "results")
     assert union.set_index("run_key")["update_state.command.compute_ms"].fillna(-1).to_dict() == {
         "r1": -1, "r2": -1, "r3": 0.5}
     assert sorted(read_runs(tmp_path / "results", Where(sweeps=["s2"]))["run_key"]) == ["r3"]
+
+
+def test_a_root_of_foreign_and_envruntime_runs_reads_whole(tmp_path):
+    """A foreign bench's runs file has none of envruntime's columns; pandas, shasweep's reader and
+    duckdb still read a root that mixes both, in either order of files."""
+    import dataclasses
+
+    import duckdb
+
+    foreign = dataclasses.replace(planned(tmp_path, "a-foreign", "s1"), case="tokenize", algo=None, task=None,
+                                  sim=None, protocol="time")
+    timed = dataclasses.replace(outcome(), header=None, summary={
+        "throughput": 5.0, "phase_means_ms": {"wall_ms": 200.0, "user_ms": 150.0, "sys_ms": 10.0},
+        "metrics": {"max_rss_mib": 30.0}})
+    files = write_run(foreign, timed)
+    assert not {"physics_ms", "audit_git_sha", "audit_env_class"} & set(pq.read_schema(files.runs).names)
+    write_run(planned(tmp_path, "b-envruntime", "s1"), outcome(extra_phase="update_state.command.compute_ms"))
+    root = tmp_path / "results" / "runs"
+    df = pd.read_parquet(root)
+    assert sorted(df["run_key"]) == ["a-foreign", "b-envruntime"] and set(DOCUMENTED) - set(df.columns) <= {
+        "physics_ms", "audit_git_sha", "audit_module_file"}, "every row, the first file's columns"
+    union = read_runs(tmp_path / "results").set_index("run_key")
+    assert union.loc["b-envruntime", "physics_ms"] == 2.0 and pd.isna(union.loc["a-foreign", "physics_ms"])
+    assert union.loc["a-foreign", "wall_ms"] == 200.0 and pd.isna(union.loc["b-envruntime", "wall_ms"])
+    rows = duckdb.sql(f"""SELECT run_key, wall_ms, physics_ms, "update_state.command.compute_ms"
+                          FROM read_parquet('{root}/**/*.parquet', union_by_name = true) ORDER BY run_key
+                       """).fetchall()
+    assert rows == [("a-foreign", 200.0, None, None), ("b-envruntime", None, 2.0, 0.5)]
+    assert duckdb.sql(f"SELECT count(*) FROM '{root}/**/*.parquet'").fetchall() == [(2,)]
 
 
 def test_rerun_replaces_and_never_leaves_temporaries(tmp_path):

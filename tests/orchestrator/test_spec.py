@@ -90,6 +90,15 @@ def test_a_plus_override_adds_a_key(tmp_path):
     assert spec.sides["base"].ref == "v1"
 
 
+def test_a_tilde_override_drops_a_key(tmp_path):
+    three = load_spec(write_yaml(tmp_path, BASE), ["+sides.extra.ref=main"])
+    assert list(three.sides) == ["base", "cand", "extra"]
+    data = changed(sides__extra={"ref": "main"}, env={"A": "1", "B": "2"})
+    spec = load_spec(write_yaml(tmp_path, data), ["~sides.extra", "~env.B", "repeats=2"])
+    assert list(spec.sides) == ["base", "cand"] and spec.env == {"A": "1"} and spec.repeats == 2
+    assert load_spec(write_yaml(tmp_path, BASE), ["~gates"]).gates == [], "a key back to its default"
+
+
 def test_side_overrides_change_only_that_side(tmp_path):
     data = changed(sides__base__overrides=["params.num_envs=32", "env.A=1"])
     spec = load_spec(write_yaml(tmp_path, data))
@@ -152,6 +161,15 @@ INVALID = [
     ("override-typo-side", BASE, ["sides.manger.ref=HEAD~1"],
      "override[0]: 'sides.manger.ref' is not in the sweep; to add it, write +sides.manger.ref=HEAD~1 "
      "(sides has: base, cand)"),
+    ("override-remove-absent", BASE, ["~sides.extra"],
+     "override[0]: 'sides.extra' is not in the sweep file, so ~sides.extra removes nothing (sides has: base, "
+     "cand)"),
+    ("override-remove-default", BASE, ["repeats=2", "~order"],
+     "override[1]: 'order' is not in the sweep file"),
+    ("override-remove-value", BASE, ["~repeats=2"], "override[0]: '~repeats=2': ~KEY removes a key and takes "
+     "no value"),
+    ("override-remove-list-item", BASE, ["~cases[0]"], "a list item cannot be removed"),
+    ("override-remove-baseline", BASE, ["~sides.base"], "baseline"),
     ("override-add-existing", BASE, ["+repeats=2"],
      "override[0]: 'repeats' is already in the sweep; change it with repeats=2 (no '+')"),
     ("override-add-existing-side", BASE, ["+sides.cand.ref=main"],

@@ -16,7 +16,14 @@ from orchestrator.errors import InvalidInputError
 from orchestrator.plan.integrity import check_digest
 from orchestrator.spec.deprecated import DEPRECATED_KEYS
 from orchestrator.spec.load import load_spec
-from orchestrator.spec.record import AdaptiveSummary, RunOutcome, SweepRecord, Waiver, spec_to_json
+from orchestrator.spec.record import (
+    AdaptiveSummary,
+    RunOutcome,
+    SweepRecord,
+    Waiver,
+    spec_from_json,
+    spec_to_json,
+)
 from orchestrator.spec.schema import DEFAULT_COMMAND, REPORT_METRICS, GateSpec, NoiseMode, Order, Protocol
 
 RECORDS = Path(__file__).resolve().parents[1] / "data" / "records"
@@ -28,6 +35,11 @@ def raw(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+def default_spec():
+    """A spec with every key at its default (the keys a file written before they existed lacks)."""
+    return spec_from_json({"name": "defaults", "sides": {"a": {"ref": "HEAD"}}, "cases": ["c"]})
+
+
 def without_deprecated(record: dict) -> dict:
     return {**record, "spec": {k: v for k, v in record["spec"].items() if k not in DEPRECATED_KEYS}}
 
@@ -37,8 +49,13 @@ def test_todays_records_round_trip(path):
     written = raw(path)
     check_digest(written)  # the file is as shasweep wrote it
     record = SweepRecord.from_json(written)
-    assert record.to_json() == without_deprecated(written), "today's format, the deprecated keys dropped"
-    assert list(record.to_json()) == list(written), "in the file's key order"
+    kept = without_deprecated(written)
+    again = record.to_json()
+    added = {k: v for k, v in again["spec"].items() if k not in kept["spec"]}
+    assert added == {k: v for k, v in spec_to_json(default_spec()).items() if k in added}, \
+        "spec keys added since the file was written take their defaults"
+    assert again == {**kept, "spec": {**kept["spec"], **added}}, "today's format, the deprecated keys dropped"
+    assert list(again) == list(written), "in the file's key order"
     assert SweepRecord.from_json(record.to_json()) == record
 
 

@@ -170,6 +170,9 @@ class MotrixBackend:
             self._query.execute(self._data, ids)
         self._gather_rows(ids)
 
+    def synchronize(self) -> None:
+        """Nothing to wait for: ``step`` returns when MotrixSim's work is done."""
+
     def close(self) -> None:
         """Drop the scene data and programs (the process-wide pool stays, as MotrixSim requires)."""
         self._data = self._query = self._ctrl = self._kick = None

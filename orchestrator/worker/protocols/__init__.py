@@ -18,6 +18,7 @@ from typing import ClassVar, Protocol
 
 from orchestrator.capabilities import Capability, ProtocolInfo, describe
 from orchestrator.contract import PlannedRun, StepRecord
+from orchestrator.store.parquet import RunResult
 from orchestrator.store.step_log import StepLog
 from orchestrator.worker.proc import BenchProcess
 
@@ -46,6 +47,7 @@ class BenchReader(ABC):
         self.header: dict | None = None
         self.summary: dict | None = None  # throughput, measure_wall_s, phase_means_ms, metrics
         self.steps = StepLog(spool=log_dir / STEP_SPOOL, sweep_id=run.sweep_id, run_key=run.run_key)
+        self.bad_input: str | None = None  # why the sweep's input failed the run (exit 2 at the client)
         self.on_record: Callable[[dict | None], None] = lambda record: None  # each streamed record, in order
         for path in (self.stream_path, self.result_path):
             path.unlink(missing_ok=True)
@@ -75,6 +77,10 @@ class BenchReader(ABC):
         """After a clean exit: read what the bench left; why it is unusable, or None."""
         return None
 
+    def with_cases(self, result: RunResult) -> RunResult:
+        """An ok suite run's ``result`` with its ``cases`` (``MANY_CASES`` readers); others: as is."""
+        return result
+
     def reported_peak_rss_mib(self) -> float | None:
         """The bench's own account of its peak RSS, when its protocol carries one."""
         return None
@@ -96,9 +102,18 @@ def int_param(params: dict, name: str, default: int) -> int:
 
 def readers() -> dict[str, type[BenchReader]]:
     """Protocol name -> its reader class (the names ``orchestrator.capabilities`` declares)."""
-    from orchestrator.worker.protocols import json_doc, timed, v1
+    from orchestrator.worker.protocols import (
+        gbench_json,
+        json_doc,
+        pyperf_json,
+        pytest_benchmark_json,
+        timed,
+        v1,
+    )
 
-    classes: tuple[type[BenchReader], ...] = (v1.StreamReader, json_doc.JsonDocReader, timed.TimedReader)
+    classes: tuple[type[BenchReader], ...] = (
+        v1.StreamReader, json_doc.JsonDocReader, timed.TimedReader, pyperf_json.PyperfReader,
+        pytest_benchmark_json.PytestBenchmarkReader, gbench_json.GbenchReader)
     return {reader.protocol: reader for reader in classes}
 
 

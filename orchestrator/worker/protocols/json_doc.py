@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from pathlib import Path
 from statistics import fmean
 
 from orchestrator.contract import StepRecord
@@ -30,25 +31,15 @@ class JsonDocReader(BenchReader):
     protocol = "json"
 
     def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
-        proc = start()
-        while not stop.should_stop(proc):
-            time.sleep(POLL_S)
-        return None
+        return wait_for_exit(start, stop)
 
     def complete(self) -> str | None:
         try:
-            size = self.result_path.stat().st_size
-        except FileNotFoundError:
-            return f"bench exited 0 without writing its result document {self.result_path} ({{result}})"
-        if size > MAX_DOCUMENT_BYTES:
-            return f"result document {self.result_path} is {size} bytes, over the {MAX_DOCUMENT_BYTES} limit"
-        try:
-            document = json.loads(self.result_path.read_bytes())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return f"result document {self.result_path} is not valid JSON: {exc}"
-        try:
+            document = read_json_document(self.result_path)
             self.summary, steps = map_document(document, self.run.json_mapping)
             versions = versions_of(document, self.run.json_mapping.get("versions"))
+        except DocumentError as exc:
+            return str(exc)
         except JsonPathError as exc:
             self.summary = None
             return f"result document {self.result_path}: {exc}"
@@ -59,6 +50,36 @@ class JsonDocReader(BenchReader):
             self.steps.append(step)
         self.header = {"audit": {"versions": versions}} if versions is not None else None
         return None
+
+
+class DocumentError(ValueError):
+    """A result document that is missing, too large or not JSON; the message names the file."""
+
+
+def wait_for_exit(start: Start, stop: StopSignal) -> None:
+    """Start the command and wait for it to exit (or for ``stop``): nothing is read while it runs."""
+    proc = start()
+    while not stop.should_stop(proc):
+        time.sleep(POLL_S)
+
+
+def read_json_document(path: Path) -> object:
+    """The JSON document the bench wrote to ``path`` ({result}); ``DocumentError`` naming the file when
+    it is missing, over ``MAX_DOCUMENT_BYTES`` or not JSON (``NaN`` and ``Infinity`` tokens parse as
+    floats: each reader refuses them where a number must be finite)."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise DocumentError(f"bench exited 0 without writing its result document {path} "
+                            "({result})") from None
+    if size > MAX_DOCUMENT_BYTES:
+        raise DocumentError(f"result document {path} is {size} bytes, over the {MAX_DOCUMENT_BYTES} limit")
+    try:
+        return json.loads(path.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DocumentError(f"result document {path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise DocumentError(f"result document {path} is nested too deeply to parse") from None
 
 
 def map_document(document: object, mapping: dict) -> tuple[dict, list[StepRecord]]:

@@ -26,6 +26,9 @@ class StreamState:
     summary: dict | None = None
     error: dict | None = None
     lines_read: int = 0
+    # the control channel (lockstep): block records, and each block's phase sums from its tagged steps
+    blocks: list[dict] = field(default_factory=list)
+    block_phase_sums: dict[int, dict[str, float]] = field(default_factory=dict)
 
     def feed(self, line: str) -> dict | None:
         """Parse and store one line; returns the record, or None for a blank or unknown-kind line.
@@ -83,6 +86,23 @@ class StreamState:
                                 "steps (the sweep key max_steps)")
         warmup = bool(record.get("warmup", False))
         self.steps.append(StepRecord(step=record["step"], warmup=warmup, phases=ms))
+        if isinstance(block := record.get("block"), int) and not isinstance(block, bool):
+            sums = self.block_phase_sums.setdefault(block, {})
+            for name, value in ms.items():
+                sums[name] = sums.get(name, 0.0) + value
+
+    def _on_block(self, record: dict) -> None:
+        self._require_header("block")
+        numbers = {key: record.get(key) for key in ("block", "steps")}
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in numbers.values()):
+            raise ProtocolError(f"{self._where()}: a block record needs integer 'block' and 'steps', "
+                                f"got {record!r:.200}")
+        wall = record.get("wall_s")
+        if isinstance(wall, bool) or not isinstance(wall, int | float):
+            raise ProtocolError(f"{self._where()}: a block record needs a number 'wall_s', "
+                                f"got {record!r:.200}")
+        _check_timings({"wall_s": float(wall)}, f"{self._where()} (block {record['block']})")
+        self.blocks.append(record)
 
     def _on_summary(self, record: dict) -> None:
         self._require_header("summary")
@@ -124,4 +144,5 @@ _HANDLERS: dict[str, Callable[[StreamState, dict], None]] = {
     "step": StreamState._on_step,
     "summary": StreamState._on_summary,
     "error": StreamState._on_error,
+    "block": StreamState._on_block,
 }

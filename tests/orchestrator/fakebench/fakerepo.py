@@ -9,6 +9,7 @@ from pathlib import Path
 from orchestrator.contract import PlannedRun
 
 FAKE_BENCH = Path(__file__).with_name("fake_bench.py")
+LOCKSTEP_BENCH = Path(__file__).with_name("lockstep_bench.py")
 WORK_MS = (4.0, 2.0)  # the fake bench's WORK_MS at the first and the second commit
 COMMAND = ("{python}", "fake_bench.py", "--stream", "{stream}", "--warmup", "{warmup}",
            "--measure", "{measure}", "--num-envs", "{num_envs}", "--threads", "{threads}")
@@ -37,6 +38,22 @@ def make_fake_repo(root: Path) -> FakeRepo:
         bench.write_text(source)
         git(repo, "add", "fake_bench.py")
         git(repo, "commit", "-q", "-m", f"fake bench, WORK_MS={work_ms}")
+        shas.append(git(repo, "rev-parse", "HEAD"))
+    return FakeRepo(path=repo, shas=(shas[0], shas[1]))
+
+
+def make_lockstep_repo(root: Path) -> FakeRepo:
+    """A repo with two commits of lockstep_bench.py (written with orchestrator.benchkit): steps of 2 ms,
+    then 3 ms."""
+    repo = root / "lockstep-repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    shas = []
+    for step_ms in (2.0, 3.0):
+        source = LOCKSTEP_BENCH.read_text().replace('{"step_ms": 2.0}', f'{{"step_ms": {step_ms}}}')
+        (repo / "lockstep_bench.py").write_text(source)
+        git(repo, "add", "lockstep_bench.py")
+        git(repo, "commit", "-q", "-m", f"lockstep bench, steps of {step_ms} ms")
         shas.append(git(repo, "rev-parse", "HEAD"))
     return FakeRepo(path=repo, shas=(shas[0], shas[1]))
 

@@ -1,0 +1,9 @@
+"""demolib's word counter, written with shasweep's bench helper, so it can also run in lockstep."""
+import demolib
+
+from orchestrator.benchkit import Bench
+
+bench = Bench("wordcount", module=demolib, options={"size": 2000})
+size = bench.params["size"]
+text = " ".join(f"The quick brown fox {i % 97} jumps over the lazy dog." for i in range(size))
+bench.run(lambda: demolib.count_words(text), items_per_step=size)

@@ -1,0 +1,9 @@
+"""suitelib's benchmarks as a pytest-benchmark suite."""
+
+import pytest
+import suitelib
+
+
+@pytest.mark.parametrize("name", ["checksum", "tokenize", "sort_words"])
+def test_suitelib(benchmark, name):
+    benchmark(getattr(suitelib, name))

@@ -1,0 +1,93 @@
+"""What a planned sweep can detect: per gate and case, the minimum detectable change (MDE) its
+rounds give with the run noise of earlier sweeps of that case on this host (``noise_history``), and
+a warning where the MDE is larger than the distance between the gate's bound and 1.0, i.e. where an
+unchanged side will most likely stay INCONCLUSIVE. ``shasweep plan`` prints these lines.
+
+The MDE is the verdicts' own (``verdicts.minimum_detectable``): the standard error of the log ratio
+of ``n`` rounds is ``sqrt(2) sigma / sqrt(n)`` with ``sigma`` the per-run log-scale noise, at the
+confidence of the sweep's last look (``sequential``), with ``n - 1`` degrees of freedom when runs
+pair by round and ``2 (n - 1)`` when not. Light to import: a results root without runs reads nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.analysis.sequential import Looks
+from orchestrator.spec.schema import GateSpec, SweepSpec
+
+if TYPE_CHECKING:
+    from orchestrator.analysis.noise_history import Noise
+
+
+def planned_mde(cv: float, rounds: int, confidence: float, paired: bool) -> float:
+    """The relative change ``rounds`` rounds detect with 80 % power at a run CV of ``cv``; infinite
+    below 2 rounds (no interval)."""
+    from orchestrator.analysis.verdicts import minimum_detectable
+
+    if rounds < 2:
+        return math.inf
+    sigma = math.sqrt(math.log1p(cv ** 2))
+    df = rounds - 1 if paired else 2 * (rounds - 1)
+    return minimum_detectable(math.sqrt(2) * sigma / math.sqrt(rounds), df, confidence)
+
+
+def gate_lines(results_root: Path, spec: SweepSpec, hostname: str) -> list[str]:
+    """``plan``'s lines: per gate, the MDE of each case with earlier runs on ``hostname``, a warning
+    where it exceeds the bound's distance from 1.0, and the cases without history."""
+    has_runs = (Path(results_root) / "runs").is_dir()  # no results yet: nothing to read, nothing to import
+    looks = Looks.of_spec(spec)
+    lines = []
+    for index, gate in enumerate(spec.gates):
+        cases = [gate.case] if gate.case else list(spec.cases)
+        noise = {}
+        if has_runs:
+            from orchestrator.analysis.noise_history import earlier_noise  # reads Parquet
+
+            noise = earlier_noise(results_root, cases, gate.metric, hostname)
+        label = f"gate {index} ({gate.metric} {_bounds_text(gate)})"
+        for case in cases:
+            found = noise.get(case)
+            if found is None:
+                lines.append(f"{label} {case}: no earlier ok runs on {hostname} to estimate its noise from; "
+                             "the report gives the minimum detectable change after the run")
+            else:
+                lines += _case_lines(label, case, found, gate, spec, looks, hostname)
+    return lines
+
+
+def _case_lines(label: str, case: str, noise: Noise, gate: GateSpec, spec: SweepSpec, looks: Looks,
+                hostname: str) -> list[str]:
+    from orchestrator.analysis.noise_history import rounds_to_pass
+    from orchestrator.analysis.verdicts import PAIRED_ORDERS
+
+    paired = spec.order.value in PAIRED_ORDERS
+    confidence = looks.confidence_at(looks.last, gate.confidence)
+    mde = planned_mde(noise.cv, looks.last, confidence, paired)
+    rounds = f"up to {looks.last}" if looks.adaptive else str(looks.last)
+    lines = [f"{label} {case}: run CV {100 * noise.cv:.1f}% on {hostname} ({noise.sweeps} earlier sweeps): "
+             f"{rounds} rounds detect a change of {_percent(mde)} (MDE, 80% power)"]
+    for bound in (b for b in (gate.min_ratio, gate.max_ratio) if b is not None):
+        distance = abs(math.log(bound))
+        if math.log1p(mde) <= distance:
+            continue
+        needed = rounds_to_pass(noise.cv, bound, confidence) if bound != 1 else None
+        advice = (f"~{needed} rounds would clear it (repeats or max_repeats)" if needed
+                  else "no number of rounds clears a bound of 1.0" if bound == 1
+                  else "not even 1000 rounds would clear it")
+        lines.append(f"warning: {label} {case}: the MDE {_percent(mde)} is larger than the bound {bound:g}'s "
+                     f"distance from 1.0 ({100 * abs(1 - bound):.1f}%): at {rounds} rounds an unchanged side "
+                     f"will likely be INCONCLUSIVE; {advice}")
+    return lines
+
+
+def _bounds_text(gate: GateSpec) -> str:
+    bounds = ([f">= {gate.min_ratio:g}"] if gate.min_ratio is not None else []) + (
+        [f"<= {gate.max_ratio:g}"] if gate.max_ratio is not None else [])
+    return " and ".join(bounds)
+
+
+def _percent(value: float) -> str:
+    return "any change (no interval below 2 rounds)" if math.isinf(value) else f"{100 * value:.1f}%"

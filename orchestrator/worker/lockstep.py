@@ -1,0 +1,332 @@
+"""One lockstep round on a bench host: every side's bench process resident, the host given to one at
+a time, block by block (docs/design.md, "Run protocol", control channel).
+
+``LockstepRound`` starts the processes one after another: each gets a control FIFO, and the next
+starts only when the previous one is parked (its header read and its warm-up block ended, after
+which it blocks reading its FIFO). ``block`` hands the host to one process for one block of steps
+and waits for that block's end record, so at any instant exactly one bench process runs, start-up
+included. ``finish`` ends the processes one at a time (``end``, then their summaries and exits).
+``run_blocks`` plays a whole ``BlockPlan``: measured blocks in ``turn_order`` (A B B A ... for two
+sides), each preceded by its own warm-up steps. Any failure (a process that exits, answers wrongly
+or not within ``timeout_s``, a cancel) raises ``RoundFailed`` naming the side, its SHA and what was
+awaited; the caller kills every process of the round (``kill``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.errors import ProtocolError
+from orchestrator.worker.proc import BenchProcess
+from orchestrator.worker.protocols.v1 import check_sha
+from orchestrator.worker.protocols.v1_records import StreamState
+from orchestrator.worker.stream import LineTail
+
+CONTROL_VERSION = 1  # the header's "control" value this worker speaks
+# How often a waiting round looks at the streams (each look reads a few bytes and polls the processes):
+# every POLL_S near an answer's expected time (the block's own last duration), every IDLE_POLL_S
+# before, so the worker itself barely runs while a bench measures; the cancel event at most every
+# STOP_CHECK_S (it asks the scheduler).
+POLL_S = 0.002
+IDLE_POLL_S = 0.05
+EXPECTED_SHARE = 0.8
+STOP_CHECK_S = 0.5
+BLOCK_KEYS: tuple[str, ...] = ("block", "steps", "wall_s", "warmup", "started", "ended")  # kept per block
+
+
+class RoundFailed(Exception):
+    """A lockstep round cannot go on; ``side`` is the side at fault (None: not one side's); ``status``
+    is what that side's run is: failed, timeout (it did not answer in time) or cancelled."""
+
+    def __init__(self, message: str, side: str | None = None, status: str = "failed") -> None:
+        super().__init__(message)
+        self.side = side
+        self.status = status
+
+
+class NoControlChannel(RoundFailed):
+    """A side's bench did not declare the control channel in its header (an older SHA)."""
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """How a round's steps are cut: ``blocks`` measured blocks of ``block_steps`` steps per side, each
+    preceded by ``block_warmup`` warm-up steps in the same turn; ``warmup`` steps per process before
+    the next process starts."""
+
+    block_steps: int
+    blocks: int
+    block_warmup: int = 1
+    warmup: int = 0
+
+
+def turn_order(sides: int, blocks: int, first: int = 0) -> list[int]:
+    """The side index of every measured block: ``blocks`` cycles in which every side runs once, the
+    cycles taken in turn from a Williams square (A B, B A for two sides: A B B A A B B A ...; for an
+    odd number of sides the square and its mirror), so that over a whole square every side holds
+    every position once and follows every other side equally often. ``first`` (e.g. the round's
+    index) rotates who starts."""
+    row = [0]
+    for i in range(1, sides):  # 0, 1, n-1, 2, n-2, ...
+        row.append((i + 1) // 2 if i % 2 else sides - i // 2)
+    square = [[(s + shift) % sides for s in row] for shift in range(sides)]
+    if sides % 2:
+        square += [cycle[::-1] for cycle in square]
+    return [(s + first) % sides for cycle in range(blocks) for s in square[cycle % len(square)]]
+
+
+class ControlChannel:
+    """The worker's end of a bench's control FIFO (mode 0600), held open read-write so that no open
+    ever blocks and the bench reads end-of-file only once it is closed."""
+
+    def __init__(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        os.mkfifo(path, 0o600)
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+
+    def send(self, **command: object) -> None:
+        if self._fd is None:
+            raise RuntimeError(f"control channel {self.path} is closed")
+        os.write(self._fd, (json.dumps(command) + "\n").encode())
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.path.unlink(missing_ok=True)
+
+
+@dataclass
+class Contestant:
+    """One side's process in the round: how to start it and what it said."""
+
+    side: str
+    sha: str
+    start: Callable[[], BenchProcess]  # launches the rendered command (its control FIFO: ``control_path``)
+    stream_path: Path
+    control_path: Path
+    proc: BenchProcess | None = None
+    channel: ControlChannel | None = None
+    records: StreamState = field(default_factory=StreamState)
+    cycles: dict[int, int] = field(default_factory=dict)  # measured block number -> its cycle
+    ended: bool = False  # told to end and exited: no longer expected alive
+    durations: dict[tuple[int, bool], float] = field(default_factory=dict)  # (steps, warmup) -> last wall_s
+    _tail: LineTail | None = None
+    _next_block: int = 0
+
+    def name(self) -> str:
+        return f"side {self.side!r} (SHA {self.sha[:12]})"
+
+    def block_summaries(self) -> list[dict]:
+        """Every block as the runs table keeps it (``analysis.lockstep``): its record, its ``cycle``
+        (None for warm-up blocks), its ``throughput`` (in the summary's units) and its phase means."""
+        summary = self.records.summary or {}
+        measured = sum(b["steps"] for b in self.records.blocks if not b.get("warmup"))
+        window, throughput = summary.get("measure_wall_s"), summary.get("throughput")
+        per_step = throughput * window / measured if measured and _number(window) and _number(throughput) \
+            else None  # items a step: the bench's own throughput unit
+        found = []
+        for record in self.records.blocks:
+            number, steps, wall = record["block"], record["steps"], record["wall_s"]
+            sums = self.records.block_phase_sums.get(number, {})
+            kept = {key: record.get(key) for key in BLOCK_KEYS}
+            found.append(kept | {
+                "cycle": self.cycles.get(number),
+                "throughput": per_step * steps / wall if per_step and steps and wall > 0 else None,
+                "phases": {name: total / steps for name, total in sums.items()} if steps else {}})
+        return found
+
+
+class LockstepRound:
+    """The processes of one round; see the module docstring."""
+
+    def __init__(self, contestants: list[Contestant], timeout_s: float,
+                 stopped: Callable[[], bool] = lambda: False,
+                 on_block: Callable[[Contestant, dict], None] = lambda contestant, record: None) -> None:
+        self.contestants = contestants
+        self.timeout_s = timeout_s
+        self.stopped = stopped
+        self.on_block = on_block  # each block record as it arrives (progress)
+
+    def open(self, warmup: int) -> None:
+        """Start every process in turn; each runs ``warmup`` steps and is parked before the next starts."""
+        for contestant in self.contestants:
+            self.start(contestant)
+            self.block(contestant, warmup, warmup=True)
+
+    def start(self, contestant: Contestant, start: Callable[[], BenchProcess] | None = None) -> None:
+        """Start ``contestant``'s process (with ``start``, e.g. a command without the control option,
+        instead of its own) and read its header: NoControlChannel when the header does not declare
+        the control channel (the process then runs as a plain run)."""
+        if contestant.channel is None:
+            contestant.channel = ControlChannel(contestant.control_path)
+        contestant.stream_path.unlink(missing_ok=True)
+        contestant.records = StreamState()
+        contestant._tail = LineTail(contestant.stream_path)
+        contestant.proc = (start or contestant.start)()
+        self._await(contestant, lambda c: c.records.header is not None, "its header")
+        self._check_header(contestant)
+
+    def block(self, contestant: Contestant, steps: int, *, warmup: bool, cycle: int | None = None) -> dict:
+        """Give the host to ``contestant`` for ``steps`` steps (a measured block of ``cycle``); returns
+        its block record."""
+        return self.blocks(contestant, [(steps, warmup, cycle)])[0]
+
+    def turn(self, contestant: Contestant, plan: BlockPlan, cycle: int) -> dict:
+        """``contestant``'s measured block of ``cycle`` after its warm-up steps; both commands are sent
+        at once, so the process never parks between them. Returns the measured block's record."""
+        warm = [(plan.block_warmup, True, None)] if plan.block_warmup else []
+        return self.blocks(contestant, [*warm, (plan.block_steps, False, cycle)])[-1]
+
+    def blocks(self, contestant: Contestant, commands: list[tuple[int, bool, int | None]]) -> list[dict]:
+        """Send ``contestant`` the blocks ``(steps, warmup, cycle)`` in one go and await them all;
+        their records, checked against the commands."""
+        assert contestant.channel is not None
+        numbers = []
+        for steps, warmup, cycle in commands:
+            number = contestant._next_block
+            contestant._next_block += 1
+            if cycle is not None:
+                contestant.cycles[number] = cycle
+            contestant.channel.send(cmd="run", steps=steps, block=number, warmup=warmup)
+            numbers.append(number)
+        expected = sum(contestant.durations.get((steps, warmup), 0.0) for steps, warmup, _ in commands)
+        last, total = numbers[-1], sum(steps for steps, _, _ in commands)
+        which = f"block {last}" if len(numbers) == 1 else f"blocks {numbers[0]}-{last}"
+        self._await(contestant, lambda c: len(c.records.blocks) > last, f"the end of {which} ({total} steps)",
+                    expected)
+        records = []
+        for number, (steps, warmup, _) in zip(numbers, commands, strict=True):
+            record = contestant.records.blocks[number]
+            if (record.get("block"), record.get("steps"), record.get("warmup")) != (number, steps, warmup):
+                raise RoundFailed(f"{contestant.name()} answered block {number} ({steps} steps, warmup "
+                                  f"{warmup}) with {json.dumps(record)[:200]}", contestant.side)
+            contestant.durations[(steps, warmup)] = float(record.get("wall_s") or 0.0)
+            self.on_block(contestant, record)
+            records.append(record)
+        return records
+
+    def play(self, plan: BlockPlan, first: int = 0) -> None:
+        """Every measured turn of ``plan`` in ``turn_order`` (``first`` rotates who starts)."""
+        sides = len(self.contestants)
+        for slot, index in enumerate(turn_order(sides, plan.blocks, first)):
+            self.turn(self.contestants[index], plan, cycle=slot // sides)
+
+    def finish(self) -> None:
+        """End every process in turn: its summary written and its exit awaited before the next ends."""
+        for contestant in self.contestants:
+            self.end(contestant)
+
+    def end(self, contestant: Contestant) -> None:
+        """Tell ``contestant`` to end; await its summary and its exit (0)."""
+        assert contestant.channel is not None
+        contestant.channel.send(cmd="end")
+        self.await_exit(contestant)
+
+    def await_exit(self, contestant: Contestant) -> None:
+        """Await ``contestant``'s exit (after ``end``, or a plain run ending by itself): RoundFailed
+        unless it exited 0 with a summary and no error."""
+        assert contestant.proc is not None and contestant.channel is not None
+        self._await(contestant, lambda c: c.proc.poll() is not None, "its summary and exit", exiting=True)
+        contestant.ended = True
+        contestant.channel.close()
+        self._drain(contestant)
+        problem = self._exit_problem(contestant)
+        if problem:
+            raise RoundFailed(f"{contestant.name()} {problem}", contestant.side)
+
+    def kill(self) -> None:
+        """Kill every process of the round (their whole process groups) and remove the FIFOs."""
+        for contestant in self.contestants:
+            if contestant.proc is not None:
+                contestant.proc.kill_group()
+            if contestant.channel is not None:
+                contestant.channel.close()
+            if contestant._tail is not None:
+                contestant._tail.close()
+
+    # ------------------------------------------------------------------ waiting
+    def _await(self, contestant: Contestant, done: Callable[[Contestant], bool], what: str,
+               expected_s: float = 0.0, exiting: bool = False) -> None:
+        """Read the streams until ``done(contestant)`` (expected after about ``expected_s``); RoundFailed
+        when a process exits (other than an ``exiting`` contestant), the timeout passes or the round is
+        stopped."""
+        started = time.monotonic()
+        deadline, next_stop_check = started + self.timeout_s, started
+        while True:
+            self._drain(contestant)
+            if done(contestant):
+                return
+            for other in self.contestants:
+                if (other.proc is None or other.ended or (exiting and other is contestant)
+                        or other.proc.poll() is None):
+                    continue
+                self._drain(other)
+                waiting = "" if other is contestant else f" (parked while {contestant.name()} ran)"
+                raise RoundFailed(f"{other.name()} {self._exit_problem(other) or 'exited'}{waiting} "
+                                  f"while the round awaited {what}", other.side)
+            if time.monotonic() >= deadline:
+                raise RoundFailed(f"{contestant.name()} did not answer within timeout_s={self.timeout_s:g} "
+                                  f"(awaited: {what})", contestant.side, "timeout")
+            now = time.monotonic()
+            if now >= next_stop_check:
+                next_stop_check = now + STOP_CHECK_S
+                if self.stopped():
+                    raise RoundFailed(f"the sweep was cancelled while the round awaited {what} from "
+                                      f"{contestant.name()}", status="cancelled")
+            early = started + EXPECTED_SHARE * expected_s - now  # time left before the answer is near
+            time.sleep(min(IDLE_POLL_S, early) if early > POLL_S else POLL_S)
+
+    def _drain(self, contestant: Contestant) -> None:
+        assert contestant._tail is not None
+        try:
+            for line in contestant._tail.lines(final=contestant.proc is not None
+                                               and contestant.proc.returncode is not None):
+                contestant.records.feed(line)
+        except ProtocolError as exc:
+            raise RoundFailed(f"{contestant.name()}: {exc}", contestant.side) from None
+
+    def _check_header(self, contestant: Contestant) -> None:
+        header = contestant.records.header or {}
+        try:
+            check_sha(header, contestant.sha)
+        except ProtocolError as exc:
+            raise RoundFailed(f"{contestant.name()}: {exc}", contestant.side) from None
+        if header.get("control") != CONTROL_VERSION:
+            raise NoControlChannel(f"{contestant.name()}: its bench does not declare the control channel "
+                                   f"(no \"control\": {CONTROL_VERSION} in its header), so it cannot run "
+                                   "in lockstep", contestant.side)
+
+    @staticmethod
+    def _exit_problem(contestant: Contestant) -> str | None:
+        """Why a process that exited did not end well, or None."""
+        code = contestant.proc.returncode if contestant.proc else None
+        error = contestant.records.error_message()
+        if code not in (0, None):
+            return f"exited with code {code}" + (f": {error}" if error else "")
+        if error:
+            return f"reported an error: {error}"
+        if contestant.records.summary is None:
+            return "exited without a summary record"
+        return None
+
+
+def run_blocks(round_: LockstepRound, plan: BlockPlan, first: int = 0) -> None:
+    """Open the round, play ``plan``'s measured blocks in ``turn_order`` (each after its own warm-up
+    steps) and finish it."""
+    round_.open(plan.warmup)
+    round_.play(plan, first)
+    round_.finish()
+
+
+def _number(value: object) -> bool:
+    """A finite, non-negative number (not a bool)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value >= 0

@@ -1,0 +1,133 @@
+"""The suite examples (examples/pyperf, pytest-benchmark, gbench) end to end: real `shasweep run`
+processes against the generated two-commit suitelib repository, whose second commit makes
+``tokenize`` do 30 % more work and leaves the other benchmarks as they were. One bench process per
+side and round runs the whole suite; each benchmark is a case of its own."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from anyrepo_helpers import EXAMPLES, shasweep
+
+from orchestrator.errors import EXIT_GATE_FAILED, EXIT_INVALID
+
+sys.path.insert(0, str(EXAMPLES))
+from make_suite_repo import make_suite_repo  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def suite_repo(tmp_path):
+    repo = tmp_path / "suite-repo"
+    return repo, make_suite_repo(repo)
+
+
+def run_example(name: str, tmp_path: Path, repo: Path, *extra: str):
+    results = tmp_path / "results"
+    proc = shasweep("run", str(EXAMPLES / name / "sweep.yaml"), f"repo={repo}", f"results={results}", *extra,
+                    cwd=tmp_path, home=tmp_path / "home")
+    runs = pd.read_parquet(results / "runs")
+    steps = pd.read_parquet(results / "steps")
+    verdicts = json.loads(next((results / "reports").glob("*.verdicts.json")).read_text())
+    return proc, runs, steps, {v["case"]: v["verdict"] for v in verdicts["verdicts"]}
+
+
+def assert_one_process_per_side_and_round(runs: pd.DataFrame, cases: int) -> None:
+    assert runs.groupby("suite_run_key")["case"].nunique().eq(cases).all()
+    assert runs.groupby(["side", "repeat"])["suite_run_key"].nunique().eq(1).all()
+    assert runs.groupby("suite_run_key")["log_dir"].nunique().eq(1).all(), "one bench run, many cases"
+
+
+def assert_samples_are_the_steps(runs: pd.DataFrame, steps: pd.DataFrame, per_run: int | None) -> None:
+    assert (runs["status"] == "ok").all(), runs[["case", "error"]]
+    time_steps = steps[steps["phase"] == "time_ms"]
+    if per_run is not None:
+        assert time_steps.groupby("run_key")["step"].nunique().eq(per_run).all()
+    means = time_steps.groupby("run_key")["ms"].mean()
+    by_key = runs.set_index("run_key")
+    assert (by_key["time_ms"] - means).abs().max() < 1e-9 * by_key["time_ms"].max()
+    assert (by_key["throughput"] * by_key["time_ms"] - 1000).abs().max() < 1e-6
+
+
+def test_pyperf_suite_fails_the_slowed_benchmark_and_passes_the_others(tmp_path, suite_repo):
+    repo, shas = suite_repo
+    # adaptive rounds: a loaded machine's noise decides later, never wrongly (the sequential design)
+    proc, runs, steps, verdicts = run_example("pyperf", tmp_path, repo, "repeats=6", "max_repeats=20")
+    assert verdicts == {"tokenize": "FAIL", "checksum": "PASS", "sort_words": "PASS"}, proc.stdout
+    assert proc.returncode == EXIT_GATE_FAILED, proc.stdout + proc.stderr
+    assert_one_process_per_side_and_round(runs, cases=3)
+    assert_samples_are_the_steps(runs, steps, per_run=4 * 3)  # 4 worker processes x 3 values
+    assert set(runs["audit_source_unit"]) == {"second"} and set(runs["protocol"]) == {"pyperf"}
+    for run in runs.itertuples():
+        assert json.loads(run.audit_modules)["suitelib"].startswith(run.worktree + "/")
+    assert set(runs["sha"]) == set(shas)
+
+
+def test_pytest_benchmark_suite_reads_each_fullname(tmp_path, suite_repo):
+    repo, _ = suite_repo
+    proc, runs, steps, verdicts = run_example("pytest-benchmark", tmp_path, repo, "repeats=2")
+    assert set(verdicts) == {"test_suitelib.py::test_suitelib[checksum]",
+                             "test_suitelib.py::test_suitelib[tokenize]"}, proc.stdout + proc.stderr
+    assert_one_process_per_side_and_round(runs, cases=2)  # sort_words is in the output, not in cases
+    assert_samples_are_the_steps(runs, steps, per_run=None)
+    assert steps.groupby("run_key")["step"].nunique().ge(3).all(), "every round of stats.data"
+    assert set(runs["audit_source_unit"]) == {"s"} and len(runs) == 2 * 2 * 2
+
+
+@pytest.mark.skipif(not Path("/usr/include/benchmark/benchmark.h").exists() or not shutil.which("g++"),
+                    reason="Google Benchmark (Debian's libbenchmark-dev) or g++ is not installed")
+def test_gbench_suite_compiles_per_sha_and_reads_the_repetitions(tmp_path, suite_repo):
+    repo, shas = suite_repo
+    proc, runs, steps, verdicts = run_example("gbench", tmp_path, repo, "repeats=2")
+    assert set(verdicts) == {"BM_checksum", "BM_tokenize"}, proc.stdout + proc.stderr
+    assert_one_process_per_side_and_round(runs, cases=2)
+    assert_samples_are_the_steps(runs, steps, per_run=5)  # --benchmark_repetitions=5
+    assert set(steps["phase"]) == {"time_ms", "cpu_time_ms"}
+    assert runs["cpu_time_ms"].gt(0).all() and set(runs["audit_source_unit"]) == {"ns"}
+    home = tmp_path / "home" / "worktrees"
+    assert sorted(p.name.split(".")[0] for p in home.rglob("*.prepared-*")) == sorted(shas)
+
+
+def test_resume_counts_a_suite_run_once_its_cases_are_ok(tmp_path, suite_repo):
+    repo, _ = suite_repo
+    proc, runs, _, _ = run_example("pytest-benchmark", tmp_path, repo, "repeats=2")
+    assert (runs["status"] == "ok").all(), proc.stdout + proc.stderr
+    again = shasweep("run", "--resume", "latest", "--results", str(tmp_path / "results"), cwd=tmp_path,
+                     home=tmp_path / "home")
+    assert "resuming 0 of 4 runs (the others are ok)" in again.stdout, again.stdout + again.stderr
+
+
+def suite_sweep(tmp_path: Path, **changes: object) -> Path:
+    """The pyperf example with ``changes``, written beside a copy of its bench."""
+    shutil.copy(EXAMPLES / "pyperf" / "bench.py", tmp_path / "bench.py")
+    data = yaml.safe_load((EXAMPLES / "pyperf" / "sweep.yaml").read_text()) | {"repeats": 1, **changes}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(("changes", "words"), [
+    ({"cases": ["checksum", "tokenise"]},
+     "cases[1] 'tokenise': no benchmark of the pyperf output matches it; it has 'checksum', 'tokenize', "
+     "'sort_words'"),
+    ({"gates": [{"metric": "time_ms", "max_ratio": 1.1, "case": "parse_*"}]},
+     "gates[0].case: sweep demo-pyperf-"),
+    ({"command": ["{python}", "{sweep_dir}/bench.py", "--processes", "1", "--values", "1", "--loops", "1",
+                  "--track-memory", "--quiet", "-o", "{result}"]},
+     "metadata.unit: unit 'byte' cannot be converted to ms"),
+], ids=["unknown-name", "gate-glob-matching-nothing", "unit-not-a-time"])
+def test_bad_suite_input_exits_2_naming_it(tmp_path, suite_repo, changes, words):
+    repo, _ = suite_repo
+    proc = shasweep("run", str(suite_sweep(tmp_path, **changes)), f"repo={repo}",
+                    f"results={tmp_path / 'results'}", cwd=tmp_path, home=tmp_path / "home")
+    assert proc.returncode == EXIT_INVALID, proc.stdout + proc.stderr
+    (line,) = [text for text in proc.stderr.splitlines() if text.startswith("shasweep: error:")]
+    assert words in line and "Traceback" not in proc.stderr
+    assert any((tmp_path / "results" / "runs").rglob("*.parquet")), "what was recorded stays"

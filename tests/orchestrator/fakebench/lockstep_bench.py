@@ -1,0 +1,44 @@
+"""A bench written with ``orchestrator.benchkit`` (so it takes the control channel), for lockstep tests.
+
+Each step busy-works ``--step-ms`` (default 2); the header's params carry ``born``, the time this
+process began (before its imports), so a test can tell when each process ran. Misbehaviour on request:
+``--no-control`` ignores ``--control`` (an older bench: no ``"control"`` in its header);
+``--wait-file PATH`` makes every step wait until PATH exists; ``--crash-at-step N`` exits 3 in the
+middle of step N, and ``--crash-file PATH`` does so only while PATH exists.
+"""
+
+import time
+
+BORN = time.time()
+
+import argparse  # noqa: E402 - after BORN, so that it counts the start-up
+import os  # noqa: E402
+
+from orchestrator.benchkit import Bench  # noqa: E402
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--no-control", action="store_true")
+parser.add_argument("--wait-file")
+parser.add_argument("--crash-at-step", type=int, default=-1)
+parser.add_argument("--crash-file")
+args, rest = parser.parse_known_args()
+if args.no_control and "--control" in rest:
+    del rest[rest.index("--control"):rest.index("--control") + 2]
+bench = Bench("fake/lockstep", module=__file__, options={"step_ms": 2.0}, argv=rest)
+bench.params["born"] = BORN
+steps_done = 0
+
+
+def step() -> None:
+    global steps_done
+    if steps_done == args.crash_at_step and (args.crash_file is None or os.path.exists(args.crash_file)):
+        os._exit(3)
+    while args.wait_file and not os.path.exists(args.wait_file):
+        time.sleep(0.01)
+    until = time.perf_counter() + bench.params["step_ms"] / 1000
+    while time.perf_counter() < until:
+        pass
+    steps_done += 1
+
+
+bench.run(step)

@@ -1,0 +1,61 @@
+"""The command line starts light: what a command does not use, it does not import.
+
+A property, not a time (``benchmarks/cli_startup.py`` measures the time): each check runs in a fresh
+interpreter and lists ``sys.modules`` after the command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+# The analysis, plotting, Dask and typed-record stacks: each costs from tens of milliseconds to seconds.
+HEAVY: tuple[str, ...] = ("ruptures", "scipy", "pandas", "pyarrow", "bokeh", "dask", "distributed", "rich",
+                          "numpy", "pydantic")
+# Not even the sweep YAML's parser for commands that read no sweep file.
+SPEC_STACK: tuple[str, ...] = ("omegaconf", "yaml")
+
+
+def loaded_modules(code: str, cwd=None) -> set[str]:
+    """The top-level packages in ``sys.modules`` after running ``code`` in a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return {name.split(".")[0] for name in json.loads(done.stdout.splitlines()[-1])}
+
+
+def command(*argv: str) -> str:
+    """Code that runs ``shasweep ARGV`` in-process and keeps going whatever it returns."""
+    return f"from orchestrator.cli.main import main\nmain({list(argv)!r})"
+
+
+def test_importing_the_cli_loads_nothing_heavy():
+    loaded = loaded_modules("import orchestrator.cli")
+    assert not loaded & {*HEAVY, *SPEC_STACK}, sorted(loaded & {*HEAVY, *SPEC_STACK})
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["plan", "--help"], ["run", "--help"],
+                                  ["try", "--help"], ["list", "--help"]])
+def test_help_and_version_load_nothing_heavy(argv):
+    loaded = loaded_modules(command(*argv))
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_list_on_an_empty_root_reads_no_sweep_file_stack(tmp_path):
+    loaded = loaded_modules(command("list", "--results", str(tmp_path)))
+    assert not loaded & {*HEAVY, *SPEC_STACK}, sorted(loaded & {*HEAVY, *SPEC_STACK})
+
+
+def test_plan_without_earlier_results_loads_only_the_spec_stack(repo, tmp_path):
+    sweep = {"name": "light", "cases": ["one"], "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}},
+             "baseline": "old", "protocol": "time", "command": ["{python}", "-c", "pass"],
+             "gates": [{"metric": "wall_ms", "max_ratio": 1.05}], "results": str(tmp_path / "results")}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    loaded = loaded_modules(command("plan", str(path)), cwd=repo.path)
+    assert "omegaconf" in loaded, "the probe ran the plan"
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
