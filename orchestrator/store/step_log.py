@@ -17,7 +17,7 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,6 +81,20 @@ class StepLog:
 
     def __len__(self) -> int:
         return self.count
+
+    def __iter__(self) -> Iterator[StepRecord]:
+        """The steps whose rows are held in memory, in order (a spooled log's earlier ones are in its
+        spool; a step without a phase has no row)."""
+        steps, warmups, phases, values = self._rows
+        current: StepRecord | None = None
+        for step, warmup, phase, ms in zip(steps, warmups, phases, values, strict=True):
+            if current is None or current.step != step:
+                if current is not None:
+                    yield current
+                current = StepRecord(step=step, warmup=warmup, phases={})
+            current.phases[phase] = ms
+        if current is not None:
+            yield current
 
     def append(self, record: StepRecord) -> None:
         """Take one step (its phases become rows; a full row group goes to the spool)."""
