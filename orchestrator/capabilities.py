@@ -43,6 +43,7 @@ class ProtocolInfo:
 
     ``phases`` (``*_ms`` names) and ``metrics`` (other number columns) are what every run reports
     besides ``throughput``; None where only the bench knows, i.e. until its first ok run.
+    ``throughput``: whether runs report one (a json mapping may map none).
     """
 
     name: str
@@ -50,6 +51,7 @@ class ProtocolInfo:
     phases: tuple[str, ...] | None
     metrics: tuple[str, ...] | None
     throughput_unit: str | None = None  # what throughput counts per second; None: the bench's own unit
+    throughput: bool = True
 
     def has(self, capability: Capability) -> bool:
         """Whether every flag of ``capability`` is declared."""
@@ -61,7 +63,7 @@ class ProtocolInfo:
         until the bench's first ok run."""
         if self.phases is None or self.metrics is None:
             return None
-        return frozenset(("throughput", *self.phases, *self.metrics))
+        return frozenset((*(["throughput"] if self.throughput else []), *self.phases, *self.metrics))
 
 
 class UnknownProtocolError(ValueError):
@@ -82,7 +84,8 @@ def _json(mapping: Mapping[str, object]) -> ProtocolInfo:
     window = Capability.THROUGHPUT_WINDOW if mapping.get("measure_wall_s") else Capability.NONE
     return ProtocolInfo("json", Capability.RESULT_DOCUMENT | Capability.JSON_MAPPING | window,
                         phases=tuple(phases),  # type: ignore[arg-type]
-                        metrics=tuple(metrics))  # type: ignore[arg-type]
+                        metrics=tuple(metrics),  # type: ignore[arg-type]
+                        throughput=bool(mapping.get("throughput")))
 
 
 def _time(mapping: Mapping[str, object]) -> ProtocolInfo:

@@ -6,8 +6,10 @@ Exit codes (documented in docs/cli.md and ``shasweep --help``):
 * 1 ``EXIT_GATE_FAILED``: all runs ran, at least one gate failed
 * 2 ``EXIT_INVALID``: invalid input (sweep YAML, overrides, refs, repo, results root, sweep id),
   reported before anything is dispatched; or a bench that cannot do what the sweep asks, found at
-  its first round (``order: lockstep`` with a SHA whose bench has no control channel)
-* 3 ``EXIT_RUN_FAILED``: a run failed, timed out or was cancelled, or the cluster could not run it
+  its first round (``order: lockstep`` with a SHA whose bench has no control channel; a gate on a
+  metric a v1 bench's first ok run does not report)
+* 3 ``EXIT_RUN_FAILED``: a run failed, timed out or was cancelled, or the cluster could not run it,
+  or a gate has NO DATA (no ok run on a side it needs reported its metric)
 * 4 ``EXIT_GATE_INCONCLUSIVE``: all runs ran, no gate failed, at least one gate is inconclusive (its
   confidence interval straddles the bound: more repeats are needed to decide)
 

@@ -6,7 +6,9 @@ one, one case, one gate) read as a bisect mark.
 * a good-side bench failed, the dispatch failed a run the worker never recorded (a vanished
   worker, a task error), or runs are missing or were cancelled: no mark, ``failure`` says why
   (the step must be resumed, or the bisect stops with exit 3);
-* otherwise the gate verdict: FAIL ``bad``, PASS ``good``, INCONCLUSIVE ``undecided``.
+* otherwise the gate verdict: FAIL ``bad``, PASS ``good``, INCONCLUSIVE ``undecided``; NO DATA (no ok
+  run reported the gate's metric) on the candidate only ``skip`` (as a failed bench: e.g. a commit
+  before the metric existed), on the good side no mark and a ``failure``.
 """
 
 from __future__ import annotations
@@ -78,6 +80,11 @@ def step_result(report: Report, recorded: Mapping[str, str | None], reused: int 
         return StepResult(**base, reason="runs not done",
                           failure=f"{undone} runs of the step were not completed{first}")
     gate = report.gates[0]
+    if gate.verdict == Verdict.NO_DATA:
+        if GOOD_SIDE in gate.empty_sides:
+            return StepResult(**base, reason="the good commit reported no data",
+                              failure=f"the good commit's runs: {gate.reason}")
+        return StepResult(**base, mark="skip", reason=f"no data: {gate.reason}")
     comparison = gate.comparison
     has = comparison.has_interval
     return StepResult(**base, mark=MARK_OF_VERDICT[gate.verdict], verdict=gate.verdict,

@@ -12,9 +12,17 @@ The reference is the median of the earlier sweeps' per-sweep medians (robust to 
 latest earlier sweep's median is shown next to it. The software is not part of the match: the
 package versions the bench and the host reported (``analysis.software``) are compared with those of
 the matched earlier runs, and a drift names every package that changed (``mujoco-uni-runtime
-0.3.1 -> 0.4.0``), so a software change is not taken for the machine drifting. A side drifted when
-``|current median / reference - 1| > threshold``. Drift is reported, never a verdict: it does not
-change the exit code. The earlier sweeps' medians and the current one, oldest first, are also
+0.3.1 -> 0.4.0``), so a software change is not taken for the machine drifting.
+
+A side drifted when the change lies outside the noise of both the sweep and its history: the 95 %
+interval of the change (``stats.change_interval``, the interval ``compare`` gives two sweeps: this
+sweep's runs against the earlier sweeps' runs, on the log scale, widened by the sweep-to-sweep
+offsets the earlier sweeps show beyond their run noise) lies entirely above or below no change, and
+the change is at least ``threshold`` (the sweep's ``drift_threshold``: a smaller move is not worth a
+flag, however clear). A noisy figure (a 30 ms CPU time) must move far to drift; a steady one little.
+Seeded simulations (tests/orchestrator/test_drift_rule.py) measure the false-alarm rate on flat
+histories and the power on a real shift. Drift is reported, never a verdict: it does not change the
+exit code. The earlier sweeps' medians and the current one, oldest first, are also
 split at their change points (``changepoints``): when the current median sits in a segment that
 began after the first, ``new_segment_since`` names the sweep that began it.
 """
@@ -28,6 +36,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
+from orchestrator.analysis import stats
 from orchestrator.analysis.changepoints import segments
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.software import SOFTWARE_COLUMNS, describe_changes, version_changes, versions_of
@@ -55,9 +64,10 @@ class Drift:
     sweeps: int  # how many earlier sweeps matched
     latest_sweep: str  # the most recent of them
     latest: float  # its median
-    threshold: float
+    threshold: float  # the smallest change flagged (``drift_threshold``)
     software: tuple[str, ...] = ()  # packages whose versions differ from the matched earlier runs'
     new_segment_since: str | None = None  # the sweep that began the current median's (later) segment
+    interval: stats.Comparison | None = None  # this sweep's runs against the earlier sweeps' runs
 
     @property
     def change(self) -> float:
@@ -65,8 +75,14 @@ class Drift:
         return self.current / self.reference - 1.0 if self.reference else math.nan
 
     @property
+    def outside_noise(self) -> bool:
+        """Whether the interval of the change lies entirely above or below no change."""
+        c = self.interval
+        return c is not None and c.has_interval and (c.low > 1 or c.high < 1)
+
+    @property
     def flagged(self) -> bool:
-        return abs(self.change) > self.threshold  # NaN compares False
+        return self.outside_noise and abs(self.change) >= self.threshold  # NaN compares False
 
 
 def load_history(results_root: Path, record: SweepRecord, metrics: list[str]) -> pd.DataFrame:
@@ -132,14 +148,17 @@ def _with_command(runs: pd.DataFrame) -> pd.DataFrame:
 def _metric_drift(mine: pd.DataFrame, past: pd.DataFrame, metric: str, first_run: pd.Series,
                   threshold: float) -> dict | None:
     """The Drift fields of one metric, or None when either side of the comparison has no value."""
-    now = pd.to_numeric(mine[metric], errors="coerce").median()
-    per_sweep = pd.to_numeric(past[metric], errors="coerce").groupby(past["sweep_id"]).median().dropna()
+    values = pd.to_numeric(mine[metric], errors="coerce")
+    earlier = pd.to_numeric(past[metric], errors="coerce")
+    now, per_sweep = values.median(), earlier.groupby(past["sweep_id"]).median().dropna()
     if per_sweep.empty or pd.isna(now):
         return None
+    by_sweep = [group.to_numpy() for _, group in earlier.groupby(past["sweep_id"])]
+    interval = stats.change_interval(values.to_numpy(), earlier.to_numpy(), by_sweep)
     latest = first_run[per_sweep.index].idxmax()
     ordered = per_sweep.reindex(first_run[per_sweep.index].sort_values().index)
     last = segments([*ordered.to_numpy(), float(now)])[-1]  # >= 2 values: it starts at an earlier sweep
     since = str(ordered.index[last.start]) if last.start > 0 else None
     return {"current": float(now), "reference": float(per_sweep.median()), "sweeps": len(per_sweep),
             "latest_sweep": str(latest), "latest": float(per_sweep[latest]), "threshold": threshold,
-            "new_segment_since": since}
+            "new_segment_since": since, "interval": interval}

@@ -6,15 +6,19 @@ interval of the log ratio is exponentiated back:
 * paired (run ``i`` of both sides ran in round ``i``): a one-sample t-interval of the per-round log
   ratios ``log(cand[i] / base[i])``; whatever slowed a whole round cancels;
 * unpaired: a two-sample t-interval of the difference of mean log values, the two sides' variance
-  pooled (Welch's interval was measured too conservative at n = 2).
+  pooled (Welch's interval was measured too conservative at n = 2);
+* a change against a history of several sweeps (drift): the unpaired interval widened by the
+  sweep-to-sweep variance the history shows beyond its run noise (``with_sweep_offsets``).
 
-Both are the 10 %-trimmed variants (Tukey-McLaughlin for one sample, Yuen for two): the
-``g = floor(0.1 n)`` lowest and highest values are trimmed from the mean and winsorized in the
-variance, with ``n - 2g - 1`` degrees of freedom (pooled: the sum over the cells). Below 10 values
-``g`` is 0 and they are exactly the classical t intervals; from 10 values on a single disturbed run
-cannot drag the interval with it. ``noise: pooled`` replaces every cell's variance by the sweep's
-pooled one (same metric), which gives small cells the degrees of freedom of the whole sweep; valid
-when every cell has the same run noise.
+Both are the 10 %-trimmed variants (Tukey-McLaughlin for one sample, Yuen for two): the ``g =
+floor(0.1 n)`` lowest and highest values are trimmed from the mean and winsorized in the variance,
+with ``n - 2g - 1`` degrees of freedom (pooled: the sum over the cells). Below 10 values ``g`` is 0
+and they are exactly the classical t intervals; from 10 values on a single disturbed run cannot drag
+the interval with it. Two samples are trimmed only when both have 10 values or more: under one-sided
+noise (runs slowed by bursts) a trimmed mean and a plain one estimate different centres, so 3 runs
+against a history of 30 would see a change that is not there. ``noise: pooled`` replaces every
+cell's variance by the sweep's pooled one (same metric), which gives small cells the degrees of
+freedom of the whole sweep; valid when every cell has the same run noise.
 
 Every function is vectorised over leading axes (``values[..., n]``) so the seeded coverage
 simulations in the tests run thousands of sweeps at once. Coverage is measured in
@@ -86,10 +90,34 @@ def paired(log_ratios: np.ndarray, trim: float = TRIM) -> LogInterval:
 
 
 def unpaired(cand_logs: np.ndarray, base_logs: np.ndarray, trim: float = TRIM) -> LogInterval:
-    """Two-sample trimmed t of ``mean(cand_logs) - mean(base_logs)``, the two sides' variance pooled."""
+    """Two-sample trimmed t of ``mean(cand_logs) - mean(base_logs)``, the two sides' variance pooled;
+    trimmed only when both samples have enough values to be (see the module docstring)."""
+    if trim_count(min(cand_logs.shape[-1], base_logs.shape[-1]), trim) == 0:
+        trim = 0.0
     cand, base = spread(cand_logs, trim), spread(base_logs, trim)
     variance, df = pooled_variance([cand, base])
     return difference(with_pooled_noise(cand, variance, df), with_pooled_noise(base, variance, df))
+
+
+def with_sweep_offsets(interval: LogInterval, sweeps: list[np.ndarray]) -> LogInterval:
+    """``interval`` of one sweep's change against the runs of earlier ``sweeps`` (each its log values),
+    widened by the variance of a sweep's level beyond its run noise that the earlier sweeps show
+    (their means' variance less their mean squared standard error, never below 0): the current sweep
+    carries one such offset and the earlier sweeps' mean ``1 / J`` of one. Degrees of freedom by
+    Welch-Satterthwaite, the between-sweep part with ``J - 1``. Fewer than 2 earlier sweeps of 2+
+    values cannot show it: ``interval`` unchanged. Scalar intervals only."""
+    cells = [spread(logs, trim=0.0) for logs in sweeps if logs.size >= 2]
+    if len(cells) < 2:
+        return interval
+    centers = np.array([float(cell.center) for cell in cells])
+    between = float(centers.var(ddof=1)) - float(np.mean([float(cell.term) for cell in cells]))
+    if between <= 0:
+        return interval
+    extra = between * (1 + 1 / len(cells))
+    run_term = float(interval.se) ** 2
+    total = run_term + extra
+    df = total ** 2 / (run_term ** 2 / float(interval.df) + extra ** 2 / (len(cells) - 1))
+    return LogInterval(center=interval.center, se=np.sqrt(total), df=np.asarray(df))
 
 
 def difference(cand: Spread, base: Spread) -> LogInterval:

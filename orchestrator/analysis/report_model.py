@@ -63,7 +63,9 @@ class MetricRow:
     side: str
     metric: str
     summary: stats.Summary
-    ratio: float  # side median / baseline median (1.0 for the baseline itself)
+    # the side's median over the baseline's, of the runs ``comparison`` compares (paired: the rounds
+    # both ran); 1.0 for the baseline itself
+    ratio: float
     comparison: stats.Comparison | None = None  # against the baseline at 95% (None for the baseline)
 
 
@@ -92,7 +94,8 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """3 (a run not ok) over 1 (a gate failed, not waived) over 4 (a gate inconclusive) over 0."""
+        """3 (a run not ok, or a gate with NO DATA) over 1 (a gate failed, not waived) over 4 (a gate
+        inconclusive) over 0."""
         if self.missing or len(self.failures):
             return EXIT_RUN_FAILED
         return gates_exit_code(self.gates)
@@ -123,10 +126,7 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
     summaries = {(c, s, m): stats.summarize(ok.loc[(ok["case"] == c) & (ok["side"] == s), m])
                  for c in cases for s in sides for m in metrics}
     comparer = sweep_comparer(spec, host_agreement.pairing_blocks(ok))
-    rows = [MetricRow(c, s, m, summaries[c, s, m],
-                      stats.ratio(summaries[c, s, m].median, summaries[c, baseline, m].median),
-                      None if s == baseline else comparer.compare(c, s, m))
-            for c in cases for m in metrics for s in sides]
+    rows = [_row(c, s, m, summaries, comparer) for c in cases for m in metrics for s in sides]
     unwritten = _unwritten_outcomes(record, runs)
     not_ok = runs.loc[runs["status"] != "ok", list(FAILURE_COLUMNS)]
     waivers = waiver_log(record)
@@ -145,6 +145,18 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
         suites=_suites(spec, comparer, cases, sides, rows),
         lockstep=lockstep_view(runs, baseline),
     )
+
+
+def _row(case: str, side: str, metric: str, summaries: dict[tuple[str, str, str], stats.Summary],
+         comparer: Comparer) -> MetricRow:
+    """One row: a side's ratio is its comparison's, so the table, ``compare``, the gates and
+    verdicts.json give one figure for the same runs (an adaptive sweep may run a baseline more rounds
+    than a side: the rounds both ran are what a paired ratio compares)."""
+    summary = summaries[case, side, metric]
+    if side == comparer.baseline:
+        return MetricRow(case, side, metric, summary, stats.ratio(summary.median, summary.median))
+    comparison = comparer.compare(case, side, metric)
+    return MetricRow(case, side, metric, summary, comparison.ratio, comparison)
 
 
 def _suites(spec: SweepSpec, comparer: Comparer, cases: list[str], sides: list[str],

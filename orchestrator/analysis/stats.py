@@ -156,6 +156,26 @@ def aligned(candidate: Iterable[float | None], baseline: Iterable[float | None],
     return cand[both], base[both]
 
 
+MIN_RUNS = 2  # values per sample for the interval of a change between batches
+
+
+def change_interval(after: Iterable[float | None], before: Iterable[float | None],
+                    before_sweeps: list[Iterable[float | None]] | None = None) -> Comparison:
+    """``after`` against ``before`` as independent runs (``compare`` of two sweeps, drift); no interval
+    with fewer than ``MIN_RUNS`` of either. ``before_sweeps``: ``before`` split by the sweep each ran in,
+    whose sweep-to-sweep noise then widens the interval (``intervals.with_sweep_offsets``). No rank
+    test (its p-value is NaN): the interval is what a change is judged by."""
+    cand, base = clean(after), clean(before)
+    own = log_interval(cand, base, paired=False)
+    if own is None or min(cand.size, base.size) < MIN_RUNS:
+        return replace(compare(cand, base, rank_test=False), low=math.nan, high=math.nan)
+    if not before_sweeps:
+        return compare(cand, base, rank_test=False)
+    sweeps = [np.log(values) for values in map(clean, before_sweeps)]
+    return compare(cand, base, interval=intervals.with_sweep_offsets(own, sweeps), rank_test=False,
+                   method="two-sample t of log values, widened by the earlier sweeps' offsets")
+
+
 def compare(candidate: Iterable[float | None], baseline: Iterable[float | None], *, paired: bool = False,
             confidence: float = DEFAULT_CONFIDENCE,
             interval: intervals.LogInterval | None = None, method: str | None = None,

@@ -1,4 +1,4 @@
-"""Gate verdicts from confidence intervals: PASS, FAIL or INCONCLUSIVE.
+"""Gate verdicts from confidence intervals: PASS, FAIL, INCONCLUSIVE or NO DATA.
 
 For each gate and each matching (case, non-baseline side), the candidate/baseline ratio of the gate's
 metric gets an interval at the gate's ``confidence`` (``stats.compare``: a trimmed t on the log scale,
@@ -7,8 +7,10 @@ see ``intervals``) and a rank-test p-value. The verdict follows the interval alo
 * PASS: the interval lies entirely on the good side of every bound (``low >= min_ratio``,
   ``high <= max_ratio``);
 * FAIL: it lies entirely on the bad side of some bound (``high < min_ratio`` or ``low > max_ratio``),
-  or there is nothing to compare (no ok runs on a side, a baseline median of 0);
-* INCONCLUSIVE: it straddles a bound, or no interval exists (fewer than 2 ok runs on a side).
+  or the ratio is undefined (a baseline median of 0);
+* INCONCLUSIVE: it straddles a bound, or no interval exists (fewer than 2 ok runs on a side);
+* NO DATA: a side it needs has no ok run with the metric: nothing was measured to judge, so it is
+  never a FAIL; it gives the exit code of runs not ok (3).
 
 An adaptive sweep looks after every round from ``repeats`` to ``max_repeats`` (``sequential``): the
 verdict is the first look that decides, each look's interval at the confidence its share of the
@@ -33,7 +35,7 @@ import pandas as pd
 from orchestrator.analysis import intervals, lockstep, stats
 from orchestrator.analysis.sequential import Looks
 from orchestrator.capabilities import case_matches
-from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK
+from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
 from orchestrator.spec.schema import GateSpec
 
 
@@ -43,6 +45,7 @@ class Verdict(StrEnum):
     PASS = "PASS"
     FAIL = "FAIL"
     INCONCLUSIVE = "INCONCLUSIVE"
+    NO_DATA = "NO DATA"
 
 
 PAIRED_ORDERS: tuple[str, ...] = ("interleaved", "randomized", "lockstep")
@@ -71,6 +74,7 @@ class GateVerdict:
     rounds_needed: int | None = None
     looks: int = 1
     waived: str | None = None  # a FAIL accepted by a waiver: its reason (``analysis.waivers``)
+    empty_sides: tuple[str, ...] = ()  # NO DATA: the sides without an ok run that has the metric
 
     @property
     def ratio(self) -> float:
@@ -78,8 +82,10 @@ class GateVerdict:
 
 
 def gates_exit_code(verdicts: list[GateVerdict]) -> int:
-    """The exit code the gates alone give: 1 when a FAIL is not waived, else 4 when one is
-    INCONCLUSIVE, else 0 (a waived FAIL counts as neither)."""
+    """The exit code the gates alone give: 3 when one has NO DATA (as runs not ok), else 1 when a FAIL
+    is not waived, else 4 when one is INCONCLUSIVE, else 0 (a waived FAIL counts as neither)."""
+    if any(v.verdict == Verdict.NO_DATA for v in verdicts):
+        return EXIT_RUN_FAILED
     if any(v.verdict == Verdict.FAIL and v.waived is None for v in verdicts):
         return EXIT_GATE_FAILED
     return EXIT_GATE_INCONCLUSIVE if any(v.verdict == Verdict.INCONCLUSIVE for v in verdicts) else EXIT_OK
@@ -243,7 +249,8 @@ def evaluate_gates(gates: list[GateSpec], cases: list[str], sides: list[str], co
 
 def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Comparer,
                  looks: Looks | None = None) -> GateVerdict:
-    """One gate for one (case, side): the first look that decides; see the module docstring."""
+    """One gate for one (case, side): the first look that decides (PASS or FAIL), else the last
+    look's; see the module docstring."""
     looks = looks or Looks(1, 1)
     schedule = looks.schedule(comparer.rounds_of(case))
     bound = " and ".join(f"{op} {value:g}x" for op, value in _bounds(gate))
@@ -251,8 +258,10 @@ def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Com
         limit = rounds if looks.adaptive else None
         confidence = looks.confidence_at(rounds, gate.confidence)
         comparison = comparer.compare(case, side, gate.metric, confidence, limit, rank_test=False)
-        verdict, reason = _decide(gate, case, side, comparer, comparison, limit)
-        if verdict != Verdict.INCONCLUSIVE:
+        empty = tuple(s for s in (side, comparer.baseline)
+                      if not comparer.values(case, s, gate.metric, limit).size)
+        verdict, reason = _decide(gate, empty, comparison)
+        if verdict in (Verdict.PASS, Verdict.FAIL):
             break
     comparison = comparer.compare(case, side, gate.metric, confidence, limit)  # with its p-value
     look = schedule.index(rounds) + 1
@@ -260,14 +269,15 @@ def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Com
         reason += f" (look {look} of {looks.last - looks.first + 1}, after {rounds} rounds)"
     mde, needed = detectable(comparison, gate, looks.last if looks.adaptive else None)
     return GateVerdict(index, gate.metric, case, side, bound, comparison, verdict, reason, mde,
-                       needed if verdict == Verdict.INCONCLUSIVE else None, look)
+                       needed if verdict == Verdict.INCONCLUSIVE else None, look,
+                       empty_sides=empty if verdict == Verdict.NO_DATA else ())
 
 
-def _decide(gate: GateSpec, case: str, side: str, comparer: Comparer, comparison: stats.Comparison,
-            rounds: int | None) -> tuple[Verdict, str]:
-    empty = [s for s in (side, comparer.baseline) if not comparer.values(case, s, gate.metric, rounds).size]
+def _decide(gate: GateSpec, empty: tuple[str, ...], comparison: stats.Comparison) -> tuple[Verdict, str]:
+    """The verdict of one look; ``empty``: the sides without an ok run that has the metric."""
     if empty:
-        return Verdict.FAIL, f"no ok runs with {gate.metric} on side {empty[0]!r}"
+        return Verdict.NO_DATA, (f"no ok runs with {gate.metric} on side "
+                                 + " and ".join(repr(s) for s in empty))
     if math.isnan(comparison.ratio):
         return Verdict.FAIL, f"ratio undefined: baseline median of {gate.metric} is 0"
     if not comparison.has_interval:

@@ -18,8 +18,10 @@ from orchestrator.errors import EXIT_RUN_FAILED, ShasweepError
 EPILOG = """exit codes:
   0  all runs ok and every gate passed
   1  all runs ok, at least one gate failed
-  2  invalid input (sweep YAML, overrides, refs, repo, results root, sweep id), nothing dispatched
-  3  a run failed, timed out or was cancelled, or the cluster could not run it
+  2  invalid input (sweep YAML, overrides, refs, repo, results root, sweep id), nothing dispatched;
+     or a gate's metric the bench's first ok run does not report (the sweep stops, its runs kept)
+  3  a run failed, timed out or was cancelled, or the cluster could not run it, or a gate has
+     NO DATA (no ok run on a side it needs); this wins over 1 and 4
   4  all runs ok, no gate failed, at least one gate inconclusive (interval straddles its bound)
 """
 

@@ -23,8 +23,11 @@ def add_list_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     """Print one line per recorded sweep, newest first."""
     root = results_root_for(args.results, Path.cwd())
-    rows = [sweep_row(root, sweep_id, record) for sweep_id, record in sweep_record.all_records(root)]
-    rows.sort(key=lambda row: (row["created"], row["sweep_id"]), reverse=True)
+    def created(item: tuple[str, SweepRecord | None]) -> tuple:
+        return sweep_record.creation_order(item[0], item[1].sequence if item[1] else None)
+
+    found = sorted(sweep_record.all_records(root), key=created, reverse=True)  # newest created first
+    rows = [sweep_row(root, sweep_id, record) for sweep_id, record in found]
     if not rows:
         print(f"no sweeps recorded under {sweep_record.sweeps_dir(root)}")
         return 0

@@ -46,6 +46,7 @@ CANCELLED_REASON = "cancelled with `shasweep cancel`"
 
 OnConnect = Callable[[str, str | None], None]  # (scheduler address, dashboard URL)
 MoreRuns = Callable[[], list[PlannedRun]]  # the next runs to dispatch once the list is done; [] ends
+CheckOutcome = Callable[[dict], str | None]  # a reason to stop the sweep after this outcome, or None
 
 
 @dataclass
@@ -85,6 +86,7 @@ def run_sweep(
     security: object | None = None,
     hosts: HostsSetting = "one",
     reuse: Reuse | None = None,
+    check: CheckOutcome | None = None,
 ) -> SweepOutcome:
     """Execute ``runs`` on the bench hosts of ``scheduler``: one host runs them one at a time in list
     order (``_serial_loop``), several run whole rounds at once, one per host (``_fleet_loop``).
@@ -99,6 +101,7 @@ def run_sweep(
     returns none or the sweep stops. ``hosts`` is the sweep's ``hosts:`` key (``dispatch.host_choice``).
     ``security``: the client's Dask ``Security`` for a ``tls://`` scheduler. ``reuse`` (one host only;
     ``store.reuse``) may stand in an earlier run's results for a run, which then is not dispatched.
+    ``check`` sees every outcome and may stop the sweep before its next run (``first_run``).
     """
     _check_plan(runs)
     started = time.monotonic()
@@ -112,7 +115,8 @@ def run_sweep(
         chosen = choose_hosts(client, hosts)
         cancel = Event(cancel_event_name(runs[0].sweep_id, runs[0].token), client=client)
         cancel.clear()
-        sweep = _Dispatch(client, list(runs), chosen, cancel, progress, lock_path, continue_on_error, more)
+        sweep = _Dispatch(client, list(runs), chosen, cancel, progress, lock_path, continue_on_error, more,
+                          check)
         host = chosen[0].submit(client, bench_host_record, key="shasweep-host").result()
         client.subscribe_topic(PROGRESS_TOPIC, sweep.on_event)
         client.log_event(PROGRESS_TOPIC, _planned_message(sweep.runs))
@@ -144,8 +148,13 @@ class _Dispatch:
     lock_path: str | None
     continue_on_error: bool
     more: MoreRuns | None
+    check: CheckOutcome | None = None
     _next_cancel_look: float = 0.0
     announced: dict[str, dict] = field(default_factory=dict)  # run key -> the outcome its task published
+
+    def stop_after(self, outcome: dict) -> str | None:
+        """Why the sweep stops after ``outcome`` (``_stop_after``, or ``check``'s reason), if it does."""
+        return _stop_after(outcome, self.continue_on_error) or (self.check(outcome) if self.check else None)
 
     def on_event(self, event: tuple[float, dict]) -> None:
         """``PROGRESS_TOPIC`` handler: the progress bars, and the outcome a finished task published
@@ -223,7 +232,7 @@ def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
                 sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
         if stop_reason is None and (any(o["status"] == "cancelled" for o in got) or sweep.cancel_requested()):
             stop_reason = CANCELLED_REASON
-        reasons = (_stop_after(outcome, sweep.continue_on_error) for outcome in got)
+        reasons = (sweep.stop_after(outcome) for outcome in got)
         stop_reason = stop_reason or next(filter(None, reasons), None)
         if stop_reason is not None:
             return _Ended(outcomes, stop_reason)
@@ -265,9 +274,8 @@ def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
 
     hooks = RoundHooks(
         execute=sweep.submit, settle=lambda future, unit: _settled(future, unit, sweep.announced),
-        on_outcome=sweep.progress.run_finished,
-        stop_after=lambda outcome: _stop_after(outcome, sweep.continue_on_error),
-        cancelled=sweep.cancel_requested, cancel=sweep.cancel.set, on_requeued=requeued)
+        on_outcome=sweep.progress.run_finished, stop_after=sweep.stop_after, cancelled=sweep.cancel_requested,
+        cancel=sweep.cancel.set, on_requeued=requeued)
     return run_rounds(sweep.client, split_rounds(runs), sweep.hosts, hooks)
 
 

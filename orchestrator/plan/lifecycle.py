@@ -19,15 +19,17 @@ if TYPE_CHECKING:
     from orchestrator.plan.expand import ResolvedSweep
 
 
-def new_record(resolved: ResolvedSweep, sweep_id: str, created: datetime, planned_runs: int) -> SweepRecord:
+def new_record(resolved: ResolvedSweep, sweep_id: str, created: datetime, planned_runs: int,
+               sequence: int | None = None) -> SweepRecord:
     """The record of a sweep about to be dispatched: validated spec, resolved SHAs, status ``running``,
-    and the digest ``--resume`` checks (``plan.integrity``)."""
+    its creation number (``sequence``) and the digest ``--resume`` checks (``plan.integrity``)."""
     sides = {label: SideRecord(ref=side.ref, sha=resolved.shas[label], variant=settings.variant,
                                params=settings.params, env=settings.env)
              for label, side in resolved.spec.sides.items()
              for settings in [resolved.settings[label]]}
     return with_digest(SweepRecord(
-        sweep_id=sweep_id, created=_timestamp(created), status="running", repo=str(resolved.repo),
+        sweep_id=sweep_id, created=_timestamp(created), sequence=sequence, status="running",
+        repo=str(resolved.repo),
         results_root=str(resolved.results_root), planned_runs=planned_runs, spec=resolved.spec, sides=sides,
         sweep_dir=str(resolved.sweep_dir) if resolved.sweep_dir is not None else None,
         client_token=secrets.token_hex(16)))

@@ -19,7 +19,7 @@ versions that differ (``analysis.software``) and each side's SHA in both.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -28,15 +28,15 @@ from orchestrator.analysis import stats
 from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import MetricRow, Report, load_runs, make_report
 from orchestrator.analysis.software import VersionChange, version_changes, versions_of
+from orchestrator.analysis.stats import MIN_RUNS, change_interval
 from orchestrator.analysis.sweep_diff import settings_differences
 from orchestrator.analysis.verdicts import format_interval
 from orchestrator.errors import InvalidInputError
 from orchestrator.render.markdown import markdown_table
 from orchestrator.render.page import Page
-from orchestrator.render.tables import Table, format_summary
+from orchestrator.render.tables import Table, format_change, format_change_interval, format_summary
 
 DEFAULT_HIGHLIGHT_PCT = 5.0
-MIN_RUNS = 2  # ok runs per side in each sweep for the interval of a change (tests: seeded simulations)
 FASTER, SLOWER, UNCLEAR, NO_INTERVAL = "faster", "slower", "no clear change", "no interval"
 LARGE = " (large)"  # appended to the verdict of a large clear change
 
@@ -132,14 +132,6 @@ def compare_reports(before: Report, after: Report, before_runs: pd.DataFrame, af
     return Comparison(before, after, cases, sides, changes, ratios, warnings, software, highlight_pct)
 
 
-def change_interval(after: list[float], before: list[float]) -> stats.Comparison:
-    """``after`` against ``before`` (independent runs); no interval with fewer than ``MIN_RUNS`` of either."""
-    found = stats.compare(after, before)
-    if min(found.n_candidate, found.n_baseline) < MIN_RUNS:
-        return replace(found, low=math.nan, high=math.nan)
-    return found
-
-
 def make_comparison(results_root: Path, before_id: str, after_id: str,
                     highlight_pct: float = DEFAULT_HIGHLIGHT_PCT) -> Comparison:
     before, after = make_report(results_root, before_id), make_report(results_root, after_id)
@@ -181,7 +173,7 @@ def case_table(comparison: Comparison, case: str) -> Table:
 
     rows = [[c.side, c.metric, format_summary(c.before, ok_runs(comparison.before, c.side)),
              format_summary(c.after, ok_runs(comparison.after, c.side)), format_change(c.change_pct),
-             _change_interval(c.interval), c.verdict]
+             format_change_interval(c.interval), c.verdict]
             for c in comparison.changes if c.case == case]
     return Table(["side", "metric", comparison.before.sweep_id, comparison.after.sweep_id, "change",
                   "95% CI of the change", "verdict"], rows)
@@ -195,16 +187,6 @@ def ratio_table(comparison: Comparison, case: str) -> Table:
             for r in comparison.ratios if r.case == case]
     return Table(["ratio", "metric", "A -> B", f"CI in {comparison.before.sweep_id}",
                   f"CI in {comparison.after.sweep_id}"], rows)
-
-
-def format_change(pct: float) -> str:
-    return "-" if math.isnan(pct) else f"{pct:+.1f}%"
-
-
-def _change_interval(c: stats.Comparison) -> str:
-    if not c.has_interval:
-        return "-"
-    return f"[{format_change(100 * (c.low - 1))}, {format_change(100 * (c.high - 1))}]"
 
 
 def _ratio(c: stats.Comparison | None) -> str:

@@ -13,7 +13,7 @@ from orchestrator.analysis.verdicts import GateVerdict, Verdict
 from orchestrator.spec.schema import GateSpec
 
 VERDICT_COLORS: dict[Verdict, str] = {Verdict.PASS: "#1a8a3a", Verdict.FAIL: "#c0392b",
-                                      Verdict.INCONCLUSIVE: "#c77c00"}
+                                      Verdict.INCONCLUSIVE: "#c77c00", Verdict.NO_DATA: "#7f7f7f"}
 WAIVED_COLOR = "#888888"
 ROW_HEIGHT, MIN_HEIGHT, WIDTH = 34, 170, 560
 PAD = 0.1  # of the drawn span, on each side, so no interval end or bound sits on the frame

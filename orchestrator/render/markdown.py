@@ -17,6 +17,7 @@ from orchestrator.render.tables import (
     Table,
     case_counts,
     case_table,
+    confidence_note,
     drift_table,
     failures_table,
     gates_table,
@@ -52,11 +53,13 @@ def _comparison_columns(comparison: stats.Comparison | None) -> dict[str, float 
 
 def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | str | None]:
     if found is None:
-        return {"history_sweeps": 0, "history_median": math.nan, "drift": math.nan, "drifted": False,
-                "drift_software": None, "new_segment_since": None}
+        return {"history_sweeps": 0, "history_median": math.nan, "drift": math.nan,
+                "drift_ci_low": math.nan, "drift_ci_high": math.nan, "drifted": False, "drift_software": None,
+                "new_segment_since": None}
+    low, high = (found.interval.low - 1, found.interval.high - 1) if found.interval else (math.nan, math.nan)
     return {"history_sweeps": found.sweeps, "history_median": found.reference, "drift": found.change,
-            "drifted": found.flagged, "drift_software": "; ".join(found.software) or None,
-            "new_segment_since": found.new_segment_since}
+            "drift_ci_low": low, "drift_ci_high": high, "drifted": found.flagged,
+            "drift_software": "; ".join(found.software) or None, "new_segment_since": found.new_segment_since}
 
 
 def to_markdown(report: Report) -> str:
@@ -103,8 +106,9 @@ def _gates_md(report: Report) -> str:
     table = gates_table(report)
     verdict = table.header.index("verdict")
     bold = [[*row[:verdict], f"**{row[verdict]}**", *row[verdict + 1:]] for row in table.rows]
-    return ("## Gates\n\n" + GATES_NOTE + "\n\n" + gates_line(report) + "\n\n"
-            + markdown_table(Table(table.header, bold)))
+    note = confidence_note(report)
+    return ("## Gates\n\n" + GATES_NOTE + "\n\n" + (note + "\n\n" if note else "") + gates_line(report)
+            + "\n\n" + markdown_table(Table(table.header, bold)))
 
 
 def _lockstep_md(report: Report) -> str:
@@ -136,7 +140,10 @@ def _drift_md(report: Report) -> str:
         return ""
     threshold = report.drift[0].threshold
     note = (f"Each side's median against the median of earlier sweeps' medians of the same SHA, case, "
-            f"variant, params, env and host; DRIFT when it moved more than {100 * threshold:g}%. "
+            f"variant, params, env and host; DRIFT when the change lies outside the noise of both: its 95% "
+            f"interval (this sweep's runs against the earlier ones', widened by how far the earlier sweeps' "
+            f"levels differ beyond their run noise) excludes no change, and it is at least "
+            f"{100 * threshold:g}% (drift_threshold). "
             f"'software vs history' names the packages the bench or host reported at other versions "
             f"in those sweeps: a drift with a software change need not be the machine.")
     moved = [f"- {d.case} {d.side} {d.metric}: the median sits in a new segment of its history, begun by "

@@ -19,7 +19,7 @@ from orchestrator.store.atomic import write_text_atomic
 
 # Cell text -> CSS class, so verdicts and statuses stand out wherever a table shows them.
 HIGHLIGHTS: dict[str, str] = {
-    "PASS": "pass", "FAIL": "fail", "INCONCLUSIVE": "warn", "DRIFT": "warn",
+    "PASS": "pass", "FAIL": "fail", "INCONCLUSIVE": "warn", "NO DATA": "fail", "DRIFT": "warn",
     "faster (large)": "pass", "slower (large)": "fail",
     "ok": "pass", "failed": "fail", "timeout": "fail", "cancelled": "fail", "audit_failed": "fail",
 }

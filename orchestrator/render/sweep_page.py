@@ -26,6 +26,7 @@ from orchestrator.render.tables import (
     Table,
     case_counts,
     case_table,
+    confidence_note,
     drift_table,
     failures_table,
     gates_table,
@@ -82,6 +83,8 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
     if report.gates:
         page.heading("Gate verdicts")
         page.paragraph(gates_line(report))
+        if (note := confidence_note(report)) is not None:
+            page.paragraph(note, "note")
         page.figures(forest_plots(report))
         page.table(gates_table(report))
     if report.lockstep is not None:

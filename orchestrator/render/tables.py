@@ -163,6 +163,20 @@ GATES_NOTE = ("A verdict reads a t-interval of the ratio on the log scale (per-r
               "verdict is its first deciding look, each look at its share of the error rate.")
 
 
+def confidence_note(report: Report) -> str | None:
+    """One line where a gate's interval is read at another confidence than the tables' (an adaptive
+    sweep's look, a gate's own ``confidence``), so a reader can tell why the two intervals differ."""
+    levels = sorted({g.comparison.confidence for g in report.gates
+                     if g.comparison.confidence != stats.DEFAULT_CONFIDENCE})
+    if not levels:
+        return None
+    shown = ", ".join(f"{100 * level:.4g}%" for level in levels)
+    return (f"Confidence: the tables' ratio intervals are {100 * stats.DEFAULT_CONFIDENCE:g}% over all the "
+            f"runs each compares; a gate's is read at {shown}, its own confidence at the look that "
+            "decided it (an adaptive sweep's look spends only its share of the gate's error rate), so it is "
+            "wider and may straddle a bound the table's interval clears.")
+
+
 def gates_table(report: Report) -> Table:
     """One row per gate verdict: the ratio, the verdict, its interval, p-value and n, and why."""
     rows = [[str(g.gate), g.metric, g.case, g.side, g.bound, _ratio(g.ratio), verdict_text(g),
@@ -184,12 +198,13 @@ def drift_table(report: Report) -> Table:
     """Throughput, gate metrics and every flagged metric of each side that has history."""
     shown = {"throughput"} | {g.metric for g in report.gates}
     rows = [[d.case, d.side, d.metric, format_number(d.current), format_number(d.reference),
-             f"{d.latest_sweep}: {format_number(d.latest)}", str(d.sweeps), _change(d.change),
-             "DRIFT" if d.flagged else "ok", "; ".join(d.software) or "same",
+             f"{d.latest_sweep}: {format_number(d.latest)}", str(d.sweeps), format_change(100 * d.change),
+             format_change_interval(d.interval) if d.interval else "-", "DRIFT" if d.flagged else "ok",
+             "; ".join(d.software) or "same",
              f"new since {d.new_segment_since}" if d.new_segment_since else "-"]
             for d in report.drift if d.flagged or d.metric in shown]
     return Table(["case", "side", "metric", "this sweep", "history", "latest earlier sweep", "sweeps",
-                  "change", "drift", "software vs history", "segment"], rows)
+                  "change", "95% CI of the change", "drift", "software vs history", "segment"], rows)
 
 
 def failures_table(report: Report) -> Table:
@@ -234,8 +249,16 @@ def _ratio(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.3f}"
 
 
-def _change(value: float) -> str:
-    return "-" if math.isnan(value) else f"{100 * value:+.1f}%"
+def format_change(pct: float) -> str:
+    """``+4.2%``; ``-`` when undefined."""
+    return "-" if math.isnan(pct) else f"{pct:+.1f}%"
+
+
+def format_change_interval(c: stats.Comparison) -> str:
+    """The interval of a change (B against A) as percentages, ``[-3.1%, +0.4%]``; ``-`` without one."""
+    if not c.has_interval:
+        return "-"
+    return f"[{format_change(100 * (c.low - 1))}, {format_change(100 * (c.high - 1))}]"
 
 
 def one_line(text: object) -> str:

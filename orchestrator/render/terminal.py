@@ -17,13 +17,21 @@ from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import Verdict
 from orchestrator.render.fit import Column, fit_table
-from orchestrator.render.tables import format_number, one_line, suite_table, summary_lines, verdict_text
+from orchestrator.render.tables import (
+    confidence_note,
+    format_change_interval,
+    format_number,
+    one_line,
+    suite_table,
+    summary_lines,
+    verdict_text,
+)
 from orchestrator.render.verdict_line import verdict_line
 from orchestrator.spec.anyrepo import passes_variant
 
 SHORT_SHA = 10
 VERDICT_STYLES: dict[Verdict, str] = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red",
-                                      Verdict.INCONCLUSIVE: "bold yellow"}
+                                      Verdict.INCONCLUSIVE: "bold yellow", Verdict.NO_DATA: "bold magenta"}
 
 
 def terminal_console() -> Console:
@@ -48,11 +56,14 @@ def render_report(report: Report, width: int) -> RenderableType:
             parts += _fitted(_case(report, case), case, width)
     if report.gates:
         parts += _fitted(_gates(report), "gates", width)
+        if (note := confidence_note(report)) is not None:
+            parts.append(_line(note, style="dim"))
     if len(report.failures):
         parts += _fitted(_failures(report), "runs not ok", width)
     drifted = [d for d in report.drift if d.flagged]
     if drifted:
-        parts.append(_line("DRIFT: " + "; ".join(f"{d.case} {d.side} {d.metric} {100 * d.change:+.1f}% vs "
+        parts.append(_line("DRIFT: " + "; ".join(f"{d.case} {d.side} {d.metric} {100 * d.change:+.1f}% "
+                                                 f"(95% CI {format_change_interval(d.interval)}) vs "
                                                  f"{d.sweeps} earlier sweep(s)" for d in drifted),
                            style="yellow"))
     return Group(*parts)
@@ -149,7 +160,7 @@ def _interval(comparison: stats.Comparison | None) -> str:
     """``95% [0.941, 0.962]``; ``-`` when there is none."""
     if comparison is None or not comparison.has_interval:
         return "-"
-    return f"{100 * comparison.confidence:g}% [{comparison.low:.3f}, {comparison.high:.3f}]"
+    return f"{100 * comparison.confidence:.4g}% [{comparison.low:.3f}, {comparison.high:.3f}]"
 
 
 def _failures(report: Report) -> list[Column]:

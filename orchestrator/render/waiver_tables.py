@@ -6,7 +6,7 @@ from __future__ import annotations
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.waivers import REVOKE, active_waivers, waived_count
 from orchestrator.render.tables import Table, one_line
-from orchestrator.render.verdict_line import verdict_counts
+from orchestrator.render.verdict_line import counts_text
 
 WAIVERS_NOTE = ("Accepted exceptions, in the order recorded (the sweep YAML's first, then `shasweep "
                 "waive`); a revocation cancels the earlier waivers of the same gate, case and side. A "
@@ -14,8 +14,8 @@ WAIVERS_NOTE = ("Accepted exceptions, in the order recorded (the sweep YAML's fi
 
 
 def gates_line(report: Report) -> str:
-    """``gates: PASS 6 / FAIL 0 / INCONCLUSIVE 0 / WAIVED 1`` (``verdict_line.verdict_counts``)."""
-    return "gates: " + " / ".join(f"{name} {n}" for name, n in verdict_counts(report.gates).items())
+    """``gates: PASS 6 / FAIL 0 / INCONCLUSIVE 0 / WAIVED 1`` (``verdict_line.counts_text``)."""
+    return "gates: " + counts_text(report.gates)
 
 
 def waivers_table(report: Report) -> Table:

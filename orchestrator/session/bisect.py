@@ -32,7 +32,7 @@ from orchestrator.spec.load import revalidated
 from orchestrator.spec.record import spec_from_json, spec_to_json
 from orchestrator.spec.schema import SideSpec, SweepSpec
 from orchestrator.store import bisects
-from orchestrator.store.records import read_record, sweeps_dir
+from orchestrator.store.records import creation_order, next_sequence, read_record, sweeps_dir
 
 if TYPE_CHECKING:
     from orchestrator.analysis.bisect_step import StepResult
@@ -93,7 +93,8 @@ def bisect(spec_path: str | Path, overrides: Sequence[str], options: BisectOptio
     created = datetime.now(UTC)
     bisect_id = bisects.reserve_bisect_id(root, spec.name, created)
     record = {"bisect_id": bisect_id, "created": created.isoformat(timespec="seconds"),
-              "status": "running", "repo": str(resolved.repo), "results_root": str(root),
+              "sequence": next_sequence(bisects.bisect_dir(root)), "status": "running",
+              "repo": str(resolved.repo), "results_root": str(root),
               "good_ref": options.good, "bad_ref": options.bad, "good": good, "bad": bad, "first_bad": None,
               "remeasure_good": options.remeasure_good,
               "remaining": [c.sha for c in commits], "skipped": [], "spec": spec_to_json(spec),
@@ -192,7 +193,8 @@ def _step(job: BisectRun, sha: str, role: str, options: RunOptions) -> StepResul
     """Compare ``sha`` with good: the recorded step if there is one, else its sweep (resumed if a
     killed bisect left it unfinished, started otherwise); the result is recorded at once. The good
     commit's runs of earlier steps are reused (``store.reuse``: good is measured once per round)
-    unless the bisect was started with ``remeasure_good``."""
+    unless the bisect was started with ``remeasure_good``. Only the preflight stops at a gate metric
+    its bench does not report (exit 2); a later step lacking it is NO DATA, skipped."""
     from orchestrator.analysis.bisect_step import StepResult, read_step  # the report's readers
     from orchestrator.store.reuse import RunPool
 
@@ -206,6 +208,8 @@ def _step(job: BisectRun, sha: str, role: str, options: RunOptions) -> StepResul
     if not job.record.get("remeasure_good"):
         donors = [s["sweep_id"] for s in job.record["steps"] if s.get("sweep_id") != sweep_id]
         options = replace(options, reuse=RunPool(job.root, donors).reuse)
+    if role != "preflight":  # the preflight showed both ends report the gate's metric: a commit
+        options = replace(options, check_first_run=False)  # lacking it is NO DATA, a skip
     if sweep_id and result.failure is not None:  # interrupted before it ended: run what is missing
         resume(sweep_id, job.root, options)
         result = read_step(job.root, sweep_id)
@@ -233,7 +237,7 @@ def _existing_sweep(root: Path, name: str) -> str | None:
         except InvalidInputError:  # reserved but never written (nothing was dispatched), or unreadable
             continue
         if record.spec.name == name:
-            found.append((record.created, path.stem))
+            found.append((creation_order(path.stem, record.sequence), path.stem))
     return max(found)[1] if found else None
 
 

@@ -21,6 +21,9 @@ class RunOptions:
     progress: bool = True  # progress bars (the dashboard URL and one line per finished run remain)
     tls: TLSFiles | None = None  # this client's certificate, for a tls:// scheduler (and only for one)
     reuse: Reuse | None = None  # may stand in an earlier run's results for a run (``store.reuse``)
+    # where only the bench knows its metrics, stop at its first ok run if it lacks a gate's metric
+    # (``dispatch.first_run``); a bisect's steps after the preflight read a lacking one as NO DATA
+    check_first_run: bool = True
 
     def security(self) -> Security | None:
         """The client's Dask ``Security``; ``InvalidInputError`` when ``tls`` and ``scheduler`` disagree."""

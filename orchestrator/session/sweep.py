@@ -18,6 +18,7 @@ from orchestrator.plan.expand import ResolvedSweep, build_plan, resolve_sweep
 from orchestrator.plan.integrity import with_digest
 from orchestrator.plan.roots import check_writable, results_root_for
 from orchestrator.session.options import RunOptions
+from orchestrator.spec.anyrepo import protocol_info
 from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.spec.record import SweepRecord, spec_to_json
 from orchestrator.spec.schema import Order, SweepSpec
@@ -78,7 +79,9 @@ def plan_sweep(spec: str | Path | SweepSpec, overrides: Sequence[str] = (), *, c
 
 def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     """Record and dispatch a new sweep of ``plan``, its adaptive rounds and re-runs included; the
-    record says how it ended. Bad input raises ``InvalidInputError`` before anything is recorded."""
+    record says how it ended. Bad input raises ``InvalidInputError`` before anything is recorded, or,
+    for a gate metric the bench's first ok run lacks (``dispatch.first_run``), once the stopped
+    sweep is recorded."""
     from orchestrator.store.compact import compact_finished  # reads and writes Parquet: only when running
 
     options = options or RunOptions()
@@ -89,16 +92,18 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     created = datetime.now(UTC)
     sweep_id = records.reserve_sweep_id(root, resolved.spec.name, created)
     runs = build_plan(resolved, sweep_id)
-    record = lifecycle.new_record(resolved, sweep_id, created, len(runs))
+    record = lifecycle.new_record(resolved, sweep_id, created, len(runs),
+                                  records.next_sequence(records.sweeps_dir(root)))
     records.write_record(root, record)
     say(f"sweep {sweep_id}: {len(runs)} runs, results under {root}")
     try:
         with records.sweep_lock(root, sweep_id):
-            _dispatch(resolved, record, runs, options)
+            problem = _dispatch(resolved, record, runs, options)
             compact_finished(root, sweep_id)
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         records.discard(root, sweep_id)
         raise
+    _raise_if(problem)
     check_suite_input(resolved.spec, root, sweep_id)
     check_lockstep_input(resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
@@ -125,14 +130,24 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
         todo = plan.todo
         say(f"sweep {sweep_id}: resuming {len(todo)} of {len(plan.runs)} runs (the others are ok), "
             f"results under {root}")
+        problem = None
         if todo or plan.resolved.spec.adaptive:
             record = lifecycle.resumed(plan.record, root, datetime.now(UTC))
-            _dispatch(plan.resolved, record, todo, options,
-                      lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)), plan.ok_keys)
+            problem = _dispatch(plan.resolved, record, todo, options,
+                                lambda outcome: replace(outcome, runs=plan.merged_outcomes(outcome.runs)),
+                                plan.ok_keys)
         compact_finished(root, sweep_id)
+    _raise_if(problem)
     check_suite_input(plan.resolved.spec, root, sweep_id)
     check_lockstep_input(plan.resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
+
+
+def _raise_if(problem: str | None) -> None:
+    """A gate metric the bench does not report stopped the sweep: bad input (exit 2), raised once the
+    record says so."""
+    if problem is not None:
+        raise InvalidInputError(problem)
 
 
 def check_suite_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> None:
@@ -176,13 +191,17 @@ def noise_estimates(plan: SweepPlan, host: str) -> list[str]:
 
 def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRun], options: RunOptions,
               complete: Callable[[SweepOutcome], SweepOutcome] | None = None,
-              done: set[str] | None = None) -> None:
+              done: set[str] | None = None) -> str | None:
     """Dispatch ``runs`` and the adaptive rounds after them (skipping the ``done`` run keys) and store
-    what happened (``complete`` adds runs not dispatched) in the record."""
+    what happened (``complete`` adds runs not dispatched) in the record. Returns why a gate cannot be
+    judged when the bench's first ok run lacks its metric (the sweep stopped), else None."""
     from orchestrator.dispatch.adaptive import run_until_decided  # imports Dask: only when actually running
     from orchestrator.dispatch.dispatcher import SweepOutcome
+    from orchestrator.dispatch.first_run import FirstRunMetrics
 
     root = resolved.results_root
+    unknown = protocol_info(resolved.spec).provides is None and resolved.spec.gates
+    check = FirstRunMetrics(list(resolved.spec.gates)) if unknown and options.check_first_run else None
     runs = [replace(run, token=record.client_token) for run in runs]
 
     def connected(scheduler: str, dashboard_url: str | None) -> None:
@@ -196,7 +215,7 @@ def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRu
             resolved, record, runs, done=done, scheduler=options.scheduler,
             continue_on_error=resolved.spec.continue_on_error, show_progress=options.progress,
             on_connect=connected, security=options.security(), hosts=resolved.spec.hosts,
-            reuse=options.reuse)
+            reuse=options.reuse, check=check)
     except InvalidInputError:  # found before dispatching: the caller decides what the record keeps
         raise
     except BaseException as exc:
@@ -209,6 +228,7 @@ def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRu
     finished = complete(outcome) if complete else outcome
     # the adaptive rounds may have changed planned_runs: the digest follows what shasweep wrote
     records.write_record(root, with_digest(finished.finished_record(record)))
+    return check.problem if check is not None else None
 
 
 def say(text: str) -> None:

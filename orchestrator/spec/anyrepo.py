@@ -8,15 +8,17 @@ free-form case names (``algo/task/sim`` ones also give ``{algo} {task} {sim}``).
 
 from __future__ import annotations
 
+import difflib
 import re
 import string
+from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from orchestrator.capabilities import Capability, describe
+from orchestrator.capabilities import Capability, ProtocolInfo, describe
 from orchestrator.errors import SpecError
 from orchestrator.spec.schema import (
     BUILTIN_PLACEHOLDERS,
@@ -38,6 +40,7 @@ _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _DOTTED_PATH = re.compile(r"[^.\s]+(\.[^.\s]+)*\Z")
+_METRIC = re.compile(r"(throughput|[A-Za-z0-9_.]+_ms)\Z")  # a name a v1 bench may report
 # Run columns a ``json.metrics`` name must not take (the store writes these itself).
 RESERVED_COLUMNS: frozenset[str] = frozenset((
     "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant", "repeat", "order",
@@ -200,7 +203,7 @@ def check_protocol(spec: SweepSpec) -> None:
     if spec.json is None:
         raise SpecError(f"protocol {spec.protocol.value} needs a json block: {{throughput: <dotted path>, "
                         "phases: {...}}", "json")
-    paths = {"json.throughput": spec.json.throughput}
+    paths = {} if spec.json.throughput is None else {"json.throughput": spec.json.throughput}
     paths |= {f"json.phases.{name}": path for name, path in spec.json.phases.items()}
     paths |= {f"json.metrics.{name}": path for name, path in spec.json.metrics.items()}
     if spec.json.versions is not None:
@@ -243,11 +246,43 @@ def check_prepare(prepare: list[list[str]]) -> None:
                                     "only " + ", ".join(f"{{{p}}}" for p in PREPARE_PLACEHOLDERS), key)
 
 
-def reported_metric_names(spec: SweepSpec) -> set[str]:
-    """Metric names besides ``throughput`` and ``*_ms`` phases the sweep's protocol reports (none
-    known before a run where only the bench knows them)."""
-    mapping = vars(spec.json) if spec.json is not None else {}
-    return set(describe(spec.protocol.value, mapping).metrics or ())
+def protocol_info(spec: SweepSpec) -> ProtocolInfo:
+    """The sweep's protocol under its ``json`` mapping: what its runs report (``provides``: None where
+    only the bench knows, until its first ok run)."""
+    return describe(spec.protocol.value, vars(spec.json) if spec.json is not None else {})
+
+
+def check_metric(metric: str, key: str, info: ProtocolInfo) -> None:
+    """``SpecError`` naming ``key`` unless ``metric`` is one the protocol provides (with the valid names
+    and the nearest one); where only the bench knows its metrics, unless it is ``throughput``, a phase
+    name (``*_ms``) or a metric the protocol declares."""
+    provided = info.provides
+    if provided is None:
+        if not _METRIC.match(metric) and metric not in (info.metrics or ()):
+            raise SpecError(f"metric {metric!r} must be 'throughput' or a phase name ending in '_ms'", key)
+        return
+    if metric not in provided:
+        valid = ", ".join(sorted(provided)) or "none"
+        raise SpecError(f"metric {metric!r} is not reported by protocol {info.name} under this sweep's "
+                        f"settings; valid: {valid}{did_you_mean(metric, provided)}", key)
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the known name nearest ``name``, or nothing."""
+    near = difflib.get_close_matches(name, sorted(known), n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def check_json_judged(spec: SweepSpec) -> None:
+    """A json mapping must give the report something to judge: ``throughput``, or a phase or metric a
+    gate checks."""
+    if spec.json is None or spec.json.throughput is not None:
+        return
+    mapped = {*spec.json.phases, *spec.json.metrics}
+    if not any(gate.metric in mapped for gate in spec.gates):
+        names = ", ".join(sorted(mapped)) or "none mapped"
+        raise SpecError("maps no throughput and no phase or metric a gate checks, so nothing would be "
+                        f"judged; map json.throughput, or gate one of: {names}", "json")
 
 
 def default_metrics(spec: SweepSpec) -> list[str] | None:

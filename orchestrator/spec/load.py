@@ -18,7 +18,7 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from orchestrator.capabilities import DISCOVER, SUITE_CASE, case_matches
+from orchestrator.capabilities import DISCOVER, SUITE_CASE, ProtocolInfo, case_matches
 from orchestrator.errors import SpecError
 from orchestrator.spec import anyrepo
 from orchestrator.spec.anyrepo import placeholders_in
@@ -51,7 +51,6 @@ __all__ = ["load_spec", "spec_from_config", "revalidated", "side_settings", "par
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_METRIC = re.compile(r"(throughput|[A-Za-z0-9_.]+_ms)\Z")
 
 
 def load_spec(path: str | Path, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
@@ -182,16 +181,17 @@ def validate(spec: SweepSpec) -> None:
     anyrepo.check_audit_modules(spec.audit_modules)
     anyrepo.check_prepare(spec.prepare)
     _check_pythonpath(spec.pythonpath)
-    extra = anyrepo.reported_metric_names(spec)
-    for i, gate in enumerate(spec.gates):
-        _check_gate(gate, spec, f"gates[{i}]", extra)
-    if spec.metrics is not None:
-        _check_metrics(spec.metrics, extra)
-    for i, waiver in enumerate(spec.waivers):
-        check_waiver(waiver, spec, f"waivers[{i}]")
     _check_hosts(spec.hosts)
     check_lockstep(spec)
     check_quiet(spec)
+    info = anyrepo.protocol_info(spec)  # what the protocol can do is checked: now what it reports
+    for i, gate in enumerate(spec.gates):
+        _check_gate(gate, spec, f"gates[{i}]", info)
+    if spec.metrics is not None:
+        _check_metrics(spec.metrics, info)
+    anyrepo.check_json_judged(spec)
+    for i, waiver in enumerate(spec.waivers):
+        check_waiver(waiver, spec, f"waivers[{i}]")
     anyrepo.check_command(spec, {label: side_settings(spec, label).params for label in spec.sides})
 
 
@@ -286,23 +286,17 @@ def _fail(key: str, message: str, where: str | None) -> None:
     raise SpecError(f"{key}: {message}", where) if where else SpecError(message, key)
 
 
-def _check_metric(metric: str, key: str, extra: set[str]) -> None:
-    if not _METRIC.match(metric) and metric not in extra:
-        also = "".join(f", {name!r}" for name in sorted(extra))
-        raise SpecError(f"metric {metric!r} must be 'throughput' or a phase name ending in '_ms'{also}", key)
-
-
-def _check_metrics(metrics: list[str], extra: set[str]) -> None:
+def _check_metrics(metrics: list[str], info: ProtocolInfo) -> None:
     if not metrics:
         raise SpecError("at least one metric is required, e.g. [throughput, physics_ms]", "metrics")
     for i, metric in enumerate(metrics):
-        _check_metric(metric, f"metrics[{i}]", extra)
+        anyrepo.check_metric(metric, f"metrics[{i}]", info)
     if len(set(metrics)) != len(metrics):
         raise SpecError("metrics must not repeat", "metrics")
 
 
-def _check_gate(gate: GateSpec, spec: SweepSpec, key: str, extra: set[str]) -> None:
-    _check_metric(gate.metric, f"{key}.metric", extra)
+def _check_gate(gate: GateSpec, spec: SweepSpec, key: str, info: ProtocolInfo) -> None:
+    anyrepo.check_metric(gate.metric, f"{key}.metric", info)
     if gate.min_ratio is None and gate.max_ratio is None:
         raise SpecError("needs min_ratio (higher is better) or max_ratio (lower is better)", key)
     for bound in ("min_ratio", "max_ratio"):

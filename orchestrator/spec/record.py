@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
 WAIVE, REVOKE = "waive", "revoke"  # the actions of a waiver log entry
-# keys a record holds only once what they tell happened (an adaptive sweep, a waiver, a resume)
-ONLY_WHEN_SET: tuple[str, ...] = ("adaptive", "waivers", "resumed")
+# keys a record holds only once what they tell happened (an adaptive sweep, a waiver, a resume) or
+# that records written before them lack (``sequence``)
+ONLY_WHEN_SET: tuple[str, ...] = ("sequence", "adaptive", "waivers", "resumed")
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,10 @@ class SweepRecord:
     spec) as read-only: a new state is ``dataclasses.replace`` of the old."""
 
     sweep_id: str
-    created: str = ""  # ISO 8601, UTC
+    created: str = ""  # ISO 8601, UTC: for people (a clock step moves it)
+    # the creation number in its results root (``store.records.next_sequence``): what orders records
+    # by creation, ``latest`` included; None in records written before it
+    sequence: int | None = None
     status: str = "running"  # running, finished, stopped, aborted
     repo: str = ""
     results_root: str = ""

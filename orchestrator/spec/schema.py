@@ -166,7 +166,7 @@ class JsonMapping:
     """Where a ``protocol: json`` bench's result document holds its numbers: dotted paths whose
     integer parts index lists, e.g. ``results.0.phase_ms.env_step_ms.samples_ms``."""
 
-    throughput: str = MISSING
+    throughput: str | None = None  # optional where a gate checks a mapped phase or metric
     phases: dict[str, str] = field(default_factory=dict)  # <name>_ms -> path
     metrics: dict[str, str] = field(default_factory=dict)  # any other number: column name -> path
     versions: str | None = None  # path to an object {package: version} the bench reports

@@ -18,7 +18,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from orchestrator.errors import InvalidInputError, UnknownSweepError
-from orchestrator.store.records import reserve_id, write_json
+from orchestrator.store.records import creation_order, reserve_id, stored_sequence, write_json
 
 
 def bisect_dir(results_root: Path) -> Path:
@@ -52,13 +52,9 @@ def read_bisect(results_root: Path, bisect_id: str) -> dict[str, Any]:
 
 
 def latest_bisect_id(results_root: Path) -> str:
-    """The most recently created recorded bisect."""
-    found = []
-    for path in bisect_dir(results_root).glob("*.json"):
-        try:
-            found.append((str(json.loads(path.read_text(encoding="utf-8")).get("created", "")), path.stem))
-        except (OSError, ValueError, AttributeError):  # reserved (empty) or damaged
-            continue
+    """The most recently created recorded bisect (``records.creation_order``)."""
+    found = [(creation_order(path.stem, stored_sequence(path)), path.stem)
+             for path in bisect_dir(results_root).glob("[!.]*.json") if path.stat().st_size > 0]
     if not found:
         raise UnknownSweepError(f"no bisects recorded under {bisect_dir(results_root)}")
     return max(found)[1]

@@ -46,7 +46,7 @@ class RunResult:
 
     status: str  # ok | failed | timeout | cancelled | audit_failed
     error: str | None
-    started_at: datetime
+    started_at: datetime  # wall clock, for people (a clock step moves it)
     ended_at: datetime
     exit_code: int | None
     log_dir: str
@@ -59,6 +59,7 @@ class RunResult:
     audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
     worktree: str | None = None  # the checkout the bench ran in
     audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
+    elapsed_s: float | None = None  # the run's duration on a monotonic clock
     lock_wait_s: float | None = None  # how long the run waited for its host lock (None: never got it)
     suite_run_key: str | None = None  # the suite run this case's numbers were read from (None: its own)
     bad_input: str | None = None  # why the run failed because of the sweep's input (exit 2 at the client)
@@ -76,12 +77,23 @@ class RunResult:
 
     @property
     def wall_s(self) -> float:
+        """The run's duration: ``elapsed_s`` (monotonic, what every sum of durations uses), else, for a
+        result made without one, the difference of the wall timestamps."""
+        if self.elapsed_s is not None:
+            return self.elapsed_s
         return (self.ended_at - self.started_at).total_seconds()
 
     @property
     def throughput(self) -> float | None:
         value = (self.summary or {}).get("throughput")
         return float(value) if isinstance(value, int | float) else None
+
+    @property
+    def reported(self) -> list[str]:
+        """The metric names this run has a value of: throughput, phases, other metrics."""
+        values = {"throughput": self.throughput, **phase_means(self.summary),
+                  **reported_metrics(self.summary)}
+        return sorted(name for name, value in values.items() if value is not None)
 
 
 @dataclass(frozen=True)

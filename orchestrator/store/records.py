@@ -1,7 +1,11 @@
 """The sweep record file ``<results>/sweeps/<sweep_id>.json`` (its shape: ``spec.record.SweepRecord``).
 
 Sweep ids are ``<name>-<UTC yyyymmddTHHMMSS>``, with ``-2``, ``-3``... appended when that id is
-taken; an id is reserved by creating its record exclusively, so two clients never share one. A
+taken; an id is reserved by creating its record exclusively, so two clients never share one. The
+time in an id and a record's ``created`` are the wall clock's, for people; what orders records by
+creation (``latest``) is each record's ``sequence``, one more than the highest any record of the
+directory holds when it is created (``next_sequence``), so a clock step never changes which sweep is
+the latest. A
 client dispatching a sweep holds its lock (``sweeps/.<id>.lock``), so a ``--resume`` of a sweep that
 is still running fails instead of running it twice; the OS releases the lock if the client dies.
 
@@ -29,8 +33,10 @@ from orchestrator.store.atomic import write_text_atomic
 
 APPEND_ONLY: tuple[str, ...] = ("waivers",)  # record keys holding logs that only ``append_entry`` grows
 RECORD_LOCK_TIMEOUT_S = 60.0
+HEAD_BYTES = 4096  # a record's top-level keys before its spec: where ``sequence`` is written
 
 _ID_TIME = re.compile(r"-(\d{8}T\d{6})(?:-(\d+))?\Z")
+_SEQUENCE = re.compile(r'^  "sequence": (\d{1,18}),?$', re.MULTILINE)  # a top-level key (indent 2)
 
 
 def sweeps_dir(results_root: Path) -> Path:
@@ -63,6 +69,34 @@ def reserve_id(directory: Path, name: str, now: datetime) -> str:
         except FileExistsError:
             continue
     raise InvalidInputError(f"no free id for {base!r} under {directory}")
+
+
+def next_sequence(directory: Path) -> int:
+    """The creation number of a record created now in ``directory`` (sweeps or bisects): one more than
+    the highest its records hold. Nothing else is written, so a sweep discarded for bad input leaves no
+    trace; two records created at the same moment may share a number (``creation_order`` then goes by
+    their ids)."""
+    return 1 + max((stored_sequence(path) or 0 for path in directory.glob("[!.]*.json")), default=0)
+
+
+def stored_sequence(path: Path) -> int | None:
+    """The creation number the record at ``path`` holds (a top-level key written near the top, read
+    from the file's head); None when it has none (older, reserved, unreadable)."""
+    try:
+        with open(path, "rb") as record:
+            head = record.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    found = _SEQUENCE.search(head)
+    return int(found.group(1)) if found else None
+
+
+def creation_order(record_id: str, sequence: int | None) -> tuple[bool, int, str, int]:
+    """Sort key of records by creation: those with a creation number after those without (written
+    before numbers existed), by number; those without by the time (and ``-n``) in their id."""
+    match = _ID_TIME.search(record_id)
+    stamp, suffix = (match.group(1), int(match.group(2) or 1)) if match else ("", 0)
+    return sequence is not None, sequence or 0, stamp, suffix
 
 
 def lock_path(results_root: Path, sweep_id: str) -> Path:
@@ -190,15 +224,12 @@ def _typed(results_root: Path, sweep_id: str, raw: object) -> SweepRecord:
 
 
 def latest_sweep_id(results_root: Path) -> str:
-    """The newest sweep by the UTC time (and ``-n`` suffix) in its id."""
-    candidates = []
-    for path in sweeps_dir(results_root).glob("*.json"):
-        match = _ID_TIME.search(path.stem)
-        if match and path.stat().st_size > 0:
-            candidates.append((match.group(1), int(match.group(2) or 1), path.stem))
+    """The most recently created sweep (``creation_order``), whatever the times in the ids say."""
+    candidates = [(creation_order(path.stem, stored_sequence(path)), path.stem)
+                  for path in sweeps_dir(results_root).glob("[!.]*.json") if path.stat().st_size > 0]
     if not candidates:
         raise UnknownSweepError(f"no sweeps recorded under {sweeps_dir(results_root)}")
-    return max(candidates)[2]
+    return max(candidates)[1]
 
 
 def resolve_sweep_id(results_root: Path, sweep_id: str) -> str:

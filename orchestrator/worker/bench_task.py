@@ -90,7 +90,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         throughput=result.throughput, wall_s=result.wall_s, exit_code=result.exit_code,
         started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
         log_dir=str(log_dir), runs_file=str(files.runs), steps_file=str(files.steps),
-        lock_wait_s=result.lock_wait_s,
+        reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s,
     )
     publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
                    wall_s=result.wall_s, outcome=outcome))  # the dispatcher takes it from here, unfetched
@@ -242,7 +242,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     setup = set_up(run, tree, log_dir, reader)
     window = MeasureWindow()
     reader.on_record = window.observe
-    started_at = datetime.now(UTC)
+    started_at, began = datetime.now(UTC), time.monotonic()
     note_running(marker, run.run_key)
     procs = setup.procs
     start = setup.start
@@ -260,7 +260,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
             proc.kill_group()  # and its helper, everything under it
         clear_note(marker)
     window.finish()
-    ended_at = datetime.now(UTC)
+    ended_at, elapsed_s = datetime.now(UTC), time.monotonic() - began
     exit_code = procs[-1].returncode if procs else None
     status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run, tree)
     host = setup.host | window.columns(reader.steps)
@@ -270,7 +270,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     if not kept:
         reader.steps.discard()
     result = RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
-                       exit_code=exit_code, log_dir=str(log_dir), host=host,
+                       elapsed_s=elapsed_s, exit_code=exit_code, log_dir=str(log_dir), host=host,
                        header=reader.header, summary=reader.summary if kept else None, steps=reader.steps,
                        usage=with_reported_rss(procs[-1], reader.reported_peak_rss_mib()) if procs else None,
                        pythonpath=setup.pythonpath, worktree=str(tree.resolve()),

@@ -87,7 +87,7 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
             started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
             log_dir=str(log_dirs[run.run_key]), runs_file=str(files.runs), steps_file=str(files.steps),
             ran_in=result.ran_in, fallback=result.fallback, no_control=result.bad_input is not None,
-            lock_wait_s=result.lock_wait_s))
+            reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s))
         publish(bench_task._event(run, "finished", status=result.status, error=result.error,
                                   throughput=result.throughput, wall_s=result.wall_s, ran_in=result.ran_in,
                                   outcome=outcomes[-1]))  # the dispatcher takes it from here, unfetched
@@ -136,7 +136,7 @@ def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Pa
                      block_warmup=int(settings.get("block_warmup", 1)),
                      warmup=int(runs[0].params.get("warmup", 0) or 0))
     window = MeasureWindow()
-    started_at = datetime.now(UTC)
+    started_at, began = datetime.now(UTC), time.monotonic()
     for player in players:
         publish(bench_task._event(player.run, "started", total=plan.blocks * plan.block_steps))
     failure: RoundFailed | None = None
@@ -149,8 +149,8 @@ def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Pa
         round_.kill()  # each process's launch helper kills what it left, daemons included
         clear_note(marker)
     window.finish()
-    ended_at = datetime.now(UTC)
-    return {player.run.run_key: _result(player, failure, fallback, window, started_at, ended_at)
+    ended_at, elapsed_s = datetime.now(UTC), time.monotonic() - began
+    return {player.run.run_key: _result(player, failure, fallback, window, started_at, ended_at, elapsed_s)
             for player in players}
 
 
@@ -230,7 +230,7 @@ def _measure(run: PlannedRun) -> int:
 
 
 def _result(player: _Player, failure: RoundFailed | None, fallback: str | None, window: MeasureWindow,
-            started_at: datetime, ended_at: datetime) -> RunResult:
+            started_at: datetime, ended_at: datetime, elapsed_s: float) -> RunResult:
     contestant, setup = player.contestant, player.setup
     records, proc = contestant.records, contestant.proc
     if failure is None:
@@ -241,7 +241,7 @@ def _result(player: _Player, failure: RoundFailed | None, fallback: str | None, 
         status, error = "failed", f"killed with its lockstep round: {failure}"
     ok = status == "ok"
     return RunResult(
-        status=status, error=error, started_at=started_at, ended_at=ended_at,
+        status=status, error=error, started_at=started_at, ended_at=ended_at, elapsed_s=elapsed_s,
         exit_code=proc.returncode if proc else None, log_dir=str(setup.log_dir),
         host=setup.host | window.columns(records.steps), header=records.header,
         summary=records.summary if ok else None, steps=records.steps if ok else [],

@@ -67,6 +67,17 @@ def test_a_clear_cell_stops_early_and_a_close_one_runs_to_max_repeats(repo, caps
     report = (next((repo.path / "results" / "reports").glob("adaptive-*.md"))).read_text()
     assert "look 1 of 4, after 3 rounds" in report, "the fast side was decided at the first look"
     assert "look 4 of 4, after 6 rounds" in report
+    # one ratio: the baseline ran 6 rounds, fast 3; the table, the gate, compare and verdicts.json
+    # all give the ratio of the rounds both ran
+    capsys.readouterr()
+    (sweep_id,) = [p.stem for p in (repo.path / "results" / "sweeps").glob("adaptive-*.json")]
+    verdicts = json.loads((repo.path / "results" / "reports" / f"{sweep_id}.verdicts.json").read_text())
+    gate = next(v for v in verdicts["verdicts"] if v["side"] == "fast")
+    csv = pd.read_csv(repo.path / "results" / "reports" / f"{sweep_id}.csv").set_index(["side", "metric"])
+    assert csv.loc[("fast", "throughput"), "ratio"] == pytest.approx(gate["ratio"])
+    assert main(["compare", sweep_id, sweep_id]) == 0
+    assert f"{gate['ratio']:.3f} -> {gate['ratio']:.3f}" in capsys.readouterr().out
+    assert "a gate's is read at" in report, "the report says why the gate's interval differs"
 
 
 def test_a_killed_adaptive_sweep_resumed_completes_it(repo, tmp_path):

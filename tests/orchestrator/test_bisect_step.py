@@ -63,3 +63,20 @@ def test_a_run_the_worker_never_recorded_is_a_failure_not_a_skip():
              "error": "the bench worker left the cluster during run cand2"}]
     result = step_result(build_report(record(lost), table), dict.fromkeys(table["run_key"], "ok"))
     assert result.mark is None and "left the cluster" in result.failure
+
+
+def test_a_candidate_that_reports_no_value_of_the_gate_metric_is_skipped():
+    """Every run ok, but the candidate commit's bench does not report the gated metric (e.g. a commit
+    before the phase existed): its gate has NO DATA, read as a skip like a failed bench."""
+    table = runs([None, None, None])
+    report = build_report(record(), table)
+    assert report.gates[0].verdict == "NO DATA"
+    result = step_result(report, dict.fromkeys(table["run_key"], "ok"))
+    assert (result.mark, result.failure) == ("skip", None) and "no ok runs with throughput" in result.reason
+
+
+def test_a_good_side_without_the_gate_metric_is_a_failure_not_a_skip():
+    table = runs([100.0, 100.0, 100.0])
+    table.loc[table["side"] == "good", "throughput"] = None
+    result = step_result(build_report(record(), table), dict.fromkeys(table["run_key"], "ok"))
+    assert result.mark is None and "good commit" in result.reason and "'good'" in result.failure

@@ -44,19 +44,22 @@ def root(tmp_path):
     return tmp_path
 
 
-def test_a_side_that_moved_past_the_threshold_is_flagged(root):
+def test_a_side_that_moved_outside_the_noise_and_past_the_threshold_is_flagged(root):
     report = make_report(root, CURRENT)
     base, cand = drift_of(report, "base"), drift_of(report, "cand")
     assert (base.current, base.sweeps, base.latest) == (91.0, 2, 102.0)
     assert base.latest_sweep == "ab-20260102T000000"
     assert base.reference == pytest.approx(101.0), "median of the earlier sweeps' medians (100, 102)"
-    assert base.change == pytest.approx(91 / 101 - 1) and base.flagged
+    assert base.change == pytest.approx(91 / 101 - 1) and base.flagged and base.interval.high < 1
     assert cand.reference == pytest.approx(201.0) and cand.change == pytest.approx(0.0) and not cand.flagged
+    assert cand.interval.low < 1 < cand.interval.high
     assert not drift_of(report, "base", "physics_ms").flagged
     md = to_markdown(report)
-    assert "## Drift" in md and "DRIFT when it moved more than 3%" in md
-    assert "| base | throughput | 91 | 101 | ab-20260102T000000: 102 | 2 | -9.9% | DRIFT |" in md
-    assert "| cand | throughput | 201 | 201 | ab-20260102T000000: 202 | 2 | +0.0% | ok |" in md
+    assert "## Drift" in md and "excludes no change, and it is at least 3% (drift_threshold)" in md
+    assert ("| base | throughput | 91 | 101 | ab-20260102T000000: 102 | 2 | -9.9% | [-17.4%, -1.7%] "
+            "| DRIFT |") in md
+    assert "| cand | throughput | 201 | 201 | ab-20260102T000000: 202 | 2 | +0.0% | [-4.3%, +4.5%] | ok |" \
+        in md
 
 
 def test_threshold_comes_from_the_sweep_and_drift_reaches_the_csv(root):
@@ -141,7 +144,7 @@ def test_a_drift_names_the_packages_the_earlier_sweeps_ran_at_other_versions(tmp
     base = drift_of(make_report(tmp_path, CURRENT), "base")
     assert base.flagged and base.software == ("new absent -> 1", "rt 0.3.1 -> 0.4.0")
     md = to_markdown(make_report(tmp_path, CURRENT))
-    assert "| -8.0% | DRIFT | new absent -> 1; rt 0.3.1 -> 0.4.0 |" in md
+    assert "| -8.0% | [-8.0%, -8.0%] | DRIFT | new absent -> 1; rt 0.3.1 -> 0.4.0 |" in md
 
 
 def test_a_bench_that_reports_no_versions_names_no_change(tmp_path):
@@ -149,4 +152,4 @@ def test_a_bench_that_reports_no_versions_names_no_change(tmp_path):
     write_versioned(tmp_path, CURRENT, 3, [92.0, 92.0], {"rt": "0.4.0"})
     base = drift_of(make_report(tmp_path, CURRENT), "base")
     assert base.flagged and base.software == ()
-    assert "| -8.0% | DRIFT | same |" in to_markdown(make_report(tmp_path, CURRENT))
+    assert "| -8.0% | [-8.0%, -8.0%] | DRIFT | same |" in to_markdown(make_report(tmp_path, CURRENT))

@@ -88,7 +88,7 @@ def test_the_verdict_banner_comes_first_and_each_gate_metric_has_a_forest_plot(p
     body = page[page.index("</head>"):]
     banner = body.index('<div class="banner fail" id="verdict">')
     assert banner < body.index("<ul>") and banner < body.index("<table>")
-    assert "PASS 1 / FAIL 3 / INCONCLUSIVE 0 — exit 3 (1 run(s) not ok, 2 not run)" in body
+    assert "PASS 1 / FAIL 1 / INCONCLUSIVE 0 / NO DATA 2 — exit 3 (1 run(s) not ok, 2 not run)" in body
     assert page.count("gates on throughput") == 1 and page.count("gates on physics_ms") == 1
 
 

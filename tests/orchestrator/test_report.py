@@ -90,7 +90,10 @@ def test_medians_ranges_cv_and_ratios(tmp_path):
     ([{"metric": "throughput", "min_ratio": 1.5, "max_ratio": 1.9}], [Verdict.INCONCLUSIVE],
      EXIT_GATE_INCONCLUSIVE),
     ([{"metric": "d2h_ms", "max_ratio": 1.0}], [Verdict.FAIL], EXIT_GATE_FAILED),
-    ([{"metric": "update_state.command.compute_ms", "max_ratio": 1.0}], [Verdict.FAIL], EXIT_GATE_FAILED),
+    # no run reported the metric: nothing to judge, so NO DATA and the exit code of runs not ok
+    ([{"metric": "update_state.command.compute_ms", "max_ratio": 1.0}], [Verdict.NO_DATA], EXIT_RUN_FAILED),
+    ([{"metric": "update_state.command.compute_ms", "max_ratio": 1.0},
+      {"metric": "throughput", "min_ratio": 2.6}], [Verdict.NO_DATA, Verdict.FAIL], EXIT_RUN_FAILED),
 ])
 def test_gate_verdicts_and_exit_codes(tmp_path, gates, verdicts, code):
     write_sweep(tmp_path, "ab-20260101T000000", [{"case": None, "side": None, "min_ratio": None,
@@ -103,7 +106,7 @@ def test_gate_verdicts_and_exit_codes(tmp_path, gates, verdicts, code):
     assert report.exit_code == code
 
 
-def test_a_side_without_ok_runs_fails_its_gate_and_the_run(tmp_path):
+def test_a_side_without_ok_runs_has_no_data_for_its_gate_and_fails_the_run(tmp_path):
     sweep = "ab-20260101T000000"
     write_sweep(tmp_path, sweep, [{"metric": "throughput", "min_ratio": 1.0}], [GO2, G1])
     write_go2_runs(tmp_path, sweep)
@@ -113,7 +116,7 @@ def test_a_side_without_ok_runs_fails_its_gate_and_the_run(tmp_path):
     report = make_report(tmp_path, sweep)
     verdict = {g.case: g for g in report.gates}
     assert verdict[GO2].verdict == Verdict.PASS
-    assert verdict[G1].verdict == Verdict.FAIL
+    assert verdict[G1].verdict == Verdict.NO_DATA and verdict[G1].empty_sides == ("cand",)
     assert "no ok runs" in verdict[G1].reason and "cand" in verdict[G1].reason
     assert report.counts[G1, "cand"] == (0, 3) and len(report.failures) == 3
     assert report.exit_code == EXIT_RUN_FAILED

@@ -69,7 +69,9 @@ def test_envruntime_params_keys_and_names_stay_on_its_default_command():
     ({"json": {"throughput": "fps", "metrics": {"status": "x"}}}, "json.metrics.status", "a run column"),
     ({"json": {"throughput": "a..b"}}, "json.throughput", "is not a dotted path"),
     ({"cases": [" padded"]}, "cases[0]", "is not a case name"),
-    ({"metrics": ["throughput", "accuracy"]}, "metrics[1]", "'accuracy' must be 'throughput' or a phase"),
+    ({"metrics": ["throughput", "accuracy"]}, "metrics[1]",
+     "'accuracy' is not reported by protocol json under this sweep's settings; valid: peak_kib, sort_ms, "
+     "throughput"),
     ({"protocol": "time", "json": None, "params": {"size": 1, "label": "x", "fast": True, "measure": 0}},
      "params.measure", "must be an integer >= 1"),
 ])

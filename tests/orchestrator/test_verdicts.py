@@ -21,8 +21,9 @@ from orchestrator.analysis.verdicts import (
     format_n,
     format_p,
     gate_verdict,
+    gates_exit_code,
 )
-from orchestrator.errors import EXIT_GATE_FAILED, SpecError
+from orchestrator.errors import EXIT_GATE_FAILED, EXIT_RUN_FAILED, SpecError
 from orchestrator.render.markdown import to_markdown
 from orchestrator.spec.load import load_spec
 from orchestrator.spec.schema import GateSpec
@@ -126,12 +127,13 @@ def test_an_adaptive_verdict_is_its_first_deciding_look_at_a_spent_confidence():
     assert Looks(3, 3).confidence_at(3, 0.95) == 0.95 and not Looks(3, 3).adaptive
 
 
-def test_too_few_runs_is_inconclusive_and_no_runs_fails():
+def test_too_few_runs_is_inconclusive_and_no_runs_is_no_data():
     gate = GateSpec(metric="throughput", min_ratio=0.5)
     one = gate_verdict(0, gate, CASE, "cand", comparer([100.0], base=[100.0]))
     assert one.verdict == Verdict.INCONCLUSIVE and "at least 2 ok runs per side, has 1 vs 1" in one.reason
     none = gate_verdict(0, GateSpec(metric="physics_ms", max_ratio=1.0), CASE, "cand", comparer([1.0, 2.0]))
-    assert none.verdict == Verdict.FAIL and "no ok runs with physics_ms on side 'cand'" in none.reason
+    assert none.verdict == Verdict.NO_DATA and "no ok runs with physics_ms on side 'cand'" in none.reason
+    assert none.empty_sides == ("cand", "base") and gates_exit_code([none, one]) == EXIT_RUN_FAILED
 
 
 def test_report_shows_interval_p_value_n_detectable_and_verdict(tmp_path):

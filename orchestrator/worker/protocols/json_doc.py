@@ -83,9 +83,10 @@ def read_json_document(path: Path) -> object:
 
 
 def map_document(document: object, mapping: dict) -> tuple[dict, list[StepRecord]]:
-    """(summary, steps) of ``document`` under ``mapping`` (``throughput``, ``phases``, ``metrics``,
-    and ``measure_wall_s``, the measured window in seconds, where it names one)."""
-    throughput = _mean(lookup(document, mapping["throughput"], "json.throughput"))
+    """(summary, steps) of ``document`` under ``mapping`` (``throughput`` where it maps one, ``phases``,
+    ``metrics``, and ``measure_wall_s``, the measured window in seconds, where it names one)."""
+    path = mapping.get("throughput")
+    throughput = None if path is None else _mean(lookup(document, path, "json.throughput"))
     phases = {name: lookup(document, path, f"json.phases.{name}")
               for name, path in (mapping.get("phases") or {}).items()}
     metrics = {name: _mean(lookup(document, path, f"json.metrics.{name}"))
