@@ -9,6 +9,8 @@ id also keeps bench runs of different sweeps (other clients) from overlapping on
 
 from __future__ import annotations
 
+import contextlib
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -160,9 +162,11 @@ class _Dispatch:
         """``PROGRESS_TOPIC`` handler: the progress bars, and the outcome a finished task published
         (``_settled`` takes it instead of fetching the task's result)."""
         _, msg = event
-        if (isinstance(msg, dict) and msg.get("event") == "finished" and isinstance(msg.get("outcome"), dict)
+        if (isinstance(msg, dict) and msg.get("event") == "finished" and isinstance(msg.get("outcome"), str)
                 and msg.get("sweep_id") == self.runs[0].sweep_id and msg.get("token") == self.runs[0].token):
-            self.announced[str(msg.get("run_key"))] = msg["outcome"]
+            with contextlib.suppress(ValueError):  # not JSON: the task's result is fetched instead
+                if isinstance(outcome := json.loads(msg["outcome"]), dict):
+                    self.announced[str(msg.get("run_key"))] = outcome
         self.progress.handle_event(event)
 
     def cancel_requested(self) -> bool:

@@ -20,6 +20,7 @@ stream, the results disk) still gets its runs row.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -93,8 +94,15 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s,
     )
     publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
-                   wall_s=result.wall_s, outcome=outcome))  # the dispatcher takes it from here, unfetched
+                   wall_s=result.wall_s, outcome=published(outcome)))
     return outcome
+
+
+def published(outcome: dict) -> str:
+    """``outcome`` as a ``finished`` event carries it, for the dispatcher to take instead of fetching the
+    task's result: JSON text, so it arrives with the types it was sent with (Dask's event messages
+    turn lists into tuples)."""
+    return json.dumps(outcome)
 
 
 def run_log_dir(run: PlannedRun) -> Path:

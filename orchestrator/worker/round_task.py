@@ -90,7 +90,7 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
             reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s))
         publish(bench_task._event(run, "finished", status=result.status, error=result.error,
                                   throughput=result.throughput, wall_s=result.wall_s, ran_in=result.ran_in,
-                                  outcome=outcomes[-1]))  # the dispatcher takes it from here, unfetched
+                                  outcome=bench_task.published(outcomes[-1])))
     return outcomes
 
 

@@ -100,3 +100,4 @@ def test_a_finished_run_s_outcome_comes_with_its_progress_event_not_a_fetch(tmp_
     assert [o["runs_file"] for o in outcome.runs] == [
         str(tmp_path / "results" / "runs" / "sweep=test-sweep" / f"{run.run_key}.parquet") for run in runs]
     assert [key.rsplit("-", 1)[0] for key in fetched] == ["shasweep-host"], "only the host record was fetched"
+    assert isinstance(outcome.runs[0]["reported"], list), "as the task returned it (a list, not a tuple)"
