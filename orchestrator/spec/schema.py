@@ -196,6 +196,7 @@ class SweepSpec:
     # throughput and every phase and metric the runs reported
     metrics: list[str] | None = None
     timeout_s: float = 600.0
+    max_steps: int | None = None  # a run whose bench reports more steps fails, naming this key; None: no cap
     continue_on_error: bool = False
     hosts: Any = "one"  # "one", "all" or a list of host ids: where rounds run (dispatch.host_choice)
     max_repeats: int | None = None  # adaptive rounds up to this many (default: repeats, a fixed sweep)

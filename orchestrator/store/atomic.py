@@ -4,10 +4,16 @@ Every file shasweep writes under a results root goes to ``.<name>.<pid>.tmp`` in
 directory, is fsynced, renamed into place, and the directory is fsynced, so after a crash a path holds
 either its old content or its new content. A temporary file whose writer process is gone is stale:
 the next writer in that directory removes it, and so does ``shasweep gc``.
+
+A group of files (a run's steps and runs files, ``write_in_order``) shares one barrier instead: every
+content is written to its temporary file, one ``syncfs`` makes them all durable, and only then are
+they renamed into place, in order. What this guarantees and what it does not is in
+docs/design.md, "Results".
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import time
@@ -15,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
 _TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.tmp\Z")
 STALE_TEMP_AGE_S = 3600.0  # a temp file this old is stale even if its pid is alive (pids are reused)
 
@@ -75,8 +82,10 @@ def write_with(path: Path, writer: Callable[[Path], None]) -> Path:
 
 
 def write_in_order(writers: list[tuple[Path, Callable[[Path], None]]]) -> None:
-    """Write several files as a group: every content staged and fsynced first, then renamed into
-    place in list order. Any failure before the renames leaves every target as it was."""
+    """Write several files as a group: every content staged, one barrier (``sync_files``) that makes
+    them all durable, then each renamed into place in list order.
+    Any failure before the renames leaves every target as it was. The renames themselves become
+    durable with the next barrier on that file system (docs/design.md, "Results")."""
     temps = []
     try:
         for path, writer in writers:
@@ -84,13 +93,35 @@ def write_in_order(writers: list[tuple[Path, Callable[[Path], None]]]) -> None:
             remove_stale_temps(path.parent)
             temps.append(temp_path(path))
             writer(temps[-1])
-            fsync_file(temps[-1])
+        sync_files(temps)
         for (path, _), tmp in zip(writers, temps, strict=True):
             os.replace(tmp, path)
-            fsync_dir(path.parent)
     finally:
         for tmp in temps:
             tmp.unlink(missing_ok=True)
+
+
+def sync_files(paths: list[Path]) -> None:
+    """Make the content of ``paths`` durable with one ``syncfs`` per file system they lie on (it
+    writes back everything dirty there); where the C library has none, or it fails, an ``fsync`` of
+    each file."""
+    by_device: dict[int, list[Path]] = {}
+    for path in paths:
+        by_device.setdefault(os.stat(path).st_dev, []).append(path)
+    for group in by_device.values():
+        if not _syncfs(group[0]):
+            for path in group:
+                fsync_file(path)
+
+
+def _syncfs(path: Path) -> bool:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _LIBC.syncfs(fd) == 0
+    except AttributeError:  # no syncfs in this C library
+        return False
+    finally:
+        os.close(fd)
 
 
 def is_stale_temp(path: Path, now: float | None = None) -> bool:
