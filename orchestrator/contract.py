@@ -121,6 +121,7 @@ class PlannedRun:
     # empty for every other order (docs/design.md, "Run protocol", control channel)
     lockstep: dict = field(default_factory=dict)
     quiet: dict = field(default_factory=dict)  # the sweep's quiet: max_load, max_steal, max_wait_s; {}: none
+    max_steps: int | None = None  # a run reporting more steps fails (the sweep's max_steps); None: no cap
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

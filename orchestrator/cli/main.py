@@ -5,6 +5,7 @@ of this package), and the entry point that turns every error into its exit code.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 from collections.abc import Callable
@@ -136,8 +137,16 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``shasweep`` console script; returns the exit code."""
-    argv = sys.argv[1:] if argv is None else argv
+    """Entry point of the ``shasweep`` console script; returns the exit code. Called as the program
+    (``argv`` None), it freezes what it built once done: the process exits next, and the final
+    collection of every object a sweep left (pandas, Dask, Arrow) would take about a second."""
+    code = _main(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        gc.freeze()
+    return code
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser(next((arg for arg in argv if not arg.startswith("-")), ""))
     try:
         args, extra = parser.parse_known_args(argv)

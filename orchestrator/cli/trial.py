@@ -54,7 +54,7 @@ def format_trial(trial: TrialResult, baseline: str) -> list[str]:
     lines.append(f"status: {result.status} (exit code {exit_code}) in {result.wall_s:.1f} s{waited}")
     lines += _header_lines(result.header)
     for reading in trial.readings:
-        measured = sum(not s.warmup for s in reading.result.steps)
+        measured = reading.result.steps.measured
         lines.append(f"case {reading.case}: {reading.result.status}; steps: {measured} measured, "
                      f"{len(reading.result.steps) - measured} warm-up")
         lines += _metric_lines(reading, trial.throughput_unit)

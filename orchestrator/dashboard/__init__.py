@@ -3,29 +3,29 @@
 
 ``dask scheduler --preload orchestrator.dashboard`` (``shasweep scheduler`` and the embedded
 cluster of ``shasweep run`` do this) adds ``BoardPlugin`` to the scheduler and serves the page
-at ``/shasweep`` of its dashboard. Importing this module registers the page; a dashboard started
-afterwards in this process serves it.
+at ``/shasweep`` of its dashboard (``serving``: beside Dask's dashboard, or, where the scheduler
+started without one, with it on the first request). Importing this module imports no Bokeh.
 """
 
 from __future__ import annotations
 
-from distributed import Scheduler
-from distributed.dashboard.scheduler import applications
+from typing import TYPE_CHECKING
 
-from orchestrator.dashboard.page import sweep_doc
 from orchestrator.dashboard.plugin import BoardPlugin
+from orchestrator.dashboard.serving import PAGE, serve_board
 
-PAGE = "/shasweep"
-
-applications[PAGE] = sweep_doc
+if TYPE_CHECKING:
+    from distributed import Scheduler
 
 
 async def dask_setup(scheduler: Scheduler) -> None:
-    """Preload hook: install the board plugin (once) and let it catch up with logged events."""
+    """Preload hook: install the board plugin (once), let it catch up with logged events, and serve
+    its page."""
     plugin = BoardPlugin()
     scheduler.add_plugin(plugin, idempotent=True)
     if scheduler.plugins.get(plugin.name) is plugin:
         await plugin.start(scheduler)
+        serve_board(scheduler)
 
 
 def page_url(dashboard_link: str | None) -> str | None:

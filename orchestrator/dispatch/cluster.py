@@ -67,7 +67,10 @@ def connect(scheduler: str | None, *, dashboard_port: int = DEFAULT_DASHBOARD_PO
     from distributed import Client
 
     if scheduler is None:
+        from orchestrator.worker.quick_exit import QuickExit
+
         with _embedded_cluster(dashboard_port) as cluster, Client(cluster) as client:
+            client.register_plugin(QuickExit())  # its worker process exits when the cluster closes
             yield ClusterConnection(client=client, dashboard_url=cluster.dashboard_link)
         return
     check_scheduler_address(scheduler, "--scheduler")
@@ -103,7 +106,8 @@ def check_scheduler_address(address: str, option: str) -> str:
 def _embedded_cluster(dashboard_port: int) -> Iterator[LocalCluster]:
     """One worker process, one thread, resource GPU=1, everything on 127.0.0.1, the shasweep board
     on the dashboard, the settings of ``shasweep scheduler`` and ``shasweep worker``; TLS with
-    credentials only this user can read (``cluster_credentials``).
+    credentials only this user can read (``cluster_credentials``). The dashboard's pages are built
+    when a browser first asks for one (``dashboard.serving``), not at start.
     """
     import dask
     from distributed import LocalCluster
@@ -115,8 +119,8 @@ def _embedded_cluster(dashboard_port: int) -> Iterator[LocalCluster]:
             cluster = LocalCluster(
                 n_workers=1, threads_per_worker=1, processes=True, resources={BENCH_RESOURCE: 1},
                 host=LOCALHOST, scheduler_port=0, dashboard_address=f"{LOCALHOST}:{port}",
-                scheduler_kwargs={"preload": [DASHBOARD_PRELOAD]}, silence_logs=logging.ERROR,
-                security=security,
+                scheduler_kwargs={"preload": [DASHBOARD_PRELOAD], "dashboard": False},
+                silence_logs=logging.ERROR, security=security,
             )
         with cluster:
             credentials = cluster_credentials.write_credentials(security, cluster.scheduler_address)

@@ -9,6 +9,8 @@ id also keeps bench runs of different sweeps (other clients) from overlapping on
 
 from __future__ import annotations
 
+import contextlib
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -38,6 +40,7 @@ from orchestrator.worker.bench_task import bench_host_record, execute_run
 from orchestrator.worker.round_task import execute_round
 
 WORKER_CHECK_INTERVAL_S = 5.0
+CANCEL_POLL_INTERVAL_S = 0.5  # the dispatcher's looks at the cancel event between runs, at most
 CANCEL_GRACE_S = 30.0
 RESULT_FETCH_TIMEOUT_S = 30.0  # a finished task's small outcome dict; far longer than a fetch takes
 CANCELLED_REASON = "cancelled with `shasweep cancel`"
@@ -117,7 +120,7 @@ def run_sweep(
         sweep = _Dispatch(client, list(runs), chosen, cancel, progress, lock_path, continue_on_error, more,
                           check)
         host = chosen[0].submit(client, bench_host_record, key="shasweep-host").result()
-        client.subscribe_topic(PROGRESS_TOPIC, progress.handle_event)
+        client.subscribe_topic(PROGRESS_TOPIC, sweep.on_event)
         client.log_event(PROGRESS_TOPIC, _planned_message(sweep.runs))
         dispatch_started = time.monotonic()
         try:
@@ -154,6 +157,8 @@ class _Dispatch:
     continue_on_error: bool
     more: MoreRuns | None
     check: CheckOutcome | None = None
+    _next_cancel_look: float = 0.0
+    announced: dict[str, dict] = field(default_factory=dict)  # run key -> the outcome its task published
     current: Unit = field(default_factory=list)  # the unit (a run, a lockstep round) the serial loop waits on
     finished: list[dict] = field(default_factory=list)  # the serial loop's outcomes so far
 
@@ -161,8 +166,29 @@ class _Dispatch:
         """Why the sweep stops after ``outcome`` (``_stop_after``, or ``check``'s reason), if it does."""
         return _stop_after(outcome, self.continue_on_error) or (self.check(outcome) if self.check else None)
 
+    def on_event(self, event: tuple[float, dict]) -> None:
+        """``PROGRESS_TOPIC`` handler: the progress bars, and the outcome a finished task published
+        (``_settled`` takes it instead of fetching the task's result)."""
+        _, msg = event
+        if (isinstance(msg, dict) and msg.get("event") == "finished" and isinstance(msg.get("outcome"), str)
+                and msg.get("sweep_id") == self.runs[0].sweep_id and msg.get("token") == self.runs[0].token):
+            with contextlib.suppress(ValueError):  # not JSON: the task's result is fetched instead
+                if isinstance(outcome := json.loads(msg["outcome"]), dict):
+                    self.announced[str(msg.get("run_key"))] = outcome
+        self.progress.handle_event(event)
+
+    def cancel_requested(self) -> bool:
+        """Whether the sweep's cancel event is set, asked of the scheduler at most every
+        ``CANCEL_POLL_INTERVAL_S`` (a run it cancels comes back ``cancelled`` whenever it is asked)."""
+        if time.monotonic() < self._next_cancel_look:
+            return False
+        self._next_cancel_look = time.monotonic() + CANCEL_POLL_INTERVAL_S
+        return self.cancel.is_set()
+
     def submit(self, host: BenchHost, unit: Unit) -> Future:
         """One task on ``host``: a run (its outcome) or a lockstep round (the list of its outcomes)."""
+        for run in unit:
+            self.announced.pop(run.run_key, None)  # an earlier attempt's, never this one's
         if unit[0].lockstep:
             return host.submit(self.client, execute_round, unit, lock_path=self.lock_path,
                                key=task_key(unit[0]).replace("shasweep-", "shasweep-round-", 1))
@@ -198,15 +224,15 @@ def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
     target, outcomes = sweep.hosts[0], sweep.finished
     while len(outcomes) < len(sweep.runs) or sweep.extend():
         unit = sweep.current = unit_at(sweep.runs, len(outcomes))
-        if sweep.cancel.is_set():
+        if sweep.cancel_requested():
             return _Ended(outcomes, CANCELLED_REASON)
-        stop_reason = None
+        stop_reason, future = None, None
         reused = reuse(unit[0], target.host_id) if reuse is not None and not unit[0].lockstep else None
         got = [reused] if reused is not None else None
         if got is None:
             future = sweep.submit(target, unit)
             try:
-                got = _await_unit(sweep.client, future, unit, target)
+                got = _await_unit(sweep.client, future, unit, target, sweep.announced)
             except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
                 sweep.cancel.set()
                 got = _await_cancelled(future, unit)
@@ -214,8 +240,9 @@ def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
         for run, outcome in zip(unit, got, strict=True):
             outcomes.append(outcome)
             sweep.progress.run_finished(outcome)
-            sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
-        if stop_reason is None and sweep.cancel.is_set():
+            if future is None or future.status != "finished":  # a finished task published its own
+                sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
+        if stop_reason is None and (any(o["status"] == "cancelled" for o in got) or sweep.cancel_requested()):
             stop_reason = CANCELLED_REASON
         reasons = (sweep.stop_after(outcome) for outcome in got)
         stop_reason = stop_reason or next(filter(None, reasons), None)
@@ -267,9 +294,9 @@ def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
                                                 "host_id": host_id, "run_keys": keys, "token": runs[0].token})
 
     hooks = RoundHooks(
-        execute=sweep.submit, settle=_settled, on_outcome=sweep.progress.run_finished,
-        stop_after=sweep.stop_after, cancelled=sweep.cancel.is_set, cancel=sweep.cancel.set,
-        on_requeued=requeued)
+        execute=sweep.submit, settle=lambda future, unit: _settled(future, unit, sweep.announced),
+        on_outcome=sweep.progress.run_finished, stop_after=sweep.stop_after, cancelled=sweep.cancel_requested,
+        cancel=sweep.cancel.set, on_requeued=requeued)
     return run_rounds(sweep.client, split_rounds(runs), sweep.hosts, hooks)
 
 
@@ -331,7 +358,8 @@ def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None)
                                                  "throughput", "wall_s", "host_id")} for o in outcomes]}
 
 
-def _await_unit(client: Client, future: Future, unit: Unit, host: BenchHost) -> list[dict]:
+def _await_unit(client: Client, future: Future, unit: Unit, host: BenchHost,
+                announced: dict[str, dict]) -> list[dict]:
     """The unit's outcomes; a task error or a vanished bench worker becomes ``failed`` outcomes."""
     while True:
         try:
@@ -344,16 +372,19 @@ def _await_unit(client: Client, future: Future, unit: Unit, host: BenchHost) -> 
                                      f"{unit[0].run_key}")
                 return [_failed(run, str(error)) for run in unit]
     try:
-        return _settled(future, unit)
+        return _settled(future, unit, announced)
     except LostResult as exc:
         return [_failed(run, str(exc)) for run in unit]
 
 
-def _settled(future: Future, unit: Unit) -> list[dict]:
-    """The outcomes of a done bench future (one per run of the unit); a task error becomes ``failed``
-    outcomes. ``LostResult`` when the outcome is gone with its worker (a restricted task is never
-    recomputed elsewhere, so waiting for it would hang)."""
+def _settled(future: Future, unit: Unit, announced: dict[str, dict]) -> list[dict]:
+    """The outcomes of a done bench future, one per run of the unit: those its task published
+    (``announced``), else fetched; a task error becomes ``failed`` outcomes. ``LostResult`` when the
+    outcome is gone with its worker (a restricted task is never recomputed elsewhere, so waiting for it
+    would hang)."""
     if future.status == "finished":
+        if all(run.run_key in announced for run in unit):
+            return [announced.pop(run.run_key) for run in unit]
         try:
             found = future.result(timeout=RESULT_FETCH_TIMEOUT_S)
         except TimeoutError:

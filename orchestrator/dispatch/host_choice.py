@@ -6,15 +6,17 @@ worker holds (``worker.host_claim``); where a host still has several (plain ``da
 processes, a ``LocalCluster`` of several), a ``BenchHost`` is its first worker by address, so a
 sweep's sides never split across workers pinned to different CPUs. A run is submitted to that
 worker only (``workers=``, never elsewhere), so ``hosts: one`` keeps a whole sweep on the host and
-worker chosen at start and a fleet keeps each round on one.
+worker chosen at start and a fleet keeps each round on one. Whether that worker is still there is
+asked of the scheduler before a submit, unless its last task came back within ``ANSWERED_FRESH_S``.
 """
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from orchestrator.contract import host_id
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from distributed import Client, Future
 
 HostsSetting = str | list[str]  # "one", "all" or host ids (validated by orchestrator.spec.load)
+ANSWERED_FRESH_S = 1.0  # a worker whose task came back this recently is taken to be there still
 
 
 @dataclass
@@ -34,13 +37,28 @@ class BenchHost:
 
     host_id: str
     workers: tuple[str, ...]  # one address (a host is one worker), as Dask's ``workers=`` takes it
+    # when its last task came back finished (``time.monotonic``), and that task
+    answered_at: float = field(default=-math.inf, compare=False, repr=False)
+    last: Future | None = field(default=None, compare=False, repr=False)
 
     def submit(self, client: Client, func: Callable, *args: object, key: str, **kwargs: object) -> Future:
         """Submit ``func`` to this host's bench workers only, under a key no other client can share."""
-        workers = self.live_workers(client, wait_s=WORKER_WAIT_S) or self.workers
-        return client.submit(func, *args, key=f"{key}-{uuid.uuid4().hex[:12]}", pure=False,
-                             resources={BENCH_RESOURCE: 1}, workers=list(workers),
-                             allow_other_workers=False, **kwargs)
+        workers = (None if self._answered_lately() else self.live_workers(client, wait_s=WORKER_WAIT_S)
+                   ) or self.workers
+        self.last = client.submit(func, *args, key=f"{key}-{uuid.uuid4().hex[:12]}", pure=False,
+                                  resources={BENCH_RESOURCE: 1}, workers=list(workers),
+                                  allow_other_workers=False, **kwargs)
+        self.last.add_done_callback(self._answered)
+        return self.last
+
+    def _answered(self, future: Future) -> None:
+        if future.status == "finished":
+            self.answered_at = time.monotonic()
+
+    def _answered_lately(self) -> bool:
+        """Its last task came back finished (not lost with its worker) within ``ANSWERED_FRESH_S``."""
+        return (self.last is not None and self.last.status == "finished"
+                and time.monotonic() - self.answered_at < ANSWERED_FRESH_S)
 
     def alive(self, client: Client) -> bool:
         """Whether a worker this host's runs were submitted to is still in the cluster (a run pinned to

@@ -141,7 +141,7 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             sweep_dir=str(resolved.sweep_dir or resolved.repo), submodules=spec.submodules,
             suite_cases=tuple(spec.cases) if case == SUITE_CASE else (),
             lockstep=lockstep_settings(spec, settings.params),
-            quiet=dict(vars(spec.quiet)) if spec.quiet is not None else {},
+            quiet=dict(vars(spec.quiet)) if spec.quiet is not None else {}, max_steps=spec.max_steps,
         ))
     return runs
 

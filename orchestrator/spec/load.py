@@ -171,6 +171,8 @@ def validate(spec: SweepSpec) -> None:
     if spec.budget_s is not None:
         _check_positive(spec.budget_s, "budget_s")
     _check_positive(spec.timeout_s, "timeout_s")
+    if spec.max_steps is not None:
+        _check_positive(spec.max_steps, "max_steps")
     _check_positive(spec.drift_threshold, "drift_threshold")
     _check_run_settings(RunSettings(spec.variant, spec.params, spec.env), spec, None)
     if not spec.command:

@@ -196,6 +196,7 @@ class SweepSpec:
     # throughput and every phase and metric the runs reported
     metrics: list[str] | None = None
     timeout_s: float = 600.0
+    max_steps: int | None = None  # a run whose bench reports more steps fails, naming this key; None: no cap
     continue_on_error: bool = False
     aa: bool = False  # sides may run one commit with the same settings: no warning (spec.identical_sides)
     hosts: Any = "one"  # "one", "all" or a list of host ids: where rounds run (dispatch.host_choice)

@@ -7,10 +7,16 @@ is stale: the next writer in that directory removes it, and so does ``shasweep g
 its results root, and a pid means something only on the host that wrote it, so only that host
 (``contract.host_id``) judges a temporary file stale; a file of the older form ``.<name>.<pid>.tmp``
 names no host and is stale only once it is ``STALE_TEMP_AGE_S`` old.
+
+A group of files (a run's steps and runs files, ``write_in_order``) shares one barrier instead: every
+content is written to its temporary file, one ``syncfs`` makes them all durable, and only then are
+they renamed into place, in order. What this guarantees and what it does not is in
+docs/design.md, "Results".
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import time
@@ -20,6 +26,7 @@ from pathlib import Path
 
 from orchestrator.contract import host_id
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
 _TEMP = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)(@(?P<host>[A-Za-z0-9._-]+))?\.tmp\Z")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 STALE_TEMP_AGE_S = 3600.0  # a temp file this old is stale even if its pid is alive (pids are reused)
@@ -81,8 +88,10 @@ def write_with(path: Path, writer: Callable[[Path], None]) -> Path:
 
 
 def write_in_order(writers: list[tuple[Path, Callable[[Path], None]]]) -> None:
-    """Write several files as a group: every content staged and fsynced first, then renamed into
-    place in list order. Any failure before the renames leaves every target as it was."""
+    """Write several files as a group: every content staged, one barrier (``sync_files``) that makes
+    them all durable, then each renamed into place in list order.
+    Any failure before the renames leaves every target as it was. The renames themselves become
+    durable with the next barrier on that file system (docs/design.md, "Results")."""
     temps = []
     try:
         for path, writer in writers:
@@ -90,13 +99,35 @@ def write_in_order(writers: list[tuple[Path, Callable[[Path], None]]]) -> None:
             remove_stale_temps(path.parent)
             temps.append(temp_path(path))
             writer(temps[-1])
-            fsync_file(temps[-1])
+        sync_files(temps)
         for (path, _), tmp in zip(writers, temps, strict=True):
             os.replace(tmp, path)
-            fsync_dir(path.parent)
     finally:
         for tmp in temps:
             tmp.unlink(missing_ok=True)
+
+
+def sync_files(paths: list[Path]) -> None:
+    """Make the content of ``paths`` durable with one ``syncfs`` per file system they lie on (it
+    writes back everything dirty there); where the C library has none, or it fails, an ``fsync`` of
+    each file."""
+    by_device: dict[int, list[Path]] = {}
+    for path in paths:
+        by_device.setdefault(os.stat(path).st_dev, []).append(path)
+    for group in by_device.values():
+        if not _syncfs(group[0]):
+            for path in group:
+                fsync_file(path)
+
+
+def _syncfs(path: Path) -> bool:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _LIBC.syncfs(fd) == 0
+    except AttributeError:  # no syncfs in this C library
+        return False
+    finally:
+        os.close(fd)
 
 
 def is_stale_temp(path: Path, now: float | None = None) -> bool:

@@ -20,8 +20,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from orchestrator.contract import HostRecord, PlannedRun, StepRecord
+from orchestrator.contract import HostRecord, PlannedRun
 from orchestrator.store.atomic import remove_stale_temps, staged, stale_temps, write_in_order
+from orchestrator.store.step_log import WRITE_OPTIONS, StepLog
 
 # A runs file holds the columns its run has: the plan's and the worker's (always, null when unknown)
 # and what the bench reported (each phase mean, each metric, each key of its header audit), so a
@@ -33,10 +34,9 @@ _TIMESTAMP = pa.timestamp("us", tz="UTC")
 # How the wait for a quiet host before the run ended (worker.quiet); null without a quiet: key.
 QUIET_COLUMNS: dict[str, pa.DataType] = {"quiet_wait_s": pa.float64(), "quiet_load": pa.float64(),
                                          "quiet_steal": pa.float64(), "quiet_met": pa.bool_()}
-# One-row files: column statistics and the embedded Arrow schema only bloat the footer (they are
-# most of its size) and make reading many runs several times slower; Parquet's own logical types
-# already give back the same Arrow types (UTC timestamps included).
-WRITE_OPTIONS = {"write_statistics": False, "store_schema": False}
+# A run's own one-row file: a dictionary page per column only adds to it (and to the time to write it).
+RUN_FILE_OPTIONS = {**WRITE_OPTIONS, "use_dictionary": False}
+WRITE_BUFFER_BYTES = 2**20  # Arrow's file stream makes a system call per page; a buffer, one per file
 _ARROW_TYPES: dict[object, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64()}
 
 
@@ -53,7 +53,7 @@ class RunResult:
     host: dict
     header: dict | None = None
     summary: dict | None = None
-    steps: list[StepRecord] = field(default_factory=list)
+    steps: StepLog = field(default_factory=StepLog)  # a list of StepRecord is taken too
     usage: BenchUsage | None = None  # the bench process's resource usage, when it was reaped
     pythonpath: list[str] | None = None  # absolute directories put first on the bench's PYTHONPATH
     audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
@@ -70,6 +70,10 @@ class RunResult:
     fallback: str | None = None
     blocks: list[dict] | None = None
     quiet: dict | None = None  # worker.quiet.QuietWait.columns()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.steps, StepLog):
+            self.steps = StepLog(self.steps)
 
     @property
     def wall_s(self) -> float:
@@ -154,18 +158,44 @@ def supersede_run(results_root: str | Path, sweep_id: str, run_key: str, tag: st
 
 
 def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
-    """Write both Parquet files of ``run`` as a pair: both staged and fsynced, then the steps file
-    renamed into place, then the runs file. A failure before the runs file is in place removes the
-    new steps file too, so a runs row never lacks its steps."""
+    """Write both Parquet files of ``run`` as a pair (``store.atomic.write_in_order``): both staged,
+    made durable by one barrier, then the steps file renamed into place, then the runs file. A
+    failure before the renames leaves the earlier pair as it was."""
     files = run_files(run)
-    steps, row = steps_table(run, result.steps), run_table(run, result)
-    write_in_order([(files.steps, lambda tmp: pq.write_table(steps, tmp, **WRITE_OPTIONS)),
-                    (files.runs, lambda tmp: pq.write_table(row, tmp, **WRITE_OPTIONS))])
+    row = run_table(run, result)
+    write_in_order([(files.steps, lambda tmp: write_steps(run, result.steps, tmp)),
+                    (files.runs, lambda tmp: write_table(row, tmp, RUN_FILE_OPTIONS))])
     return files
+
+
+def write_steps(run: PlannedRun, steps: StepLog, path: Path) -> None:
+    """``run``'s steps file at ``path``: its spool moved there, or its rows written."""
+    if steps.spooled:
+        steps.move_spool(path)
+    else:
+        write_table(steps_table(run, steps), path, WRITE_OPTIONS)
+
+
+def write_table(table: pa.Table, path: Path, options: dict) -> None:
+    """``table`` as Parquet at ``path`` through a buffered stream (``WRITE_BUFFER_BYTES``)."""
+    with pa.output_stream(str(path), compression=None, buffer_size=WRITE_BUFFER_BYTES) as sink:
+        pq.write_table(table, sink, **options)
 
 
 def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
     """The one-row runs table of ``run``."""
+    columns = run_columns(run, result)
+    schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
+    return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)
+
+
+def run_row(run: PlannedRun, result: RunResult) -> dict[str, object]:
+    """The values ``run_table`` writes, as a plain mapping (what the worker's audit reads)."""
+    return {name: value for name, (value, _) in run_columns(run, result).items()}
+
+
+def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, pa.DataType]]:
+    """Every column of ``run``'s row: its value and Arrow type."""
     columns: dict[str, tuple[object, pa.DataType]] = {name: (getattr(run, name), pa.string())
                                                       for name in _PLAN_STRINGS}
     columns |= {
@@ -179,7 +209,7 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
         "throughput": (result.throughput, pa.float64()),
         "measure_wall_s": (_float_or_none((result.summary or {}).get("measure_wall_s")), pa.float64()),
         "exit_code": (result.exit_code, pa.int64()),
-        "steps": (sum(not s.warmup for s in result.steps), pa.int64()),
+        "steps": (result.steps.measured, pa.int64()),
         "log_dir": (result.log_dir, pa.string()),
         "bench_user_s": (result.usage.user_s if result.usage else None, pa.float64()),
         "bench_sys_s": (result.usage.sys_s if result.usage else None, pa.float64()),
@@ -210,22 +240,12 @@ def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
     }
     quiet = result.quiet or {}
     columns |= {name: (quiet.get(name), kind) for name, kind in QUIET_COLUMNS.items()}
-    schema = pa.schema([(name, kind) for name, (_, kind) in columns.items()])
-    return pa.Table.from_pylist([{name: value for name, (value, _) in columns.items()}], schema=schema)
+    return columns
 
 
-def steps_table(run: PlannedRun, steps: list[StepRecord]) -> pa.Table:
-    """Long format: one row per (step, phase)."""
-    rows = [(s.step, s.warmup, phase, ms) for s in steps for phase, ms in s.phases.items()]
-    step, warmup, phase, ms = (list(col) for col in zip(*rows, strict=True)) if rows else ([], [], [], [])
-    return pa.table({
-        "sweep_id": pa.array([run.sweep_id] * len(rows), pa.string()),
-        "run_key": pa.array([run.run_key] * len(rows), pa.string()),
-        "step": pa.array(step, pa.int64()),
-        "warmup": pa.array(warmup, pa.bool_()),
-        "phase": pa.array(phase, pa.string()),
-        "ms": pa.array(ms, pa.float64()),
-    })
+def steps_table(run: PlannedRun, steps: StepLog) -> pa.Table:
+    """Long format: one row per (step, phase), of the rows ``steps`` holds in memory."""
+    return steps.table(run.sweep_id, run.run_key)
 
 
 def phase_means(summary: dict | None) -> dict[str, float | None]:

@@ -1,24 +1,35 @@
-"""The launch helper: a small single-threaded process that starts one bench process and reaps it.
+"""The launch helper: a small single-threaded process that starts bench processes, one at a time, and
+reaps them.
 
-Run by ``orchestrator.worker.proc.launch`` as ``python -I -S <this file>``; it imports nothing of
-the orchestrator. Nothing of ours runs inside the bench: it is ``posix_spawn``ed straight into its
-command (its own session, default signal dispositions, stdin ``/dev/null``, stdout and stderr to the
-log files), pinned to its CPUs by inheriting this process's affinity, set only around the spawn.
-This process then waits on the bench's pidfd and reaps it with ``os.wait4``.
+Started by ``orchestrator.worker.proc`` as ``python -I -S <this file>`` and kept for the next launch
+(so its own start-up is paid once per worker, not per run); it imports nothing of the orchestrator.
+Nothing of ours runs inside the bench: it is ``posix_spawn``ed straight into its command (its own
+session, default signal dispositions, stdin ``/dev/null``, stdout and stderr to the log files),
+pinned to its CPUs by inheriting this process's affinity, set only around the spawn. This process
+then waits on the bench's pidfd and reaps it with ``os.wait4``.
+
+It is the subreaper (``PR_SET_CHILD_SUBREAPER``) of everything a bench starts: a process that leaves
+the bench's session and is orphaned (a daemon) becomes this helper's child, not init's. So when a
+bench has exited, the helper kills every process still under it (its process tree: the bench's
+group and whatever left it), reaps them, and only then reports: nothing a run started outlives it,
+and the next bench starts under an empty tree. A process that scrubs its environment escapes no
+better than one that does not.
 
 Why a helper rather than the worker: the kernel's peak RSS of a child (``ru_maxrss``) starts at the
 forking process's high-water mark, hundreds of MiB for a Dask worker and about 10 MiB here; the
-helper reports that floor, so a figure above it is the bench's own. While waiting it samples the
-``VmHWM`` of the bench's session for benches below the floor. It times the bench from just before
-the spawn to the reap, single-threaded, away from the worker's threads. And it ends the bench with
-the worker: its stdin is a pipe from the worker, and end of file there (the worker closed it, or
-died) kills the bench's process group.
+helper reports that floor, read just before each spawn, so a figure above it is the bench's own.
+While waiting it samples the ``VmHWM`` of the processes under it for benches below the floor. It
+times the bench from just before the spawn to the reap, single-threaded, away from the worker's
+threads. And it ends the benches with the worker: its stdin is a pipe from the worker, and end of
+file there (the worker closed it, or died) kills everything under it and ends the helper.
 
-stdin: one JSON line ``{argv, cwd, env, stdout, stderr, cpus}``, then kept open.
-stdout: JSON lines, ``{"started": pid, "floor_kib": n}`` or ``{"error": text}``, then
-``{"status": wait status, "wall_ns", "user_s", "sys_s", "maxrss_kib", "hwm_kib"}``.
+stdin: one JSON line per bench, ``{argv, cwd, env, stdout, stderr, cpus}``.
+stdout: per bench, ``{"started": pid, "floor_kib": n}`` or ``{"error": text}``, then, once started,
+``{"status": wait status, "wall_ns", "user_s", "sys_s", "maxrss_kib", "hwm_kib", "left": n}``
+(``left``: processes of its tree killed after it exited).
 """
 
+import ctypes
 import json
 import os
 import select
@@ -28,11 +39,41 @@ import time
 
 FIRST_SAMPLE_S = 0.002  # the bench's VmHWM is sampled after this, then at doubling intervals
 LAST_SAMPLE_S = 0.25
+TREE_SCAN_S = 1.0  # how often the processes under the helper are listed for sampling
+KILL_WAIT_S = 5.0  # how long the helper keeps killing and reaping what is left of a bench
 DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)
+PR_SET_CHILD_SUBREAPER = 36
+HAS_CHILDREN_FILES = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+class Requests:
+    """The worker's request lines on stdin, read without blocking the bench's wait."""
+
+    def __init__(self):
+        self.pending = b""
+        self.closed = False
+
+    def next(self):
+        """The next request (blocking), or None once the worker is gone."""
+        while b"\n" not in self.pending and not self.closed:
+            self.take()
+        if b"\n" not in self.pending:
+            return None
+        line, self.pending = self.pending.split(b"\n", 1)
+        return json.loads(line)
+
+    def take(self):
+        """Read what is waiting on stdin; end of file marks the worker gone."""
+        chunk = os.read(0, 65536)
+        self.pending += chunk
+        self.closed = self.closed or not chunk
 
 
 def reply(message):
-    os.write(1, (json.dumps(message) + "\n").encode())
+    try:
+        os.write(1, (json.dumps(message) + "\n").encode())
+    except OSError:  # the worker is gone; its end of file ends this helper
+        pass
 
 
 def executable(name, path_var):
@@ -58,20 +99,78 @@ def hwm_kib(pid):
     return None
 
 
-def session_members(sid):
-    """Pids of the processes in session ``sid`` (the bench and what it started without leaving it)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+def children(pid):
+    """The children of ``pid`` (every thread's), from ``/proc/<pid>/task/<tid>/children``."""
+    found = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
         try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as listing:
+                found += [int(child) for child in listing.read().split()]
+        except OSError:
             continue
-        if len(fields) > 3 and int(fields[3]) == sid:
-            members.append(int(entry))
-    return members
+    return found
+
+
+def parents():
+    """pid -> parent pid of every process (where ``/proc`` has no children files)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as stat:
+                    found[int(entry)] = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def tree():
+    """Pids of every process under this helper, nearest first."""
+    if HAS_CHILDREN_FILES:
+        under = children(os.getpid())
+        for pid in under:  # grows while it is walked: breadth first
+            under += children(pid)
+        return under
+    by_parent = {}
+    for pid, parent in parents().items():
+        by_parent.setdefault(parent, []).append(pid)
+    under = list(by_parent.get(os.getpid(), []))
+    for pid in under:
+        under += by_parent.get(pid, [])
+    return under
+
+
+def reap():
+    """Reap every child that has ended (the bench itself is reaped by ``wait``)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_tree():
+    """SIGKILL every process under this helper and reap them; how many there were."""
+    killed = set()
+    deadline = time.monotonic() + KILL_WAIT_S
+    while True:
+        reap()
+        left = tree()
+        if not left or time.monotonic() > deadline:
+            return len(killed)
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:  # gone already, or not ours to kill
+                continue
+            killed.add(pid)
+        time.sleep(0.001)
 
 
 def spawn(request, log_out, log_err):
@@ -94,24 +193,26 @@ def spawn(request, log_out, log_err):
     return pid, floor, began_ns
 
 
-def wait(pid, began_ns):
-    """Wait for the bench, sampling its session's VmHWM; kill its group if the worker goes away."""
+def wait(pid, began_ns, requests):
+    """Wait for the bench, sampling the VmHWM of the processes under this helper; kill the bench's
+    group if the worker goes away."""
     pidfd = os.pidfd_open(pid)
-    watching = [pidfd, 0]
-    highest, interval, next_scan = None, FIRST_SAMPLE_S, time.monotonic() + 1.0
+    highest, interval, next_scan = None, FIRST_SAMPLE_S, time.monotonic() + TREE_SCAN_S
     while True:
+        watching = [pidfd] if requests.closed else [pidfd, 0]
         ready, _, _ = select.select(watching, [], [], interval)
         if pidfd in ready:
             break
-        if 0 in ready and not os.read(0, 4096):  # the worker closed our stdin or died
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            watching = [pidfd]
+        if 0 in ready:
+            requests.take()
+            if requests.closed:  # the worker closed our stdin or died
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         members = [pid]
         if time.monotonic() >= next_scan:
-            members, next_scan = session_members(pid), time.monotonic() + 1.0
+            members, next_scan = tree(), time.monotonic() + TREE_SCAN_S
         for sample in map(hwm_kib, members):
             if sample is not None and (highest is None or sample > highest):
                 highest = sample
@@ -123,21 +224,41 @@ def wait(pid, began_ns):
             "maxrss_kib": usage.ru_maxrss, "hwm_kib": highest}
 
 
-def main():
-    request = json.loads(sys.stdin.buffer.readline())
+def serve(request, requests):
+    """Start one bench, wait for it, clear its tree, report."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     log_out = os.open(request["stdout"], flags, 0o644)
-    log_err = os.open(request["stderr"], flags, 0o644)
     try:
-        pid, floor, began_ns = spawn(request, log_out, log_err)
-    except OSError as exc:
-        message = f"shasweep: cannot start the bench {request['argv'][0]!r}: {exc}"
-        os.write(log_err, (message + "\n").encode())
-        reply({"error": message})
-        return
+        log_err = os.open(request["stderr"], flags, 0o644)
+        try:
+            pid, floor, began_ns = spawn(request, log_out, log_err)
+        except OSError as exc:
+            message = f"shasweep: cannot start the bench {request['argv'][0]!r}: {exc}"
+            os.write(log_err, (message + "\n").encode())
+            reply({"error": message})
+            return
+        finally:
+            os.close(log_err)
+    finally:
+        os.close(log_out)
     reply({"started": pid, "floor_kib": floor})
-    reply(wait(pid, began_ns))
+    report = wait(pid, began_ns, requests)
+    report["left"] = kill_tree()
+    reply(report)
+
+
+def main():
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    requests = Requests()
+    try:
+        while (request := requests.next()) is not None:
+            try:
+                serve(request, requests)
+            except OSError as exc:  # a log file that cannot be opened: the bench never started
+                reply({"error": f"shasweep: cannot start the bench: {exc}"})
+    finally:
+        kill_tree()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

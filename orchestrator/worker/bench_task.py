@@ -9,15 +9,18 @@ Worker-side configuration (environment of the worker process):
   one ``<host id>.lock`` each) or file, see ``worker.machine_lock``
 * ``SHASWEEP_BENCH_CPUS``: CPUs the bench is pinned to, e.g. ``0-7`` (default: the worker's affinity)
 
-A worker that dies mid-run takes its bench with it (parent-death signal), but not processes the bench
-started; so the holder of the host lock notes its run key next to the lock, and the next holder
-first kills every process still carrying that key. After every run, whatever carries the run's key
-is killed too (``worker.cleanup``), whatever its session. A run that fails anywhere after dispatch
-(its logs, the lock, the worktree, the stream, the results disk) still gets its runs row.
+After every run its launch helper has killed every process the bench left under it
+(``worker.proc``: the helper is the subreaper of the bench's tree). A worker that dies mid-run takes
+its bench and that tree with it (the helper sees its pipe close); should the helper die too, the
+processes left carry the run key in their environment, so the holder of the host lock notes its run
+key next to the lock, and the next holder first kills every process still carrying that key
+(``worker.cleanup``). A run that fails anywhere after dispatch (its logs, the lock, the worktree, the
+stream, the results disk) still gets its runs row.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from distributed import Event, get_worker
+from distributed import Event, get_client, get_worker
 
 from orchestrator.capabilities import Capability
 from orchestrator.contract import (
@@ -44,7 +47,7 @@ from orchestrator.store.parquet import RunResult, remove_run
 from orchestrator.worker import module_audit
 from orchestrator.worker.bench_env import bench_env, worktree_dirs
 from orchestrator.worker.bench_output import failure_detail, log_paths
-from orchestrator.worker.cleanup import clear_note, kill_leftover_run, kill_run_processes, note_running
+from orchestrator.worker.cleanup import clear_note, kill_leftover_run, note_running
 from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
 from orchestrator.worker.hostinfo import collect_host, parse_cpus
 from orchestrator.worker.log_trim import logs_in_use
@@ -100,8 +103,15 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s,
     )
     publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
-                   wall_s=result.wall_s))
+                   wall_s=result.wall_s, outcome=published(outcome)))
     return outcome
+
+
+def published(outcome: dict) -> str:
+    """``outcome`` as a ``finished`` event carries it, for the dispatcher to take instead of fetching the
+    task's result: JSON text, so it arrives with the types it was sent with (Dask's event messages
+    turn lists into tuples)."""
+    return json.dumps(outcome)
 
 
 def run_log_dir(run: PlannedRun) -> Path:
@@ -161,7 +171,8 @@ def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
         kill_leftover_run(marker)
         remove_non_regular(log_dir)  # what an earlier bench of this run key left where we write
         quiet = wait_quiet([run], publish, cancelled)
-        with WorktreePool().checkout(run.repo, run.sha, submodules=run.submodules) as tree:
+        with WorktreePool().checkout(run.repo, run.sha, checked_for=run.sweep_id,
+                                     submodules=run.submodules) as tree:
             result = _run_bench(run, tree, log_dir, publish, cancelled, marker)
     cases = [(case, replace(done, lock_wait_s=waited_s)) for case, done in result.cases or []]
     return replace(result, lock_wait_s=waited_s, quiet=quiet.columns() if quiet else None,
@@ -263,24 +274,27 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     stop = _StopWatch(deadline=time.monotonic() + run.timeout_s, cancelled=cancelled)
     try:
         protocol_error = reader.execute(start, stop, _step_publisher(run, publish, reader.total_steps))
+    except BaseException:
+        reader.steps.discard()  # the run gets a failed row without steps, and no spool is left behind
+        raise
     finally:
         still_running = bool(procs) and procs[-1].poll() is None
         for proc in procs:
-            proc.kill_group()
-        kill_run_processes(run.run_key)  # daemons that left the bench's session
+            proc.kill_group()  # and its helper, everything under it
         clear_note(marker)
     window.finish()
     ended_at, elapsed_s = datetime.now(UTC), time.monotonic() - began
     exit_code = procs[-1].returncode if procs else None
     status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run, tree)
-    kept = status == "ok" or reader.has(Capability.LIVE_STREAM)
     host = setup.host | window.columns(reader.steps)
+    # a live stream keeps what it said even when the run failed; the other protocols keep no number of
+    # a failed run
+    kept = status == "ok" or reader.has(Capability.LIVE_STREAM)
+    if not kept:
+        reader.steps.discard()
     result = RunResult(status=status, error=error, started_at=started_at, ended_at=ended_at,
                        elapsed_s=elapsed_s, exit_code=exit_code, log_dir=str(log_dir), host=host,
-                       # a live stream keeps what it said even when the run failed; the other protocols
-                       # keep no number of a failed run
-                       header=reader.header, summary=reader.summary if kept else None,
-                       steps=reader.steps if kept else [],
+                       header=reader.header, summary=reader.summary if kept else None, steps=reader.steps,
                        usage=with_reported_rss(procs[-1], reader.reported_peak_rss_mib()) if procs else None,
                        pythonpath=setup.pythonpath, worktree=str(tree.resolve()),
                        audit_modules=setup.audit_modules(), bad_input=reader.bad_input)
@@ -308,7 +322,9 @@ class _StopWatch:
         self.deadline, self.cancelled = deadline, cancelled
         self.timed_out = self.was_cancelled = False
         self.lost: str | None = None
-        self._next_cancel_check = 0.0
+        # not asked at once: a run was dispatched after the client's own look at the cancel event, so a
+        # bench shorter than this costs no round trip to the scheduler
+        self._next_cancel_check = time.monotonic() + CANCEL_POLL_INTERVAL_S
 
     def should_stop(self, proc: BenchProcess) -> bool:
         return proc.poll() is not None or self.expired()
@@ -404,7 +420,8 @@ def _dask_cancel_check(run: PlannedRun) -> Callable[[], bool]:
     except ValueError:
         return lambda: False
     address = worker.scheduler.address
-    event = Event(cancel_event_name(run.sweep_id, run.token))
+    # the client resolved in the task's thread: the first ask may come from a watcher thread
+    event = Event(cancel_event_name(run.sweep_id, run.token), client=get_client())
 
     def is_set() -> bool:
         try:

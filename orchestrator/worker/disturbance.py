@@ -12,15 +12,13 @@ disturbance hit.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.contract import StepRecord
+from orchestrator.store.step_log import StepLog
 
 PROC = Path("/proc")
 SYS_CPU = Path("/sys/devices/system/cpu")
-STEP_PHASES: tuple[str, ...] = ("collector_step_ms", "env_step_ms")  # the whole step, where a bench has it
 
 
 @dataclass(frozen=True)
@@ -81,30 +79,16 @@ class MeasureWindow:
         if self.after is None:
             self.after = cpu_sample(self.proc)
 
-    def columns(self, steps: list[StepRecord]) -> dict[str, float | None]:
-        """``steal_frac``, ``load_before``, ``load_after`` and ``step_cv`` (None where unknown)."""
+    def columns(self, steps: StepLog) -> dict[str, float | None]:
+        """``steal_frac``, ``load_before``, ``load_after`` and ``step_cv`` (``StepLog.step_cv``; None
+        where unknown)."""
         before, after, steal = self.before, self.after, None
         if after and not (before and after.total > before.total):
             before = self.start  # no tick between the samples: all records were read at once
         if before and after and after.total > before.total:
             steal = (after.steal - before.steal) / (after.total - before.total)
         return {"steal_frac": steal, "load_before": before.load if before else None,
-                "load_after": after.load if after else None, "step_cv": step_cv(steps)}
-
-
-def step_cv(steps: list[StepRecord]) -> float | None:
-    """CV (std / mean) of the measured steps' time: the whole-step phase where the bench reports one,
-    else the sum of its top-level phases; None with fewer than 2 measured steps."""
-    measured = [s.phases for s in steps if not s.warmup]
-    if len(measured) < 2:
-        return None
-    name = next((p for p in STEP_PHASES if all(p in phases for phases in measured)), None)
-    times = [phases[name] if name else sum(v for k, v in phases.items() if "." not in k)
-             for phases in measured]
-    mean = sum(times) / len(times)
-    if not mean > 0:
-        return None
-    return math.sqrt(sum((t - mean) ** 2 for t in times) / (len(times) - 1)) / mean
+                "load_after": after.load if after else None, "step_cv": steps.step_cv()}
 
 
 def cpu_settings(cpus: set[int], sys_cpu: Path = SYS_CPU) -> dict[str, str | None]:

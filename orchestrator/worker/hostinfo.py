@@ -3,15 +3,23 @@
 Collected on the bench worker (never on the client) and stored with every run as ``host_*``
 columns. Versions come from package metadata, so no heavy module is imported. The host id
 (``host_id``) names the machine a fleet dispatches rounds to and its host lock.
+
+A run asks for the record every time, so what cannot change while a process lives (CPU model and
+counts, OS) is read once, and the rest is read again only when it may have changed: package
+versions when a directory on ``sys.path`` changed (installing or removing a package renames a
+``dist-info`` there), the GPU when the ``nvidia-smi`` on ``PATH`` is another file. Memory, the
+thread variables, the affinity and the host id are read every time (no cost worth saving).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
 import shutil
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -32,19 +40,20 @@ def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None
     env = dict(os.environ) if env is None else env
     cpus = os.sched_getaffinity(0) if cpus is None else cpus
     gpu_name, gpu_memory, gpu_driver = _gpu()
+    cpu_model, cpu_physical, os_name = _machine()
     return HostRecord(
         hostname=platform.node(),
-        cpu_model=_cpu_model(),
+        cpu_model=cpu_model,
         cpu_logical=os.cpu_count() or 0,
-        cpu_physical=psutil.cpu_count(logical=False),
+        cpu_physical=cpu_physical,
         ram_gib=round(psutil.virtual_memory().total / 2**30, 2),
         gpu_name=gpu_name,
         gpu_memory_mib=gpu_memory,
         gpu_driver=gpu_driver,
-        os=_os_name(),
+        os=os_name,
         kernel=platform.release(),
         python=platform.python_version(),
-        versions=json.dumps({name: _version(name) for name in VERSIONED_PACKAGES}, sort_keys=True),
+        versions=_versions(_site_stamp()),
         threads=json.dumps({name: env.get(name) for name in THREAD_VARS}, sort_keys=True),
         affinity=format_cpus(cpus),
         id=host_id(),
@@ -74,6 +83,30 @@ def parse_cpus(text: str) -> set[int]:
     return cpus
 
 
+@functools.cache
+def _machine() -> tuple[str, int | None, str]:
+    """(CPU model, physical cores, OS name): fixed while this process lives."""
+    return _cpu_model(), psutil.cpu_count(logical=False), _os_name()
+
+
+def _site_stamp() -> tuple[tuple[str, int], ...]:
+    """The modification times of the directories on ``sys.path``: they change when a package is
+    installed, upgraded or removed there."""
+    stamp = []
+    for entry in sys.path:
+        try:
+            stamp.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            continue
+    return tuple(stamp)
+
+
+@functools.lru_cache(maxsize=1)
+def _versions(stamp: tuple[tuple[str, int], ...]) -> str:
+    """``VERSIONED_PACKAGES``' versions as JSON, read again only when ``stamp`` (``_site_stamp``) changed."""
+    return json.dumps({name: _version(name) for name in VERSIONED_PACKAGES}, sort_keys=True)
+
+
 def _version(package: str) -> str | None:
     try:
         return metadata.version(package)
@@ -100,14 +133,22 @@ def _os_name() -> str:
 
 
 def _gpu() -> tuple[str | None, int | None, str | None]:
-    """(name, memory MiB, driver) of the first GPU nvidia-smi reports, else Nones."""
+    """(name, memory MiB, driver) of the first GPU nvidia-smi reports, else Nones; asked again only
+    when the ``nvidia-smi`` on ``PATH`` is another file."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None, None, None
-    query = [exe, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"]
     try:
-        out = subprocess.run(query, capture_output=True, text=True, timeout=10, check=True).stdout
-        name, memory, driver = (field.strip() for field in out.splitlines()[0].split(","))
-        return name, int(float(memory)), driver
+        return _gpu_of(exe, os.stat(exe).st_mtime_ns)
     except (subprocess.SubprocessError, OSError, IndexError, ValueError):
-        return None, None, None
+        return None, None, None  # not cached: asked again next time
+
+
+@functools.lru_cache(maxsize=4)
+def _gpu_of(exe: str, changed: int) -> tuple[str, int, str]:
+    """``_gpu`` as the ``nvidia-smi`` at ``exe`` (last changed at ``changed``) reports it; raises
+    when it fails."""
+    query = [exe, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"]
+    out = subprocess.run(query, capture_output=True, text=True, timeout=10, check=True).stdout
+    name, memory, driver = (field.strip() for field in out.splitlines()[0].split(","))
+    return name, int(float(memory)), driver

@@ -1,10 +1,12 @@
 """Launching and stopping a bench process: own session, no shell, nothing of ours inside it.
 
-The worker is multi-threaded and big, so it never forks the bench itself. ``launch`` starts the
-launch helper (``worker.bench_spawn``, a fresh single-threaded ``python -I -S``), which
-``posix_spawn``s the bench straight into its command, reaps it with ``os.wait4`` and reports its exit
-status, wall time (spawn to reap), CPU seconds and peak RSS (``peak_rss_kib``) on a pipe. The bench
-dies with the worker: the helper kills its process group when that pipe closes.
+The worker is multi-threaded and big, so it never forks the bench itself. ``launch`` hands the
+command to a launch helper (``worker.bench_spawn``, a single-threaded ``python -I -S`` kept for the
+next launch: ``worker.helper_pool``), which ``posix_spawn``s the bench straight into its command,
+reaps it with ``os.wait4``, kills whatever the bench left under it (the helper is the subreaper of
+the bench's whole process tree) and reports its exit status, wall time (spawn to reap), CPU seconds
+and peak RSS (``peak_rss_kib``) on a pipe. The bench dies with the worker: the helper kills
+everything under it when that pipe closes.
 
 Commands that are not measured (``git worktree add``) start through ``dying_with_parent``: a tiny
 exec helper that asks the kernel for SIGKILL on its parent's death (``PR_SET_PDEATHSIG``) and
@@ -13,21 +15,19 @@ exec helper that asks the kernel for SIGKILL on its parent's death (``PR_SET_PDE
 
 from __future__ import annotations
 
-import json
 import os
-import select
 import signal
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.store.parquet import BenchUsage
+from orchestrator.worker import helper_pool
+from orchestrator.worker.helper_pool import LaunchHelper
 from orchestrator.worker.safe_files import NotRegularFileError, read_tail
 
 EXEC_HELPER_FAILED = 127  # the exit code of a command that could not be started
-SPAWN_HELPER = Path(__file__).with_name("bench_spawn.py")
 
 # argv: PARENT_PID COMMAND...
 _EXEC_HELPER = """\
@@ -53,19 +53,19 @@ def dying_with_parent(argv: Sequence[str]) -> list[str]:
 class BenchProcess:
     """A running bench: its pid (which leads its own session and process group), exit code, usage.
 
-    The launch helper (``worker.bench_spawn``) is its parent: it reaps the bench and reports the exit
-    status and resource usage on a pipe, which ``poll`` and ``wait`` read.
+    The launch helper is its parent: it reaps the bench, kills what it left behind and reports the
+    exit status and resource usage, which ``poll`` and ``wait`` read; the helper then goes back to
+    serve the next launch.
     """
 
-    def __init__(self, helper: subprocess.Popen, pid: int | None, floor_kib: int = 0) -> None:
-        self._helper = helper
+    def __init__(self, helper: LaunchHelper, pid: int | None, floor_kib: int = 0) -> None:
+        self._helper: LaunchHelper | None = helper
         self.pid = pid
         self.floor_kib = floor_kib  # the helper's own peak RSS when it forked the bench
         self.returncode: int | None = None if pid is not None else EXEC_HELPER_FAILED
         self.usage: BenchUsage | None = None
-        self._pending = b""
         if pid is None:
-            self._close_helper()
+            self._release(helper.alive())
 
     def poll(self) -> int | None:
         """The exit code if the bench has exited (and was reaped), else None."""
@@ -79,32 +79,31 @@ class BenchProcess:
         return self.returncode
 
     def kill_group(self) -> None:
-        """SIGKILL the bench's whole process group (its session) and wait for it to be reaped."""
+        """SIGKILL the bench's whole process group (its session) and wait for it to be reaped (the
+        helper kills whatever else it left)."""
         self.signal_group(signal.SIGKILL)
         self.wait()
 
     def signal_group(self, signum: int) -> None:
-        """Send ``signum`` to the bench's process group, if there is one (safe from any thread)."""
-        if self.pid is not None:
+        """Send ``signum`` to the bench's process group while it is not reaped (safe from any thread)."""
+        if self.pid is not None and self.returncode is None:
             try:
                 os.killpg(self.pid, signum)
             except (ProcessLookupError, PermissionError):
                 pass
 
     def _read(self, block: bool) -> None:
-        """Read what the helper reported; its exit line sets ``returncode`` and ``usage``."""
-        stdout = self._helper.stdout
-        assert stdout is not None
-        if not block and not select.select([stdout], [], [], 0)[0]:
-            return
-        chunk = os.read(stdout.fileno(), 4096)
-        self._pending += chunk
-        if b"\n" in self._pending:
-            self._finish(json.loads(self._pending.split(b"\n", 1)[0]))
-        elif not chunk:  # the helper died without reporting: end the bench, whose fate is unknown
+        """Read what the helper reported; its exit report sets ``returncode`` and ``usage``."""
+        assert self._helper is not None
+        try:
+            report = self._helper.receive(block)
+        except EOFError:  # the helper died without reporting: end the bench, whose fate is unknown
             self.signal_group(signal.SIGKILL)
             self.returncode = -signal.SIGKILL
-            self._close_helper()
+            self._release(alive=False)
+            return
+        if report is not None:
+            self._finish(report)
 
     def _finish(self, report: dict) -> None:
         self.returncode = os.waitstatus_to_exitcode(report["status"])
@@ -112,13 +111,15 @@ class BenchProcess:
         self.usage = BenchUsage(wall_s=report["wall_ns"] / 1e9, user_s=report["user_s"],
                                 sys_s=report["sys_s"], rss_source=source,
                                 max_rss_mib=None if rss_kib is None else rss_kib / 1024)
-        self._close_helper()
+        self._release(alive=True)
 
-    def _close_helper(self) -> None:
-        for pipe in (self._helper.stdin, self._helper.stdout):
-            if pipe is not None:
-                pipe.close()
-        self._helper.wait()
+    def _release(self, alive: bool) -> None:
+        """This bench is done with its helper: back to the idle ones, or closed if it died."""
+        helper, self._helper = self._helper, None
+        if helper is not None and alive:
+            helper_pool.give_back(helper)
+        elif helper is not None:
+            helper.close()
 
 
 def peak_rss_kib(maxrss_kib: int, hwm_kib: int | None, floor_kib: int) -> tuple[int | None, str]:
@@ -156,20 +157,32 @@ def launch(
     stderr_path: Path,
     cpus: set[int] | None = None,
 ) -> BenchProcess:
-    """Start ``argv`` (no shell) through the launch helper, in its own session, with stdout/stderr
+    """Start ``argv`` (no shell) through a launch helper, in its own session, with stdout/stderr
     going to files; ``cpus`` pins it to those CPUs. The bench gets SIGKILL if this process dies."""
     if not argv:
         raise ValueError("empty bench command")
-    helper = subprocess.Popen([sys.executable, "-I", "-S", str(SPAWN_HELPER)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, bufsize=0, start_new_session=True)
     request = {"argv": list(argv), "cwd": str(cwd), "env": dict(env), "stdout": str(stdout_path),
                "stderr": str(stderr_path), "cpus": sorted(cpus) if cpus else None}
-    assert helper.stdin is not None and helper.stdout is not None
-    helper.stdin.write(json.dumps(request).encode() + b"\n")
-    started = json.loads(helper.stdout.readline() or b'{"error": "the launch helper died"}')
+    helper = helper_pool.take()
+    try:
+        started = _request(helper, request)
+    except EOFError:  # an idle helper that died since its last bench: a new one starts it
+        helper.close()
+        helper = LaunchHelper()
+        try:
+            started = _request(helper, request)
+        except EOFError:
+            started = {"error": "the launch helper died"}
     if "started" not in started:
         return BenchProcess(helper, None)
     return BenchProcess(helper, started["started"], started["floor_kib"])
+
+
+def _request(helper: LaunchHelper, request: dict) -> dict:
+    helper.send(request)
+    reply = helper.receive(block=True)
+    assert reply is not None
+    return reply
 
 
 def kill_group(proc: BenchProcess) -> None:

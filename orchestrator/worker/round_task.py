@@ -31,7 +31,7 @@ from orchestrator.contract import PlannedRun, host_id
 from orchestrator.errors import InvalidInputError, RunCancelledError, SchedulerLostError
 from orchestrator.store.parquet import RunResult
 from orchestrator.worker import bench_task
-from orchestrator.worker.cleanup import clear_note, kill_leftover_run, kill_run_processes, note_running
+from orchestrator.worker.cleanup import clear_note, kill_leftover_run, note_running
 from orchestrator.worker.disturbance import MeasureWindow
 from orchestrator.worker.lockstep import (
     BLOCK_KEYS,
@@ -92,7 +92,8 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
             ran_in=result.ran_in, fallback=result.fallback, no_control=result.bad_input is not None,
             reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s))
         publish(bench_task._event(run, "finished", status=result.status, error=result.error,
-                                  throughput=result.throughput, wall_s=result.wall_s, ran_in=result.ran_in))
+                                  throughput=result.throughput, wall_s=result.wall_s, ran_in=result.ran_in,
+                                  outcome=bench_task.published(outcomes[-1])))
     return outcomes
 
 
@@ -114,6 +115,7 @@ def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,
             for run in runs:  # one checkout per SHA (an A/A round runs both sides from one)
                 if run.sha not in trees:
                     trees[run.sha] = stack.enter_context(pool.checkout(run.repo, run.sha,
+                                                                       checked_for=run.sweep_id,
                                                                        submodules=run.submodules))
             results = _play(runs, trees, log_dirs, marker, publish, cancelled)
     return {key: replace(result, quiet=quiet.columns() if quiet else None, lock_wait_s=waited_s)
@@ -150,9 +152,7 @@ def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Pa
     except RoundFailed as exc:
         failure = exc
     finally:
-        round_.kill()
-        for player in players:
-            kill_run_processes(player.run.run_key)  # daemons that left the bench's session
+        round_.kill()  # each process's launch helper kills what it left, daemons included
         clear_note(marker)
     window.finish()
     ended_at, elapsed_s = datetime.now(UTC), time.monotonic() - began

@@ -37,8 +37,9 @@ from pathlib import PurePath
 from typing import Any
 
 from orchestrator.capabilities import Capability, describe, describe_stored
-from orchestrator.contract import AUDIT_FAILED, PlannedRun, StepRecord
-from orchestrator.store.parquet import RunResult, run_table
+from orchestrator.contract import AUDIT_FAILED, PlannedRun
+from orchestrator.store.parquet import RunResult, run_row
+from orchestrator.store.step_log import StepLog
 from orchestrator.worker.module_audit import module_reasons
 
 ENVRUNTIME_PACKAGE = "envruntime."
@@ -83,15 +84,14 @@ def audit_row(run: Mapping[str, Any], planned_side: Mapping[str, Any] | None = N
     return reasons
 
 
-def numbers_reasons(summary: Mapping[str, Any] | None, steps: Sequence[StepRecord], num_envs: object
-                    ) -> list[str]:
+def numbers_reasons(summary: Mapping[str, Any] | None, steps: StepLog, num_envs: object) -> list[str]:
     """Why the summary's throughput is not believed: it disagrees by more than
     ``THROUGHPUT_TOLERANCE`` with ``num_envs * measured steps / measure_wall_s``, or exceeds what the
     step timings allow (a step lasts at least as long as its longest phase, so the measured steps
-    took at least the sum of those)."""
+    took at least the sum of those: ``StepLog.longest_phase_ms``)."""
     throughput = _number((summary or {}).get("throughput"))
     envs = _number(num_envs)
-    measured = [s for s in steps if not s.warmup]
+    measured = steps.measured
     if throughput is None or envs is None or not measured:
         return []
     reasons = []
@@ -100,16 +100,16 @@ def numbers_reasons(summary: Mapping[str, Any] | None, steps: Sequence[StepRecor
         reasons.append(f"summary throughput {throughput:.6g} comes without a positive measure_wall_s "
                        "to check it against")
     else:
-        expected = envs * len(measured) / window
+        expected = envs * measured / window
         if _disagree(throughput, expected):
             reasons.append(f"summary throughput {throughput:.6g} disagrees with num_envs {envs:g} x "
-                           f"{len(measured)} measured steps / measure_wall_s {window:.6g} = {expected:.6g}")
-    floor_s = sum(max(s.phases.values(), default=0.0) for s in measured) / 1000.0
+                           f"{measured} measured steps / measure_wall_s {window:.6g} = {expected:.6g}")
+    floor_s = steps.longest_phase_ms / 1000.0
     if floor_s > 0:
-        ceiling = envs * len(measured) / floor_s
+        ceiling = envs * measured / floor_s
         if throughput > ceiling * (1 + THROUGHPUT_TOLERANCE):
             reasons.append(f"summary throughput {throughput:.6g} exceeds {ceiling:.6g}, the most the step "
-                           f"timings allow ({len(measured)} measured steps of at least {floor_s:.6g} s "
+                           f"timings allow ({measured} measured steps of at least {floor_s:.6g} s "
                            "in all)")
     return reasons
 
@@ -226,7 +226,7 @@ def audit_result(run: PlannedRun, result: RunResult) -> RunResult:
     if result.ran_in == "lockstep":
         planned["commanded_steps"] = int(run.lockstep["blocks"]) * int(run.lockstep["block_steps"])
     options = audit_options(run.audit_modules or (), run.protocol, run.argv_template)
-    reasons = audit_row(run_table(run, result).to_pylist()[0], planned, **options)
+    reasons = audit_row(run_row(run, result), planned, **options)
     if describe(run.protocol, run.json_mapping).has(Capability.THROUGHPUT_WINDOW):
         reasons += numbers_reasons(result.summary, result.steps, run.params.get("num_envs"))
     if not reasons:

@@ -36,6 +36,7 @@ def store_result(run: PlannedRun, result: RunResult) -> tuple[RunResult, RunFile
     try:
         return result, write_run(run, result)
     except (OSError, ValueError) as exc:
+        result.steps.discard()
         reason = f"writing the run's results failed: {type(exc).__name__}: {exc}"
         error = f"{result.error}; {reason}" if result.error else reason
         small = replace(result, status="failed", error=error, steps=[])

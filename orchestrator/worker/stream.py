@@ -16,8 +16,8 @@ from typing import BinaryIO
 from orchestrator.errors import ProtocolError
 from orchestrator.worker.safe_files import NotRegularFileError, open_regular
 
+READ_CHUNK_BYTES = 2**20  # what follow_lines reads at a time
 MAX_LINE_BYTES = 64 * 2**20  # one stream record
-READ_CHUNK_BYTES = 2**20
 
 
 class LineTail:
@@ -27,19 +27,27 @@ class LineTail:
         self.path = path
         self._file: BinaryIO | None = None
         self._pending = bytearray()
+        self.drained = True  # the last look read everything there was
 
-    def lines(self, final: bool = False) -> list[str]:
-        """The new complete lines (of at most one chunk, unless ``final``); ``final`` (the writer is
-        gone): everything left, a last unterminated line too."""
+    def lines(self, final: bool = False, limit: int | None = None) -> list[str]:
+        """The new complete lines, of at most ``limit`` bytes read (None: all there is, a chunk at a
+        time; ``drained`` says whether that was all); ``final`` (the writer is gone): once drained, a
+        last unterminated line too."""
         if self._file is None:
             self._file = _open_stream(self.path)
         found: list[bytes] = []
+        read, self.drained = 0, True
         while self._file is not None:
-            chunk = self._file.read(READ_CHUNK_BYTES)
+            size = READ_CHUNK_BYTES if limit is None else min(READ_CHUNK_BYTES, limit - read)
+            chunk = self._file.read(size)
+            read += len(chunk)
             found += self._split(chunk)
-            if not final or len(chunk) < READ_CHUNK_BYTES:
+            if len(chunk) < size:
                 break
-        if final and self._pending:
+            if limit is not None and read >= limit:
+                self.drained = False
+                break
+        if final and self.drained and self._pending:
             found.append(bytes(self._pending))
             self._pending = bytearray()
         return [line.decode("utf-8", errors="replace") for line in found]
@@ -67,14 +75,17 @@ def follow_lines(path: Path, finished: Callable[[], bool], poll_s: float = 0.02)
     """Yield complete lines appended to ``path`` until ``finished()`` and the file is drained.
 
     The file may not exist yet (the bench creates it); a last line without a newline is yielded
-    once the writer has finished.
+    once the writer has finished. It is read ``READ_CHUNK_BYTES`` at a time, so a bench far ahead of
+    its reader costs the reader no more memory than that.
     """
     tail = LineTail(path)
     try:
         while True:
             done = finished()  # sample before reading so nothing written before exit is missed
-            lines = tail.lines(final=done)
+            lines = tail.lines(final=done, limit=READ_CHUNK_BYTES)
             yield from lines
+            if not tail.drained:
+                continue  # more is waiting: read it before asking finished() again
             if done:
                 return
             if not lines:

@@ -4,6 +4,7 @@ Layout under the shasweep home (``$SHASWEEP_HOME``, default ``~/.cache/shasweep`
 
     worktrees/<repo-id>/<sha>/          the checkout (``git worktree add --lock --detach``)
     worktrees/<repo-id>/<sha>.ready     written once the checkout is complete; mtime = last use
+    worktrees/<repo-id>/<sha>.clean     the sweep that last found it clean (``checkout``'s ``checked_for``)
     worktrees/<repo-id>/<sha>.use       flock'ed shared while a run uses the checkout
     worktrees/<repo-id>/<sha>.lock      serialises creating, checking and removing that checkout
     worktrees/<repo-id>/.pool.lock      serialises pruning within one repository
@@ -16,8 +17,10 @@ Every checkout is registered *locked* in its repository, with the pool's path as
 see) leaves it alone; shasweep itself never runs ``git worktree prune`` but forgets only its own
 registrations whose directory is gone. A checkout is reused only if it is complete (``.ready``), at
 its SHA, and has no modified tracked file (a bench that edits its code would change later runs):
-otherwise it is rebuilt. ``git worktree add`` runs under the exec helper, so a worker killed while
-checking out takes its ``git`` with it and the half-made tree is rebuilt by the next run.
+otherwise it is rebuilt. ``git status`` costs tens of milliseconds, so a sweep checks a checkout once
+(``checked_for``: the sweep's id, kept in ``<sha>.clean``) and trusts it for its later runs.
+``git worktree add`` runs under the exec helper, so a worker killed while checking out takes its
+``git`` with it and the half-made tree is rebuilt by the next run.
 """
 
 from __future__ import annotations
@@ -90,22 +93,26 @@ class WorktreePool:
         return self.root / _repo_id(repo)
 
     @contextmanager
-    def checkout(self, repo: str | Path, sha: str, submodules: bool = False) -> Iterator[Path]:
+    def checkout(self, repo: str | Path, sha: str, checked_for: str | None = None,
+                 submodules: bool = False) -> Iterator[Path]:
         """Yield the worktree of ``sha`` in ``repo``, creating it if needed, held against pruning.
+        ``checked_for`` (a sweep id): skip the cleanliness check if it already passed for it.
         ``submodules``: its submodules checked out (recursively) at the commits ``sha`` records;
         otherwise none is (one checked out for an earlier sweep is emptied again)."""
         repo_path = Path(repo).resolve()
         repo_dir = self._repo_dir(repo_path)
         repo_dir.mkdir(parents=True, exist_ok=True)
         tree = repo_dir / sha
-        ready = repo_dir / f"{sha}.ready"
+        ready, clean = repo_dir / f"{sha}.ready", repo_dir / f"{sha}.clean"
         with open(repo_dir / f"{sha}.use", "a") as use:
             fcntl.flock(use, fcntl.LOCK_SH)
             try:
                 with FileLock(repo_dir / f"{sha}.lock"):
-                    if not (ready.exists() and _is_clean_checkout(tree, sha)):
-                        ready.unlink(missing_ok=True)
-                        self._create(repo_path, sha, tree)
+                    if not (ready.exists() and _checked(clean, checked_for)):
+                        if not (ready.exists() and _is_clean_checkout(tree, sha)):
+                            ready.unlink(missing_ok=True)
+                            self._create(repo_path, sha, tree)
+                        clean.write_text(checked_for or "")
                     _set_submodules(tree, submodules)
                     ready.write_text(str(repo_path))
                 yield tree
@@ -176,6 +183,7 @@ class WorktreePool:
                     return None
                 if not dry_run:
                     (repo_dir / f"{sha}.ready").unlink(missing_ok=True)
+                    (repo_dir / f"{sha}.clean").unlink(missing_ok=True)
                     _discard_tree(repo, tree)
         except Timeout:  # being created or checked right now
             return None
@@ -193,6 +201,14 @@ def _set_submodules(tree: Path, checked_out: bool) -> None:
     proc = subprocess.run(dying_with_parent(["git", "-C", str(tree), *args]), capture_output=True, text=True)
     if proc.returncode != 0:
         raise WorktreeError(f"git {' '.join(args)} in {tree} failed: {proc.stderr.strip()}")
+
+
+def _checked(clean: Path, checked_for: str | None) -> bool:
+    """Whether the cleanliness check already passed for ``checked_for``."""
+    try:
+        return checked_for is not None and clean.read_text() == checked_for
+    except FileNotFoundError:
+        return False
 
 
 def _is_clean_checkout(tree: Path, sha: str) -> bool:

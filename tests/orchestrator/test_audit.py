@@ -14,6 +14,7 @@ from orchestrator.contract import StepRecord
 from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.render.markdown import to_markdown
 from orchestrator.spec.record import SweepRecord
+from orchestrator.store.step_log import StepLog
 from orchestrator.worker.run_audit import ENVRUNTIME_MANAGERS, numbers_reasons
 from orchestrator.worker.run_audit import audit_row as audit_run
 
@@ -100,9 +101,9 @@ def test_report_counts_an_audit_failure_as_a_failed_run(tmp_path):
     assert f"| c3 | {GO2} | cand | audit_failed | audit: loaded SHA {SHAS['base']}" in md
 
 
-def _steps(ms: float, n: int, warmup: int = 1) -> list[StepRecord]:
-    return [StepRecord(step=i, warmup=i < warmup, phases={"collector_step_ms": ms, "physics_ms": ms / 2})
-            for i in range(warmup + n)]
+def _steps(ms: float, n: int, warmup: int = 1) -> StepLog:
+    phases = {"collector_step_ms": ms, "physics_ms": ms / 2}
+    return StepLog(StepRecord(step=i, warmup=i < warmup, phases=phases) for i in range(warmup + n))
 
 
 def test_summary_numbers_are_cross_checked():
@@ -115,4 +116,5 @@ def test_summary_numbers_are_cross_checked():
     fast = numbers_reasons({"throughput": 60000.0, "measure_wall_s": 64 * 4 / 60000.0}, steps, 64)
     assert len(fast) == 1 and "exceeds 6400, the most the step timings allow" in fast[0]
     assert "without a positive measure_wall_s" in numbers_reasons({"throughput": 1.0}, steps, 64)[0]
-    assert numbers_reasons(None, steps, 64) == [] and numbers_reasons({"throughput": 1.0}, [], 64) == []
+    assert numbers_reasons(None, steps, 64) == []
+    assert numbers_reasons({"throughput": 1.0}, StepLog(), 64) == []

@@ -1,4 +1,5 @@
-"""Bench process launching: no orphans when the launching process dies, group kill, stderr tail."""
+"""Bench process launching: no orphans when the launching process dies, group kill, stderr tail, one
+launch helper kept for the next launch."""
 
 from __future__ import annotations
 
@@ -57,3 +58,35 @@ def test_a_launch_helper_that_dies_takes_its_bench_along(tmp_path):
     psutil.Process(proc.pid).parent().send_signal(signal.SIGKILL)  # the helper, not the bench
     assert proc.wait() == -signal.SIGKILL and proc.usage is None
     wait_for(lambda: is_gone(proc.pid), "the orphaned bench to be killed")
+
+
+def test_a_launch_helper_serves_the_next_launch_and_a_second_bench_at_once_gets_its_own(tmp_path):
+    def start():
+        return launch(["sleep", "60"], cwd=tmp_path, env=dict(os.environ), stdout_path=tmp_path / "out",
+                      stderr_path=tmp_path / "err")
+
+    first = start()
+    helper = psutil.Process(first.pid).ppid()
+    kill_group(first)
+    assert first.returncode == -signal.SIGKILL and first.floor_kib > 0
+    running = start()
+    assert psutil.Process(running.pid).ppid() == helper, "the idle helper started the next bench"
+    beside = start()
+    assert psutil.Process(beside.pid).ppid() != helper, "a bench running keeps its helper busy"
+    for proc in (running, beside):
+        kill_group(proc)
+        assert proc.returncode == -signal.SIGKILL
+
+
+def test_an_idle_helper_that_died_is_replaced(tmp_path):
+    def start(*argv: str):
+        return launch(list(argv), cwd=tmp_path, env=dict(os.environ), stdout_path=tmp_path / "out",
+                      stderr_path=tmp_path / "err")
+
+    first = start("sleep", "60")
+    helper = psutil.Process(first.pid).ppid()
+    kill_group(first)
+    os.kill(helper, signal.SIGKILL)
+    wait_for(lambda: is_gone(helper), "the helper to die")
+    again = start("true")
+    assert again.wait() == 0 and again.usage is not None

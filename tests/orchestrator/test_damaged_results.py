@@ -20,7 +20,7 @@ from orchestrator.contract import host_id
 from orchestrator.render import history
 from orchestrator.render.sweep_page import load_steps
 from orchestrator.spec.record import SweepRecord
-from orchestrator.store import atomic
+from orchestrator.store import atomic, parquet
 from orchestrator.store.parquet import remove_stale_results_temps, run_files, write_run
 from orchestrator.store.query import Where, read_runs, run_statuses
 from orchestrator.store.records import write_record
@@ -109,14 +109,14 @@ def test_the_steps_file_goes_first_and_a_failed_write_leaves_the_old_pair(tmp_pa
     write_run(run, outcome())
     assert renamed == ["steps", "runs"], "steps renamed into place before the runs row"
 
-    real_write = pq.write_table
+    real_write = parquet.write_table
 
-    def enospc(table, where, **kwargs):
+    def enospc(table, where, options):
         if "/runs/" in str(where):
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(table, where, **kwargs)
+        return real_write(table, where, options)
 
-    monkeypatch.setattr(pq, "write_table", enospc)
+    monkeypatch.setattr(parquet, "write_table", enospc)
     with pytest.raises(OSError, match="No space left"):
         write_run(run, outcome(throughput=5.0))
     assert {p: p.read_bytes() for p in (files.runs, files.steps)} == before, "the old pair is untouched"

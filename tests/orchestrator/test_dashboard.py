@@ -124,6 +124,21 @@ def test_a_sweep_feeds_the_board_and_the_page_serves_it(tmp_path, repo):
     assert [t["status"] for t in tables] == [["ok", "ok"]] and tables[0]["side"] == ["base", "cand"]
 
 
+def test_a_scheduler_started_without_a_dashboard_builds_it_on_the_first_request():
+    """The embedded cluster's way: HTTP served at once, Bokeh's pages built when a browser asks."""
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
+                      scheduler_kwargs={"preload": [DASHBOARD_PRELOAD], "dashboard": False}) as cluster:
+        applications = cluster.scheduler.http_application.applications
+        assert not any("Bokeh" in type(app).__name__ for app in applications), "no dashboard at start"
+        board = page_url(cluster.dashboard_link)
+        with urllib.request.urlopen(board, timeout=60) as response:
+            assert response.status == 200 and response.url == board and "Bokeh" in response.read().decode()
+        with urllib.request.urlopen(board.replace("/shasweep", "/status"), timeout=60) as response:
+            assert response.status == 200, "Dask's own pages came with it"
+        assert sum("Bokeh" in type(app).__name__ for app in applications) == 2
+
+
 def test_header_and_table_agree_while_a_sweep_runs(tmp_path, repo):
     """Snapshots taken while a real sweep runs: the header's runs-done count and running run are the
     table's, and the axes hold every point."""

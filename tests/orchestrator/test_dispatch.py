@@ -79,3 +79,25 @@ def test_cancel_event_stops_the_running_bench(tmp_path, repo):
         Event(cancel_event_name(run.sweep_id), client=client).set()
         outcome = future.result(timeout=30)
     assert outcome["status"] == "cancelled" and "killed its process group" in outcome["error"]
+
+
+def test_a_finished_run_s_outcome_comes_with_its_progress_event_not_a_fetch(tmp_path, repo, monkeypatch):
+    import distributed
+
+    fetched: list[str] = []
+    real_result = distributed.Future.result
+
+    def result(self, *args, **kwargs):
+        fetched.append(self.key)
+        return real_result(self, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Future, "result", result)
+    runs = [make_run(repo, repo.shas[i % 2], order=i, results_root=tmp_path / "results") for i in range(3)]
+    with threaded_cluster(GPU=1) as remote:
+        outcome = run_sweep(runs, scheduler=remote.scheduler_address, continue_on_error=False,
+                            show_progress=False)
+    assert [o["status"] for o in outcome.runs] == ["ok"] * 3
+    assert [o["runs_file"] for o in outcome.runs] == [
+        str(tmp_path / "results" / "runs" / "sweep=test-sweep" / f"{run.run_key}.parquet") for run in runs]
+    assert [key.rsplit("-", 1)[0] for key in fetched] == ["shasweep-host"], "only the host record was fetched"
+    assert isinstance(outcome.runs[0]["reported"], list), "as the task returned it (a list, not a tuple)"

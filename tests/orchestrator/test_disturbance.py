@@ -11,8 +11,9 @@ from fakebench.fakerepo import make_fake_repo, make_run
 
 from orchestrator.analysis.disturbed import disturbed_reasons, disturbed_runs
 from orchestrator.contract import StepRecord
+from orchestrator.store.step_log import StepLog
 from orchestrator.worker.bench_task import execute_run
-from orchestrator.worker.disturbance import MeasureWindow, cpu_sample, cpu_settings, step_cv
+from orchestrator.worker.disturbance import MeasureWindow, cpu_sample, cpu_settings
 
 
 def fake_proc(path, steal: int, total_rest: int, load: float) -> None:
@@ -35,7 +36,7 @@ def test_the_window_spans_the_measured_steps(tmp_path):
     window.observe({"kind": "step", "warmup": True})  # not a warm-up any more once measuring began
     fake_proc(proc, steal=60, total_rest=1800, load=2.5)
     window.observe({"kind": "summary"})
-    columns = window.columns([])
+    columns = window.columns(StepLog())
     assert columns["steal_frac"] == pytest.approx(50 / 850)
     assert (columns["load_before"], columns["load_after"]) == (0.5, 2.5)
 
@@ -45,18 +46,24 @@ def test_without_proc_everything_is_unknown(tmp_path):
     window = MeasureWindow(tmp_path / "absent")
     window.observe({"kind": "header"})
     window.observe({"kind": "summary"})
-    assert set(window.columns([]).values()) == {None}
+    assert set(window.columns(StepLog()).values()) == {None}
 
 
 def test_step_cv_uses_the_whole_step_phase_or_the_top_level_sum():
     steps = [StepRecord(0, True, {"env_step_ms": 100.0})] + [
         StepRecord(i, False, {"env_step_ms": ms, "physics_ms": 1.0})
         for i, ms in enumerate([9.0, 10.0, 11.0], 1)]
-    assert step_cv(steps) == pytest.approx(1.0 / 10.0), "warm-up left out; std (ddof 1) / mean"
+    assert StepLog(steps).step_cv() == pytest.approx(1.0 / 10.0), "warm-up left out; std (ddof 1) / mean"
     flat = [StepRecord(i, False, {"a_ms": 1.0, "b_ms": ms, "b.sub_ms": 50.0})
             for i, ms in enumerate([1.0, 3.0])]
-    assert step_cv(flat) == pytest.approx(math.sqrt(2) / 3), "sub-phases (with a dot) are inside their parent"
-    assert step_cv(steps[:2]) is None
+    assert StepLog(flat).step_cv() == pytest.approx(math.sqrt(2) / 3), \
+        "sub-phases (with a dot) are inside their parent"
+    assert StepLog(steps[:2]).step_cv() is None
+    partial = steps + [StepRecord(4, False, {"physics_ms": 2.0})]  # one measured step without env_step_ms
+    sums = [10.0, 11.0, 12.0, 2.0]
+    mean = sum(sums) / 4
+    expected = math.sqrt(sum((x - mean) ** 2 for x in sums) / 3) / mean
+    assert StepLog(partial).step_cv() == pytest.approx(expected), "the whole step only when every step has it"
 
 
 def test_cpu_settings_from_sys_and_none_where_absent(tmp_path):
@@ -129,4 +136,4 @@ def test_records_read_all_at_once_still_have_the_window_from_the_start(tmp_path)
     for record in ({"kind": "header"}, {"kind": "step", "warmup": True}, {"kind": "step", "warmup": False},
                    {"kind": "summary"}):
         window.observe(record)
-    assert window.columns([])["steal_frac"] == pytest.approx(30 / 330)
+    assert window.columns(StepLog())["steal_frac"] == pytest.approx(30 / 330)

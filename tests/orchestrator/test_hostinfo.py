@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from importlib import metadata
 
 import pytest
 
 from orchestrator.contract import HostRecord
-from orchestrator.worker.hostinfo import collect_host, format_cpus, parse_cpus
+from orchestrator.worker.hostinfo import VERSIONED_PACKAGES, collect_host, format_cpus, parse_cpus
 
 
 def test_record_has_every_field_with_its_type():
@@ -53,3 +54,21 @@ def test_failing_nvidia_smi_gives_null_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     record = collect_host()
     assert (record["gpu_name"], record["gpu_memory_mib"], record["gpu_driver"]) == (None, None, None)
+
+
+def test_package_versions_are_read_again_only_when_a_path_directory_changed(tmp_path, monkeypatch):
+    calls: list[str] = []
+    real = metadata.version
+    monkeypatch.setattr(metadata, "version", lambda name: calls.append(name) or real(name))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    first = collect_host()
+    asked = len(calls)
+    assert asked == len(VERSIONED_PACKAGES), "read once for this sys.path"
+    assert collect_host()["versions"] == first["versions"] and len(calls) == asked, "then cached"
+    dist = tmp_path / "motrixsim-9.9.9.dist-info"  # a package installed into a directory on sys.path
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: motrixsim\nVersion: 9.9.9\n")
+    changed = os.stat(tmp_path).st_mtime_ns + 10**9  # past the file system's clock granularity
+    os.utime(tmp_path, ns=(changed, changed))
+    assert json.loads(collect_host()["versions"])["motrixsim"] == "9.9.9"
+    assert len(calls) == 2 * asked

@@ -115,12 +115,12 @@ def test_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):
     run = planned(tmp_path, "r1")
     files = write_run(run, outcome(throughput=1.0))
 
-    def broken_write(table, path, **options):
+    def broken_write(table, path, options):
         with open(path, "wb") as f:
             f.write(b"PAR1 half a file")
         raise OSError("disk full")
 
-    monkeypatch.setattr(results.pq, "write_table", broken_write)
+    monkeypatch.setattr(results, "write_table", broken_write)
     with pytest.raises(OSError, match="disk full"):
         write_run(run, outcome(throughput=2.0))
     assert pq.read_table(files.runs).column("throughput").to_pylist() == [1.0]

@@ -6,16 +6,17 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 from fakebench.fakerepo import make_fake_repo, make_run
 from fakebench.waits import is_gone
 
 from orchestrator.contract import StepRecord
+from orchestrator.store import parquet
 from orchestrator.store.parquet import RunResult
 from orchestrator.worker import bench_env as env_module
 from orchestrator.worker.bench_task import execute_run
@@ -65,6 +66,31 @@ def test_a_setsid_daemon_the_bench_started_is_killed_after_the_run(tmp_path, rep
     assert is_gone(daemon), "the daemon outlived its run"
 
 
+# Forks a daemon that leaves the bench's session and drops its whole environment (the run key with
+# it), as a double-forked service would; the bench itself exits at once.
+DAEMONIZE = """
+import os, sys
+if os.fork() == 0:
+    os.setsid()
+    daemon = os.fork()
+    if daemon == 0:
+        os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)"], dict())
+    with open(sys.argv[1], "w") as f:
+        f.write(str(daemon))
+    os._exit(0)
+os.wait()
+"""
+
+
+def test_a_daemon_without_the_run_key_is_killed_after_the_run_too(tmp_path, repo):
+    pid_file = tmp_path / "daemon.pid"
+    run = replace(make_run(repo, repo.shas[0], results_root=tmp_path / "results", params={"measure": 1}),
+                  protocol="time", argv_template=("{python}", "-c", DAEMONIZE, str(pid_file)))
+    outcome = execute_run(run)
+    assert outcome["status"] == "ok", outcome["error"]
+    assert is_gone(int(pid_file.read_text())), "the daemon outlived its run"
+
+
 def test_bench_usage_columns(tmp_path, repo):
     outcome = execute_run(make_run(repo, repo.shas[0], results_root=tmp_path / "results"))
     row = row_of(outcome)
@@ -97,14 +123,14 @@ def big_result(steps: int) -> RunResult:
 
 def test_a_full_disk_still_leaves_a_failed_row(tmp_path, repo, monkeypatch):
     run = make_run(repo, repo.shas[0], results_root=tmp_path / "results")
-    real_write = pq.write_table
+    real_write = parquet.write_table
 
-    def enospc_for_big_tables(table, where, **kwargs):
+    def enospc_for_big_tables(table, where, options):
         if table.num_rows > 1000:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(table, where, **kwargs)
+        return real_write(table, where, options)
 
-    monkeypatch.setattr(pq, "write_table", enospc_for_big_tables)
+    monkeypatch.setattr(parquet, "write_table", enospc_for_big_tables)
     stored, files = store_result(run, big_result(500))
     assert stored.status == "failed" and "No space left on device" in stored.error
     row = pd.read_parquet(files.runs).iloc[0]

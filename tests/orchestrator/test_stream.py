@@ -30,8 +30,11 @@ def test_full_stream_is_accumulated_and_unknowns_ignored():
     ) + ["", "   "]:
         state.feed(line)
     assert state.header["audit"]["git_sha"] == "abc"
-    assert [(s.step, s.warmup) for s in state.steps] == [(0, True), (1, False)]
-    assert state.steps[1].phases == {"physics_ms": 1.5, "new_ms": 0.1}
+    rows = state.steps.table("s", "r").select(["step", "warmup", "phase", "ms"]).to_pylist()
+    assert rows == [{"step": 0, "warmup": True, "phase": "physics_ms", "ms": 2.0},
+                    {"step": 1, "warmup": False, "phase": "physics_ms", "ms": 1.5},
+                    {"step": 1, "warmup": False, "phase": "new_ms", "ms": 0.1}]
+    assert (len(state.steps), state.steps.measured, state.steps.last.step) == (2, 1, 1)
     assert state.summary["throughput"] == 10.0 and state.error is None
 
 

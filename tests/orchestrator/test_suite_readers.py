@@ -183,7 +183,7 @@ def test_gbench_aggregates_only_gives_the_mean_and_no_steps(tmp_path):
     document = json.loads(GBENCH_JSON.read_text())
     document["benchmarks"] = [e for e in document["benchmarks"] if e["run_type"] == "aggregate"]
     reader = reader_for("gbench", "BM_sum/64", tmp_path, document)
-    assert reader.complete() is None and reader.steps == []
+    assert reader.complete() is None and list(reader.steps) == []
     mean = next(e for e in document["benchmarks"] if e["name"] == "BM_sum/64_mean")
     assert reader.summary["phase_means_ms"]["time_ms"] == pytest.approx(mean["real_time"] * 1e-6)
 
@@ -240,7 +240,7 @@ def test_malformed_gbench_files_name_the_path(tmp_path, protocol, case, break_it
     problem = reader.complete()
     assert problem == f"gbench output {reader.result_path}: {words}" or (
         problem.startswith(f"gbench output {reader.result_path}: {words}")), problem
-    assert reader.summary is None and reader.steps == []
+    assert reader.summary is None and list(reader.steps) == []
 
 
 def test_malformed_pyperf_and_pytest_benchmark_files_name_the_path(pyperf_output, pytest_benchmark_output,

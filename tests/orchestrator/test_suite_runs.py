@@ -64,7 +64,7 @@ def test_each_selected_benchmark_is_a_run_of_its_own(tmp_path):
         sum(s.phases["time_ms"] for s in result.steps) / 3)
     assert by_case["BM_sum/64"][1].summary != result.summary, "each case its own numbers"
     broken = by_case["BM_broken"][1]
-    assert (broken.status, broken.error, broken.steps) == (
+    assert (broken.status, broken.error, list(broken.steps)) == (
         "failed", "gbench benchmark 'BM_broken' did not run: fixture file not found", [])
     assert whole.bad_input is None
     unknown = case_results(replace(run, suite_cases=("BM_nope",)), reader, outcome())

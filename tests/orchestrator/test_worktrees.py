@@ -85,6 +85,16 @@ def test_a_checkout_with_a_modified_tracked_file_is_rebuilt(tmp_path, repo):
         assert git(tree, "status", "--porcelain", "--untracked-files=no") == ""
 
 
+def test_a_sweep_checks_a_checkout_once_and_the_next_sweep_again(tmp_path, repo):
+    pool = WorktreePool(tmp_path / "home")
+    with pool.checkout(repo.path, repo.shas[0], checked_for="sweep-1") as tree:
+        (tree / "fake_bench.py").write_text("# edited during sweep-1\n")
+    with pool.checkout(repo.path, repo.shas[0], checked_for="sweep-1") as tree:
+        assert "edited during sweep-1" in (tree / "fake_bench.py").read_text(), "checked once per sweep"
+    with pool.checkout(repo.path, repo.shas[0], checked_for="sweep-2") as tree:
+        assert "WORK_MS = 4.0" in (tree / "fake_bench.py").read_text(), "the next sweep checks it again"
+
+
 def test_another_homes_prune_never_touches_this_homes_worktrees(tmp_path, repo):
     """A container's worktrees live at paths the host cannot see: there they look missing."""
     mine = WorktreePool(tmp_path / "container-home")

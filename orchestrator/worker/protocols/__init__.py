@@ -3,9 +3,10 @@
 Every protocol is a ``BenchReader``: the bench task renders the command, then calls ``execute`` with
 a ``start`` that launches one process of it (``worker.proc.launch``: logs, CPU pinning, the host
 lock's marker) and a ``StopSignal``; after the last process exited 0, ``complete`` reads what the
-bench left behind. ``header``, ``summary`` and ``steps`` are then what the store writes. What a
-reader can do is declared in ``orchestrator.capabilities`` (``info``); ``READERS`` names each
-protocol's reader.
+bench left behind. ``header``, ``summary`` and ``steps`` are then what the store writes; the steps
+go to a ``StepLog`` as they arrive (bounded memory: its spool is in the run's log directory), at
+most the sweep's ``max_steps`` of them. What a reader can do is declared in
+``orchestrator.capabilities`` (``info``); ``READERS`` names each protocol's reader.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from typing import ClassVar, Protocol
 from orchestrator.capabilities import Capability, ProtocolInfo, describe
 from orchestrator.contract import PlannedRun, StepRecord
 from orchestrator.store.parquet import RunResult
+from orchestrator.store.step_log import StepLog
 from orchestrator.worker.proc import BenchProcess
 
+STEP_SPOOL = "steps.spool.parquet"  # in the run's log directory
 Start = Callable[[], BenchProcess]
 OnStep = Callable[[StepRecord, int], None]  # (the step, how many steps so far)
 
@@ -43,7 +46,7 @@ class BenchReader(ABC):
         self.result_path = log_dir / "result.json"  # {result}
         self.header: dict | None = None
         self.summary: dict | None = None  # throughput, measure_wall_s, phase_means_ms, metrics
-        self.steps: list[StepRecord] = []
+        self.steps = StepLog(spool=log_dir / STEP_SPOOL, sweep_id=run.sweep_id, run_key=run.run_key)
         self.bad_input: str | None = None  # why the sweep's input failed the run (exit 2 at the client)
         self.on_record: Callable[[dict | None], None] = lambda record: None  # each streamed record, in order
         for path in (self.stream_path, self.result_path):
@@ -81,6 +84,13 @@ class BenchReader(ABC):
     def reported_peak_rss_mib(self) -> float | None:
         """The bench's own account of its peak RSS, when its protocol carries one."""
         return None
+
+
+def too_many_steps(run: PlannedRun, steps: int) -> str | None:
+    """Why ``steps`` steps are more than ``run`` may report (the sweep's ``max_steps``), or None."""
+    if run.max_steps is None or steps <= run.max_steps:
+        return None
+    return f"the bench reported more than max_steps={run.max_steps} steps (the sweep key max_steps)"
 
 
 def int_param(params: dict, name: str, default: int) -> int:

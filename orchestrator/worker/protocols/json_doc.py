@@ -15,7 +15,7 @@ from pathlib import Path
 from statistics import fmean
 
 from orchestrator.contract import StepRecord
-from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal
+from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal, too_many_steps
 from orchestrator.worker.safe_files import NotRegularFileError, TooLargeError, read_regular
 
 MAX_DOCUMENT_BYTES = 64 * 2**20
@@ -37,13 +37,18 @@ class JsonDocReader(BenchReader):
     def complete(self) -> str | None:
         try:
             document = read_json_document(self.result_path)
-            self.summary, self.steps = map_document(document, self.run.json_mapping)
+            self.summary, steps = map_document(document, self.run.json_mapping)
             versions = versions_of(document, self.run.json_mapping.get("versions"))
         except DocumentError as exc:
             return str(exc)
         except JsonPathError as exc:
-            self.summary, self.steps = None, []
+            self.summary = None
             return f"result document {self.result_path}: {exc}"
+        if (too_many := too_many_steps(self.run, len(steps))) is not None:
+            self.summary = None
+            return f"result document {self.result_path}: {too_many}"
+        for step in steps:
+            self.steps.append(step)
         self.header = {"audit": {"versions": versions}} if versions is not None else None
         return None
 

@@ -20,7 +20,8 @@ from typing import ClassVar, TypeVar
 from orchestrator.capabilities import TIME_METRIC
 from orchestrator.contract import StepRecord
 from orchestrator.store.parquet import RunResult
-from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal
+from orchestrator.store.step_log import StepLog
+from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal, too_many_steps
 from orchestrator.worker.protocols.json_doc import DocumentError, read_json_document, wait_for_exit
 
 MS_PER_UNIT: dict[str, float] = {"s": 1e3, "second": 1e3, "ms": 1.0, "us": 1e-3, "ns": 1e-6}
@@ -106,8 +107,11 @@ class SuiteReader(BenchReader):
                     f"it has {self.names_text()}")
         if bench.error is not None:
             return f"{self.tool} benchmark {case!r} did not run: {bench.error}"
+        steps = bench.steps()
+        if (too_many := too_many_steps(self.run, len(steps))) is not None:
+            return f"{self.tool} benchmark {case!r}: {too_many}"
         self.header = {"audit": {**self.tool_audit, "source_unit": bench.unit}}
-        self.summary, self.steps = bench.summary(), bench.steps()
+        self.summary, self.steps = bench.summary(), StepLog(steps)
         return None
 
     def with_cases(self, result: RunResult) -> RunResult:

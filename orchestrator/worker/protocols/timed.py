@@ -18,7 +18,7 @@ from orchestrator.capabilities import TIMED_PHASES
 from orchestrator.contract import StepRecord
 from orchestrator.store.parquet import BenchUsage
 from orchestrator.worker.proc import BenchProcess
-from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal, int_param
+from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal, int_param, too_many_steps
 
 WATCH_INTERVAL_S = 0.05
 
@@ -41,6 +41,8 @@ class TimedReader(BenchReader):
         return self.measure
 
     def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
+        if (too_many := too_many_steps(self.run, self.measure)) is not None:
+            return f"params.measure={self.measure}: {too_many}"
         samples: list[tuple[float, float, float, float | None]] = []  # wall, user, sys ms; rss MiB
         for index in range(self.warmup + self.measure):
             if stop.expired():  # first asked here, in the task's thread (the watcher asks later)

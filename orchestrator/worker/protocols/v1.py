@@ -21,7 +21,7 @@ class StreamReader(BenchReader):
         return int_param(self.run.params, "warmup", 0) + int_param(self.run.params, "measure", 0)
 
     def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
-        self.state = StreamState()
+        self.state = StreamState(steps=self.steps, max_steps=self.run.max_steps)
         self.kindless = 0  # records the reader skipped: no known "kind"
         proc = start()
         try:
@@ -33,11 +33,11 @@ class StreamReader(BenchReader):
                 if kind == "header":
                     check_sha(self.state.header, self.run.sha)
                 elif kind == "step":
-                    on_step(self.state.steps[-1], len(self.state.steps))
+                    on_step(self.steps.last, len(self.steps))
         except ProtocolError as exc:
             return str(exc)
         finally:
-            self.header, self.summary, self.steps = self.state.header, self.state.summary, self.state.steps
+            self.header, self.summary = self.state.header, self.state.summary
         return None
 
     def bench_error(self) -> str | None:

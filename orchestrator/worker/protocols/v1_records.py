@@ -1,5 +1,6 @@
 """Run protocol v1's records (docs/design.md, "Run protocol (v1)"): ``StreamState`` validates and
-accumulates the NDJSON records of one bench stream, line by line, as the reader tails it."""
+accumulates the NDJSON records of one bench stream, line by line, as the reader tails it; its steps
+go to a ``StepLog`` (the reader's: bounded memory), at most ``max_steps`` of them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 
 from orchestrator.contract import PROTOCOL_VERSION, StepRecord
 from orchestrator.errors import ProtocolError
+from orchestrator.store.step_log import StepLog
 
 MAX_PHASES = 256  # phase timings one step may report (each becomes rows and, as a mean, a column)
 
@@ -19,7 +21,8 @@ class StreamState:
     """Everything read from one bench stream so far."""
 
     header: dict | None = None
-    steps: list[StepRecord] = field(default_factory=list)
+    steps: StepLog = field(default_factory=StepLog)
+    max_steps: int | None = None  # more steps than this is a protocol error (the sweep's max_steps)
     summary: dict | None = None
     error: dict | None = None
     lines_read: int = 0
@@ -74,9 +77,13 @@ class StreamState:
         except (TypeError, ValueError):
             raise ProtocolError(f"{self._where()}: non-numeric phase timing in {phases!r:.200}") from None
         _check_timings(ms, f"{self._where()} (step {record['step']})")
-        if self.steps and record["step"] <= self.steps[-1].step:
+        last = self.steps.last
+        if last is not None and record["step"] <= last.step:
             raise ProtocolError(f"{self._where()}: step {record['step']} does not follow step "
-                                f"{self.steps[-1].step} (step numbers must increase)")
+                                f"{last.step} (step numbers must increase)")
+        if self.max_steps is not None and len(self.steps) >= self.max_steps:
+            raise ProtocolError(f"{self._where()}: the bench reported more than max_steps={self.max_steps} "
+                                "steps (the sweep key max_steps)")
         warmup = bool(record.get("warmup", False))
         self.steps.append(StepRecord(step=record["step"], warmup=warmup, phases=ms))
         if isinstance(block := record.get("block"), int) and not isinstance(block, bool):
