@@ -59,10 +59,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             return 0
     if record is None:
         raise _unknown(sweep_id, address, root)
-    from orchestrator.store.query import run_statuses
-
-    state = lifecycle.current_status(record, sweep_record.client_alive(root, sweep_id))
-    print(format_recorded(record, run_statuses(root, sweep_id), state))
+    print(_format_recorded(root, record))
     return 0
 
 
@@ -79,7 +76,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     sweep_id, record = _find_sweep(root, args.sweep_id, args.scheduler)
     address = args.scheduler or _live_scheduler(root, record)
     if address is None:
-        state = lifecycle.current_status(record, sweep_record.client_alive(root, sweep_id)) if record else "?"
+        state = _recorded_state(root, record) if record else "?"
         raise InvalidInputError(f"sweep {sweep_id} is not running (its record: {state}), and no "
                                 f"--scheduler was given to cancel it on")
     with connect(address) as conn:
@@ -93,7 +90,10 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         Event(cancel_event_name(sweep_id, token), client=conn.client).set()
         print(f"cancel requested for sweep {sweep_id} on {address}", flush=True)
         if view is not None and args.wait_s > 0:
-            view = _wait_until_stopped(conn.client, sweep_id, args.wait_s)
+            view = _wait_until_stopped(conn.client, sweep_id, args.wait_s, root if record else None)
+            if view is None:  # the sweep stopped and its client took its embedded scheduler with it
+                print(_format_recorded(root, sweep_record.read_record(root, sweep_id)))
+                return 0
     if view is not None:
         print(format_live(view, address))
     if view is not None and args.wait_s > 0 and view["sweep"]["state"] == "running":
@@ -206,14 +206,40 @@ def _snapshot_view(client: Client, sweep_id: str | None) -> dict | None:
     return view if view["installed"] and view["sweep"] is not None else None
 
 
-def _wait_until_stopped(client: Client, sweep_id: str, wait_s: float) -> dict | None:
-    """The board's view once the sweep is no longer running, or the last one after ``wait_s``."""
+def _wait_until_stopped(client: Client, sweep_id: str, wait_s: float, root: Path | None) -> dict | None:
+    """The board's view once the sweep is no longer running, or the last one after ``wait_s``; None
+    when the scheduler went away and the sweep's record under ``root`` says it stopped (an embedded
+    cluster ends with the client that stopped the sweep)."""
     deadline = time.monotonic() + wait_s
     while True:
-        view = _snapshot_view(client, sweep_id)
+        try:
+            view = _snapshot_view(client, sweep_id)
+        except ClusterError:
+            if root is not None and _stopped_on_record(root, sweep_id, deadline):
+                return None
+            raise
         if view is None or view["sweep"]["state"] != "running" or time.monotonic() >= deadline:
             return view
         time.sleep(0.2)
+
+
+def _stopped_on_record(root: Path, sweep_id: str, deadline: float) -> bool:
+    """Whether the sweep's record stops saying "running" before ``deadline`` (monotonic)."""
+    while _recorded_state(root, sweep_record.read_record(root, sweep_id)) == "running":
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _recorded_state(root: Path, record: SweepRecord) -> str:
+    return lifecycle.current_status(record, sweep_record.client_alive(root, record.sweep_id))
+
+
+def _format_recorded(root: Path, record: SweepRecord) -> str:
+    from orchestrator.store.query import run_statuses
+
+    return format_recorded(record, run_statuses(root, record.sweep_id), _recorded_state(root, record))
 
 
 def _unknown(sweep_id: str, address: str | None, root: Path) -> UnknownSweepError:

@@ -154,7 +154,7 @@ def test_bad_yaml_waivers_are_invalid_input(tmp_path, monkeypatch, capsys, waive
 @pytest.mark.slow
 def test_a_sweep_whose_every_fail_is_waived_in_its_yaml_exits_0(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
-    repo = make_fake_repo(tmp_path)
+    repo = make_fake_repo(tmp_path, work_ms=(40.0, 20.0))  # new is 2x faster: a FAIL of max_ratio 1.0
     monkeypatch.chdir(repo.path)
     waiver = {"case": "sac/fake/none", "side": "new", "gate": 0, "reason": "faster is fine", "by": "qa"}
     assert main(["run", sweep_file(tmp_path, waivers=[waiver]), "--no-progress"]) == EXIT_OK

@@ -26,18 +26,19 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
 
 
-def make_fake_repo(root: Path) -> FakeRepo:
-    """A repo with two commits of fake_bench.py that differ only in WORK_MS."""
+def make_fake_repo(root: Path, work_ms: tuple[float, float] = WORK_MS) -> FakeRepo:
+    """A repo with two commits of fake_bench.py that differ only in WORK_MS (``work_ms``: theirs; steps
+    of tens of ms keep a 2x change decisive on a loaded machine, where a sleep overshoots by ms)."""
     repo = root / "benchrepo"
     repo.mkdir()
     git(repo, "init", "-q")
     bench = repo / "fake_bench.py"
     shas = []
-    for work_ms in WORK_MS:
-        source = FAKE_BENCH.read_text().replace("WORK_MS = 4.0", f"WORK_MS = {work_ms}")
+    for ms in work_ms:
+        source = FAKE_BENCH.read_text().replace("WORK_MS = 4.0", f"WORK_MS = {ms}")
         bench.write_text(source)
         git(repo, "add", "fake_bench.py")
-        git(repo, "commit", "-q", "-m", f"fake bench, WORK_MS={work_ms}")
+        git(repo, "commit", "-q", "-m", f"fake bench, WORK_MS={ms}")
         shas.append(git(repo, "rev-parse", "HEAD"))
     return FakeRepo(path=repo, shas=(shas[0], shas[1]))
 
