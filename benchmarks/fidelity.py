@@ -1,11 +1,18 @@
 """Fidelity of what shasweep measures: every figure through ``shasweep run`` (protocol time), against
-the truth or an independent tool, measured in one run on this machine.
+the truth or an independent measurement of the same thing, in one run on this machine.
 
 1. ``sleep 0.05`` vs ``sleep 0.1``: the ratio of the sides' median ``wall_ms`` (target: within 2 % of
-   0.5, the kernel's own ratio; a launcher inside the measured window pulls it toward 1).
+   0.5; a launcher inside the measured window pulls it toward 1), beside the same commands started
+   by this script alone (``posix_spawn`` + ``wait4``, interleaved with the sweeps' rounds): the
+   command's own ratio, which includes ``sleep``'s exec and start (about 1.5 ms here). shasweep's
+   ratio must be within 1 % of it.
 2. A CPU-bound Python loop of N vs 2N iterations: the ratio of median ``wall_ms`` and ``user_ms``
-   (target: within 3 % of 2.0; the interpreter's start-up, a few ms against seconds of work, is the
-   one part that does not double).
+   (target: within 3 % of 2.0), and each run's figures against the loop's own timing, which the
+   bench prints (``perf_counter`` and ``process_time`` around the loop): shasweep's 2N/N ratios must
+   be within 1 % of the bench's own, and a run's ``wall_ms`` exceeds the loop's own wall by the
+   interpreter's start and exit only. On a shared VM the CPU time of one loop moves by 10-25 % from run
+   to run (the host's other tenants), so the literal 2.0 needs an idle host; the agreement with the
+   bench's own figures does not.
 3. Peak RSS of a ~13 MiB and a ~500 MiB bench: shasweep's ``bench_max_rss_mib`` (and where it came
    from, ``rss_source``) against ``/usr/bin/time -v``'s maximum resident set size of the same command
    (target: within 5 %).
@@ -13,10 +20,10 @@ the truth or an independent tool, measured in one run on this machine.
    bench starts (outside every measured window) and the wall the helper measures for ``true`` (spawn
    to reap: all a launch adds inside a measured window).
 
-Each sweep has ``repeats`` interleaved rounds (default 5; the medians are over them). Run it on an
+Each sweep has ``repeats`` interleaved rounds (default 8; the medians are over them). Run it on an
 idle machine for figures; ``--smoke`` runs a short version that only proves the script works.
 
-Usage: python benchmarks/fidelity.py [--repeats 5] [--cpu-s 1.0] [--smoke]
+Usage: python benchmarks/fidelity.py [--repeats 8] [--cpu-s 1.0] [--smoke]
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,7 +43,15 @@ import pandas as pd
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-CPU_LOOP = "import sys\nn = int(sys.argv[1])\nx = 0\nfor i in range(n): x += i * i\n"
+CPU_LOOP = """import sys, time
+n = int(sys.argv[1])
+wall, cpu = time.perf_counter(), time.process_time()
+x = 0
+for i in range(n): x += i * i
+wall, cpu = (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
+print(f"own wall_ms {wall:.3f} cpu_ms {cpu:.3f}")
+"""
+OWN = re.compile(r"own wall_ms ([0-9.]+) cpu_ms ([0-9.]+)")
 ALLOCATE = "import sys\nb = bytearray(int(sys.argv[1]) * 2**20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
 PYTHON_ALONE_MIB = 8  # roughly what `python -I -S` itself holds; the 13 MiB bench allocates the rest
 
@@ -91,6 +107,25 @@ def verdict(value: float, target: float, tolerance: float, smoke: bool) -> str:
     return "PASS" if abs(value / target - 1) <= tolerance else "FAIL"
 
 
+def bare_wall_ms(argv: list[str], times: int) -> float:
+    """Median wall of ``argv`` started by this process alone (``posix_spawn`` to ``wait4``), in ms."""
+    path = shutil.which(argv[0])
+    walls = []
+    for _ in range(times):
+        began = time.perf_counter_ns()
+        pid = os.posix_spawn(path, argv, os.environ)
+        os.wait4(pid, 0)
+        walls.append((time.perf_counter_ns() - began) / 1e6)
+    return statistics.median(walls)
+
+
+def own_timings(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with the loop's own ``own_wall_ms`` and ``own_cpu_ms``, from each run's stdout.log."""
+    found = [OWN.search((Path(d) / "stdout.log").read_text()) for d in runs["log_dir"]]
+    return runs.assign(own_wall_ms=[float(m.group(1)) for m in found],
+                       own_cpu_ms=[float(m.group(2)) for m in found])
+
+
 def gnu_time_rss_mib(argv: list[str], cwd: Path) -> float:
     report = subprocess.run(["/usr/bin/time", "-v", *argv], cwd=cwd, capture_output=True, text=True,
                             check=True).stderr
@@ -115,7 +150,7 @@ def launch_costs(root: Path, times: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds per sweep (default 5)")
+    parser.add_argument("--repeats", type=int, default=8, help="interleaved rounds per sweep (default 8)")
     parser.add_argument("--cpu-s", type=float, default=1.0,
                         help="about how many seconds the smaller CPU-bound run takes (default 1)")
     parser.add_argument("--smoke", action="store_true", help="a short run that only proves the script works")
@@ -128,18 +163,25 @@ def main() -> None:
               f"load average {os.getloadavg()[0]:.2f} at start")
 
         sleeps = run_sweep(repo, "sleep", two_sides(["sleep", "{secs}"], "secs", 0.05, 0.1, repeats))
-        ratio = side_ratio(sleeps, "wall_ms")
-        print(f"1. sleep 0.05 / sleep 0.1 wall: {1 / ratio:.4f} (target 0.5 +- 2 %) "
-              f"{verdict(1 / ratio, 0.5, 0.02, args.smoke)}")
+        ratio = 1 / side_ratio(sleeps, "wall_ms")
+        bare = bare_wall_ms(["sleep", "0.05"], 4 * repeats) / bare_wall_ms(["sleep", "0.1"], 4 * repeats)
+        print(f"1. sleep 0.05 / sleep 0.1 wall: {ratio:.4f} (target 0.5 +- 2 %) "
+              f"{verdict(ratio, 0.5, 0.02, args.smoke)}; the commands alone (posix_spawn to wait4): "
+              f"{bare:.4f}, shasweep / alone {ratio / bare:.4f} (target 1.0 +- 1 %) "
+              f"{verdict(ratio / bare, 1.0, 0.01, args.smoke)}")
 
-        loops = round(cpu_s * 2e7)  # about 2e7 loop iterations per second of CPython on a current core
-        cpu = run_sweep(repo, "cpu", two_sides(["{python}", "-I", "-S", "cpu_loop.py", "{n}"], "n", loops,
-                                               2 * loops, repeats))
-        for column in ("wall_ms", "user_ms"):
-            ratio = side_ratio(cpu, column)
+        loops = round(cpu_s * 5e6)  # about 5e6 loop iterations per second of CPython on this VM's cores
+        loop = ["{python}", "-I", "-S", "cpu_loop.py", "{n}"]
+        cpu = own_timings(run_sweep(repo, "cpu", two_sides(loop, "n", loops, 2 * loops, repeats)))
+        for column, own in (("wall_ms", "own_wall_ms"), ("user_ms", "own_cpu_ms")):
+            ratio, own_ratio = side_ratio(cpu, column), side_ratio(cpu, own)
             smaller_ms = cpu[cpu["side"] == "x1"][column].median()
             print(f"2. CPU-bound 2N / N {column}: {ratio:.4f} (target 2.0 +- 3 %, N: {smaller_ms:.0f} ms) "
-                  f"{verdict(ratio, 2.0, 0.03, args.smoke)}")
+                  f"{verdict(ratio, 2.0, 0.03, args.smoke)}; the loop's own timing: {own_ratio:.4f}, "
+                  f"shasweep / own {ratio / own_ratio:.4f} (target 1.0 +- 1 %) "
+                  f"{verdict(ratio / own_ratio, 1.0, 0.01, args.smoke)}")
+        outside = (cpu["wall_ms"] - cpu["own_wall_ms"]).median()
+        print(f"   a run's wall_ms minus the loop's own wall (interpreter start and exit): {outside:.1f} ms")
 
         for mib in (13, 500):
             allocate = mib - PYTHON_ALONE_MIB
