@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import ruptures
 
 MIN_SEGMENT = 3  # sweeps; a change point needs this many sweeps on each side
 PENALTY_SIGMAS = 2.0
@@ -53,6 +52,8 @@ def segments(values: Sequence[float]) -> list[Segment]:
     if sigma == 0.0:  # constant differences (e.g. identical values): use a scale of the values
         sigma = max(float(np.std(series)), 1e-12 * max(1.0, float(np.max(np.abs(series)))))
     penalty = PENALTY_SIGMAS * sigma * math.log(n)
+    import ruptures  # about a second to import: only a history long enough to split pays it
+
     ends = ruptures.Pelt(model="l1", min_size=MIN_SEGMENT, jump=1).fit(series.reshape(-1, 1)).predict(
         pen=penalty)
     starts = [0, *ends[:-1]]
