@@ -51,7 +51,7 @@ from orchestrator.spec.load import load_spec
 from orchestrator.spec.record import SweepRecord, spec_to_json
 from orchestrator.store import query
 from orchestrator.store.compact import write_compacted
-from orchestrator.store.parquet import STANDARD_PHASES, BenchUsage, RunResult, run_table, steps_table
+from orchestrator.store.parquet import BenchUsage, RunResult, run_table, steps_table
 from orchestrator.store.parquet import write_run as write_single_run
 from orchestrator.store.records import write_record
 from orchestrator.worker.hostinfo import collect_host
@@ -59,7 +59,9 @@ from orchestrator.worker.hostinfo import collect_host
 CASES = [f"sac/task{i:02d}/mujoco" for i in range(12)]
 CASES_PER_SWEEP, REPEATS, SIDES = 4, 5, ("base", "cand")
 RUNS_PER_SWEEP = CASES_PER_SWEEP * REPEATS * len(SIDES)
-PHASES = STANDARD_PHASES[:12]
+# the phases an envruntime collector step reports (docs/design.md, "Run protocol")
+PHASES = ("collector_step_ms", "env_step_ms", "policy_ms", "replay_ms", "apply_action_ms", "physics_ms",
+          "update_state_ms", "reset_done_ms", "d2h_ms", "obs_ms", "reward_ms", "termination_ms")
 STEPS, WARMUP = 50, 5
 HOSTS = (platform.node(), "bench-b", "bench-c")
 COMMAND = ["{python}", "bench.py", "--stream", "{stream}", "--envs", "{num_envs}"]
