@@ -49,14 +49,13 @@ import torch
 
 from envruntime.backends import SIMS, default_threads
 from envruntime.bench.header import build_audit
-from envruntime.bench.protocol import StreamWriter
+from envruntime.bench.protocol import StreamWriter, control_commands
 from envruntime.collect.actors import ALGOS
 from envruntime.collect.collector import Collector, make_collector
 from envruntime.collect.policy import ACTIONS, DEVICES, CudaUnavailableError, torch_device
 from envruntime.envs.vecenv import VecEnv
 from envruntime.kernels.parallel import threading_layer
 from envruntime.tasks import TASKS, VARIANTS, make_env
-from orchestrator.benchkit import control_commands  # the control channel, as users' benches read it
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1

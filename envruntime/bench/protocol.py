@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TextIO
@@ -82,3 +83,18 @@ class StreamWriter:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def control_commands(path: str | Path) -> Iterator[tuple[int, int, bool]]:
+    """``(block, steps, warmup)`` of each ``run`` command read from the control FIFO at ``path``, until
+    ``end`` or end-of-file; blocks while none is waiting. ValueError for anything else."""
+    with open(path, encoding="utf-8") as channel:
+        for line in channel:
+            if not line.strip():
+                continue
+            command = json.loads(line)
+            if not isinstance(command, dict) or command.get("cmd") not in ("run", "end"):
+                raise ValueError(f"unknown control command {line.strip()[:200]!r}")
+            if command["cmd"] == "end":
+                return
+            yield int(command["block"]), int(command["steps"]), bool(command.get("warmup", False))
