@@ -48,6 +48,7 @@ def git_head() -> str:
                           check=True).stdout.strip()
 
 
+@pytest.mark.slow
 def test_manager_run_streams_every_record_type(tmp_path: Path) -> None:
     stream = tmp_path / "run.ndjson"
     proc = run_cli(bench_argv(stream), env={"ENVRUNTIME_TORCH_THREADS": "1"})
@@ -96,6 +97,7 @@ def test_manager_run_streams_every_record_type(tmp_path: Path) -> None:
     assert summary["peak_rss_mb"] > 0
 
 
+@pytest.mark.slow
 def test_flashsac_direct_run_to_a_fifo(tmp_path: Path) -> None:
     fifo = tmp_path / "stream.fifo"
     os.mkfifo(fifo)
@@ -217,6 +219,7 @@ def test_invalid_arguments_exit_2_with_an_error_record(
     assert record["kind"] == "error" and expected in record["message"]
 
 
+@pytest.mark.slow
 def test_stream_to_stdout_is_refused_with_exit_2(tmp_path: Path) -> None:
     proc = run_cli(bench_argv(Path("/dev/stdout"), task="go3_moonwalk"))
     assert proc.returncode == 2 and proc.stdout == ""

@@ -35,6 +35,7 @@ def _env(variant: str, n: int, cfg: G1MotionTrackingCfg, sim: str = "mujoco") ->
     return FACTORIES[variant](make_backend(sim, XML_PATH, n, threads=1), cfg)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["manager", "direct"])
 def test_make_env_builds_a_vecenv(variant: str) -> None:
     env = make_env("g1_motion_tracking", "mujoco", variant, num_envs=4, threads=1)
@@ -151,6 +152,7 @@ def test_manager_and_direct_agree_bit_for_bit() -> None:
                                   envs[1].sampler.failure_rate)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_variants_agree_on_the_float32_motrix_backend() -> None:
     envs = [make_env("g1_motion_tracking", "motrix", v, num_envs=4, threads=1) for v in ("manager", "direct")]
     assert envs[0].backend.dtype == np.float32

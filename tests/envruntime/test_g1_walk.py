@@ -23,6 +23,7 @@ def _env(variant: str, cfg: G1WalkCfg, n: int = N):
     return FACTORIES[variant](MujocoBackend(XML_PATH, num_envs=n, threads=1), cfg)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["manager", "direct"])
 def test_make_env_builds_a_vecenv(variant: str) -> None:
     env = make_env("g1_walk_flat", "mujoco", variant, num_envs=4, threads=1)
@@ -91,6 +92,7 @@ def test_manager_and_direct_agree_bit_for_bit() -> None:
         e.close()
 
 
+@pytest.mark.slow
 def test_variants_agree_on_the_float32_motrix_backend() -> None:
     """MotrixSim keeps float32 state: both variants build on it, step, and still agree exactly."""
     envs = [make_env("g1_walk_flat", "motrix", v, num_envs=4, threads=1) for v in ("manager", "direct")]

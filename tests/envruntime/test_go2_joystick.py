@@ -82,6 +82,7 @@ def test_manager_and_direct_agree_bit_for_bit() -> None:
     assert terminated >= 10 and truncated >= 10
 
 
+@pytest.mark.slow
 def test_variants_agree_on_a_float32_backend() -> None:
     """MotrixSim keeps float32 state: both variants accept it and still agree exactly."""
     envs = [make_env("go2_joystick_flat", "motrix", v, num_envs=4, threads=1) for v in ("manager", "direct")]

@@ -200,6 +200,7 @@ def test_stage_reference_state(scene: dict, rng: np.random.Generator) -> None:
         np.testing.assert_array_equal(qvel[i, 6:], s["joint_vel"][t])
 
 
+@pytest.mark.slow
 def test_observation_kernels(scene: dict) -> None:
     s = scene
     rows = np.array([5, 0, 3])

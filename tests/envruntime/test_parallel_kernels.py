@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from envruntime.kernels.parallel import LAYER_PRIORITY, SERIAL_ENV
 
@@ -31,6 +32,7 @@ def run_rollout(out: Path, threads: int, serial: bool) -> dict[str, np.ndarray]:
         return dict(data)
 
 
+@pytest.mark.slow
 def test_parallel_kernels_are_bitwise_equal_to_the_serial_ones(tmp_path: Path) -> None:
     serial = run_rollout(tmp_path / "serial.npz", 1, serial=True)
     parallel = run_rollout(tmp_path / "parallel.npz", PARALLEL_THREADS, serial=False)

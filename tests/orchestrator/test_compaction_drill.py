@@ -88,6 +88,7 @@ def assert_whole(root: Path, expected: tuple[list, list], plain: bool = True) ->
         assert plain_runs(root) == expected[0] and plain_steps(root) == expected[1], "so do pandas and duckdb"
 
 
+@pytest.mark.slow
 def test_killed_at_any_step_the_root_stays_whole_and_the_next_compaction_finishes(template, tmp_path):
     base, expected = template
     for copy in kill_at_every_step(base, tmp_path / "kills", fallback=False):
@@ -100,6 +101,7 @@ def test_killed_at_any_step_the_root_stays_whole_and_the_next_compaction_finishe
         assert [len(list((root / kind / f"sweep={SWEEP}").iterdir())) for kind in ("runs", "steps")] == [1, 1]
 
 
+@pytest.mark.slow
 def test_without_directory_exchange_a_crash_hides_a_sweep_until_the_next_compaction(template, tmp_path):
     base, expected = template
     for copy in kill_at_every_step(base, tmp_path / "kills", fallback=True):

@@ -36,6 +36,7 @@ def flagged(runs: pd.DataFrame) -> list[hosts.HostCheck]:
     return [c for c in hosts.host_checks(runs, CASES, SIDES, "base", ["throughput"]) if c.flagged]
 
 
+@pytest.mark.slow
 def test_false_alarm_rate_when_all_hosts_agree_is_within_the_family_level():
     rng = np.random.default_rng(1)
     alarms = sum(bool(flagged(fleet_runs(rng))) for _ in range(SWEEPS))
@@ -44,6 +45,7 @@ def test_false_alarm_rate_when_all_hosts_agree_is_within_the_family_level():
     assert alarms / SWEEPS <= limit, f"{alarms} of {SWEEPS} agreeing fleets flagged a host"
 
 
+@pytest.mark.slow
 def test_a_host_whose_ratio_is_off_by_10_percent_is_found_and_named():
     rng = np.random.default_rng(2)
     hits = wrong = 0
@@ -55,6 +57,7 @@ def test_a_host_whose_ratio_is_off_by_10_percent_is_found_and_named():
     assert wrong / SWEEPS <= 0.02, f"a healthy host flagged in {wrong} of {SWEEPS} sweeps"
 
 
+@pytest.mark.slow
 def test_a_host_off_by_5_percent_is_usually_found():
     """Half the effect: the per-host medians of 8 rounds (about 1.2% noise each) still show it mostly;
     which host is farthest from the others is then less certain."""

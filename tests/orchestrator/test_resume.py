@@ -85,6 +85,7 @@ def test_results_of_another_plan_are_refused(recorded):
         plan_resume(root, sweep_id)
 
 
+@pytest.mark.slow
 def test_a_sweep_being_dispatched_cannot_be_resumed(recorded):
     _, root, sweep_id, _ = recorded
     with sweep_record.sweep_lock(root, sweep_id):

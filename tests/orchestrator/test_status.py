@@ -143,6 +143,7 @@ def running_bench(home: Path, measure: int) -> int | None:
     return None
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_run_cancels_its_own_sweep(tmp_path, repo, monkeypatch, capsys):
     long_run = 100_000  # steps of the "new" side: it runs until it is cancelled
     sweep = {"name": "ctrlc", "sides": {"old": {"ref": "HEAD~1"},

@@ -183,6 +183,7 @@ def test_two_processes_writing_the_index_at_once_lose_nothing(tmp_path):
     assert sorted(set(everything["sweep_id"])) == sweeps and len(everything) == 8 * 4
 
 
+@pytest.mark.slow
 def test_the_cli_compacts_indexes_and_refuses_what_it_cannot(root, capsys):
     with sweep_lock(root, SWEEPS[0]):  # being run by another process
         assert main(["compact", "--all", "--results", str(root)]) == EXIT_OK
