@@ -91,7 +91,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         print(f"cancel requested for sweep {sweep_id} on {address}", flush=True)
         if view is not None and args.wait_s > 0:
             view = _wait_until_stopped(conn.client, sweep_id, args.wait_s, root if record else None)
-            if view is None:  # the sweep stopped and its client took its embedded scheduler with it
+            if view is None and record is not None:  # the sweep's client may have ended its scheduler
                 print(_format_recorded(root, sweep_record.read_record(root, sweep_id)))
                 return 0
     if view is not None:
