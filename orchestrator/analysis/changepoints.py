@@ -1,18 +1,18 @@
 """Change points: where did a series of per-sweep medians shift to a new level?
 
-PELT (``ruptures.Pelt``) with the L1 cost (absolute deviations from each segment's median) and
-segments of at least ``MIN_SEGMENT`` sweeps. With the L1 cost a single odd sweep cannot pay for a
-segment of its own: in a short segment with its neighbours it costs as much as where it is (its
-distance to a median), so an outlier sweep is not a change point, while a shift that lasts
-costs every later sweep and is found. The penalty per change point is
-``PENALTY_SIGMAS * sigma * log(n)`` (a BIC-like penalty in the cost's units), with sigma a robust
-noise scale of the series: the median absolute difference of consecutive values / (0.6745 *
-sqrt 2), which shifts and outliers barely move.
-docs/design.md ("Change points") says why this and not a t-test segmentation.
-"""
+The optimal partition (what PELT finds, computed here exactly by dynamic programming) with the L1
+cost (absolute deviations from each segment's median) and segments of at least ``MIN_SEGMENT``
+sweeps. With the L1 cost a single odd sweep cannot pay for a segment of its own: in a short segment
+with its neighbours it costs as much as where it is (its distance to a median), so an outlier sweep
+is not a change point, while a shift that lasts costs every later sweep and is found. The penalty
+per change point is ``PENALTY_SIGMAS * sigma * log(n)`` (a BIC-like penalty in the cost's units),
+with sigma a robust noise scale of the series: the median absolute difference of consecutive values
+/ (0.6745 * sqrt 2), which shifts and outliers barely move. docs/design.md ("Change points") says
+why this and not a t-test segmentation."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +22,7 @@ import pandas as pd
 
 MIN_SEGMENT = 3  # sweeps; a change point needs this many sweeps on each side
 PENALTY_SIGMAS = 2.0
-MAX_SWEEPS = 200  # per side, the latest; PELT with the L1 cost takes ~1 s for 200 values, ~6 s for 500
+MAX_SWEEPS = 200  # per side, the latest: what a history's plot can show; the search takes ~30 ms for 200
 _MAD_TO_SIGMA = 1.0 / (0.6745 * math.sqrt(2.0))  # of consecutive differences of Gaussian noise
 
 
@@ -52,12 +52,46 @@ def segments(values: Sequence[float]) -> list[Segment]:
     if sigma == 0.0:  # constant differences (e.g. identical values): use a scale of the values
         sigma = max(float(np.std(series)), 1e-12 * max(1.0, float(np.max(np.abs(series)))))
     penalty = PENALTY_SIGMAS * sigma * math.log(n)
-    import ruptures  # about a second to import: only a history long enough to split pays it
-
-    ends = ruptures.Pelt(model="l1", min_size=MIN_SEGMENT, jump=1).fit(series.reshape(-1, 1)).predict(
-        pen=penalty)
+    ends = _optimal_ends(series, penalty)
     starts = [0, *ends[:-1]]
     return [Segment(s, e, float(np.median(series[s:e]))) for s, e in zip(starts, ends, strict=True)]
+
+
+def _l1_costs(series: np.ndarray, start: int) -> np.ndarray:
+    """``costs[end]``: the sum of absolute deviations of ``series[start:end]`` from its median, for
+    every ``end`` (0 where the segment is shorter than ``MIN_SEGMENT``). Any value between the two
+    middle ones of an even segment gives the same sum, so the lower middle serves."""
+    n = len(series)
+    costs = np.zeros(n + 1)
+    ordered: list[float] = []
+    for end in range(start + 1, n + 1):
+        bisect.insort(ordered, float(series[end - 1]))
+        if end - start >= MIN_SEGMENT:
+            half = len(ordered) // 2
+            # sum above the median minus sum below it; the middle of an odd segment counts nowhere
+            costs[end] = sum(ordered[len(ordered) - half:]) - sum(ordered[:half])
+    return costs
+
+
+def _optimal_ends(series: np.ndarray, penalty: float) -> list[int]:
+    """The segment ends (the last is ``len(series)``) minimising the sum of the segments' L1 costs
+    plus ``penalty`` per segment, every segment at least ``MIN_SEGMENT`` long; exact (dynamic
+    programming over every admissible split), the earliest split winning a tie."""
+    n = len(series)
+    best = np.full(n + 1, np.inf)  # best[t]: the least total cost of series[:t]
+    best[0] = 0.0
+    previous = np.zeros(n + 1, dtype=int)
+    costs = [_l1_costs(series, start) for start in range(n - MIN_SEGMENT + 1)]
+    for end in range(MIN_SEGMENT, n + 1):
+        starts = [s for s in range(0, end - MIN_SEGMENT + 1) if np.isfinite(best[s])]
+        totals = [best[s] + costs[s][end] + penalty for s in starts]
+        pick = int(np.argmin(totals))
+        best[end], previous[end] = totals[pick], starts[pick]
+    ends, end = [], n
+    while end > 0:
+        ends.append(end)
+        end = int(previous[end])
+    return ends[::-1]
 
 
 @dataclass(frozen=True)

@@ -8,17 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from orchestrator.analysis.report_model import Report, make_report
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan.roots import results_root_for
-from orchestrator.render.markdown import write_report
 from orchestrator.store import records as sweep_record
 from orchestrator.store.atomic import write_text_atomic
-from orchestrator.store.query import check_files
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the report model and its renderers are imported by the commands that need them
+    from orchestrator.analysis.report_model import Report
     from orchestrator.render.page import Page
 
 
@@ -142,8 +138,10 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False,
                  before_verdict: Callable[[int], None] | None = None) -> int:
     """Print the compact report, write the full one (Markdown, CSV, verdicts JSON, HTML if asked),
     and end with the verdict line; ``before_verdict(exit code)`` may print just above it."""
+    from orchestrator.render.markdown import write_report
     from orchestrator.render.terminal import render_report, report_verdict_line, terminal_console
     from orchestrator.render.verdicts_json import write_verdicts_json
+    from orchestrator.store.query import check_files
 
     report = _load_report(results_root, sweep_id)
     check_files(results_root, sweep_id)  # names damaged steps files too
@@ -173,6 +171,10 @@ def _shown(path: Path) -> str:
 
 def _load_report(results_root: Path, sweep_id: str) -> Report:
     """The report model of ``sweep_id``; exit 2 naming a damaged file or a record of another shape."""
+    import pyarrow as pa
+
+    from orchestrator.analysis.report_model import make_report
+
     try:
         return make_report(results_root, sweep_id)
     except pa.ArrowException as exc:  # a damaged file in the results root; pyarrow names it

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -33,8 +34,10 @@ from orchestrator.analysis.sweep_diff import settings_differences
 from orchestrator.analysis.verdicts import format_interval
 from orchestrator.errors import InvalidInputError
 from orchestrator.render.markdown import markdown_table, md_items, md_text
-from orchestrator.render.page import Page
 from orchestrator.render.tables import Table, format_change, format_change_interval, format_summary
+
+if TYPE_CHECKING:  # Bokeh: only for a page
+    from orchestrator.render.page import Page
 
 DEFAULT_HIGHLIGHT_PCT = 5.0
 FASTER, SLOWER, UNCLEAR, NO_INTERVAL = "faster", "slower", "no clear change", "no interval"
@@ -238,6 +241,8 @@ def to_markdown(comparison: Comparison) -> str:
 
 
 def comparison_page(comparison: Comparison) -> Page:
+    from orchestrator.render.page import Page  # imports Bokeh: only for a page
+
     page = Page(title(comparison))
     page.paragraph(_note(comparison), "note")
     if comparison.warnings:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
@@ -28,11 +29,13 @@ from orchestrator.analysis.changepoints import Shift, sweep_shifts
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.errors import InvalidInputError
 from orchestrator.render.markdown import markdown_table, md_items, md_text
-from orchestrator.render.page import Page
 from orchestrator.render.tables import Table, format_number, one_line
 from orchestrator.spec.anyrepo import passes_variant
 from orchestrator.store import query as store_query
 from orchestrator.store.query import Where
+
+if TYPE_CHECKING:  # Bokeh: only for a page
+    from orchestrator.render.page import Page
 
 _SHA_PREFIX = re.compile(r"[0-9a-f]{4,40}\Z")
 
@@ -207,7 +210,8 @@ def html_file_name(query: HistoryQuery) -> str:
 
 
 def history_page(history: pd.DataFrame, query: HistoryQuery) -> Page:
-    from orchestrator.render.plots import history_plot  # imports Bokeh: only for a page
+    from orchestrator.render.page import Page  # imports Bokeh: only for a page
+    from orchestrator.render.plots import history_plot
 
     shifts = sweep_shifts(history, query.metric)
     page = Page(title(query))

@@ -1,17 +1,11 @@
 """The report's lockstep section: which order each case ran in, each round's block-pair ratios, the
-waits for a quiet host, and (HTML) a round's blocks on a timeline, one lane per side."""
+waits for a quiet host (the HTML page's timeline of a round's blocks: ``plots.lockstep_blocks_plot``)."""
 
 from __future__ import annotations
 
 import statistics
 
-import pandas as pd
-from bokeh.models import ColumnDataSource, HoverTool
-from bokeh.plotting import figure
-
-from orchestrator.analysis.lockstep import LockstepView, parse_blocks
-from orchestrator.contract import block_spans
-from orchestrator.render.plots import HEIGHT, side_colors
+from orchestrator.analysis.lockstep import LockstepView
 from orchestrator.render.tables import Table
 
 LOCKSTEP_NOTE = ("A lockstep round keeps every side's process resident and gives the host to one at a "
@@ -44,30 +38,3 @@ def pairs_table(view: LockstepView) -> Table:
                      "-" if found.runs_ratio is None else f"{found.runs_ratio:.4f}"])
     return Table(["case", "side", "round", "block pairs", "median pair ratio", "pair ratios [min, max]",
                   "runs' ratio"], rows)
-
-
-def blocks_plot(runs: pd.DataFrame, sides: list[str], title: str) -> figure | None:
-    """The blocks of one lockstep round (``runs``: its runs) on a timeline (``contract.block_spans``),
-    one lane per side, warm-up blocks faint; None when the runs kept no blocks."""
-    blocks = [block | {"side": run.side} for run in runs.itertuples(index=False)
-              for block in parse_blocks(getattr(run, "blocks", None))]
-    spans = block_spans(blocks)
-    if not spans:
-        return None
-    colors = side_colors(sides)
-    source = ColumnDataSource({
-        "left": [s["left"] for s in spans], "right": [s["right"] for s in spans],
-        "bottom": [(s["side"], -0.35) for s in spans], "top": [(s["side"], 0.35) for s in spans],
-        "color": [colors.get(s["side"], "#999") for s in spans],
-        "alpha": [0.3 if s["warmup"] else 0.9 for s in spans], "side": [s["side"] for s in spans],
-        "block": [s["block"] for s in spans],
-        "cycle": ["warm-up" if s["warmup"] else str(s["cycle"]) for s in spans],
-        "wall_ms": [1000 * (s["wall_s"] or 0.0) for s in spans]})
-    fig = figure(title=title, y_range=[s for s in sides if s in set(runs["side"])], height=HEIGHT // 2 + 60,
-                 width=1120, x_axis_label="s since the round's first block",
-                 tools="pan,wheel_zoom,box_zoom,reset")
-    fig.quad(left="left", right="right", bottom="bottom", top="top", color="color", alpha="alpha",
-             source=source)
-    fig.add_tools(HoverTool(tooltips=[("side", "@side"), ("block", "@block"), ("cycle", "@cycle"),
-                                      ("wall", "@wall_ms{0.0} ms")]))
-    return fig

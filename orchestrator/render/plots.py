@@ -1,5 +1,5 @@
 """Bokeh figures of runs: a per-run value (throughput, a whole-run time) by side, phase breakdown,
-per-step timeline, a metric over time. Axis labels name the metric and its unit.
+per-step timeline, a metric over time, a lockstep round's blocks. Axis labels name the metric and its unit.
 
 Every function takes plain DataFrames in the results schema (docs/design.md, "Results") and returns one
 figure; none of them reads files.
@@ -14,6 +14,9 @@ from bokeh.models import BoxAnnotation, ColumnDataSource, HoverTool, Span
 from bokeh.palettes import Category10, Category20
 from bokeh.plotting import figure
 from bokeh.transform import jitter
+
+from orchestrator.analysis.lockstep import parse_blocks
+from orchestrator.contract import block_spans
 
 # Stacked in this order; update_state_ms is replaced by its update_state.* breakdown when reported.
 BREAKDOWN_PHASES: tuple[str, ...] = (
@@ -219,3 +222,30 @@ def _source(frame: pd.DataFrame, columns: list[str]) -> ColumnDataSource:
         is_text = values.dtype == object or pd.api.types.is_string_dtype(values)
         data[name] = values.astype(object).where(values.notna(), "-").tolist() if is_text else values.tolist()
     return ColumnDataSource(data)
+
+
+def lockstep_blocks_plot(runs: pd.DataFrame, sides: list[str], title: str) -> figure | None:
+    """The blocks of one lockstep round (``runs``: its runs) on a timeline (``contract.block_spans``),
+    one lane per side, warm-up blocks faint; None when the runs kept no blocks."""
+    blocks = [block | {"side": run.side} for run in runs.itertuples(index=False)
+              for block in parse_blocks(getattr(run, "blocks", None))]
+    spans = block_spans(blocks)
+    if not spans:
+        return None
+    colors = side_colors(sides)
+    source = ColumnDataSource({
+        "left": [s["left"] for s in spans], "right": [s["right"] for s in spans],
+        "bottom": [(s["side"], -0.35) for s in spans], "top": [(s["side"], 0.35) for s in spans],
+        "color": [colors.get(s["side"], "#999") for s in spans],
+        "alpha": [0.3 if s["warmup"] else 0.9 for s in spans], "side": [s["side"] for s in spans],
+        "block": [s["block"] for s in spans],
+        "cycle": ["warm-up" if s["warmup"] else str(s["cycle"]) for s in spans],
+        "wall_ms": [1000 * (s["wall_s"] or 0.0) for s in spans]})
+    fig = figure(title=title, y_range=[s for s in sides if s in set(runs["side"])], height=HEIGHT // 2 + 60,
+                 width=1120, x_axis_label="s since the round's first block",
+                 tools="pan,wheel_zoom,box_zoom,reset")
+    fig.quad(left="left", right="right", bottom="bottom", top="top", color="color", alpha="alpha",
+             source=source)
+    fig.add_tools(HoverTool(tooltips=[("side", "@side"), ("block", "@block"), ("cycle", "@cycle"),
+                                      ("wall", "@wall_ms{0.0} ms")]))
+    return fig

@@ -21,7 +21,7 @@ from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
 from orchestrator.render import host_section, lockstep
 from orchestrator.render.forest import forest_plot, gate_bounds
 from orchestrator.render.page import Page
-from orchestrator.render.plots import breakdown_plot, per_run_plot, timeline_plot
+from orchestrator.render.plots import breakdown_plot, lockstep_blocks_plot, per_run_plot, timeline_plot
 from orchestrator.render.tables import (
     Table,
     case_counts,
@@ -125,7 +125,7 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
         if report.lockstep is not None and "blocks" in mine:
             last = mine[mine["blocks"].notna()]
             last = last[last["repeat"] == last["repeat"].max()] if len(last) else last
-            blocks = lockstep.blocks_plot(last, report.sides, f"{case}: the blocks of lockstep round "
+            blocks = lockstep_blocks_plot(last, report.sides, f"{case}: the blocks of lockstep round "
                                           f"{int(last['repeat'].max()) if len(last) else '-'}, per side")
             if blocks is not None:
                 page.figures([blocks])

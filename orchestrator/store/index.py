@@ -34,7 +34,6 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
-from orchestrator.errors import InvalidInputError
 from orchestrator.store.atomic import write_with
 from orchestrator.store.damaged import READ_ERRORS, read_table_skipping
 from orchestrator.store.partitions import (
@@ -46,7 +45,7 @@ from orchestrator.store.partitions import (
     retrying,
     sweep_partitions,
 )
-from orchestrator.store.records import read_record
+from orchestrator.store.records import record_summary
 
 INDEX_COLUMNS: tuple[str, ...] = ("sweep_id", "run_key", "case", "side", "sha", "host_id", "host_hostname",
                                   "params_digest", "created", "status", "reused", "file")
@@ -144,8 +143,8 @@ def _reader(schema: pa.Schema) -> Callable[[list[Path]], pa.Table]:
 def _created(root: str | Path, sweep_id: str) -> str | None:
     """The sweep's creation time from its record; None without a readable record."""
     try:
-        return read_record(Path(root), sweep_id).created
-    except (InvalidInputError, OSError):
+        return record_summary(Path(root), sweep_id)[0]
+    except OSError:
         return None
 
 
@@ -328,8 +327,8 @@ def _same_files(root: str | Path, stored: _Stored, sweep_id: str) -> bool:
 def _running(root: str | Path, sweep_id: str) -> bool:
     """Whether the sweep's record says it is being dispatched (its partition still grows)."""
     try:
-        return read_record(Path(root), sweep_id).status == "running"
-    except (InvalidInputError, OSError):
+        return record_summary(Path(root), sweep_id)[1] == "running"
+    except OSError:
         return False
 
 

@@ -239,6 +239,20 @@ def read_record_json(results_root: Path, sweep_id: str) -> dict[str, Any]:
         raise UnknownSweepError(f"sweep record {path} is not valid JSON: {exc}") from None
 
 
+def record_summary(results_root: Path, sweep_id: str) -> tuple[str | None, str | None]:
+    """(created, status) of the stored record, read without typing the whole record (what the results
+    index keeps of it); (None, None) without a readable record, None for a field that is not text.
+    A record without a status is running, as ``SweepRecord``'s default says."""
+    try:
+        raw = read_record_json(results_root, sweep_id)
+    except InvalidInputError:
+        return None, None
+    if not isinstance(raw, dict):
+        return None, None
+    created, status = raw.get("created"), raw.get("status", "running")
+    return (created if isinstance(created, str) else None), (status if isinstance(status, str) else None)
+
+
 def _typed(results_root: Path, sweep_id: str, raw: object) -> SweepRecord:
     try:
         return SweepRecord.from_json(raw)

@@ -100,3 +100,26 @@ def test_the_drift_section_says_when_the_median_sits_in_a_new_segment(tmp_path):
     csv = to_frame(report).set_index(["side", "metric"])
     assert csv.loc[("base", "throughput"), "new_segment_since"] == "ab-20260105T000000"
     assert pd.isna(csv.loc[("cand", "throughput"), "new_segment_since"])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_partition_is_the_one_pelt_finds(seed: int) -> None:
+    """The dynamic programme returns exactly the change points of ``ruptures.Pelt`` (L1 cost, segments
+    of at least 3, the same penalty) on seeded histories with shifts and outliers of every size."""
+    import math
+
+    import ruptures
+
+    from orchestrator.analysis import changepoints
+
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        n = int(rng.integers(6, 90))
+        values = 100.0 * np.exp(rng.normal(0.0, rng.choice([0.002, 0.01, 0.05]), n))
+        for _ in range(int(rng.integers(0, 3))):
+            values[int(rng.integers(1, n)):] *= 1 + rng.choice([-1, 1]) * rng.uniform(0.01, 0.3)
+        values[int(rng.integers(n))] *= rng.uniform(0.5, 1.5)
+        penalty = changepoints.PENALTY_SIGMAS * changepoints.noise_scale(values) * math.log(n)
+        expected = ruptures.Pelt(model="l1", min_size=changepoints.MIN_SEGMENT, jump=1).fit(
+            values.reshape(-1, 1)).predict(pen=penalty)
+        assert [segment.end for segment in segments(values)] == expected, values.tolist()
