@@ -1,6 +1,7 @@
 """``shasweep list``: the recorded sweeps of a results root, newest first, one line each: status (a
 ``running`` sweep whose client is gone is ``stopped (client gone)``), ok runs of the planned, and the
-verdict line of its last report (``reports/<id>.verdicts.json``)."""
+verdict line of its last report (``reports/<id>.verdicts.json``). The latest ``--last`` (50) unless
+``--all``: only the records shown are read, so a root of thousands of sweeps lists as fast as a new one."""
 
 from __future__ import annotations
 
@@ -9,27 +10,33 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orchestrator.errors import InvalidInputError
 from orchestrator.plan import lifecycle
 from orchestrator.plan.roots import results_root_for
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store import records as sweep_record
 
 NOT_REPORTED = "(not reported)"
+DEFAULT_SHOWN = 50
 
 
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default="results", metavar="DIR",
                         help="results root (default: 'results' in the git repo of the current directory)")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--last", type=int, default=DEFAULT_SHOWN, metavar="N",
+                       help=f"the N most recently created sweeps (default {DEFAULT_SHOWN})")
+    shown.add_argument("--all", action="store_true", help="every recorded sweep")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Print one line per recorded sweep, newest first."""
+    """Print one line per recorded sweep, newest first; the latest ``--last`` of them unless ``--all``."""
+    if args.last < 1:
+        raise InvalidInputError(f"must be at least 1, got {args.last}", "--last")
     root = results_root_for(args.results, Path.cwd())
-    def created(item: tuple[str, SweepRecord | None]) -> tuple:
-        return sweep_record.creation_order(item[0], item[1].sequence if item[1] else None)
-
-    found = sorted(sweep_record.all_records(root), key=created, reverse=True)  # newest created first
-    rows = [sweep_row(root, sweep_id, record) for sweep_id, record in found]
+    found = sweep_record.sweeps_by_creation(root)
+    shown = found if args.all else found[:args.last]
+    rows = [sweep_row(root, sweep_id, _record(root, sweep_id)) for sweep_id in shown]
     if not rows:
         print(f"no sweeps recorded under {sweep_record.sweeps_dir(root)}")
         return 0
@@ -38,7 +45,17 @@ def cmd_list(args: argparse.Namespace) -> int:
     for row in rows:
         print(f"{row['sweep_id']:<{width}}  {row['created']:<19}  {row['status']:<{status_width}}  "
               f"runs ok {row['runs']:<7}  {row['verdicts']}")
+    if len(shown) < len(found):
+        print(f"{len(found) - len(shown)} earlier sweeps not shown (--all lists every one)")
     return 0
+
+
+def _record(root: Path, sweep_id: str) -> SweepRecord | None:
+    """The sweep's record; None when it is reserved, unreadable or of an unexpected shape."""
+    try:
+        return sweep_record.read_record(root, sweep_id)
+    except (InvalidInputError, OSError):
+        return None
 
 
 def sweep_row(root: Path, sweep_id: str, record: SweepRecord | None) -> dict[str, Any]:

@@ -214,16 +214,6 @@ def read_record(results_root: Path, sweep_id: str) -> SweepRecord:
     return _typed(results_root, sweep_id, read_record_json(results_root, sweep_id))
 
 
-def all_records(results_root: Path) -> Iterator[tuple[str, SweepRecord | None]]:
-    """Every recorded sweep id with its record, in id order; None for a record that is reserved,
-    unreadable or of an unexpected shape."""
-    for path in sorted(sweeps_dir(results_root).glob("[!.]*.json")):
-        try:
-            yield path.stem, read_record(results_root, path.stem)
-        except (InvalidInputError, OSError):
-            yield path.stem, None
-
-
 def read_record_json(results_root: Path, sweep_id: str) -> dict[str, Any]:
     """The stored record of ``sweep_id`` as its JSON holds it (what ``--resume`` checks the digest of)."""
     path = record_path(results_root, sweep_id)
@@ -261,13 +251,20 @@ def _typed(results_root: Path, sweep_id: str, raw: object) -> SweepRecord:
                                 f"shape: {exc}") from None
 
 
+def sweeps_by_creation(results_root: Path) -> list[str]:
+    """Every recorded sweep id (reserved ones too), the most recently created first
+    (``creation_order``, from each record's head: no record is parsed)."""
+    paths = sweeps_dir(results_root).glob("[!.]*.json")
+    return [path.stem for path in sorted(paths, key=lambda p: creation_order(p.stem, stored_sequence(p)),
+                                         reverse=True)]
+
+
 def latest_sweep_id(results_root: Path) -> str:
     """The most recently created sweep (``creation_order``), whatever the times in the ids say."""
-    candidates = [(creation_order(path.stem, stored_sequence(path)), path.stem)
-                  for path in sweeps_dir(results_root).glob("[!.]*.json") if path.stat().st_size > 0]
-    if not candidates:
-        raise UnknownSweepError(f"no sweeps recorded under {sweeps_dir(results_root)}")
-    return max(candidates)[1]
+    for sweep_id in sweeps_by_creation(results_root):
+        if record_path(results_root, sweep_id).stat().st_size > 0:  # not only reserved
+            return sweep_id
+    raise UnknownSweepError(f"no sweeps recorded under {sweeps_dir(results_root)}")
 
 
 def resolve_sweep_id(results_root: Path, sweep_id: str) -> str:

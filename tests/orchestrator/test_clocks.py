@@ -81,3 +81,19 @@ def test_latest_bisect_is_the_most_recently_created(tmp_path):
                                                    "sequence": sequence})
         ids.append(bisect_id)
     assert bisects.latest_bisect_id(tmp_path) == ids[1]
+
+
+def test_list_shows_the_latest_sweeps_and_says_how_many_it_left_out(tmp_path, capsys):
+    """``--last N`` (default 50) lists the N most recently created, ``--all`` every one; a bad N is
+    exit 2 naming the flag."""
+    made = [created(tmp_path, "ab", T0 - timedelta(days=i)) for i in range(4)]  # ids' times run backwards
+    assert main(["list", "--results", str(tmp_path), "--last", "2"]) == 0
+    *listed, left = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == made[:-3:-1], "the two created last, newest first"
+    assert left == "2 earlier sweeps not shown (--all lists every one)"
+    assert main(["list", "--results", str(tmp_path), "--all"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == made[::-1]
+    assert main(["list", "--results", str(tmp_path)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 4, "under the default: no line about the rest"
+    assert main(["list", "--results", str(tmp_path), "--last", "0"]) == 2
+    assert "--last" in capsys.readouterr().err
