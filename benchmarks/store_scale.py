@@ -240,7 +240,9 @@ def measure(root: Path, repo: Path, runs: int, repeats: int) -> dict[str, Measur
         "list": [*shasweep, "list", "--results", str(root)],
         "duckdb group-by": [sys.executable, "-c", duck, str(root)],
     }
-    timed(commands["list"], 1)  # the index is current after generation; a warm page cache for all
+    # a warm page cache for all, and the index brought up to date once: the generated sweeps still
+    # recorded running have no client (as after a kill), so the first reader indexes their files
+    timed(commands["history --case"], 1)
     return {name: timed(argv, repeats) for name, argv in commands.items()}
 
 

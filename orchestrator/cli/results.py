@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator.cli.last_n import add_last_arguments, last_n
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan.roots import results_root_for
 from orchestrator.store import records as sweep_record
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # the report model and its renderers are imported by the comm
 
 
 FORMATS: tuple[str, ...] = ("md", "html")
+HISTORY_SWEEPS = 200  # history's default window: as many as the change-point search looks at per side
 # ``report`` only: documents for other tools, printed (or written to --out) instead of the report
 EXPORT_FORMATS: tuple[str, ...] = ("bmf", "junit", "gh")
 
@@ -68,6 +70,7 @@ def add_history_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", action="store_true",
                         help="the metric (a phase) as each run's median over its measured steps, read from "
                              "the steps table (default: the run's mean, from its summary row)")
+    add_last_arguments(parser, "sweeps of the case", HISTORY_SWEEPS)
     _results_argument(parser)
     _format_arguments(parser)
 
@@ -127,7 +130,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     root = results_root_for(args.results, Path.cwd())
     query = history.HistoryQuery(case=args.case, side=args.side, sha=args.sha, metric=args.metric,
-                                 steps=args.steps)
+                                 steps=args.steps, last=last_n(args))
     runs = history.load_history(root, query)
     default_html = root / "reports" / history.html_file_name(query)
     _emit(args, history.to_markdown(runs, query), lambda: history.history_page(runs, query), default_html)

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orchestrator.cli.last_n import add_last_arguments, last_n
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan import lifecycle
 from orchestrator.plan.roots import results_root_for
@@ -23,19 +24,15 @@ DEFAULT_SHOWN = 50
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default="results", metavar="DIR",
                         help="results root (default: 'results' in the git repo of the current directory)")
-    shown = parser.add_mutually_exclusive_group()
-    shown.add_argument("--last", type=int, default=DEFAULT_SHOWN, metavar="N",
-                       help=f"the N most recently created sweeps (default {DEFAULT_SHOWN})")
-    shown.add_argument("--all", action="store_true", help="every recorded sweep")
+    add_last_arguments(parser, "sweeps", DEFAULT_SHOWN)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print one line per recorded sweep, newest first; the latest ``--last`` of them unless ``--all``."""
-    if args.last < 1:
-        raise InvalidInputError(f"must be at least 1, got {args.last}", "--last")
+    last = last_n(args)
     root = results_root_for(args.results, Path.cwd())
     found = sweep_record.sweeps_by_creation(root)
-    shown = found if args.all else found[:args.last]
+    shown = found[:last]
     rows = [sweep_row(root, sweep_id, _record(root, sweep_id)) for sweep_id in shown]
     if not rows:
         print(f"no sweeps recorded under {sweep_record.sweeps_dir(root)}")

@@ -1,23 +1,22 @@
 """``shasweep history --case CASE``: every recorded run of one case over time, from the Parquet alone.
 
-The runs of the case in every sweep are read (the results index says which files hold them; no
-sweep record needed), one summary row per run (its means; with ``--steps``, a phase's median over
-the run's measured steps, read from the steps table); runs are audited with the
-checks that need no record (loaded SHA, measured steps, envruntime backend and managers) and shown
-oldest first, optionally only one side or the SHAs starting with a prefix. Runs measured with
-different params or bench commands are not comparable: each distinct (params, command) gets a label
-(``P1``, ``P2``... in order of first use), its own median and its own series in the plot.
-The change points of each side's per-sweep median (``analysis.changepoints``) are listed, marked in
-the table's ``shift`` column on the first run of the sweep that starts a new level, and drawn on the
-plot.
-"""
+The runs of the case in every sweep, or in its latest ``last`` sweeps, are read (the results index
+says which sweeps and files hold them; no sweep record needed), one summary row per run (its means;
+with ``--steps``, a phase's median over the run's measured steps, read from the steps table); runs
+are audited with the checks that need no record (loaded SHA, measured steps, envruntime backend and
+managers) and shown oldest first, optionally only one side or the SHAs starting with a prefix. Runs
+measured with different params or bench commands are not comparable: each distinct (params, command)
+gets a label (``P1``, ``P2``... in order of first use), its own median and its own series in the
+plot. The change points of each side's per-sweep median (``analysis.changepoints``) are listed,
+marked in the table's ``shift`` column on the first run of the sweep that starts a new level, and
+drawn on the plot."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +39,9 @@ if TYPE_CHECKING:  # Bokeh: only for a page
 _SHA_PREFIX = re.compile(r"[0-9a-f]{4,40}\Z")
 
 
+RECORDED_SWEEPS = "sweeps_recorded"  # ``attrs`` of a loaded history: sweeps of the case, shown or not
+
+
 @dataclass(frozen=True)
 class HistoryQuery:
     """Which runs to show: one case, optionally one side and/or SHAs starting with ``sha``; with
@@ -50,6 +52,7 @@ class HistoryQuery:
     sha: str | None = None
     metric: str = "throughput"
     steps: bool = False
+    last: int | None = None  # only the latest ``last`` sweeps of the case (None: every one)
 
     def describe(self) -> str:
         filters = [f"side {self.side}" if self.side else "", f"sha {self.sha}*" if self.sha else ""]
@@ -71,16 +74,16 @@ def load_history(results_root: Path, query: HistoryQuery) -> pd.DataFrame:
     if query.sha is not None and not _SHA_PREFIX.match(query.sha):
         raise InvalidInputError(f"{query.sha!r} is not a SHA prefix (4 to 40 lowercase hex digits)", "--sha")
     where = Where(cases=[query.case], measured=True)  # a bisect's reused runs are not new samples
+    recorded = _sweeps_oldest_first(results_root, where)
+    shown = recorded if query.last is None else recorded[-query.last:]
+    if len(shown) < len(recorded):
+        where = replace(where, sweeps=shown)
     wanted = dict.fromkeys((*HISTORY_COLUMNS, *(() if query.steps else (query.metric,))))
     metrics = {query.metric: pa.float64()}  # every phase and metric is a float column
     mine = store_query.read_runs(results_root, where, pa.schema(
         [(name, _TYPED.get(name) or metrics.get(name) or pa.string()) for name in wanted]))
     if mine.empty:
-        recorded = store_query.lookup(results_root, Where(measured=True))
-        if recorded.empty:
-            raise InvalidInputError(f"no runs recorded under {Path(results_root) / 'runs'}")
-        raise InvalidInputError(f"no runs of case {query.case!r}; recorded cases: "
-                                f"{', '.join(sorted(recorded['case'].dropna().unique()))}", "--case")
+        _raise_no_runs(results_root, query)
     if not query.steps and mine[query.metric].isna().all():
         _check_metric(results_root, where, query.metric)
     if query.side is not None:
@@ -96,7 +99,25 @@ def load_history(results_root: Path, query: HistoryQuery) -> pd.DataFrame:
         mine = mine.assign(**{query.metric: _step_medians(results_root, query, mine)})
     order = [c for c in ("started_at", "sweep_id", "order") if c in mine]
     history = apply_audit(mine).sort_values(order).reset_index(drop=True)
-    return history.assign(settings=_settings_keys(history).map(settings_labels(history)))
+    history = history.assign(settings=_settings_keys(history).map(settings_labels(history)))
+    history.attrs[RECORDED_SWEEPS] = len(recorded)
+    return history
+
+
+def _sweeps_oldest_first(results_root: Path, where: Where) -> list[str]:
+    """The sweeps holding runs ``where`` selects, by their first run's start (from the index)."""
+    found = store_query.lookup(results_root, where, ["sweep_id", "started_at"])
+    first = found.groupby("sweep_id")["started_at"].min().reset_index()
+    return first.sort_values(["started_at", "sweep_id"], na_position="first")["sweep_id"].tolist()
+
+
+def _raise_no_runs(results_root: Path, query: HistoryQuery) -> None:
+    """``InvalidInputError`` naming the recorded cases (or that nothing is recorded)."""
+    recorded = store_query.lookup(results_root, Where(measured=True), ["case"])
+    if recorded.empty:
+        raise InvalidInputError(f"no runs recorded under {Path(results_root) / 'runs'}")
+    raise InvalidInputError(f"no runs of case {query.case!r}; recorded cases: "
+                            f"{', '.join(sorted(recorded['case'].dropna().unique()))}", "--case")
 
 
 def _check_metric(results_root: Path, where: Where, metric: str) -> None:
@@ -189,8 +210,12 @@ def summary_line(history: pd.DataFrame, query: HistoryQuery) -> str:
     ok = history[history["status"] == "ok"]
     medians = ", ".join(f"{label} {format_number(stats.median(ok.loc[ok['settings'] == label, metric]))}"
                         for metric in [query.metric] for label in dict.fromkeys(history["settings"]))
-    return (f"{len(history)} runs of {query.describe()} ({len(ok)} ok) in "
-            f"{history['sweep_id'].nunique()} sweeps; median {query.metric} of ok runs: {medians}")
+    sweeps = history["sweep_id"].nunique()
+    recorded = history.attrs.get(RECORDED_SWEEPS, sweeps)
+    window = (f" (the latest {query.last} of {recorded} sweeps of the case; --all shows every one)"
+              if query.last is not None and recorded > query.last else "")
+    return (f"{len(history)} runs of {query.describe()} ({len(ok)} ok) in {sweeps} sweeps{window}; "
+            f"median {query.metric} of ok runs: {medians}")
 
 
 def title(query: HistoryQuery) -> str:

@@ -45,7 +45,7 @@ from orchestrator.store.partitions import (
     retrying,
     sweep_partitions,
 )
-from orchestrator.store.records import record_summary
+from orchestrator.store.records import client_alive, record_summary
 
 INDEX_COLUMNS: tuple[str, ...] = ("sweep_id", "run_key", "case", "side", "sha", "host_id", "host_hostname",
                                   "params_digest", "created", "status", "reused", "file")
@@ -325,9 +325,10 @@ def _same_files(root: str | Path, stored: _Stored, sweep_id: str) -> bool:
 
 
 def _running(root: str | Path, sweep_id: str) -> bool:
-    """Whether the sweep's record says it is being dispatched (its partition still grows)."""
+    """Whether the sweep is being dispatched (its partition still grows): its record says running and
+    its client holds the sweep's lock (one killed before it could record so never writes again)."""
     try:
-        return record_summary(Path(root), sweep_id)[1] == "running"
+        return record_summary(Path(root), sweep_id)[1] == "running" and client_alive(Path(root), sweep_id)
     except OSError:
         return False
 

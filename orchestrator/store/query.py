@@ -237,13 +237,14 @@ def check_files(root: str | Path, sweep_id: str) -> list[Path]:
     return retrying(check)
 
 
-def lookup(root: str | Path, where: Where = ALL) -> pd.DataFrame:
-    """The index rows (``store.index.INDEX_COLUMNS``) of the runs ``where`` selects: "earlier sweeps of
-    this SHA, case and host" without opening a data file."""
+def lookup(root: str | Path, where: Where = ALL,
+           columns: Sequence[str] = index.INDEX_COLUMNS) -> pd.DataFrame:
+    """The index rows (``columns`` of ``store.index.INDEX_SCHEMA``) of the runs ``where`` selects:
+    "earlier sweeps of this SHA, case and host" without opening a data file."""
     expression = pc.field("run_key").is_valid()
     if where.expression(on_index=True) is not None:
         expression = expression & where.expression(on_index=True)
-    return index.current(root, where.sweeps, expression, list(index.INDEX_COLUMNS)).to_pandas()
+    return index.current(root, where.sweeps, expression, list(columns)).to_pandas()
 
 
 _STEP_TYPES: dict[str, pa.DataType] = {"sweep_id": pa.string(), "run_key": pa.string(), "step": pa.int64(),

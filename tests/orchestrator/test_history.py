@@ -93,3 +93,18 @@ def test_what_matches_nothing_is_invalid_input(root, capsys, extra, message):
 def test_an_empty_results_root_is_invalid_input(tmp_path, capsys):
     assert main(["history", "--case", CASE, "--results", str(tmp_path)]) == EXIT_INVALID
     assert "no runs recorded under" in capsys.readouterr().err
+
+
+def test_last_shows_only_the_latest_sweeps_of_the_case_and_says_so(root, capsys):
+    """``--last N`` reads the case's N latest sweeps (by their first run), ``--all`` every one; the
+    summary line names the window."""
+    assert load_history(root, HistoryQuery(case=CASE, last=1))["sweep_id"].unique().tolist() == ["s2"]
+    assert load_history(root, HistoryQuery(case=CASE, last=2))["sweep_id"].unique().tolist() == ["s1", "s2"]
+    argv = ["history", "--case", CASE, "--results", str(root)]
+    assert main([*argv, "--last", "1"]) == EXIT_OK
+    assert ("2 runs of sac/g1_walk_flat/mujoco (1 ok) in 1 sweeps (the latest 1 of 2 sweeps of the case; "
+            "--all shows every one)") in capsys.readouterr().out
+    assert main([*argv, "--all"]) == EXIT_OK
+    assert "4 runs of sac/g1_walk_flat/mujoco (3 ok) in 2 sweeps; median" in capsys.readouterr().out
+    assert main([*argv, "--last", "0"]) == EXIT_INVALID
+    assert "--last" in capsys.readouterr().err

@@ -145,6 +145,22 @@ def test_a_running_sweep_is_read_from_its_files_without_a_warning(root, tmp_path
     write_sweep(tmp_path, SWEEPS[2], 2, repeats=3)  # a third round being written
     write_record(root, dataclasses.replace(read_record(root, SWEEPS[2]), status="running"))
     capsys.readouterr()
+    with sweep_lock(root, SWEEPS[2]):  # its client, dispatching it
+        assert len(query.lookup(root, Where(sweeps=[SWEEPS[2]]))) == 12
+        assert capsys.readouterr().err == ""
+        assert SWEEPS[2] not in set(index.known_rows(root, SWEEPS[2])["sweep_id"]), "not written: it grows"
+
+
+def test_a_sweep_whose_client_was_killed_is_indexed_once(root, tmp_path, capsys):
+    """Recorded running, but no client holds its lock: its partition no longer grows, so the first
+    reader writes its rows into the index (one warning) and later readers take them from there."""
+    index.rebuild(root)
+    write_sweep(tmp_path, SWEEPS[2], 2, repeats=3)
+    write_record(root, dataclasses.replace(read_record(root, SWEEPS[2]), status="running"))
+    capsys.readouterr()
+    assert len(query.lookup(root, Where(sweeps=[SWEEPS[2]]))) == 12
+    assert "out of date for 1 sweep(s)" in capsys.readouterr().err
+    assert len(index.known_rows(root, SWEEPS[2])) == 12
     assert len(query.lookup(root, Where(sweeps=[SWEEPS[2]]))) == 12
     assert capsys.readouterr().err == ""
 
