@@ -70,8 +70,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:
-    """The dispatch options of ``run`` and ``bisect``: ``--scheduler``, ``--no-progress``, ``--tls-*``."""
-    return RunOptions(scheduler=args.scheduler, progress=not args.no_progress, tls=tls_files(args))
+    """The dispatch options of ``run`` and ``bisect``: ``--scheduler``, ``--no-progress``, ``--tls-*``;
+    the report's modules are imported while the cluster starts."""
+    return RunOptions(scheduler=args.scheduler, progress=not args.no_progress, tls=tls_files(args),
+                      while_connecting=import_report_modules)
+
+
+def import_report_modules() -> None:
+    """Import what the report at the end of a sweep needs (the report model, Markdown, Bokeh for the
+    HTML page): about a second of a short sweep's end to end, spent while the client waits for its
+    cluster. A failure here is left to the report, which imports them again and says what is wrong."""
+    try:
+        import orchestrator.cli.results  # noqa: F401
+        import orchestrator.render.markdown  # noqa: F401
+        import orchestrator.render.sweep_page  # noqa: F401
+        import orchestrator.render.terminal  # noqa: F401
+    except Exception:  # noqa: BLE001 - the report's own import names the problem
+        pass
 
 
 def _report_run(root: Path, sweep_id: str) -> int:

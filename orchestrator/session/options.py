@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,10 @@ class RunOptions:
     # where only the bench knows its metrics, stop at its first ok run if it lacks a gate's metric
     # (``dispatch.first_run``); a bisect's steps after the preflight read a lacking one as NO DATA
     check_first_run: bool = True
+    # work for a thread of its own while the cluster starts (the CLI imports its report's modules
+    # there, when the client mostly waits); it has finished before the first run is dispatched, so it
+    # never competes with a bench for the CPUs
+    while_connecting: Callable[[], None] | None = None
 
     def security(self) -> Security | None:
         """The client's Dask ``Security``; ``InvalidInputError`` when ``tls`` and ``scheduler`` disagree."""

@@ -3,6 +3,7 @@ how it ended. The report is read from the results afterwards (``SweepRun.report`
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -212,11 +213,16 @@ def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRu
     check = FirstRunMetrics(list(resolved.spec.gates)) if unknown and options.check_first_run else None
     runs = [replace(run, token=record.client_token) for run in runs]
 
+    alongside = _start(options.while_connecting)
+
     def connected(scheduler: str, dashboard_url: str | None) -> None:
-        """Record where the sweep runs, so `shasweep status` and `shasweep cancel` find its scheduler."""
+        """Record where the sweep runs, so `shasweep status` and `shasweep cancel` find its scheduler;
+        then let ``while_connecting`` finish before any run is dispatched."""
         nonlocal record
         record = replace(record, scheduler=scheduler, dashboard_url=dashboard_url)
         records.write_record(root, record)
+        if alongside is not None:
+            alongside.join()
 
     try:
         outcome, adaptive = run_until_decided(
@@ -237,6 +243,15 @@ def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRu
     # the adaptive rounds may have changed planned_runs: the digest follows what shasweep wrote
     records.write_record(root, with_digest(finished.finished_record(record)))
     return check.problem if check is not None else None
+
+
+def _start(work: Callable[[], None] | None) -> threading.Thread | None:
+    """``work`` started in a daemon thread (None for no work)."""
+    if work is None:
+        return None
+    thread = threading.Thread(target=work, name="shasweep-while-connecting", daemon=True)
+    thread.start()
+    return thread
 
 
 def say(text: str) -> None:

@@ -80,3 +80,26 @@ def test_a_plan_from_a_spec_object_takes_overrides_and_writes_nothing(repo, swee
     plan = plan_sweep(spec, ["repeats=1"], cwd=repo.path)
     assert plan.spec.repeats == 1 and len(plan.runs) == 2 and plan.resolved.sweep_dir is None
     assert not (repo.path / "results").exists()
+
+
+def test_work_while_connecting_ends_before_the_first_run_starts(repo, sweep_yaml):
+    """``RunOptions.while_connecting`` runs beside the cluster's start and is joined before any run is
+    dispatched: it never shares the CPUs with a bench."""
+    import threading
+    import time
+    from datetime import UTC, datetime
+
+    from orchestrator.session import RunOptions, plan_sweep, run_sweep
+    from orchestrator.store import query
+
+    seen: dict[str, object] = {}
+
+    def work() -> None:
+        seen["thread"] = threading.current_thread() is not threading.main_thread()
+        time.sleep(3.0)  # longer than the embedded cluster takes to start
+        seen["ended"] = datetime.now(UTC)
+
+    run = run_sweep(plan_sweep("sweep.yaml", ["repeats=1"]), RunOptions(progress=False, while_connecting=work))
+    first = query.read_runs(run.results_root, query.Where(sweeps=[run.sweep_id]), ["started_at"])
+    assert seen["thread"] is True
+    assert first["started_at"].min() > seen["ended"]
