@@ -9,12 +9,13 @@ machine, so `plan` finds a noise history), the base SHA shared by 5 consecutive 
 (the drift history of the reported sweep). Each run is a row of `store.parquet.run_table` (about 80
 columns: the host record, the audit, 15 phase means) and 50 steps x 12 phases (`steps_table`).
 Finished sweeps are written compacted through `store.compact.write_compacted` (what `shasweep run`
-leaves behind); the latest 1 % of runs are per-run files (`write_run`) of sweeps still running.
+leaves behind); the latest 1 % of runs are per-run files (`write_run`) of sweeps recorded running
+whose client is gone (as after a kill).
 
 Then, each as a fresh process under `/usr/bin/time -v` (median wall and CPU time of --repeats,
-highest peak RSS): `history --case C` (C in a third of the sweeps), `report` of a sweep with drift history,
-`plan` of a one-case sweep (noise history of its case on this host), `list`, and a duckdb group-by
-of every run (a plain reader, for scale). Next to them: what the root holds and what history reads
+highest peak RSS): `history --case C` (C in a third of the sweeps; its latest 200 by default),
+`report` of a sweep with drift history, `plan` of a one-case sweep (noise history of its case on
+this host), `list` (the latest 50), and a duckdb group-by of every run (a plain reader, for scale). Next to them: what the root holds and what history reads
 (files, MiB), so cost can be checked against what is read rather than what is stored.
 
 Last, on --compaction-sample runs written per run (`write_run`, 2 files each): files and disk before
@@ -46,6 +47,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from orchestrator.cli.results import HISTORY_SWEEPS
 from orchestrator.contract import PlannedRun, StepRecord
 from orchestrator.spec.load import load_spec
 from orchestrator.spec.record import SweepRecord, spec_to_json
@@ -247,15 +249,17 @@ def measure(root: Path, repo: Path, runs: int, repeats: int) -> dict[str, Measur
 
 
 def read_set(root: Path) -> str:
-    """What the root holds and what `history --case` reads of it."""
+    """What the root holds and what `history --case` reads of it (the case's latest 200 sweeps)."""
     files, size = tree_size(root / "runs")
     steps_files, steps_size = tree_size(root / "steps")
-    held = query.lookup(root, query.Where(cases=[CASES[0]]))
+    held = query.lookup(root, query.Where(cases=[CASES[0]]), ["sweep_id", "started_at", "file"])
+    latest = held.groupby("sweep_id")["started_at"].min().sort_values().index[-HISTORY_SWEEPS:]
+    held = held[held["sweep_id"].isin(latest)]
     touched = {root / "runs" / f"sweep={s}" / f for s, f in zip(held["sweep_id"], held["file"], strict=True)}
     mib = sum(p.stat().st_size for p in touched) / 2**20
     return (f"root: {files} runs files ({size / 2**20:.0f} MiB), {steps_files} steps files "
             f"({steps_size / 2**20:.0f} MiB); history --case reads {len(touched)} files ({mib:.1f} MiB, "
-            f"{len(held)} runs)")
+            f"{len(held)} runs of its latest {len(latest)} sweeps)")
 
 
 def compaction_sample(work: Path, runs: int, spec: dict) -> None:
