@@ -15,8 +15,9 @@ whose client is gone (as after a kill).
 Then, each as a fresh process under `/usr/bin/time -v` (median wall and CPU time of --repeats,
 highest peak RSS): `history --case C` (C in a third of the sweeps; its latest 200 by default),
 `report` of a sweep with drift history, `plan` of a one-case sweep (noise history of its case on
-this host), `list` (the latest 50), and a duckdb group-by of every run (a plain reader, for scale). Next to them: what the root holds and what history reads
-(files, MiB), so cost can be checked against what is read rather than what is stored.
+this host), `list` (the latest 50), and a duckdb group-by of every run (a plain reader, for
+scale). Next to them: what the root holds and what history reads (files, MiB), so cost can be
+checked against what is read rather than what is stored.
 
 Last, on --compaction-sample runs written per run (`write_run`, 2 files each): files and disk before
 and after `shasweep compact --all` (timed), scaled per 10^4 runs.
