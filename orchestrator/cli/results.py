@@ -141,8 +141,9 @@ def print_report(results_root: Path, sweep_id: str, html: bool = False,
                  before_verdict: Callable[[int], None] | None = None) -> int:
     """Print the compact report, write the full one (Markdown, CSV, verdicts JSON, HTML if asked),
     and end with the verdict line; ``before_verdict(exit code)`` may print just above it."""
+    from orchestrator.render.console import terminal_console
     from orchestrator.render.markdown import write_report
-    from orchestrator.render.terminal import render_report, report_verdict_line, terminal_console
+    from orchestrator.render.terminal import render_report, report_verdict_line
     from orchestrator.render.verdicts_json import write_verdicts_json
     from orchestrator.store.query import check_files
 

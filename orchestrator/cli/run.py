@@ -71,20 +71,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def run_options(args: argparse.Namespace) -> RunOptions:
     """The dispatch options of ``run`` and ``bisect``: ``--scheduler``, ``--no-progress``, ``--tls-*``;
-    the report's modules are imported while the cluster starts."""
+    what the end of the sweep needs is imported while the cluster starts."""
     return RunOptions(scheduler=args.scheduler, progress=not args.no_progress, tls=tls_files(args),
-                      while_connecting=import_report_modules)
+                      while_connecting=import_sweep_end_modules)
 
 
-def import_report_modules() -> None:
-    """Import what the report at the end of a sweep needs (the report model, Markdown, Bokeh for the
-    HTML page): about a second of a short sweep's end to end, spent while the client waits for its
-    cluster. A failure here is left to the report, which imports them again and says what is wrong."""
+def import_sweep_end_modules() -> None:
+    """Import what the end of a sweep needs (compaction, the report model, Markdown, Bokeh for the HTML
+    page): about a second of a short sweep's end to end, spent while the client waits for its cluster.
+    A failure here is left to the code that needs them, which imports them again and says what is wrong."""
     try:
         import orchestrator.cli.results  # noqa: F401
         import orchestrator.render.markdown  # noqa: F401
         import orchestrator.render.sweep_page  # noqa: F401
         import orchestrator.render.terminal  # noqa: F401
+        import orchestrator.store.compact  # noqa: F401
     except Exception:  # noqa: BLE001 - the report's own import names the problem
         pass
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.analysis.disturbed import disturbed_runs
-from orchestrator.analysis.report_model import load_runs, report_metrics, sweep_gates
-from orchestrator.analysis.verdicts import Verdict
 from orchestrator.contract import PlannedRun
 from orchestrator.dispatch.dispatcher import SweepOutcome, run_sweep
 from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan
 from orchestrator.spec.record import AdaptiveSummary, SweepRecord
+
+# The results are read and judged (pandas, the report model) only when a round or re-run is decided:
+# the analysis modules are imported there, not before the first run is dispatched.
 
 DECIDED, MAX_REACHED, BUDGET_SPENT = "every gate decided", "max_repeats reached", "budget_s spent"
 
@@ -42,12 +42,14 @@ class AdaptiveRounds:
     def __post_init__(self) -> None:
         self.next_round = self.next_round or self.record.spec.repeats
         self._plan = adaptive_plan(self.resolved, self.record.sweep_id)
-        self._metrics = report_metrics(self.record.spec)
 
     def __call__(self) -> list[PlannedRun]:
+        from orchestrator.analysis.report_model import load_runs, report_metrics
+
         spec = self.record.spec
+        metrics = report_metrics(spec)
         while self.next_round < spec.max_rounds:
-            runs = load_runs(self.resolved.results_root, self.record.sweep_id, [*self._metrics, "wall_s"])
+            runs = load_runs(self.resolved.results_root, self.record.sweep_id, [*metrics, "wall_s"])
             if spec.budget_s is not None and runs["wall_s"].sum() >= spec.budget_s:
                 self.ended = BUDGET_SPENT
                 return []
@@ -83,6 +85,9 @@ class DisturbedReruns:
     rerun: set[str] = field(default_factory=set)
 
     def __call__(self) -> list[PlannedRun]:
+        from orchestrator.analysis.disturbed import disturbed_runs
+        from orchestrator.analysis.report_model import load_runs
+
         runs = load_runs(self.resolved.results_root, self.record.sweep_id, [])
         unit = runs["suite_run_key"].fillna(runs["run_key"])
         ok = runs[(runs["status"] == "ok") & ~unit.isin(self.done | self.rerun)]
@@ -95,6 +100,9 @@ class DisturbedReruns:
 
 def undecided_cells(record: SweepRecord, runs: Any) -> set[tuple[str, str]]:
     """(case, side) cells an INCONCLUSIVE gate needs: its side and the baseline of its case."""
+    from orchestrator.analysis.report_model import sweep_gates
+    from orchestrator.analysis.verdicts import Verdict
+
     baseline = record.spec.baseline
     cells = set()
     for verdict in sweep_gates(record, runs):

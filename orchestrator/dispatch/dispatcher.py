@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from distributed import Client, Event, Future, wait
 
@@ -35,9 +36,11 @@ from orchestrator.dispatch.progress import SweepProgress
 from orchestrator.dispatch.units import Unit, unit_at
 from orchestrator.errors import ClusterError, InvalidInputError, interruption
 from orchestrator.spec.record import RunOutcome, SweepRecord
-from orchestrator.store.reuse import Reuse
 from orchestrator.worker.bench_task import bench_host_record, execute_run
 from orchestrator.worker.round_task import execute_round
+
+if TYPE_CHECKING:  # pandas and Arrow: only where a run is reused
+    from orchestrator.store.reuse import Reuse
 
 WORKER_CHECK_INTERVAL_S = 5.0
 CANCEL_POLL_INTERVAL_S = 0.5  # the dispatcher's looks at the cancel event between runs, at most

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from orchestrator.analysis import stats
@@ -33,12 +33,6 @@ from orchestrator.spec.anyrepo import passes_variant
 SHORT_SHA = 10
 VERDICT_STYLES: dict[Verdict, str] = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red",
                                       Verdict.INCONCLUSIVE: "bold yellow", Verdict.NO_DATA: "bold magenta"}
-
-
-def terminal_console() -> Console:
-    """A console on stdout: colour only on a terminal, never syntax highlighting, and no markup: a
-    string it prints (a table cell, a case name, a bench's error) shows as the characters it is."""
-    return Console(highlight=False, soft_wrap=False, markup=False)
 
 
 def render_report(report: Report, width: int) -> RenderableType:

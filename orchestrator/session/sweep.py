@@ -89,8 +89,6 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     record says how it ended. Bad input raises ``InvalidInputError`` before anything is recorded, or,
     for a gate metric the bench's first ok run lacks (``dispatch.first_run``), once the stopped
     sweep is recorded."""
-    from orchestrator.store.compact import compact_finished  # reads and writes Parquet: only when running
-
     options = options or RunOptions()
     options.security()  # the TLS options checked before anything is recorded
     for warning in plan.warnings:
@@ -108,7 +106,7 @@ def run_sweep(plan: SweepPlan, options: RunOptions | None = None) -> SweepRun:
     try:
         with records.sweep_lock(root, sweep_id):
             problem = _dispatch(resolved, record, runs, options)
-            compact_finished(root, sweep_id)
+            _compact(root, sweep_id)
     except InvalidInputError:  # found before anything was dispatched: leave nothing behind
         records.discard(root, sweep_id)
         raise
@@ -150,6 +148,13 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
     check_suite_input(plan.resolved.spec, root, sweep_id)
     check_lockstep_input(plan.resolved.spec, root, sweep_id)
     return SweepRun(sweep_id, root)
+
+
+def _compact(root: Path, sweep_id: str) -> None:
+    """Merge the finished sweep's per-run files (``store.compact``: Parquet, imported only now)."""
+    from orchestrator.store.compact import compact_finished
+
+    compact_finished(root, sweep_id)
 
 
 def _raise_if(problem: str | None) -> None:
@@ -256,7 +261,7 @@ def _start(work: Callable[[], None] | None) -> threading.Thread | None:
 
 def say(text: str) -> None:
     """One line: on a terminal wrapped to its width (a long path folded, not cut); piped, as is."""
-    from orchestrator.render.terminal import terminal_console
+    from orchestrator.render.console import terminal_console
 
     console = terminal_console()
     if console.is_terminal:
