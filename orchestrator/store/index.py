@@ -269,7 +269,8 @@ def _current(root: str | Path, only: Iterable[str] | None, where: pc.Expression 
     """The index rows matching ``where`` (``columns`` of them) of every partition on disk, or of the
     sweeps in ``only``, up to date: rows of partitions whose fingerprint changed, or that were never
     indexed, come from a scan of their files; those of sweeps not running are written back (one
-    warning names them), and so are the rows of racy partitions found unchanged once they are no
+    warning counts those that had ended: a sweep whose client was killed never indexed itself, so its
+    rows are written without one), and so are the rows of racy partitions found unchanged once they are no
     longer racy. Only the fingerprint columns of the whole index are read; rows come filtered."""
     now = time.time_ns()  # before any listing: what is confirmed was so at least since then
     present = sweep_partitions(root)
@@ -280,9 +281,11 @@ def _current(root: str | Path, only: Iterable[str] | None, where: pc.Expression 
     fresh, settled = _fresh(root, stored, present, now)
     stale = [sweep for sweep in present if sweep not in fresh]
     scanned = [scan_partition(root, sweep, present[sweep]) for sweep in stale]
-    written = [rows for sweep, rows in zip(stale, scanned, strict=True) if not _running(root, sweep)]
-    if written:
-        _warn_stale(root, bool(stored.sources), len(written))
+    states = [_dispatch_state(root, sweep) for sweep in stale]
+    written = [rows for rows, state in zip(scanned, states, strict=True) if state != RUNNING]
+    unexpected = sum(state == ENDED for state in states)  # a killed client never indexed its sweep
+    if unexpected:
+        _warn_stale(root, bool(stored.sources), unexpected)
     if settled:
         rows = stored.rows(settled)
         written.append(rows.set_column(rows.schema.get_field_index("indexed_ns"), "indexed_ns",
@@ -324,13 +327,19 @@ def _same_files(root: str | Path, stored: _Stored, sweep_id: str) -> bool:
     return indexed == {(entry.name, entry.stat().st_size) for entry in listed}
 
 
-def _running(root: str | Path, sweep_id: str) -> bool:
-    """Whether the sweep is being dispatched (its partition still grows): its record says running and
-    its client holds the sweep's lock (one killed before it could record so never writes again)."""
+RUNNING, CLIENT_GONE, ENDED = "running", "client gone", "ended"
+
+
+def _dispatch_state(root: str | Path, sweep_id: str) -> str:
+    """``RUNNING`` while its client dispatches it (its partition still grows: not written to the
+    index), ``CLIENT_GONE`` when its record says running but no client holds the sweep's lock (killed
+    before it could compact and index it), else ``ENDED``."""
     try:
-        return record_summary(Path(root), sweep_id)[1] == "running" and client_alive(Path(root), sweep_id)
+        if record_summary(Path(root), sweep_id)[1] != "running":
+            return ENDED
+        return RUNNING if client_alive(Path(root), sweep_id) else CLIENT_GONE
     except OSError:
-        return False
+        return ENDED
 
 
 def _save(root: str | Path, rows: pa.Table) -> None:

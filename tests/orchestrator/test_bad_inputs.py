@@ -44,9 +44,10 @@ def seeded(tmp_path_factory) -> tuple[FakeRepo, str]:
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    """Every file under ``root`` (hidden ones too) with a hash of its content."""
+    """Every recorded file under ``root`` (hidden ones too) with a hash of its content; not the results
+    index, derived data any reader may bring up to date (``store.index``: written whole or not at all)."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+            for p in sorted(root.rglob("*")) if p.is_file() and p.relative_to(root).parts[0] != "index"}
 
 
 def place(case: dict, repo: FakeRepo, root: Path, sweep_id: str) -> list[Path]:

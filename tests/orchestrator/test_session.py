@@ -99,7 +99,8 @@ def test_work_while_connecting_ends_before_the_first_run_starts(repo, sweep_yaml
         time.sleep(3.0)  # longer than the embedded cluster takes to start
         seen["ended"] = datetime.now(UTC)
 
-    run = run_sweep(plan_sweep("sweep.yaml", ["repeats=1"]), RunOptions(progress=False, while_connecting=work))
+    options = RunOptions(progress=False, while_connecting=work)
+    run = run_sweep(plan_sweep("sweep.yaml", ["repeats=1"]), options)
     first = query.read_runs(run.results_root, query.Where(sweeps=[run.sweep_id]), ["started_at"])
     assert seen["thread"] is True
     assert first["started_at"].min() > seen["ended"]
