@@ -1,12 +1,12 @@
 """The one read layer of a results root: every reader asks here for runs, steps and run statuses.
 
-A question is a ``Where`` (which runs) and the columns wanted. A question naming its sweeps reads
-only their partitions; any other question that filters (case, side, SHA, host, status, copies)
-asks the index (``store.index``) which files hold matching runs. Either way only the files that can
-hold a wanted run are opened, only the columns asked for (and those the filter needs) are read, and
-a damaged file is named in one warning and skipped (``store.damaged``). Readers never learn the
-file layout: a sweep's runs may be in one file per run or compacted (``store.compact``).
-"""
+A question is a ``Where`` (which runs) and the columns wanted. A question naming its sweeps (up to
+``LISTED_SWEEPS``) reads only their partitions; any other question that filters (case, side, SHA,
+host, status, copies) asks the index (``store.index``) which files hold matching runs. Either way
+only the files that can hold a wanted run are opened, only the columns asked for (and those the
+filter needs) are read, and a damaged file is named in one warning and skipped (``store.damaged``).
+Readers never learn the file layout: a sweep's runs may be in one file per run or compacted
+(``store.compact``)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from orchestrator.store.partitions import (
 STEP_COLUMNS: tuple[str, ...] = ("sweep_id", "run_key", "step", "warmup", "phase", "ms")
 PARTITION_COLUMN = "sweep"  # what ``pd.read_parquet(root / "runs")`` calls the partition
 READ_CHUNK = 16  # files per dataset read: faster, and a fraction of the memory, than all at once
+LISTED_SWEEPS = 20  # a question filtering runs of more sweeps than this asks the index for their files
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,9 @@ class Where:
 
     @property
     def across_sweeps(self) -> bool:
-        """Whether it filters runs without naming their sweeps: the index answers it."""
-        return self.sweeps is None and self.filters_rows
+        """Whether the index answers it: it filters runs without naming their sweeps, or naming more
+        than ``LISTED_SWEEPS`` (one index read instead of every partition's listing and parts' footers)."""
+        return self.filters_rows and (self.sweeps is None or len(self.sweeps) > LISTED_SWEEPS)
 
     def expression(self, on_index: bool = False) -> pc.Expression | None:
         """The filter on a runs table (``on_index``: on the index, whose copy column is ``reused``)."""
@@ -266,7 +268,7 @@ def _indexed_files(root: str | Path, where: Where) -> dict[Path, list[str] | Non
     """The files the index says hold runs ``where`` selects; the damaged ones it knows are named."""
     damaged = pc.field("status") == index.DAMAGED
     wanted = where.expression(on_index=True) & pc.field("run_key").is_valid()
-    table = index.current(root, where=wanted | damaged, columns=["sweep_id", "file", "run_key", "status"])
+    table = index.current(root, where.sweeps, wanted | damaged, ["sweep_id", "file", "run_key", "status"])
     for sweep_id, name in _damaged_rows(table):
         warn_damaged(partition_dir(root, "runs", sweep_id) / name, "unreadable when it was indexed")
     table = table.filter(pc.field("run_key").is_valid())

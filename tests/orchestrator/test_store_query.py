@@ -64,6 +64,24 @@ def test_a_compacted_and_a_mixed_root_read_the_same_everywhere(root):
 
 
 @pytest.mark.parametrize("compacted", [False, True])
+def test_many_named_sweeps_are_found_through_the_index_alike(root, compacted, monkeypatch, opened):
+    """Above ``LISTED_SWEEPS`` named sweeps a filtering question asks the index for the files: the
+    same runs as listing the partitions, and no file of another sweep opened."""
+    if compacted:
+        for sweep in SWEEPS:
+            compact.compact_sweep(root, sweep)
+    index.rebuild(root)
+    where = Where(sweeps=list(SWEEPS[1:]), cases=[CASES[1]], measured=True)
+    listed = query.read_runs(root, where, ["run_key", "throughput"]).sort_values("run_key")
+    monkeypatch.setattr(query, "LISTED_SWEEPS", 1)
+    assert where.across_sweeps
+    opened.clear()
+    indexed = query.read_runs(root, where, ["run_key", "throughput"]).sort_values("run_key")
+    assert indexed.reset_index(drop=True).equals(listed.reset_index(drop=True)) and len(listed) == 2 * 4
+    assert {path.parent.name for path in opened} == {f"sweep={sweep}" for sweep in SWEEPS[1:]}
+
+
+@pytest.mark.parametrize("compacted", [False, True])
 def test_only_the_columns_and_runs_asked_for(root, compacted):
     if compacted:
         for sweep in SWEEPS:
