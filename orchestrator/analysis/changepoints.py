@@ -81,12 +81,12 @@ def _optimal_ends(series: np.ndarray, penalty: float) -> list[int]:
     best = np.full(n + 1, np.inf)  # best[t]: the least total cost of series[:t]
     best[0] = 0.0
     previous = np.zeros(n + 1, dtype=int)
-    costs = [_l1_costs(series, start) for start in range(n - MIN_SEGMENT + 1)]
+    costs = np.array([_l1_costs(series, start) for start in range(n - MIN_SEGMENT + 1)])  # [start, end]
     for end in range(MIN_SEGMENT, n + 1):
-        starts = [s for s in range(0, end - MIN_SEGMENT + 1) if np.isfinite(best[s])]
-        totals = [best[s] + costs[s][end] + penalty for s in starts]
-        pick = int(np.argmin(totals))
-        best[end], previous[end] = totals[pick], starts[pick]
+        last = end - MIN_SEGMENT + 1  # a segment ending at ``end`` starts before this
+        totals = best[:last] + costs[:last, end] + penalty  # inf where series[:start] cannot be split
+        pick = int(np.argmin(totals))  # the first of equal totals: the earliest split
+        best[end], previous[end] = totals[pick], pick
     ends, end = [], n
     while end > 0:
         ends.append(end)
