@@ -1,6 +1,6 @@
 """The suite examples (examples/pyperf, pytest-benchmark, gbench) end to end: real `shasweep run`
 processes against the generated two-commit suitelib repository, whose second commit makes
-``tokenize`` do 30 % more work and leaves the other benchmarks as they were. One bench process per
+``tokenize`` do 60 % more work and leaves the other benchmarks as they were. One bench process per
 side and round runs the whole suite; each benchmark is a case of its own."""
 
 from __future__ import annotations
