@@ -108,3 +108,11 @@ def test_last_shows_only_the_latest_sweeps_of_the_case_and_says_so(root, capsys)
     assert "4 runs of sac/g1_walk_flat/mujoco (3 ok) in 2 sweeps; median" in capsys.readouterr().out
     assert main([*argv, "--last", "0"]) == EXIT_INVALID
     assert "--last" in capsys.readouterr().err
+
+
+def test_the_cli_window_is_what_the_change_point_search_looks_at():
+    """The CLI keeps its own literal (parsing arguments imports no numpy); it must not drift."""
+    from orchestrator.analysis.changepoints import MAX_SWEEPS
+    from orchestrator.cli.results import HISTORY_SWEEPS
+
+    assert HISTORY_SWEEPS == MAX_SWEEPS
