@@ -2,11 +2,35 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 E2E = Path(__file__).resolve().parent / "e2e"
+LOCK_DIR_VAR = "SHASWEEP_LOCK_DIR"
+_LOCK_PARENT = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each test process (each xdist worker) gets its own host-lock directory unless one is set:
+    tests in two workers never wait for each other's host lock, and a developer's own sweep on this
+    machine never waits for the suite's."""
+    if os.environ.get(LOCK_DIR_VAR):
+        return
+    parent = Path(tempfile.mkdtemp(prefix="shasweep-test-locks-"))
+    parent.chmod(0o755)  # the drills' second local user reaches the lock directory through it
+    config.stash[_LOCK_PARENT] = parent
+    os.environ[LOCK_DIR_VAR] = str(parent / "locks")  # created by the lock itself, mode 1777
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    parent = config.stash.get(_LOCK_PARENT, None)
+    if parent is not None:
+        os.environ.pop(LOCK_DIR_VAR, None)
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
