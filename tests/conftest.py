@@ -14,10 +14,16 @@ LOCK_DIR_VAR = "SHASWEEP_LOCK_DIR"
 _LOCK_PARENT = pytest.StashKey[Path]()
 
 
+XDIST_VARS = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Each test process (each xdist worker) gets its own host-lock directory unless one is set:
+    """The processes the tests start (benches among them) do not inherit xdist's worker variables:
+    under them a bench's pytest-benchmark disables itself. Each test process (each xdist worker) gets its own host-lock directory unless one is set:
     tests in two workers never wait for each other's host lock, and a developer's own sweep on this
     machine never waits for the suite's."""
+    for name in XDIST_VARS:
+        os.environ.pop(name, None)
     if os.environ.get(LOCK_DIR_VAR):
         return
     parent = Path(tempfile.mkdtemp(prefix="shasweep-test-locks-"))
