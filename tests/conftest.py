@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-E2E = Path(__file__).resolve().parent / "e2e"
+TESTS = Path(__file__).resolve().parent
+E2E = TESTS / "e2e"
+ENVRUNTIME = TESTS / "envruntime"
 LOCK_DIR_VAR = "SHASWEEP_LOCK_DIR"
 _LOCK_PARENT = pytest.StashKey[Path]()
 
@@ -39,9 +41,35 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(parent, ignore_errors=True)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every end-to-end test is ``slow`` (real sweeps through clusters, processes and git): the fast
-    tier a developer runs in a loop, ``pytest -m "not slow"``, leaves them to the full suite."""
+    tier a developer runs in a loop, ``pytest -m "not slow"``, leaves them to the full suite.
+
+    For ``-n 2 --dist loadgroup`` (the README's command): tests that share what is costly to make run
+    in one process (``xdist_group``), and the rest are ordered slowest kind first, so that the last
+    tests a worker takes are short ones."""
     for item in items:
         if E2E in item.path.parents:
             item.add_marker(pytest.mark.slow)
+        group = _shared_costs(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: _KIND_ORDER.index(item.path.relative_to(TESTS).parts[0])
+               if len(item.path.relative_to(TESTS).parts) > 1 else len(_KIND_ORDER))
+
+
+_KIND_ORDER = ("e2e", "envruntime", "orchestrator")
+
+
+def _shared_costs(item: pytest.Item) -> str | None:
+    """The group of tests that must share one process: every envruntime test (the clone's Numba cache
+    is filled once, not by two processes compiling the same kernels at once), and each module whose
+    module-scoped fixtures build a repository, a cluster or a worktree (built once, not per worker)."""
+    if ENVRUNTIME in item.path.parents:
+        return "envruntime"
+    fixtures = getattr(item, "_fixtureinfo", None)
+    definitions = fixtures.name2fixturedefs.values() if fixtures is not None else ()
+    if any(d.scope == "module" for defs in definitions for d in defs):
+        return item.path.relative_to(TESTS).as_posix()
+    return None

@@ -74,15 +74,26 @@ def assert_no_split_words(lines: list[str], wide: list[str]) -> None:
                 f"{word!r} in {line!r} is a fragment of a word"
 
 
+REFERENCE_COLUMNS = 400  # wide enough that nothing wraps: the words a narrower rendering may show
+
+
+@pytest.fixture(scope="module")
+def gated_sweep(tmp_path_factory) -> tuple[Path, str, list[str]]:
+    """A two-case sweep with three gates and a failed run: (results root, sweep id, its report at
+    ``REFERENCE_COLUMNS``), written and rendered once for every width."""
+    root, sweep = tmp_path_factory.mktemp("gated"), "ab-20260101T000000"
+    write_sweep(root, sweep, [{"metric": "throughput", "min_ratio": 1.5},
+                              {"metric": "throughput", "min_ratio": 2.5},
+                              {"metric": "physics_ms", "max_ratio": 0.55}], [GO2, G1])
+    write_go2_runs(root, sweep)
+    write_run(root, sweep, "g1-failed-run-with-a-long-key", "cand", G1, status="failed")
+    return root, sweep, run_in_pty(["report", sweep, "--results", str(root)], REFERENCE_COLUMNS, root)[1]
+
+
 @pytest.mark.parametrize("columns", [72, 80, 120, 200])
-def test_report_fits_the_terminal_and_ends_with_the_verdict(tmp_path, columns):
-    sweep = "ab-20260101T000000"
-    write_sweep(tmp_path, sweep, [{"metric": "throughput", "min_ratio": 1.5},
-                                  {"metric": "throughput", "min_ratio": 2.5},
-                                  {"metric": "physics_ms", "max_ratio": 0.55}], [GO2, G1])
-    write_go2_runs(tmp_path, sweep)
-    write_run(tmp_path, sweep, "g1-failed-run-with-a-long-key", "cand", G1, status="failed")
-    rc, lines = run_in_pty(["report", sweep, "--results", str(tmp_path)], columns, tmp_path)
+def test_report_fits_the_terminal_and_ends_with_the_verdict(gated_sweep, columns):
+    root, sweep, wide = gated_sweep
+    rc, lines = run_in_pty(["report", sweep, "--results", str(root)], columns, root)
     assert rc == 3
     text = [line for line in lines if line]
     # go2: 2.0x passes >= 1.5x and 0.5x <= 0.55x, fails >= 2.5x; g1 has no ok candidate run: 3 NO DATA.
@@ -90,7 +101,7 @@ def test_report_fits_the_terminal_and_ends_with_the_verdict(tmp_path, columns):
     verdict = " ".join(text[max(i for i, line in enumerate(text) if line.startswith("PASS ")):])
     assert verdict == "PASS 2 / FAIL 0 / INCONCLUSIVE 1 / NO DATA 3 — exit 3 (1 run(s) not ok, 5 not run)"
     assert_fits(lines, columns)
-    assert_no_split_words(lines, run_in_pty(["report", sweep, "--results", str(tmp_path)], 400, tmp_path)[1])
+    assert_no_split_words(lines, wide)
     assert "a" * 10 in "\n".join(lines) and "a" * 11 not in "\n".join(lines), "short SHAs"
     (failed,) = [line for line in lines if line.startswith("g1-failed-")]
     assert failed.split()[1:4] == ["cand", "failed", "ValueError:"], "run, side, status, then the error"
@@ -130,12 +141,18 @@ def write_wide_sweep(root: Path, sweep_id: str) -> None:
                 pq.write_table(pa.Table.from_pylist([row]), path)
 
 
+@pytest.fixture(scope="module")
+def wide_sweep(tmp_path_factory) -> tuple[Path, str, list[str]]:
+    """``write_wide_sweep``'s sweep: (results root, sweep id, its report at ``REFERENCE_COLUMNS``)."""
+    root, sweep = tmp_path_factory.mktemp("wide"), "wide-20260101T000000"
+    write_wide_sweep(root, sweep)
+    return root, sweep, run_in_pty(["report", sweep, "--results", str(root)], REFERENCE_COLUMNS, root)[1]
+
+
 @pytest.mark.parametrize("columns", [80, 120, 200])
-def test_a_wide_report_never_splits_a_word(tmp_path, columns):
-    sweep = "wide-20260101T000000"
-    write_wide_sweep(tmp_path, sweep)
-    rc, lines = run_in_pty(["report", sweep, "--results", str(tmp_path)], columns, tmp_path)
-    _, wide = run_in_pty(["report", sweep, "--results", str(tmp_path)], 400, tmp_path)
+def test_a_wide_report_never_splits_a_word(wide_sweep, columns):
+    root, sweep, wide = wide_sweep
+    rc, lines = run_in_pty(["report", sweep, "--results", str(root)], columns, root)
     assert rc == 3, lines
     assert_fits(lines, columns)
     assert_no_split_words(lines, wide)
@@ -148,7 +165,7 @@ def test_a_wide_report_never_splits_a_word(tmp_path, columns):
 
 
 @pytest.mark.slow
-def test_run_ends_with_the_verdict_line_within_the_width(tmp_path):
+def test_run_ends_with_the_verdict_line_within_the_width(tmp_path, monkeypatch):
     repo = make_fake_repo(tmp_path)
     sweep = {
         "name": "pty", "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}}, "baseline": "old",
@@ -157,7 +174,7 @@ def test_run_ends_with_the_verdict_line_within_the_width(tmp_path):
         "gates": [{"metric": "physics_ms", "max_ratio": 0.6}],
     }
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
-    os.environ.setdefault("SHASWEEP_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
     rc, lines = run_in_pty(["run", str(tmp_path / "sweep.yaml")], 64, repo.path)
     text = [line for line in lines if line]
     assert rc == 0, text
