@@ -61,6 +61,7 @@ def load_spec(path: str | Path, dotlist: list[str] | tuple[str, ...] = ()) -> Sw
 def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
     """Merge ``raw`` (a loaded YAML) and ``dotlist`` over the typed defaults and validate the result."""
     refuse_env_lookups(raw, "the sweep file")
+    _refuse_numeric_refs(raw)
     dotlist = drop_deprecated(raw, apply_removals(raw, dotlist))
     raw, dotlist = _discover_as_glob(raw, dotlist)
     for name, schema in (("gates", GateSpec), ("waivers", WaiverSpec)):
@@ -74,6 +75,19 @@ def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ())
     spec: SweepSpec = OmegaConf.to_object(merged)  # type: ignore[assignment]
     validate(spec)
     return spec
+
+
+def _refuse_numeric_refs(raw: DictConfig) -> None:
+    """A side's ``ref`` that YAML read as a number (``ref: 5e51197`` is infinity, ``ref: 0123456`` octal)
+    is a ``SpecError`` asking for quotes: its text as written is gone."""
+    sides = raw.get("sides")
+    if not isinstance(sides, DictConfig):
+        return
+    for label, side in sides.items():
+        ref = side.get("ref") if isinstance(side, DictConfig) else None
+        if isinstance(ref, (int, float)):  # bool included
+            raise SpecError(f"YAML read this ref as the number {ref!r}; write it in quotes, e.g. ref: '5e51197'",
+                            f"sides.{label}.ref")
 
 
 def _discover_as_glob(raw: DictConfig, dotlist: list[str] | tuple[str, ...]) -> tuple[DictConfig, list[str]]:

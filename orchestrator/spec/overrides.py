@@ -14,6 +14,8 @@ from orchestrator.errors import SpecError
 
 ADD_PREFIX = "+"
 REMOVE_PREFIX = "~"
+TEXT_LEAVES = ("ref",)  # git refs: text even where YAML reads a number (short SHA 5e51197, 0123456)
+_QUOTES = ("'", '"')
 _ABSENT = object()
 
 
@@ -34,8 +36,16 @@ def plain_overrides(base: DictConfig, dotlist: list[str] | tuple[str, ...]) -> l
         if not adds and not exists and _open_parent(base, name):
             raise SpecError(f"{name!r} is not in the sweep; to add it, write +{name}={value}"
                             f"{_near(base, name)}", f"override[{i}]")
-        plain.append(f"{name}={value}")
+        plain.append(f"{name}={_as_text(value) if name.rpartition('.')[2] in TEXT_LEAVES else value}")
     return plain
+
+
+def _as_text(value: str) -> str:
+    """``value`` YAML-quoted, so the parser keeps it as written; a value already quoted stays as is."""
+    stripped = value.strip()
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in _QUOTES:
+        return value
+    return "'" + stripped.replace("'", "''") + "'"
 
 
 def apply_removals(raw: DictConfig, dotlist: list[str] | tuple[str, ...]) -> list[str]:

@@ -90,6 +90,12 @@ def test_a_plus_override_adds_a_key(tmp_path):
     assert spec.sides["base"].ref == "v1"
 
 
+@pytest.mark.parametrize("ref", ["5e51197", "0123456", "1234567", "1_000", "'quoted'", "it's"])
+def test_a_ref_override_is_the_text_as_written_even_where_yaml_reads_a_number(tmp_path, ref):
+    spec = load_spec(write_yaml(tmp_path, BASE), [f"sides.base.ref={ref}", f"+sides.new.ref={ref}"])
+    assert spec.sides["base"].ref == spec.sides["new"].ref == ref.strip("'"), "a short SHA is not 'inf'"
+
+
 def test_a_tilde_override_drops_a_key(tmp_path):
     three = load_spec(write_yaml(tmp_path, BASE), ["+sides.extra.ref=main"])
     assert list(three.sides) == ["base", "cand", "extra"]
@@ -176,6 +182,8 @@ INVALID = [
      "'sides.cand.ref' is already in the sweep"),
     ("override-plus-only", BASE, ["+=1"], "override[0]: '+=1' is not of the form key=value or +key=value"),
     ("unresolvable-ref", BASE, ["sides.cand.ref=nope"], "sides.cand.ref: 'nope' is not a commit in"),
+    ("numeric-ref", changed(sides__cand__ref=float("inf")), [],
+     "sides.cand.ref: YAML read this ref as the number inf; write it in quotes"),
     ("not-a-repo", BASE, ["repo=/"], "repo: '/' is not a git repository"),
 ]
 
