@@ -21,17 +21,22 @@ XDIST_VARS = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_
 
 def pytest_configure(config: pytest.Config) -> None:
     """The processes the tests start (benches among them) do not inherit xdist's worker variables:
-    under them a bench's pytest-benchmark disables itself. Each test process (each xdist worker) gets its own host-lock directory unless one is set:
-    tests in two workers never wait for each other's host lock, and a developer's own sweep on this
-    machine never waits for the suite's."""
+    under them a bench's pytest-benchmark disables itself. Each test process (each xdist worker) gets
+    its own host-lock directory unless one is set: tests in two workers never wait for each other's
+    host lock, and a developer's own sweep on this machine never waits for the suite's."""
     for name in XDIST_VARS:
         os.environ.pop(name, None)
-    if os.environ.get(LOCK_DIR_VAR):
-        return
+    if os.environ.get(LOCK_DIR_VAR) or _is_xdist_controller(config):
+        return  # the controller's workers inherit its environment: each makes its own
     parent = Path(tempfile.mkdtemp(prefix="shasweep-test-locks-"))
     parent.chmod(0o755)  # the drills' second local user reaches the lock directory through it
     config.stash[_LOCK_PARENT] = parent
     os.environ[LOCK_DIR_VAR] = str(parent / "locks")  # created by the lock itself, mode 1777
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    """Whether this process hands tests to xdist workers rather than running them."""
+    return bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -86,8 +86,8 @@ def _refuse_numeric_refs(raw: DictConfig) -> None:
     for label, side in sides.items():
         ref = side.get("ref") if isinstance(side, DictConfig) else None
         if isinstance(ref, (int, float)):  # bool included
-            raise SpecError(f"YAML read this ref as the number {ref!r}; write it in quotes, e.g. ref: '5e51197'",
-                            f"sides.{label}.ref")
+            raise SpecError(f"YAML read this ref as the number {ref!r}; write it in quotes, "
+                            "e.g. ref: '5e51197'", f"sides.{label}.ref")
 
 
 def _discover_as_glob(raw: DictConfig, dotlist: list[str] | tuple[str, ...]) -> tuple[DictConfig, list[str]]:
