@@ -179,14 +179,19 @@ def change_interval(after: Iterable[float | None], before: Iterable[float | None
 def compare(candidate: Iterable[float | None], baseline: Iterable[float | None], *, paired: bool = False,
             confidence: float = DEFAULT_CONFIDENCE,
             interval: intervals.LogInterval | None = None, method: str | None = None,
-            rank_test: bool = True) -> Comparison:
+            rank_test: bool = True, ratio_of_interval: bool = False) -> Comparison:
     """Candidate against baseline (see ``aligned`` for ``paired``). ``interval`` replaces the cell's
     own one (e.g. with the sweep's pooled noise, ``method`` saying so); ``rank_test=False``: no
-    p-value (NaN), which is the slow part."""
+    p-value (NaN), which is the slow part. ``ratio_of_interval``: the ratio is the replacing
+    interval's estimate, not the ratio of the runs' medians (lockstep: the runs' figures are not
+    what the interval compares)."""
     cand, base = aligned(candidate, baseline, paired=paired)
     own = log_interval(cand, base, paired=paired)
     chosen = interval if own is not None and interval is not None else own
-    common = dict(ratio=ratio(median(cand), median(base)), confidence=confidence,
+    figure = ratio(median(cand), median(base))
+    if ratio_of_interval and chosen is interval and interval is not None:
+        figure = float(np.exp(interval.center))
+    common = dict(ratio=figure, confidence=confidence,
                   p_value=rank_p(cand, base, paired=paired) if rank_test else math.nan,
                   n_candidate=int(cand.size),
                   n_baseline=int(base.size), paired=paired)

@@ -189,6 +189,7 @@ class Comparer:
         if key not in self._cache:
             cand, base, paired = self.pair(case, side, metric, rounds)
             interval, method = None, None
+            lockstep_rounds = paired and self.order == "lockstep"  # rounds judged by their block pairs
             if self.noise == "pooled":
                 interval = self._pooled_interval(case, side, metric, rounds, cand, base, paired)
                 method = "pooled-noise " + ("trimmed t of per-round log ratios" if paired
@@ -197,7 +198,8 @@ class Comparer:
                 interval = intervals.paired(self.round_log_ratios(case, side, metric, rounds))
                 method = "trimmed t of per-round block-pair medians (lockstep)"
             self._cache[key] = stats.compare(cand, base, paired=paired, confidence=confidence,
-                                             interval=interval, method=method, rank_test=rank_test)
+                                             interval=interval, method=method, rank_test=rank_test,
+                                             ratio_of_interval=lockstep_rounds)
         cached = self._cache[key]
         return cached if cached.confidence == confidence else cached.at(confidence)
 

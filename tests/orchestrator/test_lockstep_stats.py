@@ -223,3 +223,26 @@ def test_reports_read_lockstep_rounds_as_the_simulations_do():
         expected = decide(np.array([estimates]), looks)
         verdict = gate_verdict(0, gate, "a/b/c", "new", comparer, looks)
         assert verdict.verdict == Verdict(expected.verdict[0]), sweep
+
+
+def test_a_lockstep_cells_ratio_is_its_intervals_estimate_not_the_runs_medians():
+    """A burst that hits one block of a side slows that run's own throughput (its steps over its
+    blocks' time) but not the round's median block pair: the ratio a lockstep cell reports is the
+    estimate its interval is built on, so it lies inside that interval (an A/A sweep under a
+    neighbour showed 1.167 against its interval [0.972, 1.028] before)."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for r in range(8):
+        walls = {side: np.exp(rng.normal(0.0, 0.02, 8)) * (1.0 if side == "old" else 1 / 0.96)
+                 for side in ("old", "new")}
+        walls["new"][rng.integers(8)] *= 4.0
+        for side, wall in walls.items():
+            blocks = [block(c, float(w), 5 / float(w)) for c, w in enumerate(wall)]
+            rows.append({"case": "a/b/c", "side": side, "repeat": r, "throughput": 5 * len(wall) / wall.sum(),
+                         "blocks": json.dumps(blocks)})
+    runs = pd.DataFrame(rows)
+    comparison = Comparer(runs, "old", "lockstep").compare("a/b/c", "new", "throughput")
+    medians = runs.groupby("side")["throughput"].median()
+    assert comparison.ratio == pytest.approx(comparison.estimate) == pytest.approx(0.96, abs=0.02)
+    assert comparison.low <= comparison.ratio <= comparison.high
+    assert medians["new"] / medians["old"] < comparison.low, "the runs' own figures carry the bursts"
