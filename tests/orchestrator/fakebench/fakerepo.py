@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,10 +64,14 @@ def make_run(repo: FakeRepo, sha: str, *, results_root: Path, order: int = 0,
              extra_args: tuple[str, ...] = (), command: tuple[str, ...] = COMMAND, timeout_s: float = 60.0,
              side: str | None = None, params: dict | None = None, env: dict | None = None,
              sweep_id: str = "test-sweep") -> PlannedRun:
-    """A hand-made PlannedRun of the fake bench (the planner is not needed)."""
+    """A hand-made PlannedRun of the fake bench (the planner is not needed). Its run key names the
+    results root too: two tests at once (xdist workers) may make repositories of the same SHAs, and
+    processes are found, and killed, by run key."""
     side = side or ("base" if sha == repo.shas[0] else "cand")
+    root = hashlib.sha256(str(results_root).encode()).hexdigest()[:8]
     return PlannedRun(
-        sweep_id=sweep_id, run_key=f"{side}-{order:03d}-{sha[:8]}", order=order, side=side, ref=side, sha=sha,
+        sweep_id=sweep_id, run_key=f"{side}-{order:03d}-{sha[:8]}-{root}", order=order, side=side, ref=side,
+        sha=sha,
         case="sac/fake/none", algo="sac", task="fake", sim="none", variant="manager", repeat=order,
         repo=str(repo.path), argv_template=command + extra_args,
         params=params or {"num_envs": 8, "warmup": 1, "measure": 3, "threads": 1},
