@@ -52,8 +52,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tier a developer runs in a loop, ``pytest -m "not slow"``, leaves them to the full suite.
 
     For ``-n 2 --dist loadgroup`` (the README's command): tests that share what is costly to make run
-    in one process (``xdist_group``), and the rest are ordered slowest kind first, so that the last
-    tests a worker takes are short ones."""
+    in one process (``xdist_group``; xdist hands out the largest groups first), and the ungrouped
+    tests go in the order sorted here, slowest kind first, so that the last a worker takes are short."""
     for item in items:
         if E2E in item.path.parents:
             item.add_marker(pytest.mark.slow)
