@@ -174,7 +174,9 @@ def kill_tree():
 
 
 def spawn(request, log_out, log_err):
-    """Start the bench; (pid, this process's VmHWM just before the spawn, when it began in ns)."""
+    """Start the bench; (pid, this process's VmHWM just after the spawn, when it began in ns). Read
+    after, not before: building the spawn's argv and environment may grow this process, and the
+    bench inherits the high-water mark it had at the fork."""
     env = request["env"]
     os.chdir(request["cwd"])
     path = executable(request["argv"][0], env.get("PATH"))
@@ -182,12 +184,12 @@ def spawn(request, log_out, log_err):
     if request.get("cpus"):
         os.sched_setaffinity(0, request["cpus"])
     try:
-        floor = hwm_kib(os.getpid()) or 0
         began_ns = time.perf_counter_ns()
         pid = os.posix_spawn(path, request["argv"], env, setsid=True, setsigdef=DEFAULT_SIGNALS,
                              file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                                            (os.POSIX_SPAWN_DUP2, log_out, 1),
                                            (os.POSIX_SPAWN_DUP2, log_err, 2)])
+        floor = hwm_kib(os.getpid()) or 0
     finally:
         os.sched_setaffinity(0, previous)
     return pid, floor, began_ns
