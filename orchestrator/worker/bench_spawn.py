@@ -17,7 +17,7 @@ better than one that does not.
 
 Why a helper rather than the worker: the kernel's peak RSS of a child (``ru_maxrss``) starts at the
 forking process's high-water mark, hundreds of MiB for a Dask worker and about 10 MiB here; the
-helper reports that floor, read just before each spawn, so a figure above it is the bench's own.
+helper reports that floor, read just after each spawn, so a figure above it is the bench's own.
 While waiting it samples the ``VmHWM`` of the processes under it for benches below the floor. It
 times the bench from just before the spawn to the reap, single-threaded, away from the worker's
 threads. And it ends the benches with the worker: its stdin is a pipe from the worker, and end of
