@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from distributed import Client, LocalCluster, Security
@@ -40,9 +41,10 @@ async def identity(address: str, security: Security | None) -> str:
         comm.abort()
 
 
-def attempt(what, results: dict, key: str) -> None:
-    """``what()``'s answer under ``key``; no answer within ``3 * TIMEOUT_S`` counts as refused (a
-    handshake with the HTTP dashboard may hang; the thread is abandoned)."""
+def attempt(what, results: dict, key: str) -> threading.Thread:
+    """Start ``what()`` in a thread that puts its answer under ``key``; the caller gives every attempt
+    ``3 * TIMEOUT_S`` together, and no answer by then counts as refused (a handshake with the HTTP
+    dashboard may hang; the thread is abandoned)."""
     results[key] = {"ok": False, "error": f"no answer within {3 * TIMEOUT_S} s"}
 
     def call() -> None:
@@ -53,7 +55,7 @@ def attempt(what, results: dict, key: str) -> None:
 
     worker = threading.Thread(target=call, daemon=True)
     worker.start()
-    worker.join(3 * TIMEOUT_S)
+    return worker
 
 
 def warm_up() -> None:
@@ -83,11 +85,15 @@ def main() -> int:
         with Client(scheduler, timeout=TIMEOUT_S, security=security) as client:
             return client.run_on_scheduler(os.getuid)  # the uid the sweep's scheduler runs code as
 
-    attempt(run_code, results, "client")
+    attempts = [attempt(run_code, results, "client"),
+                attempt(lambda: len(Path(credentials).read_bytes()), results, "credentials")]
     for port in ports:
-        attempt(lambda p=port: asyncio.run(identity(f"tcp://127.0.0.1:{p}", None)), results, f"tcp:{port}")
-        attempt(lambda p=port: asyncio.run(identity(f"tls://127.0.0.1:{p}", own_tls)), results, f"tls:{port}")
-    attempt(lambda: len(Path(credentials).read_bytes()), results, "credentials")
+        attempts += [
+            attempt(lambda p=port: asyncio.run(identity(f"tcp://127.0.0.1:{p}", None)), results, f"tcp:{port}"),
+            attempt(lambda p=port: asyncio.run(identity(f"tls://127.0.0.1:{p}", own_tls)), results, f"tls:{port}")]
+    deadline = time.monotonic() + 3 * TIMEOUT_S  # the attempts run at once: one wait for all
+    for worker in attempts:
+        worker.join(max(0.0, deadline - time.monotonic()))
     print(json.dumps(results), flush=True)
     return 0
 
