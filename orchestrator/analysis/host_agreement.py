@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from orchestrator.analysis import rank_tests
+
 HOST_COLUMN = "host_id"
 FAMILY_ALPHA = 0.05  # chance that a sweep whose hosts all agree flags any host
 MIN_EFFECT = 0.01  # a host's ratio of medians must differ from the others' by more than 1%
@@ -96,8 +98,6 @@ def host_checks(runs: pd.DataFrame, cases: list[str], sides: list[str], baseline
     empty when the runs ran on fewer than two hosts."""
     if len(hosts_of(runs)) < 2:
         return []
-    from scipy import stats as sps  # imported here: it costs seconds
-
     comparisons = []  # (case, side, metric, {host: per-round ratios})
     for case in cases:
         for side in (s for s in sides if s != baseline):
@@ -112,7 +112,7 @@ def host_checks(runs: pd.DataFrame, cases: list[str], sides: list[str], baseline
     checks = []
     for case, side, metric, by_host in comparisons:
         logs = {host: np.log(values) for host, values in by_host.items()}
-        p = float(sps.kruskal(*logs.values()).pvalue) if _varies(logs) else 1.0
+        p = rank_tests.kruskal_p(list(logs.values())) if _varies(logs) else 1.0
         medians = {host: float(np.median(values)) for host, values in logs.items()}
         center = float(np.median(list(medians.values())))
         farthest = max(medians, key=lambda host: abs(medians[host] - center))

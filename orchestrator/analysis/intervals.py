@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from orchestrator.analysis.distributions import t_quantile
+
 TRIM = 0.1
 
 
@@ -77,9 +79,7 @@ class LogInterval:
 
     def bounds(self, confidence: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(low, high) of the ratio at two-sided ``confidence`` (exponentiated)."""
-        from scipy import stats as sps  # imported here: it costs seconds, and most CLI calls never need it
-
-        half = sps.t.ppf(0.5 + np.asarray(confidence) / 2, self.df) * self.se
+        half = t_quantile(0.5 + np.asarray(confidence) / 2, self.df) * self.se
         return np.exp(self.center - half), np.exp(self.center + half)
 
 

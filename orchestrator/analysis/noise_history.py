@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from orchestrator.analysis.distributions import t_quantile
 from orchestrator.analysis.verdicts import POWER
 from orchestrator.store import query
 from orchestrator.store.reuse import REUSED_COLUMN
@@ -68,11 +69,9 @@ def rounds_to_pass(cv: float, bound: float, confidence: float) -> int | None:
     power at a two-sided ``confidence``: ``(t_conf + t_power)(n - 1 df) * sd / sqrt(n) <= |log bound|``,
     the log ratio's sd being ``sqrt(2)`` run sigmas (paired or not); None when the bound is 1 or
     beyond ``MAX_ROUNDS``."""
-    from scipy import stats as sps
-
     distance = abs(math.log(bound))
     sigma = math.sqrt(math.log1p(cv ** 2)) * math.sqrt(2)
     n = np.arange(2, MAX_ROUNDS + 1)
-    reach = (sps.t.ppf(0.5 + confidence / 2, n - 1) + sps.t.ppf(POWER, n - 1)) * sigma / np.sqrt(n)
+    reach = (t_quantile(0.5 + confidence / 2, n - 1) + t_quantile(POWER, n - 1)) * sigma / np.sqrt(n)
     enough = np.nonzero(reach <= distance)[0]
     return int(n[enough[0]]) if distance > 0 and enough.size else None

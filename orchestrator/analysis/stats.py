@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from orchestrator.analysis import intervals
+from orchestrator.analysis import intervals, rank_tests
 
 
 def clean(values: Iterable[float | None]) -> np.ndarray:
@@ -121,16 +121,14 @@ def rank_p(candidate: np.ndarray, baseline: np.ndarray, *, paired: bool) -> floa
     (exact for small samples), Mann-Whitney U otherwise; NaN when a side is empty."""
     if not (candidate.size and baseline.size):
         return math.nan
-    from scipy import stats as sps  # imported here: it costs seconds, and most CLI calls never need it
-
     if not paired:
-        return float(sps.mannwhitneyu(candidate, baseline, alternative="two-sided").pvalue)
+        return rank_tests.mann_whitney_p(candidate, baseline)
     with np.errstate(divide="ignore", invalid="ignore"):
         differences = np.log(candidate) - np.log(baseline)
     differences = differences[np.isfinite(differences)]
     if not differences.any():
         return 1.0  # no round differs: nothing speaks against equality
-    return float(sps.wilcoxon(differences).pvalue)
+    return rank_tests.wilcoxon_p(differences)
 
 
 def log_interval(cand: np.ndarray, base: np.ndarray, *, paired: bool) -> intervals.LogInterval | None:

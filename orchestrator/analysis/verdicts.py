@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from orchestrator.analysis import intervals, lockstep, stats
+from orchestrator.analysis.distributions import normal_quantile, t_quantile
 from orchestrator.analysis.sequential import Looks
 from orchestrator.capabilities import case_matches
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
@@ -299,8 +300,6 @@ def detectable(comparison: stats.Comparison, gate: GateSpec, max_rounds: int | N
     """
     if not comparison.has_interval or not comparison.se > 0:
         return None, None
-    from scipy import stats as sps
-
     alpha = 1 - comparison.confidence
     mde = minimum_detectable(comparison.se, comparison.df, comparison.confidence)
     late_alpha = (1 - gate.confidence) / max_rounds if max_rounds else alpha
@@ -308,7 +307,7 @@ def detectable(comparison: stats.Comparison, gate: GateSpec, max_rounds: int | N
     n = min(comparison.n_candidate, comparison.n_baseline)
     if distance == 0:
         return mde, None
-    factor = (sps.norm.ppf(1 - late_alpha / 2) + sps.norm.ppf(POWER)) * comparison.se / distance
+    factor = (normal_quantile(1 - late_alpha / 2) + normal_quantile(POWER)) * comparison.se / distance
     needed = math.ceil(n * factor ** 2)
     return mde, needed if needed < 10_000 else None
 
@@ -317,10 +316,8 @@ def minimum_detectable(se: float, df: float, confidence: float) -> float:
     """``exp((t(1 - alpha/2) + t(0.8)) * se) - 1`` with ``df`` degrees of freedom: the relative change
     from a bound an interval at ``confidence`` excludes with 80 % power; infinite where that overflows
     (e.g. df 1 at a late look)."""
-    from scipy import stats as sps
-
     alpha = 1 - confidence
-    log_mde = (sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(POWER, df)) * se
+    log_mde = (t_quantile(1 - alpha / 2, df) + t_quantile(POWER, df)) * se
     return math.expm1(log_mde) if log_mde < MAX_LOG_CHANGE else math.inf
 
 

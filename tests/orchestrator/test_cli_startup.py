@@ -20,12 +20,17 @@ HEAVY: tuple[str, ...] = ("ruptures", "scipy", "pandas", "pyarrow", "bokeh", "da
 SPEC_STACK: tuple[str, ...] = ("omegaconf", "yaml")
 
 
-def loaded_modules(code: str, cwd=None) -> set[str]:
-    """The top-level packages in ``sys.modules`` after running ``code`` in a fresh interpreter."""
+def imported(code: str, cwd=None) -> set[str]:
+    """Every module in ``sys.modules`` after running ``code`` in a fresh interpreter."""
     probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd, timeout=120)
     assert done.returncode == 0, done.stderr
-    return {name.split(".")[0] for name in json.loads(done.stdout.splitlines()[-1])}
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def loaded_modules(code: str, cwd=None) -> set[str]:
+    """The top-level packages in ``sys.modules`` after running ``code`` in a fresh interpreter."""
+    return {name.split(".")[0] for name in imported(code, cwd)}
 
 
 def command(*argv: str) -> str:
@@ -59,3 +64,27 @@ def test_plan_without_earlier_results_loads_only_the_spec_stack(repo, tmp_path):
     loaded = loaded_modules(command("plan", str(path)), cwd=repo.path)
     assert "omegaconf" in loaded, "the probe ran the plan"
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+
+STATISTICS_PROBE = """
+import numpy as np
+from orchestrator.analysis import stats, rank_tests
+from orchestrator.analysis.noise_history import rounds_to_pass
+from orchestrator.analysis.verdicts import detectable
+from orchestrator.spec.schema import GateSpec
+rng = np.random.default_rng(0)
+cand, base = rng.lognormal(0, 0.1, 9), rng.lognormal(0.05, 0.1, 9)
+paired, unpaired = stats.compare(cand, base, paired=True), stats.compare(cand, base)
+assert np.isfinite([paired.p_value, paired.low, unpaired.p_value, unpaired.low]).all()
+assert detectable(paired, GateSpec(metric="throughput", min_ratio=0.97), 30)[0] is not None
+assert rounds_to_pass(0.05, 0.97, 0.95) and 0 <= rank_tests.kruskal_p([cand, base, cand * 1.1]) <= 1
+"""
+
+
+def test_intervals_rank_tests_and_power_do_not_import_scipy_stats():
+    """``scipy.stats`` costs over a second of start-up, which every report and every sweep's client
+    paid: t and normal quantiles come from ``scipy.special``, the rank tests from ``analysis.rank_tests``."""
+    modules = imported(STATISTICS_PROBE)
+    assert "scipy.special" in modules, "the probe ran"
+    assert not {m for m in modules if m == "scipy.stats" or m.startswith("scipy.stats.")}
