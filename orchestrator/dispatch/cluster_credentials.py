@@ -2,8 +2,10 @@
 
 A Dask scheduler runs any code a connected client sends, and 127.0.0.1 keeps out other machines, not
 other users of this one. So the embedded cluster of ``shasweep run`` speaks TLS with a throwaway
-self-signed certificate (``distributed.Security.temporary``) that is at once its CA and every
-member's certificate: a peer without its key is refused. The certificate and key are written,
+self-signed certificate that is at once its CA and every member's certificate: a peer without its
+key is refused. It is ``distributed.Security.temporary``'s arrangement with an elliptic-curve key
+(P-256) instead of its 2048-bit RSA one: made in well under a millisecond rather than 20-120 ms, and
+cheaper in every handshake, on every sweep's start. The certificate and key are written,
 readable by this user only (0600, in a 0700 directory), to
 ``$SHASWEEP_HOME/clusters/<client pid>-<host>-<port>.pem``, so ``shasweep status`` and ``cancel``
 of the same user find them from the scheduler address the sweep record holds; the file is removed
@@ -37,7 +39,32 @@ def new_security() -> Security:
     """Fresh credentials for one embedded cluster (encryption required, client certificates checked)."""
     from distributed import Security
 
-    return Security.temporary()
+    cert, key = _self_signed()
+    roles = {f"tls_{role}_{part}": pem for role in ("client", "scheduler", "worker")
+             for part, pem in (("cert", cert), ("key", key))}
+    return Security(require_encryption=True, tls_ca_file=cert, **roles)
+
+
+def _self_signed() -> tuple[str, str]:
+    """A new P-256 key and its self-signed certificate (the name Dask's own uses, valid a year), in PEM."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dask-internal")])
+    now = datetime.datetime.now(tz=datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("dask-internal")]), critical=False)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=365))
+            .sign(key, hashes.SHA256()))
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem.decode()
 
 
 def write_credentials(security: Security, address: str) -> Path:
