@@ -88,9 +88,10 @@ def main() -> int:
     attempts = [attempt(run_code, results, "client"),
                 attempt(lambda: len(Path(credentials).read_bytes()), results, "credentials")]
     for port in ports:
-        attempts += [
-            attempt(lambda p=port: asyncio.run(identity(f"tcp://127.0.0.1:{p}", None)), results, f"tcp:{port}"),
-            attempt(lambda p=port: asyncio.run(identity(f"tls://127.0.0.1:{p}", own_tls)), results, f"tls:{port}")]
+        for kind, security in (("tcp", None), ("tls", own_tls)):
+            address = f"{kind}://127.0.0.1:{port}"
+            attempts.append(attempt(lambda a=address, s=security: asyncio.run(identity(a, s)), results,
+                                    f"{kind}:{port}"))
     deadline = time.monotonic() + 3 * TIMEOUT_S  # the attempts run at once: one wait for all
     for worker in attempts:
         worker.join(max(0.0, deadline - time.monotonic()))
