@@ -58,9 +58,10 @@ def mann_whitney_p(x: np.ndarray, y: np.ndarray) -> float:
         return float(min(1.0, 2 * tail))
     n = n1 + n2
     spread = math.sqrt(n1 * n2 / 12 * ((n + 1) - _tie_term(sizes) / (n * (n - 1))))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = (u - n1 * n2 / 2 - 0.5) / np.float64(spread)
-    return float(np.clip(2 * normal_sf(z), 0.0, 1.0))
+    if spread == 0:
+        return 1.0  # every value equal: nothing speaks against equality
+    z = (u - n1 * n2 / 2 - 0.5) / spread
+    return float(min(1.0, 2 * normal_sf(z)))
 
 
 def _rank_sum_counts(k: int, n: int) -> np.ndarray:
