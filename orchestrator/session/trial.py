@@ -15,7 +15,7 @@ from pathlib import Path
 
 from orchestrator.capabilities import SUITE_CASE, describe
 from orchestrator.contract import PlannedRun
-from orchestrator.errors import EXIT_OK, EXIT_RUN_FAILED, InvalidInputError
+from orchestrator.errors import EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.session.sweep import SweepPlan
 from orchestrator.store.parquet import RunResult
 from orchestrator.worker.bench_task import measure_run, run_log_dir
@@ -63,7 +63,10 @@ class TrialResult:
 
     @property
     def exit_code(self) -> int:
-        """0 when every case is ok and reported every needed metric, else 3."""
+        """0 when every case is ok and reported every needed metric; 2 when the run failed because of its
+        input or the host's set-up (``bad_input``, e.g. a planted host lock file); else 3."""
+        if self.result.bad_input is not None:
+            return EXIT_INVALID
         return EXIT_OK if self.readings and all(r.ok for r in self.readings) else EXIT_RUN_FAILED
 
     @property

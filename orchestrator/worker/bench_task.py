@@ -51,7 +51,7 @@ from orchestrator.worker.cleanup import clear_note, kill_leftover_run, note_runn
 from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
 from orchestrator.worker.hostinfo import collect_host, parse_cpus
 from orchestrator.worker.log_trim import logs_in_use
-from orchestrator.worker.machine_lock import Holder, host_lock_path, machine_lock
+from orchestrator.worker.machine_lock import Holder, LockDirError, host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError, ensure_prepared
 from orchestrator.worker.proc import BenchProcess, launch, with_reported_rss
 from orchestrator.worker.protocols import BenchReader, OnStep, make_reader
@@ -131,6 +131,8 @@ def measure_run(run: PlannedRun, log_dir: Path, *, lock_path: str | None = None,
         return _locked_run(run, log_dir, lock, publish, cancelled)
     except RunCancelledError as exc:
         return replace(failed_result(str(exc), log_dir), status="cancelled")
+    except LockDirError as exc:  # the host's set-up, not the bench: exit 2 where the run was tried
+        return replace(failed_result(str(exc), log_dir), bad_input=str(exc))
     except (WorktreeError, InvalidInputError, PrepareError, SchedulerLostError) as exc:
         return failed_result(str(exc), log_dir)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the run gets its row

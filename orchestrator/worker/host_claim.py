@@ -16,7 +16,7 @@ from pathlib import Path
 
 from orchestrator.contract import HOST_ID_VAR
 from orchestrator.errors import InvalidInputError
-from orchestrator.worker.machine_lock import host_lock_path, prepare_lock_dir, shared_file
+from orchestrator.worker.machine_lock import host_lock_path, open_shared, prepare_lock_dir
 
 MAX_NOTE_BYTES = 512
 
@@ -38,7 +38,7 @@ class HostClaim:
         ``HostTakenError`` names the holder when another live process has it."""
         self.host, self.path = host, claim_path(host)
         prepare_lock_dir(self.path.parent)
-        self._fd = os.open(shared_file(self.path), os.O_RDWR)
+        self._fd = open_shared(self.path)
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

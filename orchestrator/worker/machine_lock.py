@@ -11,23 +11,30 @@ compose files bind-mount the directory). A systemd unit with ``PrivateTmp=yes`` 
 
 Whoever holds the lock notes who it is next to it (``<lock>.holder``: sweep, run, pid, since when),
 so a run that has to wait can say what it waits for ("held by sweep X (pid P) for 23 s").
+
+The directory is shared with other users, so nothing in it is trusted (docs/operations.md,
+"Security"): every file there is opened with ``O_NOFOLLOW``, never truncated on
+open, and used only if it is a regular file with one link; only a file this user owns is made
+shared. Its owner (and whoever else may write it) can hold or remove a lock, never make shasweep
+write anywhere else.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
-from orchestrator.errors import RunCancelledError
-from orchestrator.worker.safe_files import read_head, write_regular
+from orchestrator.errors import InvalidInputError, RunCancelledError
+from orchestrator.worker.safe_files import file_kind, read_head, write_regular
 
 DEFAULT_LOCK_DIR = Path("/tmp/shasweep-locks")
 LOCK_VAR = "SHASWEEP_LOCK"
@@ -94,27 +101,75 @@ def marker_path(lock: Path) -> Path:
     return lock.with_name(f"{lock.name}.run")
 
 
-def shared_file(path: Path) -> Path:
-    """Create ``path`` if needed, readable and writable by every user (when this user owns it)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, _SHARED_FILE_MODE)
+class LockDirError(InvalidInputError):
+    """The host lock directory, or a file in it, is not what shasweep may safely use."""
+
+
+def open_shared(path: Path) -> int:
+    """A read-write descriptor of ``path`` in the shared lock directory, created if needed: never
+    through a symbolic link, never truncated, only a regular file with one link (a hard link to
+    another file would make its content ours to write); made readable and writable by every user
+    only when this user owns it. ``LockDirError`` names what is there otherwise."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        os.fchmod(fd, _SHARED_FILE_MODE)
-    except PermissionError:  # another user's file: its creator made it shared
-        pass
-    finally:
+        fd = os.open(path, flags, _SHARED_FILE_MODE)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            raise _untrusted(path, "is a symbolic link, FIFO or directory") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        kind = file_kind(info.st_mode)
+        if kind is not None:
+            raise _untrusted(path, f"is {kind}")
+        if info.st_nlink != 1:
+            raise _untrusted(path, f"has {info.st_nlink} hard links")
+        if info.st_uid == os.geteuid():
+            os.fchmod(fd, _SHARED_FILE_MODE)
+        os.set_blocking(fd, True)
+        return fd
+    except BaseException:
         os.close(fd)
+        raise
+
+
+def shared_file(path: Path) -> Path:
+    """Make sure ``path`` exists in the lock directory as ``open_shared`` accepts it."""
+    os.close(open_shared(path))
     return path
 
 
+def _untrusted(path: Path, what: str) -> LockDirError:
+    return LockDirError(
+        f"{path} {what}; shasweep uses only regular files in the host lock directory and never follows "
+        f"a link there (someone who may write {path.parent} planted it?): remove it, or set "
+        f"{LOCK_DIR_VAR} to a directory only you may write")
+
+
 def prepare_lock_dir(directory: Path) -> None:
-    """Create the lock directory if needed; the default one world-writable and sticky."""
-    if not directory.is_dir():
+    """Create the lock directory if needed (the default one world-writable and sticky, like /tmp),
+    then check it: a real directory (a link to one only when this user or root made the link),
+    and when every user may write it, sticky (so nobody removes another user's lock file)."""
+    if directory == DEFAULT_LOCK_DIR:
+        try:
+            directory.mkdir(mode=0o700)
+            os.chmod(directory, _SHARED_DIR_MODE)
+        except FileExistsError:
+            pass
+    else:
         directory.mkdir(parents=True, exist_ok=True)
-        if directory == DEFAULT_LOCK_DIR:
-            try:
-                os.chmod(directory, _SHARED_DIR_MODE)
-            except PermissionError:  # created by another user a moment ago
-                pass
+    info = os.lstat(directory)
+    if stat.S_ISLNK(info.st_mode):
+        if info.st_uid not in (0, os.geteuid()):
+            raise _untrusted(directory, f"is a symbolic link made by uid {info.st_uid}")
+        info = os.stat(directory)
+    if not stat.S_ISDIR(info.st_mode):
+        raise LockDirError(f"the host lock directory {directory} is not a directory: set {LOCK_DIR_VAR} "
+                           f"to one")
+    if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+        raise LockDirError(
+            f"the host lock directory {directory} may be written by every user but is not sticky, so any "
+            f"of them could remove a held lock: chmod +t {directory}, or set {LOCK_DIR_VAR} to another")
 
 
 @contextmanager
@@ -126,30 +181,37 @@ def machine_lock(lock: Path, sweep_id: str | None = None, run_key: str = "",
     is called once with who holds it (None: not noted) before waiting until it is free, asking
     ``cancelled`` every ``WAIT_POLL_S`` (``RunCancelledError`` when it says so)."""
     prepare_lock_dir(lock.parent)
-    shared_file(lock)
-    marker = shared_file(marker_path(lock))
-    held = FileLock(lock, mode=_SHARED_FILE_MODE)
+    held = open_shared(lock)
     try:
-        held.acquire(timeout=0)
-    except Timeout:
-        on_wait(read_holder(lock))
-        _acquire_unless_cancelled(held, lock, cancelled)
-    try:
-        if sweep_id is not None:
-            _write_holder(lock, Holder(sweep_id, run_key, os.getpid(), time.time()))
-        yield marker
-    finally:
-        if sweep_id is not None:
-            _write_holder(lock, None)
-        held.release()
-
-
-def _acquire_unless_cancelled(held: FileLock, lock: Path, cancelled: Callable[[], bool]) -> None:
-    while True:
+        marker = shared_file(marker_path(lock))
+        if not _try_lock(held):
+            on_wait(read_holder(lock))
+            _acquire_unless_cancelled(held, lock, cancelled)
         try:
-            held.acquire(timeout=WAIT_POLL_S)
-            return
-        except Timeout:
+            if sweep_id is not None:
+                _write_holder(lock, Holder(sweep_id, run_key, os.getpid(), time.time()))
+            yield marker
+        finally:
+            if sweep_id is not None:
+                _write_holder(lock, None)
+            fcntl.flock(held, fcntl.LOCK_UN)
+    finally:
+        os.close(held)
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _acquire_unless_cancelled(fd: int, lock: Path, cancelled: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT_POLL_S
+    while not _try_lock(fd):
+        if time.monotonic() >= deadline:
             if cancelled():
-                raise RunCancelledError(f"sweep cancelled while its run waited for the host lock {lock}"
-                                        ) from None
+                raise RunCancelledError(f"sweep cancelled while its run waited for the host lock {lock}")
+            deadline = time.monotonic() + WAIT_POLL_S
+        time.sleep(0.05)

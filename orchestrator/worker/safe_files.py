@@ -44,7 +44,7 @@ def open_regular(path: Path, mode: int = os.O_RDONLY) -> BinaryIO | None:
             raise NotRegularFileError(f"{path} is a FIFO, not a regular file") from None
         raise
     try:
-        kind = _kind(os.fstat(fd).st_mode)
+        kind = file_kind(os.fstat(fd).st_mode)
         if kind is not None:
             raise NotRegularFileError(f"{path} is {kind}, not a regular file")
         os.set_blocking(fd, True)
@@ -119,5 +119,6 @@ def regular_file(path: Path, mode: int = os.O_RDONLY) -> Iterator[BinaryIO | Non
             file.close()
 
 
-def _kind(mode: int) -> str | None:
+def file_kind(mode: int) -> str | None:
+    """What a non-regular file is ("a FIFO", "a directory", ...); None for a regular file."""
     return next((name for test, name in _KINDS if test(mode)), None)

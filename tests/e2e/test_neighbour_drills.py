@@ -24,7 +24,7 @@ from drill_helpers import bench_pids, client, finish, record_of, slow_sweep, wri
 from fakebench.fakerepo import make_fake_repo
 from fakebench.waits import wait_for
 
-from orchestrator.errors import EXIT_OK, EXIT_RUN_FAILED
+from orchestrator.errors import EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED
 
 NEIGHBOUR_CLIENT = Path(__file__).with_name("neighbour_client.py")
 
@@ -143,3 +143,43 @@ def test_a_temporary_results_file_of_another_host_is_that_hosts_to_judge(tmp_pat
                     SHASWEEP_HOST_ID=host)
         assert finish(gc) == EXIT_OK, (tmp_path / "gc.out").read_text()
         assert temp.exists() is kept, f"gc on {host}: {(tmp_path / 'gc.out').read_text()}"
+
+
+PLANT = """import os, sys
+from pathlib import Path
+os.setgroups([])
+os.setgid(int(sys.argv[5]))
+os.setuid(int(sys.argv[4]))  # from here on the neighbour (the interpreter may be where they cannot read)
+directory, victim = Path(sys.argv[1]), sys.argv[2]
+directory.mkdir()
+directory.chmod(0o1777)  # a shared lock directory, as shasweep makes /tmp/shasweep-locks
+for suffix in (".lock", ".lock.holder", ".lock.run", ".lock.worker"):
+    (directory / f"{sys.argv[3]}{suffix}").symlink_to(victim)
+"""
+
+
+def test_a_lock_directory_made_by_another_user_cannot_redirect_a_runs_writes(shared_dir, neighbour):
+    """The neighbour makes the shared lock directory and plants links named like the lock files at the
+    victim's file; the victim's ``try`` refuses them (exit 2 naming one) and the file keeps its bytes
+    and mode."""
+    victim = shared_dir / "bashrc"
+    victim.write_text("export PATH=/usr/bin\n")
+    victim.chmod(0o644)
+    tmp = shared_dir / "tmp"  # a /tmp of the drill's own: every user may create in it
+    tmp.mkdir()
+    tmp.chmod(0o1777)
+    locks = tmp / "shasweep-locks"
+    planted = subprocess.run([sys.executable, "-c", PLANT, str(locks), str(victim), "drill-host",
+                              str(neighbour.pw_uid), str(neighbour.pw_gid)], cwd="/", capture_output=True,
+                             text=True, timeout=60)
+    assert planted.returncode == 0, planted.stderr
+    assert locks.stat().st_uid == neighbour.pw_uid
+    repo = make_fake_repo(shared_dir)
+    proc = client(repo, ["try", str(write_sweep(repo)), "--side", "new"], shared_dir / "home",
+                  shared_dir / "try.out", SHASWEEP_LOCK_DIR=str(locks), SHASWEEP_HOST_ID="drill-host")
+    code = finish(proc)
+    out = (shared_dir / "try.out").read_text()
+    assert victim.read_text() == "export PATH=/usr/bin\n", "the victim's file was written"
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644, "the victim's file was made shared"
+    assert code == EXIT_INVALID, out
+    assert "Traceback" not in out and "symbolic link" in out and str(locks / "drill-host.lock") in out, out
