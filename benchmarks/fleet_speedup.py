@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "orchestr
 from fakebench.fakerepo import make_fake_repo, make_run  # noqa: E402
 
 from orchestrator.dispatch.cluster import free_port  # noqa: E402
-from orchestrator.dispatch.dispatcher import run_sweep  # noqa: E402
+from orchestrator.dispatch.dispatcher import dispatch_runs  # noqa: E402
 
 STEP_MS = 100.0
 HOSTS = ("h1", "h2", "h3")
@@ -79,7 +79,7 @@ def main() -> None:
                     for i in range(2 * args.rounds)]
             plan = [replace(run, repeat=run.order // 2) for run in runs]  # rounds of one run per side
             started = time.monotonic()
-            outcome = run_sweep(plan, scheduler=scheduler, continue_on_error=False, show_progress=False,
+            outcome = dispatch_runs(plan, scheduler=scheduler, continue_on_error=False, show_progress=False,
                                 hosts=list(HOSTS[:count]))
             walls[count] = time.monotonic() - started
             assert all(o["status"] == "ok" for o in outcome.runs), [o["error"] for o in outcome.runs]

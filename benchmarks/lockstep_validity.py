@@ -7,7 +7,7 @@ four conditions (their order rotates by round, so drift of the host hits all ali
 * ``interleaved``: each side's process alone (no control channel), ``warmup`` then
   ``blocks * block_steps`` measured steps; the order of sweeps today.
 * ``lockstep``: both processes resident, the host given to one at a time for a block of
-  ``block_steps`` steps (``orchestrator.worker.lockstep``: processes started one after another,
+  ``block_steps`` steps (``orchestrator.worker.lockstep_round``: processes started one after another,
   blocks in the A B B A order), no warm-up steps between blocks: the first step of every block is
   kept so that its effect can be measured.
 * ``solo``: one process at a time, driven through the control channel with the same blocks back to
@@ -176,7 +176,7 @@ class Experiment:
                  other_turn: str) -> None:
         """The lockstep schedule of ``sides`` with the processes of ``present``; a turn of a side not
         present is skipped (``skip``) or slept through for as long as the last block took (``sleep``)."""
-        from orchestrator.worker.lockstep import Contestant, LockstepRound, turn_order
+        from orchestrator.worker.lockstep_round import Contestant, LockstepRound, turn_order
 
         contestants = {}
         for side in present:

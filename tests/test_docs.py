@@ -25,7 +25,7 @@ from omegaconf import MISSING, OmegaConf
 
 from orchestrator.cli.main import _take_late_overrides, build_parser
 from orchestrator.spec import schema
-from orchestrator.spec.bisect import load_bisect_spec
+from orchestrator.spec.bisect_sweep import load_bisect_spec
 from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.worker import machine_lock
 

@@ -19,10 +19,10 @@ import pandas as pd
 import pyarrow as pa
 
 from orchestrator.analysis import drift, host_agreement, stats
+from orchestrator.analysis.block_pairs import LOCKSTEP_COLUMNS, LockstepView, lockstep_view
 from orchestrator.analysis.disturbed import COLUMNS as DISTURBANCE_COLUMNS
 from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
-from orchestrator.analysis.lockstep import LOCKSTEP_COLUMNS, LockstepView, lockstep_view
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.software import SOFTWARE_COLUMNS
 from orchestrator.analysis.suites import SuiteSummary, run_count, summarize_suite, sweep_cases
@@ -30,7 +30,7 @@ from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates
 from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
 from orchestrator.capabilities import TIME_METRIC
 from orchestrator.errors import EXIT_RUN_FAILED
-from orchestrator.spec.anyrepo import is_suite
+from orchestrator.spec.protocol_checks import is_suite
 from orchestrator.spec.record import SweepRecord
 from orchestrator.spec.schema import SweepSpec
 from orchestrator.store import query

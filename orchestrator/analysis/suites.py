@@ -22,7 +22,7 @@ import pandas as pd
 from orchestrator.analysis import intervals
 from orchestrator.analysis.verdicts import PAIRED_ORDERS, Comparer
 from orchestrator.capabilities import SUITE_CASE, case_matches
-from orchestrator.spec.anyrepo import is_suite
+from orchestrator.spec.protocol_checks import is_suite
 from orchestrator.spec.schema import SweepSpec
 
 

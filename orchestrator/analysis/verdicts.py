@@ -20,7 +20,7 @@ would detect with 80 % power (``mde``) and, when INCONCLUSIVE, about how many ro
 Runs are paired by round when the order gives every round every side once (``interleaved``,
 ``randomized`` blocks, ``lockstep``) and each side has at most one ok run per round: the rounds both
 sides ran (at least 2) are compared pair by pair, so a disturbance that hit a whole round cancels in
-the ratio. A lockstep round's log ratio is the median of its block pairs' (``analysis.lockstep``).
+the ratio. A lockstep round's log ratio is the median of its block pairs' (``analysis.block_pairs``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
-from orchestrator.analysis import intervals, lockstep, stats
+from orchestrator.analysis import block_pairs, intervals, stats
 from orchestrator.analysis.distributions import normal_quantile, t_quantile
 from orchestrator.analysis.sequential import Looks
 from orchestrator.capabilities import case_matches
@@ -159,7 +159,7 @@ class Comparer:
     def round_log_ratios(self, case: str, side: str, metric: str, rounds: int | None = None) -> np.ndarray:
         """The per-round log ratios of a paired cell, in round order: log(side / baseline) of the two
         runs, or in a lockstep round whose runs kept their blocks, the median of its block pairs'
-        (``analysis.lockstep``)."""
+        (``analysis.block_pairs``)."""
         cand_rounds, cand = self._arrays(case, side, metric, rounds)
         base_rounds, base = self._arrays(case, self.baseline, metric, rounds)
         common, in_cand, in_base = np.intersect1d(cand_rounds, base_rounds, return_indices=True)
@@ -168,7 +168,7 @@ class Comparer:
         if self.order == "lockstep":
             cand_blocks, base_blocks = self._blocks_of(case, side), self._blocks_of(case, self.baseline)
             for i, repeat in enumerate(common):
-                estimate = lockstep.round_log_ratio(base_blocks.get(int(repeat), []),
+                estimate = block_pairs.round_log_ratio(base_blocks.get(int(repeat), []),
                                                     cand_blocks.get(int(repeat), []), metric)
                 logs[i] = logs[i] if estimate is None else estimate
         return logs
@@ -178,7 +178,7 @@ class Comparer:
         if (case, side) not in self._blocks:
             mine = self._cells().get((case, side), self.runs.iloc[:0])
             cells = mine["blocks"] if "blocks" in mine else pd.Series(dtype=object)
-            self._blocks[(case, side)] = {int(r): lockstep.parse_blocks(b)
+            self._blocks[(case, side)] = {int(r): block_pairs.parse_blocks(b)
                                           for r, b in zip(mine["repeat"], cells, strict=False)}
         return self._blocks[(case, side)]
 

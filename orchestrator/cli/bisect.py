@@ -13,7 +13,7 @@ from pathlib import Path
 from orchestrator.cli.run import run_options
 from orchestrator.cli.tls_options import add_tls_arguments
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED, InvalidInputError
-from orchestrator.plan.bisect import AMBIGUOUS, FOUND
+from orchestrator.plan.bisect_search import AMBIGUOUS, FOUND
 from orchestrator.render import bisect_page
 from orchestrator.render.markdown import markdown_table
 from orchestrator.session import BisectOptions, BisectRun, bisect, resume_bisect

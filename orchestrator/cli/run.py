@@ -14,7 +14,7 @@ from orchestrator.cli.tls_options import add_tls_arguments, tls_files
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.plan.expand import planned_cases
 from orchestrator.session import RunOptions, noise_estimates, plan_sweep, resume, run_sweep
-from orchestrator.spec.anyrepo import passes_variant
+from orchestrator.spec.commands import passes_variant
 from orchestrator.spec.schema import Order
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def format_plan(plan: SweepPlan) -> str:
         lines.append(f"pythonpath (first on the bench's PYTHONPATH): {', '.join(spec.pythonpath)}")
     lines += plan.warnings
     if spec.order is Order.lockstep and spec.lockstep is not None:
-        from orchestrator.analysis.lockstep import earlier_peak_rss, residency_line  # reads earlier runs
+        from orchestrator.analysis.block_pairs import earlier_peak_rss, residency_line  # reads earlier runs
 
         blocks = spec.lockstep
         lines.append(f"lockstep: {blocks.blocks} blocks of {blocks.block_steps} steps a side per round, each "

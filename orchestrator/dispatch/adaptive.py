@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.contract import PlannedRun
-from orchestrator.dispatch.dispatcher import SweepOutcome, run_sweep
+from orchestrator.dispatch.dispatcher import SweepOutcome, dispatch_runs
 from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan
 from orchestrator.spec.record import AdaptiveSummary, SweepRecord
 
@@ -31,7 +31,7 @@ DECIDED, MAX_REACHED, BUDGET_SPENT = "every gate decided", "max_repeats reached"
 
 @dataclass
 class AdaptiveRounds:
-    """The next adaptive round of a sweep each time it is called (``run_sweep``'s ``more``)."""
+    """The next adaptive round of a sweep each time it is called (``dispatch_runs``'s ``more``)."""
 
     resolved: ResolvedSweep  # where the rounds' runs come from (``plan.expand.adaptive_plan``)
     record: SweepRecord  # the sweep whose gates decide
@@ -114,7 +114,7 @@ def undecided_cells(record: SweepRecord, runs: Any) -> set[tuple[str, str]]:
 def run_until_decided(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRun], *,
                       done: set[str] | None = None, **dispatch: Any
                       ) -> tuple[SweepOutcome | None, AdaptiveSummary | None]:
-    """Dispatch ``runs`` (``run_sweep``'s keyword arguments in ``dispatch``), then re-runs of
+    """Dispatch ``runs`` (``dispatch_runs``'s keyword arguments in ``dispatch``), then re-runs of
     disturbed runs (``rerun_disturbed``) and adaptive rounds while the sweep is adaptive and a gate is
     undecided. Returns the outcome (None when there was nothing to run) and, for an adaptive sweep,
     ``AdaptiveRounds.summary`` for the record."""
@@ -129,5 +129,5 @@ def run_until_decided(resolved: ResolvedSweep, record: SweepRecord, runs: list[P
         return (reruns() if reruns else []) or (rounds() if rounds else [])
 
     first = list(runs) or more()
-    outcome = run_sweep(first, more=more, **dispatch) if first else None
+    outcome = dispatch_runs(first, more=more, **dispatch) if first else None
     return outcome, rounds.summary() if rounds else None

@@ -55,7 +55,7 @@ CheckOutcome = Callable[[dict], str | None]  # a reason to stop the sweep after 
 
 @dataclass
 class SweepOutcome:
-    """What ``run_sweep`` did: one outcome dict per planned run, in plan order."""
+    """What ``dispatch_runs`` did: one outcome dict per planned run, in plan order."""
 
     runs: list[dict]
     host: dict
@@ -78,7 +78,7 @@ class SweepOutcome:
             hosts=tuple(self.hosts), requeued_rounds=tuple(self.requeued))
 
 
-def run_sweep(
+def dispatch_runs(
     runs: list[PlannedRun],
     *,
     scheduler: str | None,

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orchestrator.spec.anyrepo import did_you_mean
+from orchestrator.spec.protocol_checks import did_you_mean
 from orchestrator.spec.schema import GateSpec
 
 
 @dataclass
 class FirstRunMetrics:
-    """Called with every outcome (``dispatcher.run_sweep``'s ``check``); a stop reason or None."""
+    """Called with every outcome (``dispatcher.dispatch_runs``'s ``check``); a stop reason or None."""
 
     gates: list[GateSpec]
     checked: set[str] = field(default_factory=set)  # cases whose first ok run was checked

@@ -27,8 +27,10 @@ from orchestrator.errors import RefError
 from orchestrator.plan.integrity import command_digest
 from orchestrator.plan.refs import check_directory, find_repo_root, repo_root, resolve_ref
 from orchestrator.plan.roots import check_results_root, results_root_for
-from orchestrator.spec.anyrepo import bench_argv, case_parts, is_suite
+from orchestrator.spec.case_names import case_parts
+from orchestrator.spec.commands import bench_argv
 from orchestrator.spec.load import side_settings
+from orchestrator.spec.protocol_checks import is_suite
 from orchestrator.spec.schema import Order, RunSettings, SweepSpec
 
 Cell = tuple[str, str, int]  # (case, side, repeat)

@@ -29,7 +29,7 @@ from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.errors import InvalidInputError
 from orchestrator.render.markdown import markdown_table, md_items, md_text
 from orchestrator.render.tables import Table, format_number, one_line
-from orchestrator.spec.anyrepo import passes_variant
+from orchestrator.spec.commands import passes_variant
 from orchestrator.store import query as store_query
 from orchestrator.store.query import Where
 

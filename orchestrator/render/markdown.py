@@ -12,7 +12,7 @@ import pandas as pd
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.suites import SuiteSummary
-from orchestrator.render import host_section, lockstep
+from orchestrator.render import host_section, lockstep_section
 from orchestrator.render.tables import (
     GATES_NOTE,
     Table,
@@ -138,9 +138,9 @@ def _lockstep_md(report: Report) -> str:
     view = report.lockstep
     if view is None:
         return ""
-    lines = "\n".join(f"- {line}" for line in lockstep.order_lines(view))
-    table = markdown_table(lockstep.pairs_table(view)) if view.rounds else ""
-    return "\n\n".join(part for part in ("## Lockstep", lockstep.LOCKSTEP_NOTE, lines, table) if part)
+    lines = "\n".join(f"- {line}" for line in lockstep_section.order_lines(view))
+    table = markdown_table(lockstep_section.pairs_table(view)) if view.rounds else ""
+    return "\n\n".join(part for part in ("## Lockstep", lockstep_section.LOCKSTEP_NOTE, lines, table) if part)
 
 
 def _waivers_md(report: Report) -> str:

@@ -15,7 +15,7 @@ from bokeh.palettes import Category10, Category20
 from bokeh.plotting import figure
 from bokeh.transform import jitter
 
-from orchestrator.analysis.lockstep import parse_blocks
+from orchestrator.analysis.block_pairs import parse_blocks
 from orchestrator.contract import block_spans
 
 # Stacked in this order; update_state_ms is replaced by its update_state.* breakdown when reported.

@@ -18,7 +18,7 @@ from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import Report
 from orchestrator.capabilities import Capability, describe_stored
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
-from orchestrator.render import host_section, lockstep
+from orchestrator.render import host_section, lockstep_section
 from orchestrator.render.forest import forest_plot, gate_bounds
 from orchestrator.render.page import Page
 from orchestrator.render.plots import breakdown_plot, lockstep_blocks_plot, per_run_plot, timeline_plot
@@ -36,7 +36,7 @@ from orchestrator.render.tables import (
 )
 from orchestrator.render.terminal import SHORT_SHA, report_verdict_line
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
-from orchestrator.spec.anyrepo import is_envruntime_command
+from orchestrator.spec.commands import is_envruntime_command
 from orchestrator.spec.schema import SweepSpec
 from orchestrator.store import query
 
@@ -89,10 +89,10 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
         page.table(gates_table(report))
     if report.lockstep is not None:
         page.heading("Lockstep")
-        page.paragraph(lockstep.LOCKSTEP_NOTE, "note")
-        page.items(lockstep.order_lines(report.lockstep))
+        page.paragraph(lockstep_section.LOCKSTEP_NOTE, "note")
+        page.items(lockstep_section.order_lines(report.lockstep))
         if report.lockstep.rounds:
-            page.table(lockstep.pairs_table(report.lockstep))
+            page.table(lockstep_section.pairs_table(report.lockstep))
     if report.waivers:
         page.heading("Waivers")
         page.paragraph(WAIVERS_NOTE, "note")

@@ -19,7 +19,7 @@ from orchestrator.analysis.verdicts import (
     format_p,
 )
 from orchestrator.capabilities import Capability, describe_stored
-from orchestrator.spec.anyrepo import is_envruntime_command, passes_variant
+from orchestrator.spec.commands import is_envruntime_command, passes_variant
 from orchestrator.spec.identical_sides import aa_warnings
 from orchestrator.spec.record import AdaptiveSummary
 from orchestrator.spec.schema import SweepSpec

@@ -28,7 +28,7 @@ from orchestrator.render.tables import (
     warning_lines,
 )
 from orchestrator.render.verdict_line import verdict_line
-from orchestrator.spec.anyrepo import passes_variant
+from orchestrator.spec.commands import passes_variant
 
 SHORT_SHA = 10
 VERDICT_STYLES: dict[Verdict, str] = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red",

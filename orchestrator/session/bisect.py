@@ -5,7 +5,7 @@ takes) of the candidate commit (side ``cand``) against the good one (side ``good
 named ``<bisect id>.<sha12>``. The good commit is measured once: a step reuses the good runs of
 earlier steps (``store.reuse``, same round, same host) and measures only the rounds they did not
 reach (``remeasure_good``: measured again in every step, paired in time with the candidate). The
-first step (preflight) is the bad commit itself; the search is ``plan.bisect.BisectSearch``. The
+first step (preflight) is the bad commit itself; the search is ``plan.bisect_search.BisectSearch``. The
 bisect record (``store.bisects``) is rewritten after every step, so a resume reuses every step done
 (a SHA is never measured twice in one bisect) and resumes a step's sweep that was interrupted.
 """
@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import InvalidInputError, interruption
-from orchestrator.plan.bisect import BAD, FOUND, SKIP, BisectSearch, Commit, first_parent_history
+from orchestrator.plan.bisect_search import BAD, FOUND, SKIP, BisectSearch, Commit, first_parent_history
 from orchestrator.plan.expand import resolve_sweep
 from orchestrator.plan.refs import repo_root, resolve_ref
 from orchestrator.plan.roots import check_writable, results_root_for
 from orchestrator.session.options import RunOptions
 from orchestrator.session.sweep import SweepPlan, resume, run_sweep
-from orchestrator.spec.bisect import CANDIDATE_SIDE, GOOD_SIDE, load_bisect_spec
+from orchestrator.spec.bisect_sweep import CANDIDATE_SIDE, GOOD_SIDE, load_bisect_spec
 from orchestrator.spec.load import revalidated
 from orchestrator.spec.record import spec_from_json, spec_to_json
 from orchestrator.spec.schema import SideSpec, SweepSpec

@@ -19,9 +19,9 @@ from orchestrator.plan.expand import ResolvedSweep, build_plan, resolve_sweep
 from orchestrator.plan.integrity import with_digest
 from orchestrator.plan.roots import check_writable, results_root_for
 from orchestrator.session.options import RunOptions
-from orchestrator.spec.anyrepo import protocol_info
 from orchestrator.spec.identical_sides import aa_warnings
 from orchestrator.spec.load import load_spec, spec_from_config
+from orchestrator.spec.protocol_checks import protocol_info
 from orchestrator.spec.record import SweepRecord, spec_to_json
 from orchestrator.spec.schema import Order, SweepSpec
 from orchestrator.store import records
@@ -170,7 +170,7 @@ def check_suite_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> Non
     no case found (``analysis.suites.input_problem``). The record and the runs stay as they are."""
     from orchestrator.analysis.report_model import load_runs
     from orchestrator.analysis.suites import input_problem
-    from orchestrator.spec.anyrepo import is_suite
+    from orchestrator.spec.protocol_checks import is_suite
 
     if not is_suite(spec):
         return
@@ -183,7 +183,7 @@ def check_suite_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> Non
 def check_lockstep_input(spec: SweepSpec, results_root: Path, sweep_id: str) -> None:
     """``InvalidInputError`` (exit 2) when a lockstep round met a SHA whose bench has no control
     channel under ``lockstep.fallback: stop``; the record and the runs stay as they are."""
-    from orchestrator.analysis.lockstep import no_control_problem
+    from orchestrator.analysis.block_pairs import no_control_problem
     from orchestrator.analysis.report_model import load_runs
 
     if spec.order is not Order.lockstep:

@@ -20,8 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from orchestrator.capabilities import DISCOVER, SUITE_CASE, ProtocolInfo, case_matches
 from orchestrator.errors import SpecError
-from orchestrator.spec import anyrepo
-from orchestrator.spec.anyrepo import placeholders_in
+from orchestrator.spec import case_names, commands, protocol_checks
 from orchestrator.spec.bounds import (
     MAX_LABEL_LENGTH,
     MAX_NAME_LENGTH,
@@ -32,8 +31,9 @@ from orchestrator.spec.bounds import (
     check_finite_floats,
     check_length,
 )
+from orchestrator.spec.commands import placeholders_in
 from orchestrator.spec.deprecated import drop_deprecated
-from orchestrator.spec.lockstep import check_lockstep, check_quiet
+from orchestrator.spec.order_checks import check_lockstep, check_quiet
 from orchestrator.spec.overrides import apply_removals, plain_overrides
 from orchestrator.spec.schema import (
     ENVRUNTIME_OPTIONAL,
@@ -119,7 +119,7 @@ def side_settings(spec: SweepSpec, label: str) -> RunSettings:
         raise SpecError(f"{exc} (a side may override only variant, params.* and env.*)", key) from None
     settings: RunSettings = OmegaConf.to_object(merged)  # type: ignore[assignment]
     try:
-        settings.params = anyrepo.normalized_params(settings.params, spec.command, "params")
+        settings.params = commands.normalized_params(settings.params, spec.command, "params")
     except SpecError as exc:
         raise SpecError(f"{exc}", key) from None
     _check_run_settings(settings, spec, key)
@@ -133,8 +133,8 @@ def parse_case(text: str, known: KnownNames, key: str, *, shaped: bool = True) -
     name is a case, and only one of that shape has parts (else None).
     """
     if not shaped:
-        anyrepo.check_case_name(text, key)
-    case = anyrepo.case_parts(text)
+        case_names.check_case_name(text, key)
+    case = case_names.case_parts(text)
     if case is None:
         if not shaped:
             return None
@@ -152,9 +152,9 @@ def validate(spec: SweepSpec) -> None:
     in envruntime's params defaults and report metrics for its default command."""
     check_finite_floats(spec)
     _check_sizes(spec)
-    spec.params = anyrepo.normalized_params(spec.params, spec.command, "params")
+    spec.params = commands.normalized_params(spec.params, spec.command, "params")
     if spec.metrics is None:
-        spec.metrics = anyrepo.default_metrics(spec)
+        spec.metrics = protocol_checks.default_metrics(spec)
     if not _LABEL.match(spec.name):
         raise SpecError(f"{spec.name!r} must be letters, digits, '_', '.', '-' (it names files)", "name")
     if not spec.sides:
@@ -168,15 +168,15 @@ def validate(spec: SweepSpec) -> None:
         raise SpecError(f"{spec.baseline!r} is not a side; sides: {', '.join(spec.sides)}", "baseline")
     if not spec.cases:
         raise SpecError("at least one case (algo/task/sim) is required", "cases")
-    known, shaped = anyrepo.effective_known(spec), anyrepo.is_envruntime_command(spec.command)
-    if not anyrepo.is_suite(spec):
+    known, shaped = commands.effective_known(spec), commands.is_envruntime_command(spec.command)
+    if not protocol_checks.is_suite(spec):
         for i, text in enumerate(spec.cases):
             parse_case(text, known, f"cases[{i}]", shaped=shaped)
             if case_matches(SUITE_CASE, text):
                 raise SpecError(f"{text!r} names the suite run's own case {SUITE_CASE!r}", f"cases[{i}]")
     else:
         for i, text in enumerate(spec.cases):
-            anyrepo.check_case_name(text, f"cases[{i}]")
+            case_names.check_case_name(text, f"cases[{i}]")
     if len(set(spec.cases)) != len(spec.cases):
         raise SpecError("cases must not repeat (use repeats for more runs)", "cases")
     _check_positive(spec.repeats, "repeats")
@@ -191,22 +191,22 @@ def validate(spec: SweepSpec) -> None:
     _check_run_settings(RunSettings(spec.variant, spec.params, spec.env), spec, None)
     if not spec.command:
         raise SpecError("must be a non-empty argv list", "command")
-    anyrepo.check_protocol(spec)
-    anyrepo.check_audit_modules(spec.audit_modules)
-    anyrepo.check_prepare(spec.prepare)
+    protocol_checks.check_protocol(spec)
+    commands.check_audit_modules(spec.audit_modules)
+    commands.check_prepare(spec.prepare)
     _check_pythonpath(spec.pythonpath)
     _check_hosts(spec.hosts)
     check_lockstep(spec)
     check_quiet(spec)
-    info = anyrepo.protocol_info(spec)  # what the protocol can do is checked: now what it reports
+    info = protocol_checks.protocol_info(spec)  # what the protocol can do is checked: now what it reports
     for i, gate in enumerate(spec.gates):
         _check_gate(gate, spec, f"gates[{i}]", info)
     if spec.metrics is not None:
         _check_metrics(spec.metrics, info)
-    anyrepo.check_json_judged(spec)
+    protocol_checks.check_json_judged(spec)
     for i, waiver in enumerate(spec.waivers):
         check_waiver(waiver, spec, f"waivers[{i}]")
-    anyrepo.check_command(spec, {label: side_settings(spec, label).params for label in spec.sides})
+    commands.check_command(spec, {label: side_settings(spec, label).params for label in spec.sides})
 
 
 def _check_sizes(spec: SweepSpec) -> None:
@@ -251,7 +251,7 @@ def check_waiver(waiver: WaiverSpec, spec: SweepSpec, key: str | None) -> None:
     cases, a non-baseline side, an existing gate that checks that case and side; and gives a reason."""
     if not waiver.reason.strip():
         raise SpecError("a waiver needs a reason", key)
-    if waiver.case not in spec.cases and not anyrepo.is_suite(spec):  # a suite's: known once it ran
+    if waiver.case not in spec.cases and not protocol_checks.is_suite(spec):  # a suite's: known once it ran
         raise SpecError(f"case {waiver.case!r} is not one of the sweep's cases: {', '.join(spec.cases)}", key)
     candidates = [s for s in spec.sides if s != spec.baseline]
     if waiver.side is not None and waiver.side not in candidates:
@@ -272,11 +272,11 @@ def check_waiver(waiver: WaiverSpec, spec: SweepSpec, key: str | None) -> None:
 
 def _check_run_settings(settings: RunSettings, spec: SweepSpec, where: str | None) -> None:
     """Check variant, params and env; ``where`` names the side overrides they came from, if any."""
-    known = anyrepo.effective_known(spec)
+    known = commands.effective_known(spec)
     if known.variants and settings.variant not in known.variants:
         _fail("variant", f"unknown variant {settings.variant!r}; known: {', '.join(known.variants)}", where)
     p = settings.params
-    if anyrepo.is_envruntime_command(spec.command):
+    if commands.is_envruntime_command(spec.command):
         for name in ("num_envs", "measure", "replay_capacity"):
             if p[name] <= 0:
                 _fail(f"params.{name}", f"must be > 0, got {p[name]}", where)
@@ -286,7 +286,7 @@ def _check_run_settings(settings: RunSettings, spec: SweepSpec, where: str | Non
         for name, valid in ENVRUNTIME_OPTIONAL.items():
             if name in p and p[name] not in valid:
                 _fail(f"params.{name}", f"unknown {name} {p[name]!r}; valid: {', '.join(valid)}", where)
-    for key, problem in anyrepo.check_generic_params(p, spec.protocol):
+    for key, problem in commands.check_generic_params(p, spec.protocol):
         _fail(key, problem, where)
     for name, value in settings.env.items():
         if not _ENV_NAME.match(name):
@@ -306,13 +306,13 @@ def _check_metrics(metrics: list[str], info: ProtocolInfo) -> None:
     if not metrics:
         raise SpecError("at least one metric is required, e.g. [throughput, physics_ms]", "metrics")
     for i, metric in enumerate(metrics):
-        anyrepo.check_metric(metric, f"metrics[{i}]", info)
+        protocol_checks.check_metric(metric, f"metrics[{i}]", info)
     if len(set(metrics)) != len(metrics):
         raise SpecError("metrics must not repeat", "metrics")
 
 
 def _check_gate(gate: GateSpec, spec: SweepSpec, key: str, info: ProtocolInfo) -> None:
-    anyrepo.check_metric(gate.metric, f"{key}.metric", info)
+    protocol_checks.check_metric(gate.metric, f"{key}.metric", info)
     if gate.min_ratio is None and gate.max_ratio is None:
         raise SpecError("needs min_ratio (higher is better) or max_ratio (lower is better)", key)
     for bound in ("min_ratio", "max_ratio"):
@@ -322,7 +322,7 @@ def _check_gate(gate: GateSpec, spec: SweepSpec, key: str, info: ProtocolInfo) -
     if not 0 < gate.confidence < 1:
         raise SpecError(f"must lie strictly between 0 and 1 (e.g. 0.95), got {gate.confidence}",
                         f"{key}.confidence")
-    if gate.case is not None and gate.case not in spec.cases and not anyrepo.is_suite(spec):
+    if gate.case is not None and gate.case not in spec.cases and not protocol_checks.is_suite(spec):
         raise SpecError(f"{gate.case!r} is not one of the sweep's cases", f"{key}.case")
     if gate.side is not None and gate.side not in spec.sides:
         raise SpecError(f"{gate.side!r} is not a side; sides: {', '.join(spec.sides)}", f"{key}.side")

@@ -65,7 +65,7 @@ class RunResult:
     bad_input: str | None = None  # why the run failed because of the sweep's input (exit 2 at the client)
     cases: list[tuple[PlannedRun, RunResult]] | None = None  # a suite run's cases, each a run of its own
     # a lockstep sweep's run: the order it ran in (lockstep, or interleaved where the case fell back),
-    # why it fell back, and its blocks (analysis.lockstep); quiet: how the wait for a quiet host ended
+    # why it fell back, and its blocks (analysis.block_pairs); quiet: how the wait for a quiet host ended
     ran_in: str | None = None
     fallback: str | None = None
     blocks: list[dict] | None = None

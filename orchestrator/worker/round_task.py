@@ -3,7 +3,7 @@ process resident, the host given to one at a time (docs/design.md, "Run protocol
 
 The round is one dispatch unit: it holds the host lock from the first start to the last exit (after
 waiting for a quiet host when the sweep asks, ``worker.quiet``), checks out each SHA, prepares and
-audits each run as ``worker.bench_task`` does, and plays the round with ``worker.lockstep``: the
+audits each run as ``worker.bench_task`` does, and plays the round with ``worker.lockstep_round``: the
 processes started one after another in the round's order (it rotates by round), blocks in
 ``turn_order``, each after its own warm-up steps. Every run of the round gets its row, written
 when the round is over; if the round fails, every run of it fails (the side at fault named, the
@@ -33,7 +33,7 @@ from orchestrator.store.parquet import RunResult
 from orchestrator.worker import bench_task
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, note_running
 from orchestrator.worker.disturbance import MeasureWindow
-from orchestrator.worker.lockstep import (
+from orchestrator.worker.lockstep_round import (
     BLOCK_KEYS,
     BlockPlan,
     Contestant,

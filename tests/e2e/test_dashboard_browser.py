@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from fakebench.fakerepo import make_fake_repo, make_run  # noqa: E402
 
 from orchestrator.dispatch.cluster import DASHBOARD_PRELOAD  # noqa: E402
-from orchestrator.dispatch.dispatcher import run_sweep  # noqa: E402
+from orchestrator.dispatch.dispatcher import dispatch_runs  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCREENSHOT_ENV = "SHASWEEP_SCREENSHOT"  # set to a path to keep the screenshot
@@ -94,7 +94,7 @@ def test_the_board_renders_in_a_browser(tmp_path, monkeypatch):
                            host="127.0.0.1", dashboard_address="127.0.0.1:0", resources={"GPU": 1},
                            scheduler_kwargs={"preload": [DASHBOARD_PRELOAD]}, silence_logs=logging.ERROR)
     with cluster:
-        outcome = run_sweep(runs, scheduler=cluster.scheduler_address, continue_on_error=False,
+        outcome = dispatch_runs(runs, scheduler=cluster.scheduler_address, continue_on_error=False,
                             show_progress=False)
         png = tmp_path / "board.png"
         png.write_bytes(screenshot(outcome.dashboard_url, tmp_path / "chromium-profile", side_markers_drawn))

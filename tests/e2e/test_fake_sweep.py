@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from fakebench.fakerepo import make_fake_repo, make_run  # noqa: E402
 
-from orchestrator.dispatch.dispatcher import run_sweep  # noqa: E402
+from orchestrator.dispatch.dispatcher import dispatch_runs  # noqa: E402
 
 PARAMS = {"num_envs": 8, "warmup": 1, "measure": 8, "threads": 1}
 
@@ -25,7 +25,7 @@ def repo(tmp_path, monkeypatch):
 def test_interleaved_sweep_runs_serially_in_plan_order(tmp_path, repo):
     results = tmp_path / "results"
     plan = [make_run(repo, repo.shas[i % 2], order=i, results_root=results, params=PARAMS) for i in range(6)]
-    outcome = run_sweep(plan, scheduler=None, continue_on_error=False, show_progress=False)
+    outcome = dispatch_runs(plan, scheduler=None, continue_on_error=False, show_progress=False)
 
     assert not outcome.stopped_early and [o["status"] for o in outcome.runs] == ["ok"] * 6
     assert outcome.dashboard_url.startswith("http://127.0.0.1:")
@@ -49,14 +49,14 @@ def test_failure_stops_the_sweep_unless_continue_on_error(tmp_path, repo):
     results = tmp_path / "results"
     plan = [make_run(repo, repo.shas[i % 2], order=i, results_root=results, params=PARAMS,
                      extra_args=("--mode", "fail" if i == 1 else "ok")) for i in range(3)]
-    stopped = run_sweep(plan, scheduler=None, continue_on_error=False, show_progress=True)
+    stopped = dispatch_runs(plan, scheduler=None, continue_on_error=False, show_progress=True)
     assert stopped.stopped_early and "run #1" in stopped.stop_reason
     assert "unknown task 'fake'" in stopped.stop_reason
     assert [o["status"] for o in stopped.runs] == ["ok", "failed", "cancelled"]
     assert stopped.runs[2]["error"].startswith("not run")
     assert len(pd.read_parquet(results / "runs")) == 2
 
-    continued = run_sweep(plan, scheduler=None, continue_on_error=True, show_progress=False)
+    continued = dispatch_runs(plan, scheduler=None, continue_on_error=True, show_progress=False)
     assert not continued.stopped_early
     assert [o["status"] for o in continued.runs] == ["ok", "failed", "ok"]
     assert len(pd.read_parquet(results / "runs")) == 3, "re-running a run key replaces, never duplicates"

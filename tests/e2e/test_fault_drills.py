@@ -26,7 +26,7 @@ from fakebench.waits import is_gone, wait_for  # noqa: E402
 
 from orchestrator.cli.main import main  # noqa: E402
 from orchestrator.dispatch.cluster import BENCH_RESOURCE  # noqa: E402
-from orchestrator.dispatch.dispatcher import run_sweep  # noqa: E402
+from orchestrator.dispatch.dispatcher import dispatch_runs  # noqa: E402
 from orchestrator.errors import EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED  # noqa: E402
 
 # ``-X importtime`` makes the fake bench write to stderr, so its tail has something to show.
@@ -84,7 +84,8 @@ def test_bench_killed_mid_run(tmp_path, bench_cluster, continue_on_error):
 
     killer = threading.Thread(target=kill_the_bench)
     killer.start()
-    outcome = run_sweep(plan, scheduler=scheduler, continue_on_error=continue_on_error, show_progress=False)
+    outcome = dispatch_runs(plan, scheduler=scheduler, continue_on_error=continue_on_error,
+                            show_progress=False)
     killer.join()
 
     killed, second = outcome.runs
@@ -102,7 +103,7 @@ def test_bench_killed_mid_run(tmp_path, bench_cluster, continue_on_error):
 def test_run_past_its_timeout_loses_its_process_group(tmp_path, bench_cluster):
     scheduler, _ = bench_cluster
     repo = make_fake_repo(tmp_path)
-    outcome = run_sweep([hang_run(repo, tmp_path, "timeout", timeout_s=1.0)], scheduler=scheduler,
+    outcome = dispatch_runs([hang_run(repo, tmp_path, "timeout", timeout_s=1.0)], scheduler=scheduler,
                         continue_on_error=False, show_progress=False)
     (run,) = outcome.runs
     assert run["status"] == "timeout" and "timeout_s=1" in run["error"]
@@ -126,7 +127,7 @@ def test_children_of_a_bench_whose_worker_died_are_killed_by_the_next_run(tmp_pa
 
     killer = threading.Thread(target=kill_the_worker)
     killer.start()
-    outcome = run_sweep(plan, scheduler=scheduler, continue_on_error=True, show_progress=False)
+    outcome = dispatch_runs(plan, scheduler=scheduler, continue_on_error=True, show_progress=False)
     killer.join()
     assert [run["status"] for run in outcome.runs] == ["failed", "ok"]
     assert is_gone(children[0]), "the next run killed what was left of the bench"

@@ -106,7 +106,7 @@ def test_the_embedded_cluster_gives_the_bench_the_same_environment_as_shasweep_w
     not inherit it, or one SHA would measure under other malloc settings than on `shasweep worker`."""
     from fakebench.fakerepo import make_run
 
-    from orchestrator.dispatch.dispatcher import run_sweep
+    from orchestrator.dispatch.dispatcher import dispatch_runs
 
     monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("SHASWEEP_LOCK", str(tmp_path / "bench.lock"))
@@ -115,7 +115,7 @@ def test_the_embedded_cluster_gives_the_bench_the_same_environment_as_shasweep_w
     misbehave = Path(__file__).resolve().parents[1] / "orchestrator" / "fakebench" / "misbehave.py"
     run = make_run(repo, repo.shas[0], results_root=tmp_path / "results",
                    command=("{python}", str(misbehave), "--stream", "{stream}", "--mode", "env"))
-    outcome = run_sweep([run], scheduler=None, continue_on_error=False, show_progress=False)
+    outcome = dispatch_runs([run], scheduler=None, continue_on_error=False, show_progress=False)
     assert outcome.runs[0]["status"] == "ok", outcome.runs[0]["error"]
     row = pd.read_parquet(tmp_path / "results" / "runs").iloc[0]
     assert pd.isna(row["audit_malloc_trim_threshold"]), "the nanny's malloc setting reached the bench"

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakebench.fakerepo import git  # noqa: E402
 
 from orchestrator.errors import RefError  # noqa: E402
-from orchestrator.plan.bisect import (  # noqa: E402
+from orchestrator.plan.bisect_search import (  # noqa: E402
     AMBIGUOUS,
     BAD,
     FOUND,

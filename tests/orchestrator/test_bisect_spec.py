@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from orchestrator.errors import SpecError
-from orchestrator.spec.bisect import load_bisect_spec
+from orchestrator.spec.bisect_sweep import load_bisect_spec
 
 SWEEPS = Path(__file__).resolve().parents[2] / "sweeps"
 

@@ -18,7 +18,7 @@ from orchestrator.dashboard.board import MAX_SWEEPS, SweepBoard
 from orchestrator.dashboard.page import BoardPage, summary_html, table_data
 from orchestrator.dashboard.plugin import board_snapshot
 from orchestrator.dispatch.cluster import DASHBOARD_PRELOAD
-from orchestrator.dispatch.dispatcher import run_sweep, task_key
+from orchestrator.dispatch.dispatcher import dispatch_runs, task_key
 
 RUNS = [{"run_key": f"k{i}", "order": i, "side": "ab"[i % 2], "case": "sac/fake/none", "repeat": i // 2}
         for i in range(3)]
@@ -100,7 +100,7 @@ def test_a_sweep_feeds_the_board_and_the_page_serves_it(tmp_path, repo):
                      extra_args=("--step-ms", "20")) for i, sha in enumerate(repo.shas)]
     connected: list[tuple[str, str | None]] = []
     with board_cluster() as cluster, Client(cluster) as client:
-        outcome = run_sweep(runs, scheduler=cluster.scheduler_address, continue_on_error=False,
+        outcome = dispatch_runs(runs, scheduler=cluster.scheduler_address, continue_on_error=False,
                             show_progress=False, on_connect=lambda *args: connected.append(args))
         view = client.run_on_scheduler(board_snapshot, sweep_id="test-sweep")
         with urllib.request.urlopen(outcome.dashboard_url, timeout=30) as response:
@@ -148,8 +148,8 @@ def test_header_and_table_agree_while_a_sweep_runs(tmp_path, repo):
     seen_running = 0
     with board_cluster() as cluster, Client(cluster) as client:
         with ThreadPoolExecutor(1) as pool:
-            sweep = pool.submit(run_sweep, runs, scheduler=cluster.scheduler_address, continue_on_error=False,
-                                show_progress=False)
+            sweep = pool.submit(dispatch_runs, runs, scheduler=cluster.scheduler_address,
+                                continue_on_error=False, show_progress=False)
             while not sweep.done():
                 snap = client.run_on_scheduler(board_snapshot, sweep_id="test-sweep")["sweep"]
                 if snap is None:

@@ -11,7 +11,7 @@ from fakebench.fakerepo import make_fake_repo, make_run
 
 from orchestrator.contract import cancel_event_name
 from orchestrator.dispatch import cluster
-from orchestrator.dispatch.dispatcher import run_sweep
+from orchestrator.dispatch.dispatcher import dispatch_runs
 from orchestrator.errors import ClusterError, InvalidInputError
 from orchestrator.worker.bench_task import execute_run
 
@@ -32,22 +32,23 @@ def threaded_cluster(**resources: float) -> LocalCluster:
 def test_plan_is_checked_before_connecting(tmp_path, repo):
     run = make_run(repo, repo.shas[0], results_root=tmp_path)
     with pytest.raises(InvalidInputError, match="no runs"):
-        run_sweep([], scheduler=None, continue_on_error=False)
+        dispatch_runs([], scheduler=None, continue_on_error=False)
     with pytest.raises(InvalidInputError, match=f"duplicate run_key in the plan: {run.run_key}"):
-        run_sweep([run, run], scheduler=None, continue_on_error=False)
+        dispatch_runs([run, run], scheduler=None, continue_on_error=False)
     other = make_run(repo, repo.shas[1], results_root=tmp_path, sweep_id="other")
     with pytest.raises(InvalidInputError, match="runs of one sweep expected"):
-        run_sweep([run, other], scheduler=None, continue_on_error=False)
+        dispatch_runs([run, other], scheduler=None, continue_on_error=False)
 
 
 def test_bad_and_unreachable_scheduler(tmp_path, repo, monkeypatch):
     run = make_run(repo, repo.shas[0], results_root=tmp_path)
     with pytest.raises(InvalidInputError, match="not an address like tcp://HOST:PORT"):
-        run_sweep([run], scheduler="localhost:8786", continue_on_error=False)
+        dispatch_runs([run], scheduler="localhost:8786", continue_on_error=False)
     monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1.0)
     port = cluster.free_port(45000)
     with pytest.raises(ClusterError, match=f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}"):
-        run_sweep([run], scheduler=f"tcp://127.0.0.1:{port}", continue_on_error=False, show_progress=False)
+        dispatch_runs([run], scheduler=f"tcp://127.0.0.1:{port}", continue_on_error=False,
+                      show_progress=False)
 
 
 def test_cluster_without_bench_worker_fails_instead_of_hanging(tmp_path, repo, monkeypatch):
@@ -55,7 +56,8 @@ def test_cluster_without_bench_worker_fails_instead_of_hanging(tmp_path, repo, m
     run = make_run(repo, repo.shas[0], results_root=tmp_path)
     with threaded_cluster() as no_gpu:
         with pytest.raises(ClusterError, match="holds resource GPU=1") as info:
-            run_sweep([run], scheduler=no_gpu.scheduler_address, continue_on_error=False, show_progress=False)
+            dispatch_runs([run], scheduler=no_gpu.scheduler_address, continue_on_error=False,
+                          show_progress=False)
     assert "resources={}" in str(info.value)
 
 
@@ -63,7 +65,7 @@ def test_remote_scheduler_runs_on_its_bench_worker(tmp_path, repo):
     runs = [make_run(repo, sha, order=i, results_root=tmp_path / "results")
             for i, sha in enumerate(repo.shas)]
     with threaded_cluster(GPU=1) as remote:
-        outcome = run_sweep(runs, scheduler=remote.scheduler_address, continue_on_error=False,
+        outcome = dispatch_runs(runs, scheduler=remote.scheduler_address, continue_on_error=False,
                             show_progress=False)
         assert outcome.workers == [worker.address for worker in remote.workers.values()]
     assert [o["status"] for o in outcome.runs] == ["ok", "ok"]
@@ -94,7 +96,7 @@ def test_a_finished_run_s_outcome_comes_with_its_progress_event_not_a_fetch(tmp_
     monkeypatch.setattr(distributed.Future, "result", result)
     runs = [make_run(repo, repo.shas[i % 2], order=i, results_root=tmp_path / "results") for i in range(3)]
     with threaded_cluster(GPU=1) as remote:
-        outcome = run_sweep(runs, scheduler=remote.scheduler_address, continue_on_error=False,
+        outcome = dispatch_runs(runs, scheduler=remote.scheduler_address, continue_on_error=False,
                             show_progress=False)
     assert [o["status"] for o in outcome.runs] == ["ok"] * 3
     assert [o["runs_file"] for o in outcome.runs] == [

@@ -1,4 +1,4 @@
-"""A lockstep round with real bench processes (``worker.lockstep``): exactly one process runs at any
+"""A lockstep round with real bench processes (``worker.lockstep_round``): exactly one process runs at any
 instant, start-up included, and every way a round can fail names the side, its SHA and what the
 round awaited, with every process of the round killed."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from fakebench.fakerepo import git
 
-from orchestrator.analysis.lockstep import pair_log_ratios
-from orchestrator.worker.lockstep import (
+from orchestrator.analysis.block_pairs import pair_log_ratios
+from orchestrator.worker.lockstep_round import (
     BlockPlan,
     Contestant,
     LockstepRound,

@@ -1,7 +1,7 @@
 """Lockstep rounds keep the gates' claims: seeded simulations of whole lockstep sweeps on a noisy host.
 
 A lockstep round runs one process per side, both resident, taking turns block by block in
-``worker.lockstep.turn_order`` (A B B A ...). Each process reports its throughput over its measured
+``worker.lockstep_round.turn_order`` (A B B A ...). Each process reports its throughput over its measured
 blocks (the sum of their wall times), and a gate's interval is the paired one over rounds (the
 per-round log ratio of the two processes), exactly as for interleaved rounds. The simulated host
 has what real ones do (docs/design.md, "Statistics", lockstep):
@@ -26,11 +26,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from orchestrator.analysis import intervals, lockstep, power
+from orchestrator.analysis import block_pairs, intervals, power
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import Comparer, Verdict, gate_verdict
 from orchestrator.spec.schema import GateSpec
-from orchestrator.worker.lockstep import turn_order
+from orchestrator.worker.lockstep_round import turn_order
 
 SWEEPS = 4000
 
@@ -71,7 +71,7 @@ def schedule(order: str, design: Design, r: int) -> list[int]:
 def simulate(rng: np.random.Generator, sweeps: int, rounds: int, host: Host, design: Design,
              true_ratio: float, order: str = "lockstep") -> np.ndarray:
     """Per-round log ratio estimates ``[sweeps, rounds]`` of the candidate's throughput over the
-    baseline's: lockstep's (``analysis.lockstep``: the median of its block pairs) or, for
+    baseline's: lockstep's (``analysis.block_pairs``: the median of its block pairs) or, for
     ``interleaved`` processes, the ratio of the two processes' throughputs."""
     step_time = (1.0, 1.0 / true_ratio)  # side 0 the baseline, side 1 the candidate
     estimates = np.zeros((sweeps, rounds))
@@ -105,7 +105,7 @@ def simulate(rng: np.random.Generator, sweeps: int, rounds: int, host: Host, des
             advance()
         base, cand = np.stack(walls[0], axis=-1), np.stack(walls[1], axis=-1)
         if order == "lockstep":  # block i of each side ran in cycle i: a block pair
-            estimates[:, r] = lockstep.round_log_ratios(np.log(base) - np.log(cand))
+            estimates[:, r] = block_pairs.round_log_ratios(np.log(base) - np.log(cand))
         else:
             estimates[:, r] = np.log(base.sum(axis=-1)) - np.log(cand.sum(axis=-1))
     return estimates
@@ -188,17 +188,17 @@ def test_a_round_is_the_median_of_its_block_pairs_from_the_stored_blocks():
             block(2, 3.0, 30.0, step_ms=30.0), block(9, 9.0, 1.0, warmup=True)]
     cand = [block(0, 1.1, 90.0, step_ms=11.0), block(1, 1.1, 90.0, step_ms=11.0),
             block(2, 1.1, 90.0, step_ms=11.0), block(3, 1.1, 90.0, step_ms=11.0)]
-    assert lockstep.pair_log_ratios(base, cand, "throughput") == pytest.approx(
+    assert block_pairs.pair_log_ratios(base, cand, "throughput") == pytest.approx(
         [np.log(0.9), np.log(0.9), np.log(3.0)])
-    assert lockstep.round_log_ratio(base, cand, "throughput") == pytest.approx(np.log(0.9))
-    assert lockstep.round_log_ratio(base, cand, "step_ms") == pytest.approx(np.log(1.1))
-    assert lockstep.round_log_ratio(base, cand, "cpu_ms") is None, "a metric no block has: no estimate"
+    assert block_pairs.round_log_ratio(base, cand, "throughput") == pytest.approx(np.log(0.9))
+    assert block_pairs.round_log_ratio(base, cand, "step_ms") == pytest.approx(np.log(1.1))
+    assert block_pairs.round_log_ratio(base, cand, "cpu_ms") is None, "a metric no block has: no estimate"
 
 
 @pytest.mark.parametrize("cell", [None, float("nan"), "not json", "{}", "[1, 2]", '[{"cycle": 0}]'])
 def test_malformed_blocks_give_no_pairs(cell):
-    blocks = lockstep.parse_blocks(cell)
-    assert lockstep.round_log_ratio(blocks, blocks, "throughput") is None
+    blocks = block_pairs.parse_blocks(cell)
+    assert block_pairs.round_log_ratio(blocks, blocks, "throughput") is None
 
 
 def test_reports_read_lockstep_rounds_as_the_simulations_do():

@@ -10,7 +10,7 @@ import yaml
 from fakebench.fakerepo import make_fake_repo, make_run
 
 from orchestrator.dispatch.adaptive import DisturbedReruns
-from orchestrator.dispatch.dispatcher import run_sweep
+from orchestrator.dispatch.dispatcher import dispatch_runs
 from orchestrator.plan.expand import build_plan, resolve_sweep
 from orchestrator.plan.lifecycle import new_record
 from orchestrator.spec.load import load_spec
@@ -52,7 +52,7 @@ def test_a_rerun_replaces_the_run_and_its_outcome(tmp_path, monkeypatch):
         asked.append(1)
         return [plan[0]] if len(asked) == 1 else []
 
-    outcome = run_sweep(plan, scheduler=None, continue_on_error=False, show_progress=False, more=more)
+    outcome = dispatch_runs(plan, scheduler=None, continue_on_error=False, show_progress=False, more=more)
     assert len(asked) == 2 and [o["run_key"] for o in outcome.runs] == [plan[0].run_key, plan[1].run_key]
     rows = pd.read_parquet(results / "runs")
     assert len(rows) == 2 and rows["run_key"].is_unique

@@ -63,7 +63,7 @@ def test_defaults_and_types(tmp_path):
 
 
 def test_actions_and_device_reach_the_bench_only_when_set(tmp_path):
-    from orchestrator.spec.anyrepo import bench_argv
+    from orchestrator.spec.commands import bench_argv
 
     unset = load_spec(write_yaml(tmp_path, BASE))
     assert "actions" not in unset.params and "device" not in unset.params, "unset: no new run-key input"

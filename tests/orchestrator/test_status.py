@@ -21,7 +21,7 @@ from fakebench.waits import WAIT_S, wait_for
 from test_dashboard import board_cluster
 
 from orchestrator.cli.main import main
-from orchestrator.dispatch.dispatcher import CANCELLED_REASON, run_sweep
+from orchestrator.dispatch.dispatcher import CANCELLED_REASON, dispatch_runs
 from orchestrator.errors import EXIT_INVALID, EXIT_RUN_FAILED
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store import records as sweep_record
@@ -60,7 +60,7 @@ def test_cancel_kills_the_running_bench_and_starts_no_queued_run(tmp_path, repo,
     outcome: dict = {}
     with board_cluster() as cluster:
         address = cluster.scheduler_address
-        sweep = threading.Thread(target=lambda: outcome.update(result=run_sweep(
+        sweep = threading.Thread(target=lambda: outcome.update(result=dispatch_runs(
             runs, scheduler=address, continue_on_error=True, show_progress=False)))
         sweep.start()
         pgid = os.getpgid(int(wait_for_file(pid_file)))  # the bench's group, its hanging child included

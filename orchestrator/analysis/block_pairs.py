@@ -1,7 +1,7 @@
 """The statistics of lockstep rounds (docs/design.md, "Statistics", lockstep).
 
 In a lockstep round every side's process is resident and the host is given to one at a time, one
-block of steps each, in cycles in which every side runs once (``worker.lockstep.turn_order``). A
+block of steps each, in cycles in which every side runs once (``worker.lockstep_round.turn_order``). A
 side's block and the baseline's block of the same cycle ran seconds apart: a *block pair*. The
 round's estimate of a side's log ratio is the median of its block pairs' log ratios: a burst of a
 neighbour that hits a few blocks moves a few pairs and not the median, where it would move the

@@ -125,7 +125,7 @@ class Contestant:
         return f"side {self.side!r} (SHA {self.sha[:12]})"
 
     def block_summaries(self) -> list[dict]:
-        """Every block as the runs table keeps it (``analysis.lockstep``): its record, its ``cycle``
+        """Every block as the runs table keeps it (``analysis.block_pairs``): its record, its ``cycle``
         (None for warm-up blocks), its ``throughput`` (in the summary's units) and its phase means."""
         summary = self.records.summary or {}
         measured = sum(b["steps"] for b in self.records.blocks if not b.get("warmup"))

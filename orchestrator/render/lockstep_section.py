@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from orchestrator.analysis.lockstep import LockstepView
+from orchestrator.analysis.block_pairs import LockstepView
 from orchestrator.render.tables import Table
 
 LOCKSTEP_NOTE = ("A lockstep round keeps every side's process resident and gives the host to one at a "

@@ -6,8 +6,8 @@ import math
 
 from orchestrator.capabilities import Capability, describe
 from orchestrator.errors import SpecError
-from orchestrator.spec.anyrepo import is_envruntime_command, placeholders_in
 from orchestrator.spec.bounds import check_at_most
+from orchestrator.spec.commands import is_envruntime_command, placeholders_in
 from orchestrator.spec.schema import LockstepSpec, Order, SweepSpec
 
 MAX_BLOCKS = 10_000  # measured blocks a side per round
