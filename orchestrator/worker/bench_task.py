@@ -31,17 +31,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from distributed import Event, get_client, get_worker
-
 from orchestrator.capabilities import Capability
-from orchestrator.contract import (
-    PROGRESS_TOPIC,
-    PlannedRun,
-    StepRecord,
-    cancel_event_name,
-    host_id,
-    scheduler_lost,
-)
+from orchestrator.contract import PlannedRun, StepRecord, host_id
 from orchestrator.errors import InvalidInputError, RunCancelledError, SchedulerLostError
 from orchestrator.store.parquet import RunResult, remove_run
 from orchestrator.worker import module_audit
@@ -59,12 +50,18 @@ from orchestrator.worker.quiet import QuietLimits, QuietWait, wait_for_quiet
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
 from orchestrator.worker.safe_files import remove_non_regular
+from orchestrator.worker.task_channel import (
+    Publisher,
+    dask_cancel_check,
+    dask_publisher,
+    event,
+    worker_address,
+)
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
 
 STEP_PUBLISH_INTERVAL_S = 0.1
 CANCEL_POLL_INTERVAL_S = 0.5
 
-Publisher = Callable[[dict], None]
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -85,13 +82,13 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
     Failures of the bench (exit code, protocol, SHA mismatch, timeout) are outcomes, not
     exceptions: they are written to Parquet like any run. So is any error on the worker's side.
     """
-    publish = _dask_publisher()
+    publish = dask_publisher()
     log_dir = run_log_dir(run)
     result = measure_run(run, log_dir, lock_path=lock_path, publish=publish,
-                         cancelled=_dask_cancel_check(run))
+                         cancelled=dask_cancel_check(run))
     if result.cases is not None:
         outcome = _store_suite(run, result)
-        publish(_event(run, "finished", status=outcome["status"], error=outcome["error"], throughput=None,
+        publish(event(run, "finished", status=outcome["status"], error=outcome["error"], throughput=None,
                        wall_s=result.wall_s))
         return outcome
     result, files = store_result(run, audit_result(run, result))
@@ -102,7 +99,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         log_dir=str(log_dir), runs_file=str(files.runs), steps_file=str(files.steps),
         reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s,
     )
-    publish(_event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
+    publish(event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
                    wall_s=result.wall_s, outcome=published(outcome)))
     return outcome
 
@@ -125,7 +122,7 @@ def measure_run(run: PlannedRun, log_dir: Path, *, lock_path: str | None = None,
     """Lock the host, check out the SHA, run the bench and read it: the run's result, neither audited
     nor stored yet (``execute_run`` does both; ``shasweep try`` audits and only shows it). Whatever
     fails on the worker's side is a failed result, never an exception."""
-    publish(_event(run, "waiting"))
+    publish(event(run, "waiting"))
     try:
         lock = Path(lock_path) if lock_path else host_lock_path(host_id())
         return _locked_run(run, log_dir, lock, publish, cancelled)
@@ -145,7 +142,7 @@ def lock_waiter(runs: list[PlannedRun], publish: Publisher) -> Callable[[Holder 
     def waiting(holder: Holder | None) -> None:
         held = holder.describe() if holder else "held by a process that left no note"
         for run in runs:
-            publish(_event(run, "waiting", holder=held))
+            publish(event(run, "waiting", holder=held))
     return waiting
 
 
@@ -188,7 +185,7 @@ def wait_quiet(runs: list[PlannedRun], publish: Publisher, cancelled: Callable[[
         return None
     wait = wait_for_quiet(QuietLimits(**runs[0].quiet), stopped=cancelled)
     for run in runs:
-        publish(_event(run, "quiet", **wait.columns()))
+        publish(event(run, "quiet", **wait.columns()))
     return wait
 
 
@@ -255,7 +252,7 @@ def set_up(run: PlannedRun, tree: Path, log_dir: Path, reader: BenchReader,
     ensure_prepared([render_argv(a, values) for a in run.prepare], tree, env, run.timeout_s, cancelled)
     audited = module_audit.modules_to_audit(run, pythonpath)
     side_file = module_audit.install(log_dir, audited, env) if audited else None
-    host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus) | {"worker": _worker_address()}
+    host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus) | {"worker": worker_address()}
     (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
     return BenchSetup(run, tree, log_dir, argv, env, cpus, pythonpath, host, tuple(audited), side_file,
                       values)
@@ -272,7 +269,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     procs = setup.procs
     start = setup.start
 
-    publish(_event(run, "started", total=reader.total_steps))
+    publish(event(run, "started", total=reader.total_steps))
     stop = _StopWatch(deadline=time.monotonic() + run.timeout_s, cancelled=cancelled)
     try:
         protocol_error = reader.execute(start, stop, _step_publisher(run, publish, reader.total_steps))
@@ -311,7 +308,7 @@ def _step_publisher(run: PlannedRun, publish: Publisher, total: int | None) -> O
         nonlocal next_publish
         if (now := time.monotonic()) >= next_publish:
             next_publish = now + STEP_PUBLISH_INTERVAL_S
-            publish(_event(run, "step", step=step.step, warmup=step.warmup, done=done, total=total,
+            publish(event(run, "step", step=step.step, warmup=step.warmup, done=done, total=total,
                            phases=step.phases))
     return on_step
 
@@ -382,52 +379,3 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return "unknown signal"
-
-
-def _event(run: PlannedRun, event: str, **fields: object) -> dict:
-    return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order,
-            "side": run.side, "case": run.case, "host_id": host_id(), "event": event, "token": run.token,
-            **fields}
-
-
-def _worker_address() -> str | None:
-    """The address of the Dask worker running this task; None outside one."""
-    try:
-        return get_worker().address
-    except ValueError:
-        return None
-
-
-def _dask_publisher() -> Publisher:
-    """Publish to ``PROGRESS_TOPIC`` via the current Dask worker; a no-op outside one, and once the
-    worker is closing (progress is best effort; the run's row is the record)."""
-    try:
-        worker = get_worker()
-    except ValueError:
-        return lambda msg: None
-
-    def publish(msg: dict) -> None:
-        try:
-            worker.log_event(PROGRESS_TOPIC, msg)
-        except RuntimeError:  # the worker's event loop is closed
-            pass
-    return publish
-
-
-def _dask_cancel_check(run: PlannedRun) -> Callable[[], bool]:
-    """Whether the sweep's cancel Event is set; always False outside a Dask worker.
-    ``SchedulerLostError`` when the scheduler cannot be asked any more."""
-    try:
-        worker = get_worker()
-    except ValueError:
-        return lambda: False
-    address = worker.scheduler.address
-    # the client resolved in the task's thread: the first ask may come from a watcher thread
-    event = Event(cancel_event_name(run.sweep_id, run.token), client=get_client())
-
-    def is_set() -> bool:
-        try:
-            return event.is_set()
-        except Exception as exc:  # noqa: BLE001 - whatever Dask raises once its scheduler is gone
-            raise SchedulerLostError(scheduler_lost(address, run.run_key)) from exc
-    return is_set

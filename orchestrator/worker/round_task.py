@@ -47,6 +47,7 @@ from orchestrator.worker.prepare import PrepareError
 from orchestrator.worker.protocols import make_reader
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
+from orchestrator.worker.task_channel import Publisher, dask_cancel_check, dask_publisher, event
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool
 
 CONTROL_FIFO = "control.fifo"
@@ -65,11 +66,11 @@ class _Player:
 def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> list[dict]:
     """Run the lockstep round ``runs`` (one case, every side once, the same repeat) under the host
     lock; one outcome dict per run, in the given order. Failures are outcomes, as in ``execute_run``."""
-    publish = bench_task._dask_publisher()
-    cancelled = bench_task._dask_cancel_check(runs[0])
+    publish = dask_publisher()
+    cancelled = dask_cancel_check(runs[0])
     log_dirs = {run.run_key: bench_task.run_log_dir(run) for run in runs}
     for run in runs:
-        publish(bench_task._event(run, "waiting"))
+        publish(event(run, "waiting"))
     try:
         lock = Path(lock_path) if lock_path else host_lock_path(host_id())
         results = _locked_round(runs, log_dirs, lock, publish, cancelled)
@@ -91,14 +92,14 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
             log_dir=str(log_dirs[run.run_key]), runs_file=str(files.runs), steps_file=str(files.steps),
             ran_in=result.ran_in, fallback=result.fallback, no_control=result.bad_input is not None,
             reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s))
-        publish(bench_task._event(run, "finished", status=result.status, error=result.error,
+        publish(event(run, "finished", status=result.status, error=result.error,
                                   throughput=result.throughput, wall_s=result.wall_s, ran_in=result.ran_in,
                                   outcome=bench_task.published(outcomes[-1])))
     return outcomes
 
 
 def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,
-                  publish: bench_task.Publisher, cancelled) -> dict[str, RunResult]:
+                  publish: Publisher, cancelled) -> dict[str, RunResult]:
     asked = time.monotonic()
     keys = " ".join(run.run_key for run in runs)
     with contextlib.ExitStack() as held:
@@ -123,7 +124,7 @@ def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,
 
 
 def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Path], marker: Path,
-          publish: bench_task.Publisher, cancelled) -> dict[str, RunResult]:
+          publish: Publisher, cancelled) -> dict[str, RunResult]:
     first = runs[0].repeat % len(runs)  # the round's start order rotates by round
     players = [_player(run, trees[run.sha], log_dirs[run.run_key]) for run in runs[first:] + runs[:first]]
     note_running(marker, *(player.run.run_key for player in players))
@@ -132,7 +133,7 @@ def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Pa
     def on_block(contestant: Contestant, record: dict) -> None:
         player = by_contestant[id(contestant)]
         cycle = contestant.cycles.get(record["block"])
-        publish(bench_task._event(player.run, "block", **{key: record.get(key) for key in BLOCK_KEYS},
+        publish(event(player.run, "block", **{key: record.get(key) for key in BLOCK_KEYS},
                                   cycle=cycle))
 
     settings = runs[0].lockstep
@@ -144,7 +145,7 @@ def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Pa
     window = MeasureWindow()
     started_at, began = datetime.now(UTC), time.monotonic()
     for player in players:
-        publish(bench_task._event(player.run, "started", total=plan.blocks * plan.block_steps))
+        publish(event(player.run, "started", total=plan.blocks * plan.block_steps))
     failure: RoundFailed | None = None
     fallback: str | None = None
     try:
