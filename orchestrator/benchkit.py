@@ -37,6 +37,7 @@ from typing import Any, TextIO
 PROTOCOL_VERSION = 1
 CONTROL_VERSION = 1
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 Step = Callable[[], Mapping[str, float] | None]
 
@@ -63,23 +64,38 @@ def control_commands(path: str) -> Iterator[tuple[int, int, bool]]:
             yield int(command["block"]), int(command["steps"]), bool(command.get("warmup", False))
 
 
+def boolean(text: str) -> bool:
+    """A boolean option's value: true/false, yes/no, on/off or 1/0 in any case (``bool("False")`` is
+    True, so ``type=bool`` would read a sweep's ``false`` as true)."""
+    word = text.strip().lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _option_type(default: object) -> Callable[[str], object]:
+    return boolean if isinstance(default, bool) else type(default)
+
+
 class Bench:
     """One benchmark process: parse the protocol's options, then ``run`` a step function."""
 
     def __init__(self, case: str | Mapping[str, str], *, module: ModuleType | str | None = None,
-                 options: Mapping[str, int | float | str] | None = None,
+                 options: Mapping[str, bool | int | float | str] | None = None,
                  argv: list[str] | None = None) -> None:
         """``case``: a name or the case's parts; ``module``: the code under test (a module or a file;
         default the ``__main__`` script), whose checkout's SHA the header reports; ``options``: the
-        bench's own ``--name`` options with their defaults (a sweep's params fill them), parsed into
-        ``self.params`` with ``warmup`` and ``measure``. Bad arguments exit 2."""
+        bench's own ``--name`` options with their defaults (a sweep's params fill them; a bool one
+        takes true/false, yes/no, on/off or 1/0), parsed into ``self.params`` with ``warmup`` and
+        ``measure``. Bad arguments exit 2."""
         parser = argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) or "bench")
         parser.add_argument("--stream", required=True, help="the run protocol's record file")
         parser.add_argument("--control", help="lockstep: the control FIFO whose commands say what to run")
         parser.add_argument("--warmup", type=int, default=2)
         parser.add_argument("--measure", type=int, default=20)
         for name, default in (options or {}).items():
-            parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=type(default), default=default)
+            parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_option_type(default),
+                                default=default)
         parsed = parser.parse_args(sys.argv[1:] if argv is None else argv)
         if parsed.warmup < 0 or parsed.measure < 1:
             parser.error("--warmup must be >= 0 and --measure >= 1")

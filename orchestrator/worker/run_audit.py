@@ -12,10 +12,12 @@ same row checks at report time to older rows that were stored without it. The ch
 * the loaded module (``audit_module_file``) lies in one of the worktree directories the worker put
   first on the bench's PYTHONPATH (``pythonpath``, the sweep's ``pythonpath`` key), when both are known;
 * the run's ``variant``, ``params``, ``env`` and ``sha`` equal the planned ones for its side (no
-  overrides beyond the sweep's), and it measured as many steps as ``params.measure`` asked for (when
-  the command passes ``{measure}`` or the protocol runs ``params.measure`` itself; a run of a
-  protocol without ``Capability.STEPS`` that reported no step has no step count to check), or, in a
-  lockstep round, as many as its blocks commanded;
+  overrides beyond the sweep's); a bool param the command passes to the bench comes back as that bool
+  in the header's ``params`` where the header reports it (``header_bool_reasons``); and it measured
+  as many steps as ``params.measure`` asked for (when the command passes ``{measure}`` or the
+  protocol runs ``params.measure`` itself; a run of a protocol without ``Capability.STEPS`` that
+  reported no step has no step count to check), or, in a lockstep round, as many as its blocks
+  commanded;
 * for envruntime benches (env class from the ``envruntime`` package): the backend class is the one of
   the requested ``sim``, and a ``manager`` variant built all six managers;
 * where the protocol carries a throughput window (``Capability.THROUGHPUT_WINDOW``: v1, a json
@@ -28,9 +30,11 @@ The row checks are pure functions of plain data (no Dask), so the report can app
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import PurePath
@@ -217,6 +221,36 @@ def _parse_json(value: object) -> object:
         return None
 
 
+def header_bool_reasons(run: PlannedRun, header: Mapping[str, Any] | None) -> list[str]:
+    """One reason per bool param the command passes to the bench that the header's ``params`` report as
+    anything else: a bench that parsed ``--fast False`` as true ran what the sweep did not ask for, while
+    the run's row (the planned params) says false."""
+    reported = (header or {}).get("params")
+    if not isinstance(reported, dict):
+        return []
+    passed = set()
+    for arg in run.argv_template:
+        with contextlib.suppress(ValueError):  # the plan checked the template; never fail the audit on it
+            passed |= {name for _, name, _, _ in string.Formatter().parse(arg) if name}
+    reasons = []
+    for name, value in run.params.items():
+        if isinstance(value, bool) and name in passed and name in reported \
+                and _as_bool(reported[name]) is not value:
+            reasons.append(f"params.{name}: the bench's header reports {json.dumps(reported[name])[:80]}, "
+                           f"the sweep passed {json.dumps(value)}")
+    return reasons
+
+
+def _as_bool(value: object) -> bool | None:
+    """A reported bool: JSON true/false, or text that spells one (a bench that kept its argv's words)."""
+    if isinstance(value, bool):
+        return value
+    word = value.strip().lower() if isinstance(value, str) else None
+    if word in ("true", "yes", "on", "1"):
+        return True
+    return False if word in ("false", "no", "off", "0") else None
+
+
 def audit_result(run: PlannedRun, result: RunResult) -> RunResult:
     """``result`` as the worker stores it: marked audited, and ``audit_failed`` (the reasons as its
     error) when an ok run fails its audit."""
@@ -226,7 +260,7 @@ def audit_result(run: PlannedRun, result: RunResult) -> RunResult:
     if result.ran_in == "lockstep":
         planned["commanded_steps"] = int(run.lockstep["blocks"]) * int(run.lockstep["block_steps"])
     options = audit_options(run.audit_modules or (), run.protocol, run.argv_template)
-    reasons = audit_row(run_row(run, result), planned, **options)
+    reasons = audit_row(run_row(run, result), planned, **options) + header_bool_reasons(run, result.header)
     if describe(run.protocol, run.json_mapping).has(Capability.THROUGHPUT_WINDOW):
         reasons += numbers_reasons(result.summary, result.steps, run.params.get("num_envs"))
     if not reasons:

@@ -10,12 +10,12 @@ from test_report import GO2, SHAS, write_go2_runs, write_run, write_sweep
 
 from orchestrator.analysis.legacy_audit import AUDIT_FAILED, apply_audit
 from orchestrator.analysis.report_model import make_report
-from orchestrator.contract import StepRecord
+from orchestrator.contract import PlannedRun, StepRecord
 from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.render.markdown import to_markdown
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store.step_log import StepLog
-from orchestrator.worker.run_audit import ENVRUNTIME_MANAGERS, numbers_reasons
+from orchestrator.worker.run_audit import ENVRUNTIME_MANAGERS, header_bool_reasons, numbers_reasons
 from orchestrator.worker.run_audit import audit_row as audit_run
 
 PARAMS = {"num_envs": 64, "warmup": 2, "measure": 5}
@@ -118,3 +118,20 @@ def test_summary_numbers_are_cross_checked():
     assert "without a positive measure_wall_s" in numbers_reasons({"throughput": 1.0}, steps, 64)[0]
     assert numbers_reasons(None, steps, 64) == []
     assert numbers_reasons({"throughput": 1.0}, StepLog(), 64) == []
+
+
+@pytest.mark.parametrize("reported, reasons", [
+    ({"fast": False, "slow": True}, 0),
+    ({"fast": "false", "slow": "ON"}, 0),  # a bench that kept its argv's words spelled the same bools
+    ({"slow": True}, 0),  # a param the header does not report is not the header's to contradict
+    ({"fast": True, "slow": True}, 1),
+    ({"fast": "False", "slow": 0}, 1),
+    ({"fast": None, "slow": "maybe"}, 2),
+])
+def test_a_bool_param_passed_to_the_bench_must_come_back_the_same(reported, reasons):
+    run = PlannedRun(sweep_id="s", run_key="k", order=0, side="a", ref="HEAD", sha="a" * 40, case="c",
+                     algo=None, task=None, sim=None, variant="manager", repeat=0, repo="/r",
+                     argv_template=("bench", "--fast", "{fast}", "--slow={slow}"),
+                     params={"fast": False, "slow": True, "quiet": False})
+    found = header_bool_reasons(run, {"params": {**reported, "quiet": True}})  # quiet is never passed
+    assert len(found) == reasons, found

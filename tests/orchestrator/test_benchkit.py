@@ -99,3 +99,80 @@ def test_bad_arguments_exit_2(demo, tmp_path, args):
     proc = bench(repo, "--stream", str(tmp_path / "run.jsonl"), *args)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 2 and stderr.strip()
+
+
+FLAG_BENCH = """import sys
+import demolib
+from orchestrator.benchkit import Bench
+bench = Bench("flags", module=demolib, options={"fast": False, "slow": True},
+              argv=[arg for arg in sys.argv[1:] if arg != "--naive"])
+if "--naive" in sys.argv:  # what a hand-written bench's parser with type=bool makes of the flag
+    bench.params["fast"] = bool(sys.argv[sys.argv.index("--fast") + 1])
+
+
+def step():
+    demolib.count_words("a b a")
+
+
+bench.run(step)
+"""
+
+
+def flag_sweep(tmp_path: Path, *extra: str) -> Path:
+    (tmp_path / "bench.py").write_text(FLAG_BENCH)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(json.dumps({
+        "name": "flags", "sides": {"a": {"ref": "HEAD"}}, "baseline": "a", "cases": ["flags"],
+        "params": {"fast": False, "slow": False, "warmup": 0, "measure": 2},
+        "command": ["{python}", "{sweep_dir}/bench.py", "--stream", "{stream}", *extra, "--fast", "{fast}",
+                    "--slow", "{slow}", "--warmup", "{warmup}", "--measure", "{measure}"]}))
+    return sweep
+
+
+@pytest.fixture
+def in_demo(demo, tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SHASWEEP_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.chdir(demo[0])
+    return demo[0]
+
+
+def test_boolean_options_round_trip_through_the_worker(in_demo, tmp_path, capsys):
+    """``params.fast: false`` reaches the bench as ``--fast False``: the helper reads false (``type=bool``
+    read true), the header says so and the audit passes."""
+    from orchestrator.cli.main import main
+
+    code = main(["try", str(flag_sweep(tmp_path))])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    params = json.loads(next(line for line in out.splitlines() if line.startswith("  params: "))[10:])
+    assert params["fast"] is False and params["slow"] is False
+
+
+def test_the_audit_fails_a_bench_that_read_a_false_flag_as_true(in_demo, tmp_path, capsys):
+    """A bench whose own parser reads ``--fast False`` as true ran what the sweep did not ask for: its
+    header says true, its row (the planned params) false, and the audit names the param."""
+    from orchestrator.cli.main import main
+
+    code = main(["try", str(flag_sweep(tmp_path, "--naive"))])
+    out = capsys.readouterr().out
+    assert code == 3, out
+    assert ("try: case flags audit_failed: audit: params.fast: the bench's header reports true, the sweep "
+            "passed false") in out
+
+
+@pytest.mark.parametrize("value, expected", [("false", False), ("False", False), ("0", False), ("no", False),
+                                             ("TRUE", True), ("1", True), ("on", True)])
+def test_a_boolean_option_reads_the_usual_spellings(tmp_path, value, expected):
+    from orchestrator.benchkit import Bench
+
+    bench = Bench("x", options={"fast": not expected}, argv=["--stream", "s", "--fast", value])
+    assert bench.params["fast"] is expected
+
+
+def test_a_boolean_option_that_is_not_one_exits_2(tmp_path):
+    probe = ("from orchestrator.benchkit import Bench\n"
+             "Bench('x', options={'fast': False}, argv=['--stream', 's', '--fast', 'maybe'])\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2 and "--fast: expected true or false, got 'maybe'" in done.stderr
