@@ -31,6 +31,7 @@ read the ratios between sizes, measured in one run, before absolute times.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -50,14 +51,15 @@ import numpy as np
 import pyarrow as pa
 
 from orchestrator.cli.results import HISTORY_SWEEPS
-from orchestrator.contract import PlannedRun, StepRecord
+from orchestrator.contract import BenchUsage, HostRecord, PlannedRun, RunResult, StepRecord
 from orchestrator.spec.load import load_spec
 from orchestrator.spec.record import SweepRecord, spec_to_json
 from orchestrator.store import query
 from orchestrator.store.compact import write_compacted
-from orchestrator.store.parquet import BenchUsage, RunResult, run_table, steps_table
+from orchestrator.store.parquet import run_table, steps_table
 from orchestrator.store.parquet import write_run as write_single_run
 from orchestrator.store.records import write_record
+from orchestrator.store.step_log import StepLog
 from orchestrator.worker.hostinfo import collect_host
 
 CASES = [f"sac/task{i:02d}/mujoco" for i in range(12)]
@@ -111,7 +113,7 @@ class Lab:
     def __init__(self, root: Path, spec: dict) -> None:
         self.root, self.spec, self.rng = root, spec, np.random.default_rng(0)
         host = collect_host()
-        self.hosts = [{**host, "hostname": name, "id": name} for name in HOSTS]
+        self.hosts = [dataclasses.replace(host, hostname=name, id=name) for name in HOSTS]
 
     def sweep(self, i: int, compacted: bool) -> None:
         sweep_id, cases = sweep_id_of(i), sweep_cases(i)
@@ -134,7 +136,7 @@ class Lab:
             for run, result in runs:
                 write_single_run(run, result)
 
-    def result(self, start: datetime, host: dict, sha: str, case: str) -> RunResult:
+    def result(self, start: datetime, host: HostRecord, sha: str, case: str) -> RunResult:
         level = self.rng.lognormal(0.0, 0.02)  # 2 % run noise around the case's phase means
         means = np.random.default_rng(CASES.index(case)).uniform(0.5, 4.0, len(PHASES)) * level
         samples = means[None, :] * self.rng.lognormal(0.0, 0.02, (STEPS, len(PHASES)))
@@ -152,10 +154,10 @@ class Lab:
                          host=host, header={"audit": audit},
                          summary={"throughput": 4096 * (STEPS - WARMUP) / wall, "measure_wall_s": wall,
                                   "phase_means_ms": dict(zip(PHASES, map(float, means), strict=True))},
-                         steps=steps, usage=BenchUsage(wall + 3, wall * 0.9, 0.2, 2048.0, "rusage"),
+                         steps=StepLog(steps), usage=BenchUsage(wall + 3, wall * 0.9, 0.2, 2048.0, "rusage"),
                          pythonpath=["/lab/worktrees"], audited=True, worktree="/lab/worktrees")
 
-    def record(self, sweep_id: str, created: datetime, cases: list[str], shas: dict, host: dict,
+    def record(self, sweep_id: str, created: datetime, cases: list[str], shas: dict, host: HostRecord,
                runs: list[PlannedRun], status: str) -> None:
         spec = {**self.spec, "name": "lab", "cases": cases}
         write_record(self.root, SweepRecord.from_json({
@@ -163,7 +165,7 @@ class Lab:
             "repo": "/lab/repo", "results_root": str(self.root), "planned_runs": len(runs), "spec": spec,
             "sides": {side: {"ref": side, "sha": sha, "variant": "manager", "params": {"num_envs": 4096},
                              "env": {}} for side, sha in shas.items()},
-            "host": host, "outcomes": [run.outcome(host_id=host["id"], status="ok") for run in runs]}))
+            "host": host.as_dict(), "outcomes": [run.outcome(host_id=host.id, status="ok") for run in runs]}))
 
 
 def generate(root: Path, runs: int, spec: dict) -> float:

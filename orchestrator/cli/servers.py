@@ -184,7 +184,7 @@ async def serve_worker(config: WorkerConfig, claim: HostClaim) -> None:
     from orchestrator.dashboard.plugin import HOST_TOPIC
 
     dask.config.set(BENCH_WORKER_CONFIG)
-    host = collect_host()
+    host = collect_host().as_dict()
     logger.info("bench host: %s", json.dumps(host, sort_keys=True))
     worker = Worker(
         config.scheduler, nthreads=1, resources={config.resource: 1}, host=config.host, port=config.port,

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from orchestrator.contract import RunResult
     from orchestrator.session.trial import Reading, TrialResult
-    from orchestrator.store.parquet import RunResult
 
 HEADER_VALUE_CHARS = 160  # of each header key's value on its line (the stream log has all of it)
 # C0 and C1 control characters but newline and tab: bench output must not steer the terminal

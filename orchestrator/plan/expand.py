@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.capabilities import SUITE_CASE
-from orchestrator.contract import PlannedRun
+from orchestrator.contract import LockstepSettings, PlannedRun, QuietLimits
 from orchestrator.errors import RefError
 from orchestrator.plan.integrity import command_digest
 from orchestrator.plan.refs import check_directory, find_repo_root, repo_root, resolve_ref
@@ -143,19 +143,20 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             sweep_dir=str(resolved.sweep_dir or resolved.repo), submodules=spec.submodules,
             suite_cases=tuple(spec.cases) if case == SUITE_CASE else (),
             lockstep=lockstep_settings(spec, settings.params),
-            quiet=dict(vars(spec.quiet)) if spec.quiet is not None else {}, max_steps=spec.max_steps,
+            quiet=QuietLimits(**vars(spec.quiet)) if spec.quiet is not None else None,
+            max_steps=spec.max_steps,
         ))
     return runs
 
 
-def lockstep_settings(spec: SweepSpec, params: dict) -> dict:
-    """A run's ``lockstep`` entry (``contract.PlannedRun``): the sweep's blocks and fallback, and the
+def lockstep_settings(spec: SweepSpec, params: dict) -> LockstepSettings | None:
+    """A run's ``lockstep`` settings (``contract.PlannedRun``): the sweep's blocks and fallback, and the
     argv template without the control option where the plan added it (envruntime's command)."""
     if spec.order is not Order.lockstep or spec.lockstep is None:
-        return {}
-    found = {"block_steps": spec.lockstep.block_steps, "blocks": spec.lockstep.blocks,
-             "block_warmup": spec.lockstep.block_warmup, "fallback": spec.lockstep.fallback.value}
+        return None
     plain = bench_argv(spec.command, params)
-    if plain != bench_argv(spec.command, params, lockstep=True):
-        found["plain_argv"] = plain
-    return found
+    blocks = spec.lockstep
+    return LockstepSettings(
+        block_steps=blocks.block_steps, blocks=blocks.blocks, block_warmup=blocks.block_warmup,
+        fallback=blocks.fallback.value,
+        plain_argv=tuple(plain) if plain != bench_argv(spec.command, params, lockstep=True) else None)

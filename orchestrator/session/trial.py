@@ -14,10 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.capabilities import SUITE_CASE, describe
-from orchestrator.contract import PlannedRun
+from orchestrator.contract import PlannedRun, RunResult
 from orchestrator.errors import EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.session.sweep import SweepPlan
-from orchestrator.store.parquet import RunResult
 from orchestrator.worker.bench_task import measure_run, run_log_dir
 from orchestrator.worker.run_audit import audit_result
 

@@ -13,14 +13,20 @@ import json
 import os
 import time
 import typing
-from dataclasses import dataclass, field, fields
-from datetime import datetime
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from orchestrator.contract import HostRecord, PlannedRun
+from orchestrator.contract import (
+    HostRecord,
+    PlannedRun,
+    RunResult,
+    StepSource,
+    summary_metrics,
+    summary_phase_means,
+)
 from orchestrator.store.atomic import remove_stale_temps, staged, stale_temps, write_in_order
 from orchestrator.store.step_log import WRITE_OPTIONS, StepLog
 
@@ -38,74 +44,6 @@ QUIET_COLUMNS: dict[str, pa.DataType] = {"quiet_wait_s": pa.float64(), "quiet_lo
 RUN_FILE_OPTIONS = {**WRITE_OPTIONS, "use_dictionary": False}
 WRITE_BUFFER_BYTES = 2**20  # Arrow's file stream makes a system call per page; a buffer, one per file
 _ARROW_TYPES: dict[object, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64()}
-
-
-@dataclass
-class RunResult:
-    """What executing one run produced, ready to be written."""
-
-    status: str  # ok | failed | timeout | cancelled | audit_failed
-    error: str | None
-    started_at: datetime  # wall clock, for people (a clock step moves it)
-    ended_at: datetime
-    exit_code: int | None
-    log_dir: str
-    host: dict
-    header: dict | None = None
-    summary: dict | None = None
-    steps: StepLog = field(default_factory=StepLog)  # a list of StepRecord is taken too
-    usage: BenchUsage | None = None  # the bench process's resource usage, when it was reaped
-    pythonpath: list[str] | None = None  # absolute directories put first on the bench's PYTHONPATH
-    audited: bool | None = None  # the worker audited the run (orchestrator.worker.run_audit); None: not
-    worktree: str | None = None  # the checkout the bench ran in
-    audit_modules: dict | None = None  # module -> the file(s) it was imported from (None: never)
-    elapsed_s: float | None = None  # the run's duration on a monotonic clock
-    lock_wait_s: float | None = None  # how long the run waited for its host lock (None: never got it)
-    suite_run_key: str | None = None  # the suite run this case's numbers were read from (None: its own)
-    bad_input: str | None = None  # why the run failed because of the sweep's input (exit 2 at the client)
-    cases: list[tuple[PlannedRun, RunResult]] | None = None  # a suite run's cases, each a run of its own
-    # a lockstep sweep's run: the order it ran in (lockstep, or interleaved where the case fell back),
-    # why it fell back, and its blocks (analysis.block_pairs); quiet: how the wait for a quiet host ended
-    ran_in: str | None = None
-    fallback: str | None = None
-    blocks: list[dict] | None = None
-    quiet: dict | None = None  # worker.quiet.QuietWait.columns()
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.steps, StepLog):
-            self.steps = StepLog(self.steps)
-
-    @property
-    def wall_s(self) -> float:
-        """The run's duration: ``elapsed_s`` (monotonic, what every sum of durations uses), else, for a
-        result made without one, the difference of the wall timestamps."""
-        if self.elapsed_s is not None:
-            return self.elapsed_s
-        return (self.ended_at - self.started_at).total_seconds()
-
-    @property
-    def throughput(self) -> float | None:
-        value = (self.summary or {}).get("throughput")
-        return float(value) if isinstance(value, int | float) else None
-
-    @property
-    def reported(self) -> list[str]:
-        """The metric names this run has a value of: throughput, phases, other metrics."""
-        values = {"throughput": self.throughput, **phase_means(self.summary),
-                  **reported_metrics(self.summary)}
-        return sorted(name for name, value in values.items() if value is not None)
-
-
-@dataclass(frozen=True)
-class BenchUsage:
-    """Wall time, CPU time and peak memory of the bench process (``os.wait4``; its waited-for children
-    included) and where the peak came from (``rusage``, ``VmHWM``, ``bench`` or ``none``)."""
-
-    wall_s: float
-    user_s: float
-    sys_s: float
-    max_rss_mib: float | None
-    rss_source: str
 
 
 @dataclass(frozen=True)
@@ -168,12 +106,13 @@ def write_run(run: PlannedRun, result: RunResult) -> RunFiles:
     return files
 
 
-def write_steps(run: PlannedRun, steps: StepLog, path: Path) -> None:
+def write_steps(run: PlannedRun, steps: StepSource, path: Path) -> None:
     """``run``'s steps file at ``path``: its spool moved there, or its rows written."""
-    if steps.spooled:
-        steps.move_spool(path)
+    log = steps if isinstance(steps, StepLog) else StepLog(steps)
+    if log.spooled:
+        log.move_spool(path)
     else:
-        write_table(steps_table(run, steps), path, WRITE_OPTIONS)
+        write_table(steps_table(run, log), path, WRITE_OPTIONS)
 
 
 def write_table(table: pa.Table, path: Path, options: dict) -> None:
@@ -207,7 +146,7 @@ def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, p
         "ended_at": (result.ended_at, _TIMESTAMP),
         "wall_s": (result.wall_s, pa.float64()),
         "throughput": (result.throughput, pa.float64()),
-        "measure_wall_s": (_float_or_none((result.summary or {}).get("measure_wall_s")), pa.float64()),
+        "measure_wall_s": (result.measure_wall_s, pa.float64()),
         "exit_code": (result.exit_code, pa.int64()),
         "steps": (result.steps.measured, pa.int64()),
         "log_dir": (result.log_dir, pa.string()),
@@ -222,9 +161,9 @@ def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, p
         "bad_input": (result.bad_input, pa.string()),
     }
     columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string())}
-    columns |= {name: (value, pa.float64()) for name, value in phase_means(result.summary).items()}
-    columns |= {name: (value, pa.float64()) for name, value in reported_metrics(result.summary).items()}
-    columns |= {f"host_{name}": (result.host.get(name), kind) for name, kind in _host_types().items()}
+    columns |= {name: (value, pa.float64()) for name, value in summary_phase_means(result.summary).items()}
+    columns |= {name: (value, pa.float64()) for name, value in summary_metrics(result.summary).items()}
+    columns |= {f"host_{name}": (getattr(result.host, name), kind) for name, kind in _host_types().items()}
     columns |= {f"audit_{name}": (value, pa.string())
                 for name, value in flatten_audit((result.header or {}).get("audit")).items()}
     modules = None if result.audit_modules is None else json.dumps(result.audit_modules, sort_keys=True)
@@ -238,7 +177,7 @@ def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, p
         "lockstep_fallback": (result.fallback, pa.string()),
         "blocks": (None if result.blocks is None else json.dumps(result.blocks), pa.string()),
     }
-    quiet = result.quiet or {}
+    quiet = result.quiet.columns() if result.quiet else {}
     columns |= {name: (quiet.get(name), kind) for name, kind in QUIET_COLUMNS.items()}
     return columns
 
@@ -246,21 +185,6 @@ def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, p
 def steps_table(run: PlannedRun, steps: StepLog) -> pa.Table:
     """Long format: one row per (step, phase), of the rows ``steps`` holds in memory."""
     return steps.table(run.sweep_id, run.run_key)
-
-
-def phase_means(summary: dict | None) -> dict[str, float | None]:
-    """Every ``*_ms`` mean the summary reports."""
-    reported = (summary or {}).get("phase_means_ms")
-    reported = reported if isinstance(reported, dict) else {}
-    return {name: _float_or_none(value) for name, value in reported.items()
-            if isinstance(name, str) and name.endswith("_ms")}
-
-
-def reported_metrics(summary: dict | None) -> dict[str, float | None]:
-    """The summary's other numbers (``metrics``: protocol json's mapping, protocol time's RSS)."""
-    reported = (summary or {}).get("metrics")
-    reported = reported if isinstance(reported, dict) else {}
-    return {str(name): _float_or_none(value) for name, value in reported.items()}
 
 
 def flatten_audit(audit: object) -> dict[str, str | None]:
@@ -281,10 +205,6 @@ def _host_types() -> dict[str, pa.DataType]:
         base = [t for t in typing.get_args(hints[f.name]) if t is not type(None)] or [hints[f.name]]
         types[f.name] = _ARROW_TYPES[base[0]]
     return types
-
-
-def _float_or_none(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def write_parquet_atomic(table: pa.Table, path: Path) -> None:

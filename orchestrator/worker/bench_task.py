@@ -32,9 +32,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator.capabilities import Capability
-from orchestrator.contract import PlannedRun, StepRecord, host_id
+from orchestrator.contract import HostRecord, PlannedRun, RunResult, StepRecord, host_id
 from orchestrator.errors import InvalidInputError, RunCancelledError, SchedulerLostError
-from orchestrator.store.parquet import RunResult, remove_run
+from orchestrator.store.parquet import remove_run
 from orchestrator.worker import module_audit
 from orchestrator.worker.bench_env import bench_env, worktree_dirs
 from orchestrator.worker.bench_output import failure_detail, log_paths
@@ -46,7 +46,7 @@ from orchestrator.worker.machine_lock import Holder, LockDirError, host_lock_pat
 from orchestrator.worker.prepare import PrepareError, ensure_prepared
 from orchestrator.worker.proc import BenchProcess, launch, with_reported_rss
 from orchestrator.worker.protocols import BenchReader, OnStep, make_reader
-from orchestrator.worker.quiet import QuietLimits, QuietWait, wait_for_quiet
+from orchestrator.worker.quiet import QuietWait, wait_for_quiet
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
 from orchestrator.worker.safe_files import remove_non_regular
@@ -72,8 +72,9 @@ def bench_cpus() -> set[int]:
 
 
 def bench_host_record() -> dict:
-    """The host record as the bench sees it (its CPUs); run first, it also warms this module up."""
-    return collect_host(cpus=bench_cpus())
+    """The host record as the bench sees it (its CPUs), as the sweep record keeps it; run first, it
+    also warms this module up."""
+    return collect_host(cpus=bench_cpus()).as_dict()
 
 
 def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
@@ -93,7 +94,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         return outcome
     result, files = store_result(run, audit_result(run, result))
     outcome = run.outcome(
-        host_id=result.host.get("id"), status=result.status, error=result.error,
+        host_id=result.host.id, status=result.status, error=result.error,
         throughput=result.throughput, wall_s=result.wall_s, exit_code=result.exit_code,
         started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
         log_dir=str(log_dir), runs_file=str(files.runs), steps_file=str(files.steps),
@@ -154,7 +155,7 @@ def _store_suite(run: PlannedRun, result: RunResult) -> dict:
     remove_run(run)
     failed = next((r for r in stored if r.status != "ok"), None)
     return run.outcome(
-        host_id=result.host.get("id"), status=failed.status if failed else "ok",
+        host_id=result.host.id, status=failed.status if failed else "ok",
         error=failed.error if failed else None, wall_s=result.wall_s, exit_code=result.exit_code,
         started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
         log_dir=result.log_dir, cases=len(stored))
@@ -174,16 +175,16 @@ def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
                                      submodules=run.submodules) as tree:
             result = _run_bench(run, tree, log_dir, publish, cancelled, marker)
     cases = [(case, replace(done, lock_wait_s=waited_s)) for case, done in result.cases or []]
-    return replace(result, lock_wait_s=waited_s, quiet=quiet.columns() if quiet else None,
+    return replace(result, lock_wait_s=waited_s, quiet=quiet,
                    cases=cases if result.cases is not None else None)
 
 
 def wait_quiet(runs: list[PlannedRun], publish: Publisher, cancelled: Callable[[], bool]) -> QuietWait | None:
     """Before ``runs`` (one run, or a lockstep round), holding the host lock: wait for a quiet host when
     the sweep has ``quiet:`` (``worker.quiet``), and tell the board how the wait ended."""
-    if not runs[0].quiet:
+    if runs[0].quiet is None:
         return None
-    wait = wait_for_quiet(QuietLimits(**runs[0].quiet), stopped=cancelled)
+    wait = wait_for_quiet(runs[0].quiet, stopped=cancelled)
     for run in runs:
         publish(event(run, "quiet", **wait.columns()))
     return wait
@@ -221,7 +222,7 @@ class BenchSetup:
     env: dict[str, str]
     cpus: set[int]
     pythonpath: list[str]
-    host: dict
+    host: HostRecord
     audited: tuple[str, ...]
     side_file: Path | None
     values: dict[str, object]  # what the placeholders stood for
@@ -252,7 +253,7 @@ def set_up(run: PlannedRun, tree: Path, log_dir: Path, reader: BenchReader,
     ensure_prepared([render_argv(a, values) for a in run.prepare], tree, env, run.timeout_s, cancelled)
     audited = module_audit.modules_to_audit(run, pythonpath)
     side_file = module_audit.install(log_dir, audited, env) if audited else None
-    host = collect_host(env=env, cpus=cpus) | cpu_settings(cpus) | {"worker": worker_address()}
+    host = replace(collect_host(env=env, cpus=cpus), **cpu_settings(cpus), worker=worker_address())
     (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
     return BenchSetup(run, tree, log_dir, argv, env, cpus, pythonpath, host, tuple(audited), side_file,
                       values)
@@ -285,7 +286,7 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
     ended_at, elapsed_s = datetime.now(UTC), time.monotonic() - began
     exit_code = procs[-1].returncode if procs else None
     status, error = _verdict(reader, exit_code, still_running, stop, protocol_error, log_dir, run, tree)
-    host = setup.host | window.columns(reader.steps)
+    host = replace(setup.host, **window.columns(reader.steps))
     # a live stream keeps what it said even when the run failed; the other protocols keep no number of
     # a failed run
     kept = status == "ok" or reader.has(Capability.LIVE_STREAM)

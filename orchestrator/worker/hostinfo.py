@@ -35,7 +35,7 @@ PINNED_THREAD_VARS: tuple[str, ...] = (
 # ``env`` sets them) come after the pinned ones.
 THREAD_VARS: tuple[str, ...] = (*PINNED_THREAD_VARS, "ENVRUNTIME_TORCH_THREADS")
 VERSIONED_PACKAGES: tuple[str, ...] = ("numpy", "torch", "mujoco", "motrixsim", "mujoco-warp", "numba")
-def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None) -> dict:
+def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None) -> HostRecord:
     """This machine's record; ``env``/``cpus`` describe a bench process (default: this process)."""
     env = dict(os.environ) if env is None else env
     cpus = os.sched_getaffinity(0) if cpus is None else cpus
@@ -57,7 +57,7 @@ def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None
         threads=json.dumps({name: env.get(name) for name in THREAD_VARS}, sort_keys=True),
         affinity=format_cpus(cpus),
         id=host_id(),
-    ).as_dict()
+    )
 
 
 def format_cpus(cpus: set[int]) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from orchestrator.store.parquet import BenchUsage
+from orchestrator.contract import BenchUsage
 from orchestrator.worker import helper_pool
 from orchestrator.worker.helper_pool import LaunchHelper
 from orchestrator.worker.safe_files import NotRegularFileError, read_tail

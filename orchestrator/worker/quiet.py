@@ -13,32 +13,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from orchestrator.contract import QuietLimits, QuietWait
 from orchestrator.worker.disturbance import CpuSample, cpu_sample
 
 WINDOW_S = 1.0
-
-
-@dataclass(frozen=True)
-class QuietLimits:
-    max_load: float  # busy CPUs over the last second
-    max_steal: float  # stolen share of CPU time over the last second, 0-1
-    max_wait_s: float  # give up (and run anyway) after this long
-
-
-@dataclass(frozen=True)
-class QuietWait:
-    """How a wait ended: how long it took, the last second's figures, whether the limits were met."""
-
-    waited_s: float
-    load: float | None
-    steal: float | None
-    met: bool
-
-    def columns(self) -> dict[str, float | bool | None]:
-        return {"quiet_wait_s": self.waited_s, "quiet_load": self.load, "quiet_steal": self.steal,
-                "quiet_met": self.met}
 
 
 def busy_and_steal(before: CpuSample, after: CpuSample, cpus: int) -> tuple[float, float] | None:

@@ -27,9 +27,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from orchestrator.contract import PlannedRun, host_id
+from orchestrator.contract import NO_STEPS, PlannedRun, RunResult, host_id
 from orchestrator.errors import InvalidInputError, RunCancelledError, SchedulerLostError
-from orchestrator.store.parquet import RunResult
 from orchestrator.worker import bench_task
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, note_running
 from orchestrator.worker.disturbance import MeasureWindow
@@ -86,7 +85,7 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
     for run in runs:
         result, files = store_result(run, audit_result(run, results[run.run_key]))
         outcomes.append(run.outcome(
-            host_id=result.host.get("id"), status=result.status, error=result.error,
+            host_id=result.host.id, status=result.status, error=result.error,
             throughput=result.throughput, wall_s=result.wall_s, exit_code=result.exit_code,
             started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
             log_dir=str(log_dirs[run.run_key]), runs_file=str(files.runs), steps_file=str(files.steps),
@@ -119,7 +118,7 @@ def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,
                                                                        checked_for=run.sweep_id,
                                                                        submodules=run.submodules))
             results = _play(runs, trees, log_dirs, marker, publish, cancelled)
-    return {key: replace(result, quiet=quiet.columns() if quiet else None, lock_wait_s=waited_s)
+    return {key: replace(result, quiet=quiet, lock_wait_s=waited_s)
             for key, result in results.items()}
 
 
@@ -139,9 +138,8 @@ def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Pa
     settings = runs[0].lockstep
     round_ = LockstepRound([p.contestant for p in players], timeout_s=runs[0].timeout_s, stopped=cancelled,
                            on_block=on_block)
-    plan = BlockPlan(block_steps=int(settings["block_steps"]), blocks=int(settings["blocks"]),
-                     block_warmup=int(settings.get("block_warmup", 1)),
-                     warmup=int(runs[0].params.get("warmup", 0) or 0))
+    plan = BlockPlan(block_steps=settings.block_steps, blocks=settings.blocks,
+                     block_warmup=settings.block_warmup, warmup=int(runs[0].params.get("warmup", 0) or 0))
     window = MeasureWindow()
     started_at, began = datetime.now(UTC), time.monotonic()
     for player in players:
@@ -201,7 +199,7 @@ def _start(round_: LockstepRound, player: _Player) -> str | None:
     """Start the player's process; None when it declared the control channel, else why not (its
     process then runs as a plain run). Raises NoControlChannel under ``fallback: stop``."""
     contestant, settings = player.contestant, player.run.lockstep
-    allow = settings.get("fallback") == "interleaved"
+    allow = settings.fallback == "interleaved"
     try:
         round_.start(contestant)
         return None
@@ -212,13 +210,13 @@ def _start(round_: LockstepRound, player: _Player) -> str | None:
     except RoundFailed as exc:
         rejected = contestant.records.header is None and contestant.proc is not None \
             and contestant.proc.returncode == EXIT_INVALID_ARGS
-        if not rejected or not settings.get("plain_argv"):
+        if not rejected or not settings.plain_argv:
             raise
         reason = (f"{contestant.name()}: its bench exited {EXIT_INVALID_ARGS} on the control option before "
                   f"its header (it predates the control channel): {exc}")
         if not allow:
             raise NoControlChannel(reason, contestant.side) from None
-    plain = bench_task.render_argv(settings["plain_argv"], player.setup.values)
+    plain = bench_task.render_argv(settings.plain_argv, player.setup.values)
     contestant.ended = False
     try:
         round_.start(contestant, lambda: player.setup.start(plain))
@@ -250,8 +248,8 @@ def _result(player: _Player, failure: RoundFailed | None, fallback: str | None, 
     return RunResult(
         status=status, error=error, started_at=started_at, ended_at=ended_at, elapsed_s=elapsed_s,
         exit_code=proc.returncode if proc else None, log_dir=str(setup.log_dir),
-        host=setup.host | window.columns(records.steps), header=records.header,
-        summary=records.summary if ok else None, steps=records.steps if ok else [],
+        host=replace(setup.host, **window.columns(records.steps)), header=records.header,
+        summary=records.summary if ok else None, steps=records.steps if ok else NO_STEPS,
         usage=proc.usage if proc else None, pythonpath=setup.pythonpath, worktree=str(setup.tree.resolve()),
         audit_modules=setup.audit_modules(), ran_in="interleaved" if fallback else "lockstep",
         fallback=fallback, blocks=contestant.block_summaries() if ok else None,

@@ -41,8 +41,8 @@ from pathlib import PurePath
 from typing import Any
 
 from orchestrator.capabilities import Capability, describe, describe_stored
-from orchestrator.contract import AUDIT_FAILED, PlannedRun
-from orchestrator.store.parquet import RunResult, run_row
+from orchestrator.contract import AUDIT_FAILED, PlannedRun, RunResult
+from orchestrator.store.parquet import run_row
 from orchestrator.store.step_log import StepLog
 from orchestrator.worker.module_audit import module_reasons
 
@@ -258,7 +258,7 @@ def audit_result(run: PlannedRun, result: RunResult) -> RunResult:
         return replace(result, audited=True)
     planned = {"sha": run.sha, "variant": run.variant, "params": run.params, "env": run.env}
     if result.ran_in == "lockstep":
-        planned["commanded_steps"] = int(run.lockstep["blocks"]) * int(run.lockstep["block_steps"])
+        planned["commanded_steps"] = run.lockstep.commanded_steps
     options = audit_options(run.audit_modules or (), run.protocol, run.argv_template)
     reasons = audit_row(run_row(run, result), planned, **options) + header_bool_reasons(run, result.header)
     if describe(run.protocol, run.json_mapping).has(Capability.THROUGHPUT_WINDOW):

@@ -12,8 +12,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from orchestrator.contract import PlannedRun
-from orchestrator.store.parquet import RunFiles, RunResult, write_run
+from orchestrator.contract import NO_STEPS, HostRecord, PlannedRun, RunResult
+from orchestrator.store.parquet import RunFiles, write_run
 from orchestrator.worker.hostinfo import collect_host
 
 
@@ -23,7 +23,7 @@ def failed_result(error: str, log_dir: Path) -> RunResult:
     try:
         host = collect_host()
     except Exception:  # noqa: BLE001 - the host record is a nicety here, the row is not
-        host = {}
+        host = HostRecord()
     return RunResult(status="failed", error=error, started_at=now, ended_at=now, exit_code=None,
                      log_dir=str(log_dir), host=host)
 
@@ -39,5 +39,5 @@ def store_result(run: PlannedRun, result: RunResult) -> tuple[RunResult, RunFile
         result.steps.discard()
         reason = f"writing the run's results failed: {type(exc).__name__}: {exc}"
         error = f"{result.error}; {reason}" if result.error else reason
-        small = replace(result, status="failed", error=error, steps=[])
+        small = replace(result, status="failed", error=error, steps=NO_STEPS)
         return small, write_run(run, small)

@@ -16,6 +16,7 @@ from orchestrator.spec.record import SweepRecord
 from orchestrator.store.parquet import write_run
 from orchestrator.store.query import ALL, read_runs, read_steps
 from orchestrator.store.records import write_record
+from orchestrator.store.step_log import StepLog
 
 CASES = ("sac/g1_walk_flat/mujoco", "ppo/go2_joystick_flat/mujoco")
 SIDES = ("base", "cand")
@@ -38,10 +39,10 @@ def write_sweep(tmp_path: Path, sweep_id: str, day: int = 0, repeats: int = 2, s
         run = dataclasses.replace(planned(tmp_path, key, sweep_id), side=side, case=case, sha=side[0] * 40,
                                   repeat=repeat, order=order)
         result = outcome(status=status, throughput=100.0 + order + day)
-        steps = [StepRecord(i, i == 0, {"physics_ms": 2.0 + i, "x_ms": 1.0}) for i in range(4)]
+        steps = StepLog(StepRecord(i, i == 0, {"physics_ms": 2.0 + i, "x_ms": 1.0}) for i in range(4))
         started = result.started_at + timedelta(days=day, minutes=order)
         write_run(run, dataclasses.replace(result, started_at=started, steps=steps,
-                                           host={**result.host, "hostname": host}))
+                                           host=dataclasses.replace(result.host, hostname=host)))
         keys.append(key)
     return keys
 

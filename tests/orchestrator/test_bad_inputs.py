@@ -14,13 +14,14 @@ import yaml
 from fakebench.fakerepo import FakeRepo, make_fake_repo
 
 from orchestrator.cli.main import main
+from orchestrator.contract import RunResult
 from orchestrator.errors import ShasweepError
 from orchestrator.plan.expand import build_plan, resolve_sweep
 from orchestrator.plan.integrity import record_digest
 from orchestrator.plan.lifecycle import new_record
 from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record
-from orchestrator.store.parquet import RunResult, write_run
+from orchestrator.store.parquet import write_run
 from orchestrator.worker.protocols.v1_records import StreamState
 from orchestrator.worker.stream import follow_lines
 
@@ -39,7 +40,7 @@ def seeded(tmp_path_factory) -> tuple[FakeRepo, str]:
     sweep_record.write_record(resolved.results_root,
                               new_record(resolved, sweep_id, SEEDED, len(runs)))
     write_run(runs[0], RunResult(status="ok", error=None, started_at=SEEDED, ended_at=SEEDED, exit_code=0,
-                                 log_dir="", host={}))
+                                 log_dir=""))
     return repo, sweep_id
 
 

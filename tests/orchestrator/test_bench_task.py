@@ -12,6 +12,7 @@ import psutil
 import pytest
 from fakebench.fakerepo import make_run
 
+from orchestrator.contract import QuietLimits
 from orchestrator.worker.bench_task import execute_run
 
 
@@ -122,7 +123,7 @@ def test_host_lock_serialises_concurrent_runs(tmp_path, repo):
 
 def test_a_quiet_wait_comes_before_the_run_and_is_recorded(tmp_path, repo):
     run = replace(make_run(repo, repo.shas[0], results_root=tmp_path / "results"),
-                  quiet={"max_load": 1000.0, "max_steal": 1.0, "max_wait_s": 60.0})
+                  quiet=QuietLimits(max_load=1000.0, max_steal=1.0, max_wait_s=60.0))
     outcome = execute_run(run)
     row = run_row(outcome)
     assert outcome["status"] == "ok" and row["quiet_met"] and row["quiet_wait_s"] >= 1.0

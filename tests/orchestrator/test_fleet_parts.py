@@ -49,7 +49,7 @@ def test_the_host_id_is_the_override_or_the_hostname(monkeypatch):
     monkeypatch.delenv("SHASWEEP_HOST_ID", raising=False)
     assert host_id() == platform.node()
     monkeypatch.setenv("SHASWEEP_HOST_ID", "gpu-7")
-    assert host_id() == "gpu-7" and collect_host()["id"] == "gpu-7"
+    assert host_id() == "gpu-7" and collect_host().id == "gpu-7"
 
 
 @pytest.mark.parametrize("hosts, error", [

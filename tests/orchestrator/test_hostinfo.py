@@ -14,18 +14,20 @@ from orchestrator.worker.hostinfo import VERSIONED_PACKAGES, collect_host, forma
 
 def test_record_has_every_field_with_its_type():
     record = collect_host(env={"OMP_NUM_THREADS": "3"}, cpus={0})
-    assert set(record) == set(HostRecord.__dataclass_fields__)
-    assert record["cpu_logical"] == os.cpu_count() and record["ram_gib"] > 0
-    assert record["python"].count(".") == 2 and record["kernel"]
-    assert json.loads(record["threads"])["OMP_NUM_THREADS"] == "3"
-    assert json.loads(record["threads"])["MKL_NUM_THREADS"] is None
-    assert json.loads(record["versions"])["numpy"]  # from metadata
-    assert record["affinity"] == "0"
+    assert isinstance(record, HostRecord) and set(record.as_dict()) == set(HostRecord.__dataclass_fields__)
+    assert all(value is not None for name, value in record.as_dict().items()
+               if name in ("hostname", "cpu_model", "cpu_logical", "os", "python", "affinity", "id"))
+    assert record.cpu_logical == os.cpu_count() and record.ram_gib > 0
+    assert record.python.count(".") == 2 and record.kernel
+    assert json.loads(record.threads)["OMP_NUM_THREADS"] == "3"
+    assert json.loads(record.threads)["MKL_NUM_THREADS"] is None
+    assert json.loads(record.versions)["numpy"]  # from metadata
+    assert record.affinity == "0"
 
 
 def test_gpu_fields_from_nvidia_smi_or_all_null():
     record = collect_host()
-    gpu = (record["gpu_name"], record["gpu_memory_mib"], record["gpu_driver"])
+    gpu = (record.gpu_name, record.gpu_memory_mib, record.gpu_driver)
     assert all(v is None for v in gpu) or all(v is not None for v in gpu)
 
 
@@ -43,7 +45,7 @@ def test_gpu_fields_parsed_from_nvidia_smi(tmp_path, monkeypatch):
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     record = collect_host()
-    assert (record["gpu_name"], record["gpu_memory_mib"], record["gpu_driver"]) == (
+    assert (record.gpu_name, record.gpu_memory_mib, record.gpu_driver) == (
         "NVIDIA H200", 143771, "570.86.15")
 
 
@@ -53,7 +55,7 @@ def test_failing_nvidia_smi_gives_null_gpu(tmp_path, monkeypatch):
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     record = collect_host()
-    assert (record["gpu_name"], record["gpu_memory_mib"], record["gpu_driver"]) == (None, None, None)
+    assert (record.gpu_name, record.gpu_memory_mib, record.gpu_driver) == (None, None, None)
 
 
 def test_package_versions_are_read_again_only_when_a_path_directory_changed(tmp_path, monkeypatch):
@@ -64,11 +66,11 @@ def test_package_versions_are_read_again_only_when_a_path_directory_changed(tmp_
     first = collect_host()
     asked = len(calls)
     assert asked == len(VERSIONED_PACKAGES), "read once for this sys.path"
-    assert collect_host()["versions"] == first["versions"] and len(calls) == asked, "then cached"
+    assert collect_host().versions == first.versions and len(calls) == asked, "then cached"
     dist = tmp_path / "motrixsim-9.9.9.dist-info"  # a package installed into a directory on sys.path
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: motrixsim\nVersion: 9.9.9\n")
     changed = os.stat(tmp_path).st_mtime_ns + 10**9  # past the file system's clock granularity
     os.utime(tmp_path, ns=(changed, changed))
-    assert json.loads(collect_host()["versions"])["motrixsim"] == "9.9.9"
+    assert json.loads(collect_host().versions)["motrixsim"] == "9.9.9"
     assert len(calls) == 2 * asked

@@ -6,8 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from orchestrator.contract import QuietLimits
 from orchestrator.worker.disturbance import CpuSample
-from orchestrator.worker.quiet import QuietLimits, wait_for_quiet
+from orchestrator.worker.quiet import wait_for_quiet
 
 
 class ScriptedHost:

@@ -9,12 +9,13 @@ import pandas as pd
 import yaml
 from fakebench.fakerepo import make_fake_repo, make_run
 
+from orchestrator.contract import HostRecord, RunResult
 from orchestrator.dispatch.adaptive import DisturbedReruns
 from orchestrator.dispatch.dispatcher import dispatch_runs
 from orchestrator.plan.expand import build_plan, resolve_sweep
 from orchestrator.plan.lifecycle import new_record
 from orchestrator.spec.load import load_spec
-from orchestrator.store.parquet import RunResult, write_run
+from orchestrator.store.parquet import write_run
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -32,8 +33,9 @@ def test_disturbed_ok_runs_are_rerun_once(tmp_path, monkeypatch):
     loads = [1.0, 64.0, 1.0, 64.0]  # runs 1 and 3 ran on a host with far more load than CPUs
     for run, load in zip(runs, loads, strict=True):
         status = "failed" if run.order == 3 else "ok"  # a failed run is not a disturbed one
+        host = HostRecord(cpu_logical=2, load_before=load, load_after=1.0)
         write_run(run, RunResult(status=status, error=None, started_at=NOW, ended_at=NOW, exit_code=0,
-                                 log_dir="", host={"cpu_logical": 2, "load_before": load, "load_after": 1.0}))
+                                 log_dir="", host=host))
     reruns = DisturbedReruns(resolved, record, runs)
     assert [r.order for r in reruns()] == [1]
     assert reruns() == [], "once"

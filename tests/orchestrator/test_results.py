@@ -8,10 +8,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from orchestrator.contract import PlannedRun, StepRecord
+from orchestrator.contract import PlannedRun, RunResult, StepRecord
 from orchestrator.store import parquet as results
-from orchestrator.store.parquet import RunResult, write_run
+from orchestrator.store.parquet import write_run
 from orchestrator.store.query import Where, read_runs
+from orchestrator.store.step_log import StepLog
 from orchestrator.worker.hostinfo import collect_host
 
 DOCUMENTED = ["sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant", "repeat",
@@ -37,8 +38,8 @@ def outcome(status: str = "ok", throughput: float | None = 100.0,
         header={"audit": {"git_sha": "a" * 40, "module_file": "/x/__init__.py", "managers": ["a", "b"],
                           "versions": {"numpy": "2"}}},
         summary={"throughput": throughput, "phase_means_ms": means} if throughput is not None else None,
-        steps=[StepRecord(0, True, {"physics_ms": 3.0}),
-               StepRecord(1, False, {"physics_ms": 2.0, "x_ms": 1.0})],
+        steps=StepLog([StepRecord(0, True, {"physics_ms": 3.0}),
+                       StepRecord(1, False, {"physics_ms": 2.0, "x_ms": 1.0})]),
     )
 
 

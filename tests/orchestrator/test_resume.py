@@ -9,13 +9,14 @@ import pytest
 import yaml
 from fakebench.fakerepo import COMMAND, git, make_fake_repo
 
+from orchestrator.contract import RunResult
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan.expand import build_plan, resolve_sweep
 from orchestrator.plan.lifecycle import new_record
 from orchestrator.plan.resume import plan_resume
 from orchestrator.spec.load import load_spec
 from orchestrator.store import records as sweep_record
-from orchestrator.store.parquet import RunResult, runs_dir, write_run
+from orchestrator.store.parquet import runs_dir, write_run
 from orchestrator.store.query import run_statuses
 
 SWEEP = {
@@ -39,7 +40,7 @@ def recorded(tmp_path):
                               new_record(resolved, sweep_id, created, len(runs)))
     for run, status in zip(runs, ("ok", "failed"), strict=False):
         write_run(run, RunResult(status=status, error=None, started_at=created, ended_at=created,
-                                 exit_code=0, log_dir="", host={}))
+                                 exit_code=0, log_dir=""))
     return repo, resolved.results_root, sweep_id, runs
 
 

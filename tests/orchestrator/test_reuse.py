@@ -16,7 +16,7 @@ from orchestrator.store.query import Where, read_runs, run_statuses
 from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN, RunPool
 from orchestrator.worker.hostinfo import collect_host
 
-HOST = collect_host()["id"]
+HOST = collect_host().id
 
 
 @pytest.fixture

@@ -12,12 +12,13 @@ import pandas as pd
 import pytest
 from fakebench.fakerepo import FakeRepo, make_lockstep_repo, make_run
 
+from orchestrator.contract import LockstepSettings
 from orchestrator.worker.cleanup import processes_with_run_key
 from orchestrator.worker.round_task import execute_round
 
 COMMAND = ("{python}", "lockstep_bench.py", "--stream", "{stream}", "--control", "{control}",
            "--warmup", "{warmup}", "--measure", "{measure}")
-LOCKSTEP = {"block_steps": 2, "blocks": 3, "block_warmup": 1, "fallback": "stop"}
+LOCKSTEP = LockstepSettings(block_steps=2, blocks=3, block_warmup=1, fallback="stop")
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def repo(tmp_path, monkeypatch) -> FakeRepo:
 
 
 def round_runs(repo: FakeRepo, results: Path, *, repeat: int = 0, extra: dict[str, tuple] | None = None,
-               lockstep: dict | None = None, timeout_s: float = 120.0):
+               lockstep: LockstepSettings | None = None, timeout_s: float = 120.0):
     runs = []
     for order, (side, sha) in enumerate(zip(("base", "cand"), repo.shas, strict=True)):
         run = make_run(repo, sha, results_root=results, order=2 * repeat + order, side=side,
@@ -72,7 +73,7 @@ def test_a_side_without_the_control_channel_stops_the_round_naming_it(tmp_path, 
 
 def test_with_fallback_interleaved_each_run_runs_alone_and_says_why(tmp_path, repo):
     runs = round_runs(repo, tmp_path / "results", extra={"cand": ("--no-control",)},
-                      lockstep=LOCKSTEP | {"fallback": "interleaved"})
+                      lockstep=replace(LOCKSTEP, fallback="interleaved"))
     outcomes = execute_round(runs)
     assert [o["status"] for o in outcomes] == ["ok", "ok"], [o["error"] for o in outcomes]
     for row in rows(outcomes):

@@ -15,9 +15,9 @@ import pytest
 from fakebench.fakerepo import make_fake_repo, make_run
 from fakebench.waits import is_gone
 
-from orchestrator.contract import StepRecord
+from orchestrator.contract import RunResult, StepRecord
 from orchestrator.store import parquet
-from orchestrator.store.parquet import RunResult
+from orchestrator.store.step_log import StepLog
 from orchestrator.worker import bench_env as env_module
 from orchestrator.worker.bench_task import execute_run
 from orchestrator.worker.run_guard import store_result
@@ -117,8 +117,8 @@ def test_the_bench_environment_has_one_base_and_keeps_the_worktree_first(tmp_pat
 def big_result(steps: int) -> RunResult:
     now = datetime.now(UTC)
     return RunResult(status="ok", error=None, started_at=now, ended_at=now, exit_code=0, log_dir="",
-                     host={}, steps=[StepRecord(i, False, {f"p{j}_ms": float(i * j) for j in range(8)})
-                                     for i in range(steps)])
+                     steps=StepLog(StepRecord(i, False, {f"p{j}_ms": float(i * j) for j in range(8)})
+                                   for i in range(steps)))
 
 
 def test_a_full_disk_still_leaves_a_failed_row(tmp_path, repo, monkeypatch):

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol
 
 from orchestrator.capabilities import Capability, ProtocolInfo, describe
-from orchestrator.contract import PlannedRun, StepRecord
-from orchestrator.store.parquet import RunResult
+from orchestrator.contract import PlannedRun, RunResult, StepRecord
 from orchestrator.store.step_log import StepLog
 from orchestrator.worker.proc import BenchProcess
 

@@ -18,8 +18,7 @@ from statistics import fmean
 from typing import ClassVar, TypeVar
 
 from orchestrator.capabilities import TIME_METRIC
-from orchestrator.contract import StepRecord
-from orchestrator.store.parquet import RunResult
+from orchestrator.contract import RunResult, StepRecord
 from orchestrator.store.step_log import StepLog
 from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal, too_many_steps
 from orchestrator.worker.protocols.json_doc import DocumentError, read_json_document, wait_for_exit

@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from orchestrator.capabilities import DISCOVER, case_matches, suite_case_key
-from orchestrator.contract import PlannedRun
-from orchestrator.store.parquet import RunResult
+from orchestrator.contract import NO_STEPS, PlannedRun, RunResult
 from orchestrator.worker.protocols.suite import SuiteReader
 
 
@@ -28,7 +27,8 @@ def case_results(run: PlannedRun, reader: SuiteReader, result: RunResult) -> Run
     with ``bad_input`` when a pattern selects nothing."""
     names, problem = select_cases(reader, run.suite_cases)
     if problem is not None:
-        return replace(result, status="failed", error=problem, bad_input=problem, summary=None, steps=[])
+        return replace(result, status="failed", error=problem, bad_input=problem, summary=None,
+                       steps=NO_STEPS)
     cases = []
     for name in names:
         error = reader.select(name)

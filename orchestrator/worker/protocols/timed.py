@@ -15,8 +15,7 @@ import threading
 from statistics import fmean
 
 from orchestrator.capabilities import TIMED_PHASES
-from orchestrator.contract import StepRecord
-from orchestrator.store.parquet import BenchUsage
+from orchestrator.contract import BenchUsage, StepRecord
 from orchestrator.worker.proc import BenchProcess
 from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal, int_param, too_many_steps
 
