@@ -89,7 +89,7 @@ def bench(argv: list[str]) -> int:
     ``bytes`` (default 4096), spread over a pool of ``threads`` (default 1; hashlib drops the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from orchestrator.benchkit import Bench
+    from orchestrator.benchkit import Bench, Phases
 
     spec = json.loads(Path(WORK_FILE).read_text())
     iterations, threads = int(spec["iterations"]), int(spec.get("threads", 1))
@@ -97,13 +97,13 @@ def bench(argv: list[str]) -> int:
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     shares = [iterations // threads + (i < iterations % threads) for i in range(threads)]
 
-    def step() -> dict[str, float]:
+    def step() -> Phases:
         c0 = time.process_time()
         if pool is None:
             work(iterations, block)
         else:
             list(pool.map(lambda n: work(n, block), shares))
-        return {"cpu_ms": (time.process_time() - c0) * 1000}
+        return Phases(cpu_ms=(time.process_time() - c0) * 1000)
 
     case = {"algo": "synthetic", "task": "sha256", "sim": "none", "variant": "manager"}
     return Bench(case, module=os.path.abspath(WORK_FILE), argv=argv).run(step, exit=False)

@@ -1,4 +1,5 @@
-"""demolib's word counter, written with shasweep's bench helper, so it can also run in lockstep."""
+"""demolib's word counter, written with shasweep's bench helper, so it can also run in lockstep. Each
+step record holds ``step_ms``; the counts a step returns are demolib's result, not timings."""
 import demolib
 
 from orchestrator.benchkit import Bench

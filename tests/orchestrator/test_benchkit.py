@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,9 @@ def test_a_plain_run_writes_header_steps_and_summary(demo, tmp_path):
     assert summary["throughput"] == pytest.approx(300 * 4 / summary["measure_wall_s"])
     assert summary["phase_means_ms"]["step_ms"] == pytest.approx(
         sum(s["phases"]["step_ms"] for s in steps[1:]) / 4)
+    # the example's step returns demolib's word counts: a result, not timings
+    assert all(list(s["phases"]) == ["step_ms"] for s in steps)
+    assert list(summary["phase_means_ms"]) == ["step_ms"]
 
 
 def test_on_a_control_fifo_it_runs_the_commanded_blocks_until_end(demo, tmp_path):
@@ -78,6 +82,7 @@ def test_on_a_control_fifo_it_runs_the_commanded_blocks_until_end(demo, tmp_path
     assert [r["kind"] for r in found] == ["header", "step", "step", "block", "step", "step", "step", "block",
                                           "summary"]
     assert [r.get("block") for r in found if r["kind"] == "step"] == [0, 0, 1, 1, 1]
+    assert all(list(r["phases"]) == ["step_ms"] for r in found if r["kind"] == "step")
     assert found[-1]["measure_wall_s"] == pytest.approx(found[-2]["wall_s"])
 
 
@@ -176,3 +181,79 @@ def test_a_boolean_option_that_is_not_one_exits_2(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2 and "--fast: expected true or false, got 'maybe'" in done.stderr
+
+
+def recorded(step, steps: int = 3) -> list[dict]:
+    """The records of ``steps`` measured steps of ``step`` run by a ``Recorder``, in this process."""
+    import io
+
+    from orchestrator.benchkit.channel import RecordWriter
+    from orchestrator.benchkit.steps import Recorder
+
+    out = io.StringIO()
+    recorder = Recorder(RecordWriter(out), items_per_step=1)
+    recorder.block(lambda: step(recorder), steps, warmup=False)
+    recorder.summary()
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_phases_are_timed_or_returned_and_add_up_within_a_step():
+    from orchestrator.benchkit import Phases
+
+    def step(recorder):
+        for _ in range(2):
+            with recorder.phase("parse_ms"):
+                time.sleep(0.002)
+        return Phases({"io_ms": 1.5}, parse_ms=1000.0)
+
+    *steps, summary = recorded(step)
+    for record in steps:
+        assert list(record["phases"]) == ["parse_ms", "io_ms", "step_ms"]
+        assert 1004 <= record["phases"]["parse_ms"] < 1000 + record["phases"]["step_ms"]
+        assert record["phases"]["io_ms"] == 1.5
+    assert set(summary["phase_means_ms"]) == {"parse_ms", "io_ms", "step_ms"}
+
+
+@pytest.mark.parametrize("returned", [b"\x00\x01", {"the": 4000}, [("a_ms", 1.0)], "text", 3.5, None])
+def test_any_other_return_value_is_ignored(returned):
+    *steps, _ = recorded(lambda recorder: returned)
+    assert all(list(s["phases"]) == ["step_ms"] for s in steps)
+
+
+@pytest.mark.parametrize("name", ["step_ms", "parse", "parse ms", "", "9_ms", "a" * 120 + "_ms"])
+def test_a_phase_name_is_checked(name):
+    from orchestrator.benchkit import Phases
+    from orchestrator.benchkit.steps import phase_name
+
+    with pytest.raises(ValueError, match="phase name"):
+        phase_name(name)
+    with pytest.raises(ValueError, match="phase name"):
+        Phases({name: 1.0})
+
+
+@pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf"), "2", True, None])
+def test_a_returned_phase_is_a_finite_number_of_ms(value):
+    from orchestrator.benchkit import Phases
+
+    with pytest.raises(ValueError, match="is not a finite number of ms"):
+        Phases(parse_ms=value)
+
+
+def test_a_phase_outside_a_step_or_misnamed_fails_the_run_with_an_error_record(tmp_path):
+    script = tmp_path / "phases.py"
+    script.write_text("import sys\nfrom orchestrator.benchkit import Bench\n"
+                      "bench = Bench('x', argv=sys.argv[1:-1])\n"
+                      "if sys.argv[-1] == 'outside':\n"
+                      "    bench.phase('setup_ms').__enter__()\n"
+                      "def step():\n"
+                      "    with bench.phase('step_ms'):\n"
+                      "        pass\n"
+                      "bench.run(step)\n")
+    for where, expected in (("outside", "RuntimeError: phase 'setup_ms' timed outside a step"),
+                            ("inside", "'step_ms' is the whole step")):
+        stream = tmp_path / f"{where}.jsonl"
+        done = subprocess.run([sys.executable, str(script), "--stream", str(stream), where], timeout=120,
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 1 and expected in done.stderr, done.stderr
+        if where == "inside":
+            assert records(stream)[-1]["kind"] == "error"

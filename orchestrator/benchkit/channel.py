@@ -1,0 +1,75 @@
+"""What a resident bench process and the worker say to each other (docs/design.md, "Run protocol
+(v1)" and "The control channel (lockstep)"): the commands read from the control FIFO, and the
+NDJSON records written to the stream. The bench helper (``benchkit.bench``) speaks it, and so must
+every other in-process driver of a bench (a suite's plugin): the standard library only, so that
+importing it costs a bench nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple, TextIO
+
+PROTOCOL_VERSION = 1  # the header's "protocol"
+CONTROL_VERSION = 1  # the header's "control": this process obeys the control channel
+
+
+class RunCommand(NamedTuple):
+    """``{"cmd": "run", ...}``: run exactly ``steps`` steps as block ``block``."""
+
+    block: int
+    steps: int
+    warmup: bool
+
+
+def control_commands(path: str) -> Iterator[RunCommand]:
+    """Each ``run`` command read from the control FIFO at ``path`` (one JSON object a line), until
+    ``end`` or end-of-file; blocks while none is waiting. Anything else raises ValueError."""
+    with open(path, encoding="utf-8") as channel:
+        for line in channel:
+            if not line.strip():
+                continue
+            command = json.loads(line)
+            if not isinstance(command, dict) or command.get("cmd") not in ("run", "end"):
+                raise ValueError(f"unknown control command {line.strip()[:200]!r}")
+            if command["cmd"] == "end":
+                return
+            yield RunCommand(int(command["block"]), int(command["steps"]), bool(command.get("warmup", False)))
+
+
+class RecordWriter:
+    """The records of one run, each a line flushed at once (the worker tails the stream)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, **record: Any) -> None:
+        self.stream.write(json.dumps(record) + "\n")
+        self.stream.flush()
+
+    def header(self, case: Mapping[str, str], params: Mapping[str, Any], audit: Mapping[str, Any], *,
+               control: bool) -> None:
+        """``control``: this process takes its blocks from the control channel (``"control": 1``)."""
+        extra = {"control": CONTROL_VERSION} if control else {}
+        self.write(kind="header", protocol=PROTOCOL_VERSION, case=dict(case), params=dict(params),
+                   audit=dict(audit), **extra)
+
+    def step(self, step: int, phases: Mapping[str, float], *, warmup: bool, block: int | None) -> None:
+        tag = {} if block is None else {"block": block}
+        self.write(kind="step", step=step, warmup=warmup, phases=dict(phases), **tag)
+
+    def block(self, command: RunCommand, wall_s: float, started: float, ended: float) -> None:
+        """The end of a commanded block: ``wall_s`` on the monotonic clock, ``started``/``ended`` epoch
+        seconds."""
+        self.write(kind="block", block=command.block, steps=command.steps, wall_s=wall_s,
+                   warmup=command.warmup, started=started, ended=ended)
+
+    def summary(self, throughput: float, measure_wall_s: float, phase_means_ms: Mapping[str, float]) -> None:
+        self.write(kind="summary", throughput=throughput, measure_wall_s=measure_wall_s,
+                   phase_means_ms=dict(phase_means_ms))
+
+    def error(self, exc: BaseException) -> None:
+        tail = "".join(traceback.format_exception(exc)).splitlines()[-20:]
+        self.write(kind="error", type=type(exc).__name__, message=str(exc), traceback="\n".join(tail))
