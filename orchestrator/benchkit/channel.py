@@ -24,19 +24,31 @@ class RunCommand(NamedTuple):
     warmup: bool
 
 
-def control_commands(path: str) -> Iterator[RunCommand]:
-    """Each ``run`` command read from the control FIFO at ``path`` (one JSON object a line), until
-    ``end`` or end-of-file; blocks while none is waiting. Anything else raises ValueError."""
+def read_commands(path: str) -> Iterator[dict]:
+    """Every command read from the control FIFO at ``path`` (one JSON object with a text ``cmd`` a
+    line), until end-of-file; blocks while none is waiting. Anything else raises ValueError."""
     with open(path, encoding="utf-8") as channel:
         for line in channel:
             if not line.strip():
                 continue
-            command = json.loads(line)
-            if not isinstance(command, dict) or command.get("cmd") not in ("run", "end"):
+            try:
+                command = json.loads(line)
+            except json.JSONDecodeError:
+                command = None
+            if not isinstance(command, dict) or not isinstance(command.get("cmd"), str):
                 raise ValueError(f"unknown control command {line.strip()[:200]!r}")
-            if command["cmd"] == "end":
-                return
-            yield RunCommand(int(command["block"]), int(command["steps"]), bool(command.get("warmup", False)))
+            yield command
+
+
+def control_commands(path: str) -> Iterator[RunCommand]:
+    """Each ``run`` command read from the control FIFO at ``path``, until ``end`` or end-of-file; blocks
+    while none is waiting. Anything else raises ValueError."""
+    for command in read_commands(path):
+        if command["cmd"] not in ("run", "end"):
+            raise ValueError(f"unknown control command {json.dumps(command)[:200]!r}")
+        if command["cmd"] == "end":
+            return
+        yield RunCommand(int(command["block"]), int(command["steps"]), bool(command.get("warmup", False)))
 
 
 class RecordWriter:

@@ -33,6 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"session", "spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard",
             "contract"} | BASE,
     "benchkit": set(),  # a bench's own helper: the standard library only
+    "suitekit": {"benchkit"},  # inside a suite's bench process: the standard library, pytest, pyperf
     "__init__": set(),
 }
 # group -> single modules of another group it may import besides ALLOWED.

@@ -1,0 +1,167 @@
+"""The suite channel's loop (docs/design.md, "Suites in lockstep"): what a suite's process does once
+it is inside a case, whichever tool collected it.
+
+``Session.open`` writes the header with every case collected and returns the cases the worker wants,
+in its order. ``Session.serve`` is called inside each case: it says so (a ``case`` record) and obeys
+the worker until ``next``: ``calibrate`` finds the calls per step, ``run`` runs a block of steps of
+that many calls, each step's time per call written as a step record (``time_ms``) and the block closed
+by a ``block`` record. ``case_end`` says how a case ended; ``finish`` writes the summary.
+
+A ``Target`` is one benchmark as its tool defined it: ``step(calls)`` makes ``calls`` calls and
+returns their seconds (timed by the target: a pyperf ``time_func`` times itself). Under callgrind the
+measured steps' calls are the only thing counted (``callgrind.Marks``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from orchestrator.benchkit.callgrind import NoMarks, marks
+from orchestrator.benchkit.channel import CONTROL_VERSION, PROTOCOL_VERSION
+from orchestrator.suitekit.channel import MESSAGE_CHARS, SUITE_VERSION, Channel, ChannelError, finite_time
+
+TIME_METRIC = "time_ms"
+MAX_CALIBRATION_TRIES = 40
+MAX_GROWTH = 1000  # a calibration step grows the calls at most this much at once
+
+
+class Target(Protocol):
+    """One benchmark: ``step(calls)`` makes ``calls`` calls and returns their seconds."""
+
+    inner_loops: int  # what one call counts for (pyperf's inner_loops); the time per call divides by it
+    fixed_calls: int | None  # calls per step the benchmark fixes itself (pedantic's iterations)
+
+    def step(self, calls: int) -> float: ...
+
+
+class StepError(Exception):
+    """A step whose time is not a finite number >= 0."""
+
+
+class FunctionTarget:
+    """``fn(*args, **kwargs)``, called ``calls`` times in a loop timed as a whole."""
+
+    def __init__(self, fn: Callable[..., Any], args: tuple = (), kwargs: dict | None = None, *,
+                 inner_loops: int = 1, fixed_calls: int | None = None) -> None:
+        self.fn, self.args, self.kwargs = fn, args, kwargs or {}
+        self.inner_loops, self.fixed_calls = inner_loops, fixed_calls
+        self.result: Any = None
+        self.called = False
+
+    def step(self, calls: int) -> float:
+        fn, args, kwargs, timer = self.fn, self.args, self.kwargs, time.perf_counter
+        result = None
+        t0 = timer()
+        for _ in range(calls):
+            result = fn(*args, **kwargs)
+        seconds = timer() - t0
+        self.result, self.called = result, True
+        return seconds
+
+
+def calibrate(target: Target, target_ms: float) -> int:
+    """The calls per step that take about ``target_ms`` (at least one), after one untimed call; the
+    target's own ``fixed_calls`` where it fixes them."""
+    if target.fixed_calls is not None:
+        return target.fixed_calls
+    target.step(1)
+    calls = 1
+    for _ in range(MAX_CALIBRATION_TRIES):
+        ms = checked(target.step(calls), calls) * 1000.0
+        if ms >= 0.9 * target_ms:
+            break
+        growth = min(MAX_GROWTH, target_ms / ms if ms > 0 else MAX_GROWTH)
+        calls = max(calls + 1, math.ceil(calls * growth * 1.05))
+    return calls
+
+
+def checked(seconds: object, calls: int) -> float:
+    """``seconds`` of a step of ``calls`` calls, or StepError."""
+    if not finite_time(seconds):
+        raise StepError(f"a step of {calls} calls took {seconds!r} s: not a finite time >= 0")
+    return float(seconds)  # type: ignore[arg-type]
+
+
+class Session:
+    """One suite process's side of the channel."""
+
+    def __init__(self, channel: Channel, audit: dict[str, Any]) -> None:
+        self.channel, self.audit = channel, audit
+        self.marks = marks()
+        self.next_step = 0
+        self.ended = False  # told to end (or the worker went away): run no further case
+        self.served = 0
+
+    def open(self, names: list[str]) -> list[str]:
+        """Write the header with every case ``names``; the cases the worker wants, in its order ([] when
+        told to end)."""
+        self.channel.write(kind="header", protocol=PROTOCOL_VERSION, control=CONTROL_VERSION,
+                           suite=SUITE_VERSION, cases=names, audit=self.audit)
+        command = self.channel.command()
+        if command["cmd"] == "end":
+            self.ended = True
+            return []
+        wanted = command.get("cases")
+        if command["cmd"] != "cases" or not isinstance(wanted, list):
+            raise ChannelError(f"expected the cases to run, got {str(command)[:200]}")
+        unknown = [name for name in wanted if name not in set(names)]
+        if unknown:
+            raise ChannelError(f"told to run cases this process did not collect: {unknown[:5]}")
+        return wanted
+
+    def serve(self, case: str, target: Target) -> None:
+        """Inside ``case``: obey the worker until ``next`` (or ``end``)."""
+        self.channel.write(kind="case", case=case)
+        self.served += 1
+        while True:
+            command = self.channel.command()
+            kind = command["cmd"]
+            if kind == "next":
+                return
+            if kind == "end":
+                self.ended = True
+                return
+            if command.get("case") != case:
+                raise ChannelError(f"a {kind} command for case {command.get('case')!r} inside {case!r}")
+            if kind == "calibrate":
+                calls = calibrate(target, float(command["target_ms"]))
+                self.channel.write(kind="calibrated", case=case, calls=calls)
+            elif kind == "run":
+                self.block(case, target, int(command["block"]), int(command["steps"]),
+                           bool(command.get("warmup")), int(command["calls"]))
+            else:
+                raise ChannelError(f"unknown command {str(command)[:200]}")
+
+    def block(self, case: str, target: Target, block: int, steps: int, warmup: bool, calls: int) -> None:
+        """``steps`` steps of ``calls`` calls; under callgrind the measured ones counted, and dumped as
+        one block."""
+        counted = not warmup and not isinstance(self.marks, NoMarks)
+        started, total = time.time(), 0.0
+        for _ in range(steps):
+            if counted:
+                self.marks.start()
+            seconds = target.step(calls)
+            if counted:
+                self.marks.stop()
+            total += checked(seconds, calls)
+            per_call_ms = seconds * 1000.0 / (calls * target.inner_loops)
+            self.channel.write(kind="step", step=self.next_step, warmup=warmup, block=block, case=case,
+                               phases={TIME_METRIC: per_call_ms})
+            self.next_step += 1
+        if counted:
+            self.marks.dump(f"shasweep block {block}")
+        self.channel.write(kind="block", block=block, steps=steps, wall_s=total, warmup=warmup,
+                           started=started, ended=time.time(), case=case, calls=calls)
+
+    def case_end(self, case: str, outcome: str, message: str | None = None, **extra: Any) -> None:
+        """How ``case`` ended: passed, skipped, absent (its benchmark was never called), failed or
+        unsupported."""
+        text = message[-MESSAGE_CHARS:] if message else None
+        self.channel.write(kind="case_end", case=case, outcome=outcome, message=text, **extra)
+
+    def finish(self) -> None:
+        self.channel.write(kind="summary", cases=self.served)
+        self.channel.close()
