@@ -3,7 +3,9 @@
 Per case and metric: the pooled standard deviation of log values within each earlier (sweep, side)
 cell of ok runs on one host, i.e. the run CV the verdicts' intervals will see, from the case's latest
 ``NOISE_SWEEPS`` sweeps on that host (the results index says which; the host's noise today, and a
-plan that costs the same on a root of a thousand sweeps as on one of ten). From it,
+plan that costs the same on a root of a thousand sweeps as on one of ten). A suite's cases are the
+benchmarks its earlier runs found: its ``cases`` and a gate's ``case`` are names and globs, matched
+against the cases of earlier runs read from a suite of the same protocol. From it,
 ``rounds_to_pass`` is the number of paired rounds at which an unchanged side clears a bound with
 80 % power (the MDE of ``verdicts.detectable`` solved for n).
 """
@@ -15,10 +17,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from orchestrator.analysis.distributions import t_quantile
 from orchestrator.analysis.verdicts import POWER
+from orchestrator.capabilities import case_matches
 from orchestrator.store import query
 from orchestrator.store.reuse import REUSED_COLUMN
 
@@ -35,33 +39,44 @@ class Noise:
     runs: int
 
 
-def earlier_noise(results_root: Path, cases: list[str], metric: str, hostname: str) -> dict[str, Noise]:
+def earlier_noise(results_root: Path, cases: list[str], metric: str, hostname: str, *,
+                  suite_protocol: str | None = None) -> dict[str, Noise]:
     """Per case with at least one earlier cell of 2+ ok runs on ``hostname`` among its latest
-    ``NOISE_SWEEPS`` sweeps there: its ``Noise``."""
-    where = query.Where(cases=cases, hostnames=[hostname], status="ok", measured=True)
+    ``NOISE_SWEEPS`` sweeps there: its ``Noise``. With ``suite_protocol``, ``cases`` are a suite's
+    names and globs (``capabilities.DISCOVER``: every benchmark), and the cases are those they match
+    among the runs read from a suite of that protocol (``suite_run_key`` set)."""
+    where = query.Where(cases=None if suite_protocol else cases, hostnames=[hostname], status="ok",
+                        measured=True)
     found = query.lookup(results_root, where)
+    if suite_protocol is not None and not found.empty:
+        found = found[found["case"].map(lambda case: any(case_matches(case, p) for p in cases))]
     if found.empty:
         return {}
     latest = found.groupby(["case", "sweep_id"])["created"].first().fillna("").reset_index()
     latest = latest.sort_values(["created", "sweep_id"]).groupby("case").tail(NOISE_SWEEPS)
-    schema = pa.schema([("sweep_id", pa.string()), ("case", pa.string()), ("side", pa.string()),
-                        ("status", pa.string()), ("host_hostname", pa.string()), (metric, pa.float64()),
-                        (REUSED_COLUMN, pa.string())])
-    runs = query.read_runs(results_root, replace(where, sweeps=sorted(set(latest["sweep_id"]))), schema)
+    schema = pa.schema([(name, pa.string()) for name in (
+        "sweep_id", "case", "side", "status", "host_hostname", REUSED_COLUMN, "suite_run_key", "protocol")]
+        + [(metric, pa.float64())])
+    wanted = replace(where, sweeps=sorted(set(latest["sweep_id"])), cases=sorted(set(latest["case"])))
+    runs = query.read_runs(results_root, wanted, schema)
+    if suite_protocol is not None:
+        runs = runs[runs["suite_run_key"].notna() & (runs["protocol"] == suite_protocol)]
     runs = runs[runs[metric] > 0]
-    found = {}
-    for case, mine in runs.groupby("case"):
-        logs = np.log(mine[metric].to_numpy())
-        cells = mine.assign(log=logs).groupby(["sweep_id", "side"])["log"]
-        sizes, variances = cells.size(), cells.var(ddof=1)
-        usable = sizes >= 2
-        if not usable.any():
-            continue
-        df = float((sizes[usable] - 1).sum())
-        pooled = float(((sizes[usable] - 1) * variances[usable]).sum() / df)
-        found[str(case)] = Noise(cv=math.sqrt(math.expm1(pooled)),
-                                 sweeps=int(mine.loc[:, "sweep_id"].nunique()), runs=int(usable.sum()))
-    return found
+    return {str(case): noise for case, mine in runs.groupby("case")
+            if (noise := _pooled_noise(mine, metric)) is not None}
+
+
+def _pooled_noise(runs: pd.DataFrame, metric: str) -> Noise | None:
+    """The pooled run CV of ``runs`` (one case) over its (sweep, side) cells of 2+ runs; None without one."""
+    cells = runs.assign(log=np.log(runs[metric].to_numpy())).groupby(["sweep_id", "side"])["log"]
+    sizes, variances = cells.size(), cells.var(ddof=1)
+    usable = sizes >= 2
+    if not usable.any():
+        return None
+    df = float((sizes[usable] - 1).sum())
+    pooled = float(((sizes[usable] - 1) * variances[usable]).sum() / df)
+    return Noise(cv=math.sqrt(math.expm1(pooled)), sweeps=int(runs["sweep_id"].nunique()),
+                 runs=int(usable.sum()))
 
 
 def rounds_to_pass(cv: float, bound: float, confidence: float) -> int | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.analysis.sequential import Looks
+from orchestrator.capabilities import DISCOVER, Capability, case_matches, describe
 from orchestrator.spec.schema import GateSpec, SweepSpec
 
 if TYPE_CHECKING:
@@ -36,9 +37,12 @@ def planned_mde(cv: float, rounds: int, confidence: float, paired: bool) -> floa
 
 def gate_lines(results_root: Path, spec: SweepSpec, hostname: str) -> list[str]:
     """``plan``'s lines: per gate, the MDE of each case with earlier runs on ``hostname``, a warning
-    where it exceeds the bound's distance from 1.0, and the cases without history."""
+    where it exceeds the bound's distance from 1.0, and the cases without history. A suite's cases
+    are the benchmarks its earlier runs found that the gate's ``case`` (or the sweep's ``cases``)
+    selects; a name or glob that selects none has its own line."""
     has_runs = (Path(results_root) / "runs").is_dir()  # no results yet: nothing to read, nothing to import
     looks = Looks.of_spec(spec)
+    suite = describe(spec.protocol.value).has(Capability.MANY_CASES)
     lines = []
     for index, gate in enumerate(spec.gates):
         cases = [gate.case] if gate.case else list(spec.cases)
@@ -46,15 +50,19 @@ def gate_lines(results_root: Path, spec: SweepSpec, hostname: str) -> list[str]:
         if has_runs:
             from orchestrator.analysis.noise_history import earlier_noise  # reads Parquet
 
-            noise = earlier_noise(results_root, cases, gate.metric, hostname)
+            noise = earlier_noise(results_root, cases, gate.metric, hostname,
+                                  suite_protocol=spec.protocol.value if suite else None)
         label = f"gate {index} ({gate.metric} {_bounds_text(gate)})"
+        shown: set[str] = set()
         for case in cases:
-            found = noise.get(case)
-            if found is None:
-                lines.append(f"{label} {case}: no earlier ok runs on {hostname} to estimate its noise from; "
+            found = sorted(n for n in noise if case_matches(n, case)) if suite else [case] * (case in noise)
+            if not found:
+                what = "every benchmark (cases: discover)" if suite and case == DISCOVER else case
+                lines.append(f"{label} {what}: no earlier ok runs on {hostname} to estimate its noise from; "
                              "the report gives the minimum detectable change after the run")
-            else:
-                lines += _case_lines(label, case, found, gate, spec, looks, hostname)
+            for name in (n for n in found if n not in shown):
+                shown.add(name)
+                lines += _case_lines(label, name, noise[name], gate, spec, looks, hostname)
     return lines
 
 

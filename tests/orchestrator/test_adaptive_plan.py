@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,8 @@ from orchestrator.cli.main import main
 from orchestrator.plan.expand import adaptive_plan, build_plan, resolve_sweep
 from orchestrator.spec.load import load_spec
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, str(EXAMPLES))
 GO2 = "sac/go2_joystick_flat/mujoco"
 SWEEP = {"name": "ad", "sides": {"a": {"ref": "HEAD~1"}, "b": {"ref": "HEAD"}}, "baseline": "a",
          "cases": ["sac/go2_joystick_flat/mujoco", "sac/g1_walk_flat/mujoco"], "repeats": 2,
@@ -96,6 +99,66 @@ def test_plan_estimates_rounds_from_earlier_sweeps_on_this_host(sweep_file, caps
             f"{100 * planned_mde(found.cv, 2, 0.95, paired=True):.1f}% is larger than the bound 0.97's "
             f"distance from 1.0 (3.0%): at 2 rounds an unchanged side will likely be INCONCLUSIVE; "
             f"~{expected} rounds would clear it") in out
+
+
+def _suite_rows(root: Path, protocol: str, cases: dict[str, float], sweeps: int, suite: bool = True) -> None:
+    """``sweeps`` earlier sweeps of a suite of ``protocol`` through the real writer: per sweep, side and
+    round one suite run whose cases are ``cases`` (name -> run CV), or plain runs when not ``suite``."""
+    from dataclasses import replace as changed
+
+    from test_results import outcome, planned
+
+    from orchestrator.capabilities import SUITE_CASE, suite_case_key
+    from orchestrator.store.parquet import write_run
+
+    rng = np.random.default_rng(len(protocol) + sweeps)
+    for s in range(sweeps):
+        sweep = f"{protocol}-{s}-{suite}"
+        for side in ("old", "new"):
+            for r in range(4):
+                suite_key = f"{sweep}-{side}-{r}"
+                for case, cv in cases.items():
+                    key = suite_case_key(suite_key, case) if suite else suite_key + case
+                    run = changed(planned(root, key, sweep), case=case, side=side, protocol=protocol,
+                                  algo=None, task=None, sim=None)
+                    time_ms = float(np.exp(rng.normal(0, np.sqrt(np.log1p(cv ** 2)))))
+                    result = changed(outcome(), summary={"throughput": 1000 / time_ms,
+                                                         "phase_means_ms": {"time_ms": time_ms}},
+                                     suite_run_key=suite_key if suite else None)
+                    write_run(run, result)
+    assert SUITE_CASE not in cases
+
+
+def test_plan_reads_a_suites_history_per_case(tmp_path, capsys):
+    """A suite sweep names its cases by glob or ``discover``: ``plan`` finds each benchmark its earlier
+    runs of the same tool read, and estimates that case's noise from them alone (a pytest-benchmark
+    suite's case of the same name, or a plain run, is another bench)."""
+    from make_suite_repo import make_suite_repo
+
+    repo = tmp_path / "repo"
+    make_suite_repo(repo)
+    _suite_rows(tmp_path, "pyperf", {"checksum": 0.01, "tokenize": 0.08}, sweeps=2)
+    _suite_rows(tmp_path, "pytest-benchmark", {"checksum": 0.5}, sweeps=1)
+    _suite_rows(tmp_path, "pyperf", {"checksum": 0.5}, sweeps=1, suite=False)
+    root = tmp_path / "results"
+    sweep = str(EXAMPLES / "pyperf" / "sweep.yaml")
+    assert main(["plan", sweep, f"repo={repo}", f"results={root}"]) == 0
+    out = capsys.readouterr().out
+    assert "no earlier ok runs" not in out, out
+    found = earlier_noise(root, ["*"], "time_ms", platform.node(), suite_protocol="pyperf")
+    assert set(found) == {"checksum", "tokenize"}
+    assert found["checksum"].sweeps == 2 and found["checksum"].runs == 4, "the other tool's runs left out"
+    assert 0.005 < found["checksum"].cv < 0.02 and 0.04 < found["tokenize"].cv < 0.16
+    for case in ("checksum", "tokenize"):
+        assert (f"gate 0 (time_ms <= 1.15) {case}: run CV {100 * found[case].cv:.1f}% on {platform.node()} "
+                "(2 earlier sweeps)") in out, out
+    glob = ('gates=[{metric: time_ms, max_ratio: 1.15, case: "tok*"}, '
+            '{metric: time_ms, max_ratio: 1.15, case: "x*"}]')
+    assert main(["plan", sweep, f"repo={repo}", f"results={root}", glob]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("gate ")]
+    assert [line.split(":")[0] for line in lines] == ["gate 0 (time_ms <= 1.15) tokenize",
+                                                      "gate 1 (time_ms <= 1.15) x*"], lines
+    assert "no earlier ok runs" in lines[1]
 
 
 def test_plan_on_a_root_without_runs_says_the_mde_comes_with_the_report(sweep_file, capsys):
