@@ -19,10 +19,12 @@ __all__ = ["EXAMPLES", "git", "make_demo_repo", "shasweep", "write_sweep"]
 
 
 def shasweep(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
-    """``python -m orchestrator.cli ARGS`` as a real process (embedded LocalCluster)."""
+    """``python -m orchestrator.cli ARGS`` as a real process (embedded LocalCluster; ``run`` without its
+    progress lines)."""
     env = {**os.environ, "SHASWEEP_HOME": str(home),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args, "--no-progress"], cwd=cwd,
+    quiet = ["--no-progress"] if args[0] == "run" else []
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args, *quiet], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=900)
 
 

@@ -84,6 +84,12 @@ def test_pyperf_suite_fails_the_slowed_benchmark_and_never_the_others(tmp_path, 
     for run in runs.itertuples():
         assert json.loads(run.audit_modules)["suitelib"].startswith(run.worktree + "/")
     assert set(runs["sha"]) == set(shas)
+    # plan reads the finished sweep's history per benchmark (cases: discover)
+    plan = shasweep("plan", str(EXAMPLES / "pyperf" / "sweep.yaml"), f"repo={repo}",
+                    f"results={tmp_path / 'results'}", cwd=tmp_path, home=tmp_path / "home")
+    estimated = [line for line in plan.stdout.splitlines() if line.startswith("gate 0") and "run CV" in line]
+    cases = sorted(line.split(") ", 1)[1].split(":")[0] for line in estimated)
+    assert cases == ["checksum", "sort_words", "tokenize"], plan.stdout + plan.stderr
 
 
 def test_pytest_benchmark_suite_reads_each_fullname_and_resume_counts_a_suite_run_once(tmp_path, suite_repo):
