@@ -53,6 +53,7 @@ def format_trial(trial: TrialResult, baseline: str) -> list[str]:
     exit_code = "-" if result.exit_code is None else result.exit_code
     lines.append(f"status: {result.status} (exit code {exit_code}) in {result.wall_s:.1f} s{waited}")
     lines += _header_lines(result.header)
+    lines += _block_lines(result, trial.throughput_unit)
     for reading in trial.readings:
         measured = reading.result.steps.measured
         lines.append(f"case {reading.case}: {reading.result.status}; steps: {measured} measured, "
@@ -86,6 +87,32 @@ def _header_lines(header: dict | None) -> list[str]:
         cut = text if len(text) <= HEADER_VALUE_CHARS else text[:HEADER_VALUE_CHARS - 3] + "..."
         lines.append(f"  {json.dumps(str(key))[1:-1]}: {cut}")
     return lines
+
+
+def _block_lines(result: RunResult, throughput_unit: str | None) -> list[str]:
+    """A lockstep trial's blocks as the worker read them, one line each (its side ran alone), or why
+    the side ran without the control channel."""
+    if result.ran_in == "interleaved":
+        return [f"lockstep: ran without the control channel: {_CONTROL.sub('?', result.fallback or '')}"]
+    if not result.blocks:
+        return []
+    unit = f"{throughput_unit}/s" if throughput_unit else "per s"
+    lines = [f"blocks: {len(result.blocks)}, this side alone in its lockstep round"]
+    for block in result.blocks:
+        steps, wall_s = block.get("steps"), block.get("wall_s")
+        kind = "warm-up" if block.get("warmup") else f"cycle {block.get('cycle')}"
+        counted = f"{steps} step" if steps == 1 else f"{steps} steps"
+        line = f"  block {block.get('block')}: {kind}, {counted} in {_ms(wall_s)}"
+        if isinstance(steps, int) and steps > 0 and isinstance(wall_s, int | float):
+            line += f" ({_ms(wall_s / steps)} a step)"
+        if isinstance(throughput := block.get("throughput"), int | float):
+            line += f", throughput {throughput:.6g} {unit}"
+        lines.append(line)
+    return lines
+
+
+def _ms(seconds: object) -> str:
+    return f"{seconds * 1000:.4g} ms" if isinstance(seconds, int | float) else "-"
 
 
 def _metric_lines(reading: Reading, throughput_unit: str | None) -> list[str]:

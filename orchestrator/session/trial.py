@@ -4,7 +4,9 @@ Sizing a bench (its command, its JSON paths, its exit codes) by whole sweeps cos
 a results entry per mistake. A trial takes the worker's own path (``worker.bench_task.measure_run``:
 the host lock, the SHA's worktree, the bench environment, the launch helper, the protocol's reader
 and the run audit) without Dask and without the store: nothing is written to the results root. The
-bench's logs go to ``$SHASWEEP_HOME/logs/try-<sweep id>/<run key>/`` like any run's.
+bench's logs go to ``$SHASWEEP_HOME/logs/try-<sweep id>/<run key>/`` like any run's. A lockstep
+sweep's run is tried as a lockstep round of its side alone (``worker.round_task.measure_round``: the
+control channel, the warm-up block, the sweep's blocks), whose blocks the result carries.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from orchestrator.contract import PlannedRun, RunResult
 from orchestrator.errors import EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.session.sweep import SweepPlan
 from orchestrator.worker.bench_task import measure_run, run_log_dir
+from orchestrator.worker.round_task import measure_round
 from orchestrator.worker.run_audit import audit_result
 
 TRIAL_PREFIX = "try-"  # of a trial's sweep id: its logs and its note on the host lock say it is a trial
@@ -99,7 +102,10 @@ def try_bench(plan: SweepPlan, options: TrialOptions | None = None,
         if event.get("event") == "waiting" and event.get("holder") and on_wait is not None:
             on_wait(f"waiting for host {event.get('host_id')}: {event['holder']}")
 
-    result = measure_run(run, log_dir, publish=publish)
+    if run.lockstep is not None:
+        result = measure_round([run], {run.run_key: log_dir}, publish=publish)[run.run_key]
+    else:
+        result = measure_run(run, log_dir, publish=publish)
     needed = tuple(dict.fromkeys([*(spec.metrics or []), *(g.metric for g in spec.gates)]))
     cases = result.cases if result.cases is not None else [(run, result)]
     readings = tuple(Reading(case_run.case, audited, reported_values(audited.summary, needed), needed)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,21 +67,9 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
     """Run the lockstep round ``runs`` (one case, every side once, the same repeat) under the host
     lock; one outcome dict per run, in the given order. Failures are outcomes, as in ``execute_run``."""
     publish = dask_publisher()
-    cancelled = dask_cancel_check(runs[0])
     log_dirs = {run.run_key: bench_task.run_log_dir(run) for run in runs}
-    for run in runs:
-        publish(event(run, "waiting"))
-    try:
-        lock = Path(lock_path) if lock_path else host_lock_path(host_id())
-        results = _locked_round(runs, log_dirs, lock, publish, cancelled)
-    except RunCancelledError as exc:
-        results = {run.run_key: replace(failed_result(str(exc), log_dirs[run.run_key]), status="cancelled")
-                   for run in runs}
-    except (WorktreeError, InvalidInputError, PrepareError, SchedulerLostError) as exc:
-        results = {run.run_key: failed_result(str(exc), log_dirs[run.run_key]) for run in runs}
-    except Exception as exc:  # noqa: BLE001 - whatever broke, every run of the round gets its row
-        error = f"the bench worker failed: {type(exc).__name__}: {exc}"
-        results = {run.run_key: failed_result(error, log_dirs[run.run_key]) for run in runs}
+    results = measure_round(runs, log_dirs, lock_path=lock_path, publish=publish,
+                            cancelled=dask_cancel_check(runs[0]))
     outcomes = []
     for run in runs:
         result, files = store_result(run, audit_result(run, results[run.run_key]))
@@ -95,6 +84,27 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
                                   throughput=result.throughput, wall_s=result.wall_s, ran_in=result.ran_in,
                                   outcome=bench_task.published(outcomes[-1])))
     return outcomes
+
+
+def measure_round(runs: list[PlannedRun], log_dirs: dict[str, Path], *, lock_path: str | None = None,
+                  publish: Publisher = lambda msg: None, cancelled: Callable[[], bool] = lambda: False
+                  ) -> dict[str, RunResult]:
+    """Lock the host, check out each SHA and play the round: each run's result by run key, neither
+    audited nor stored yet (``execute_round`` does both; ``shasweep try`` plays one side's run alone,
+    audits it and only shows it). Whatever fails on the worker's side fails every run, never raises."""
+    for run in runs:
+        publish(event(run, "waiting"))
+    try:
+        lock = Path(lock_path) if lock_path else host_lock_path(host_id())
+        return _locked_round(runs, log_dirs, lock, publish, cancelled)
+    except RunCancelledError as exc:
+        return {run.run_key: replace(failed_result(str(exc), log_dirs[run.run_key]), status="cancelled")
+                for run in runs}
+    except (WorktreeError, InvalidInputError, PrepareError, SchedulerLostError) as exc:
+        return {run.run_key: failed_result(str(exc), log_dirs[run.run_key]) for run in runs}
+    except Exception as exc:  # noqa: BLE001 - whatever broke, every run of the round gets its row
+        error = f"the bench worker failed: {type(exc).__name__}: {exc}"
+        return {run.run_key: failed_result(error, log_dirs[run.run_key]) for run in runs}
 
 
 def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,

@@ -198,3 +198,65 @@ def test_a_suite_run_shows_every_case_it_read(tmp_path, monkeypatch, capsys):
     assert main(["try", sweep, "--case", "nope"]) == EXIT_INVALID
     assert f"--case: the suite's output has no case 'nope' (its cases: {', '.join(cases)})" in \
         capsys.readouterr().err
+
+
+def test_a_lockstep_sweep_is_tried_as_a_round_of_its_side_alone_and_shows_its_blocks(demo, capsys):
+    """The example lockstep sweep: its side's process takes the control channel, runs its warm-up block
+    and the sweep's 4 measured blocks (each after a warm-up step), and try prints every block."""
+    code = main(["try", str(EXAMPLES / "lockstep" / "sweep.yaml"), f"repo={demo}", "--side", "new"])
+    out = capsys.readouterr().out
+    assert code == EXIT_OK, out
+    assert "  control: 1" in out and "blocks: 9, this side alone in its lockstep round" in out
+    blocks = [line.split(":")[1].split(",")[0].strip() for line in out.splitlines()
+              if line.startswith("  block ")]
+    assert blocks == ["warm-up"] + ["warm-up", "cycle 0", "warm-up", "cycle 1", "warm-up", "cycle 2",
+                                    "warm-up", "cycle 3"]
+    assert "  block 0: warm-up, 2 steps in " in out and "  block 2: cycle 0, 5 steps in " in out
+    assert "steps: 20 measured, 6 warm-up" in out and "try: ok" in out
+    listed = out.split("metrics (")[1].splitlines()[1:]
+    names = [line.replace("*", " ").split()[0] for line in listed if line.startswith("    ")]
+    assert names == ["throughput", "step_ms"], "the word counts a step returns are no phases"
+
+
+LOCKSTEP_BENCH = """import sys
+import demolib
+from orchestrator.benchkit import Bench
+
+argv = sys.argv[1:]
+if "--no-control" in argv:  # an older bench: it never heard of the control channel
+    at = argv.index("--control")
+    argv = [arg for i, arg in enumerate(argv) if i not in (at, at + 1) and arg != "--no-control"]
+bench = Bench("bytes", module=demolib, argv=argv)
+bench.run(lambda: demolib.count_words("a b a").__repr__().encode())  # a step that returns bytes
+"""
+
+
+def lockstep_sweep(tmp_path: Path, *extra: str, fallback: str = "stop") -> Path:
+    (tmp_path / "bench.py").write_text(LOCKSTEP_BENCH)
+    return write(tmp_path / "sweep.yaml", {
+        "name": "bytes", "sides": {"a": {"ref": "HEAD"}, "b": {"ref": "HEAD~1"}}, "baseline": "a",
+        "cases": ["bytes"], "params": {"warmup": 1, "measure": 4}, "order": "lockstep",
+        "lockstep": {"block_steps": 2, "blocks": 2, "block_warmup": 0, "fallback": fallback},
+        "command": ["{python}", "{sweep_dir}/bench.py", "--stream", "{stream}", "--control", "{control}",
+                    "--warmup", "{warmup}", "--measure", "{measure}", *extra]})
+
+
+def test_a_step_returning_bytes_runs_in_a_lockstep_trial(demo, tmp_path, capsys):
+    code = main(["try", str(lockstep_sweep(tmp_path))])
+    out = capsys.readouterr().out
+    assert code == EXIT_OK, out
+    assert "blocks: 3, this side alone" in out and "steps: 4 measured, 1 warm-up" in out
+    assert "step_ms" in out and "TypeError" not in out
+
+
+def test_a_lockstep_trial_of_a_bench_without_the_channel_says_so(demo, tmp_path, capsys):
+    """``fallback: stop``: exit 2 naming the side and what its header lacks; ``fallback: interleaved``:
+    the run runs alone as a plain run, and try says why."""
+    assert main(["try", str(lockstep_sweep(tmp_path, "--no-control"))]) == EXIT_INVALID
+    out = capsys.readouterr().out
+    assert "side 'a'" in out and 'does not declare the control channel (no "control": 1 in its header)' in out
+    code = main(["try", str(lockstep_sweep(tmp_path, "--no-control", fallback="interleaved"))])
+    out = capsys.readouterr().out
+    assert code == EXIT_OK, out
+    assert "lockstep: ran without the control channel: side 'a'" in out and "blocks:" not in out
+    assert "steps: 4 measured, 1 warm-up" in out
