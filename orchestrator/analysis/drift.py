@@ -85,7 +85,7 @@ class Drift:
         return self.outside_noise and abs(self.change) >= self.threshold  # NaN compares False
 
 
-def load_history(results_root: Path, record: SweepRecord, metrics: list[str]) -> pd.DataFrame:
+def load_earlier_runs(results_root: Path, record: SweepRecord, metrics: list[str]) -> pd.DataFrame:
     """The audited ok runs of the latest ``HISTORY_SWEEPS`` other recorded sweeps that ran a SHA of
     ``record``'s sweep and were created no later: identity, start time and ``metrics``."""
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]

@@ -114,7 +114,7 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
 
 def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame | None = None) -> Report:
     """Aggregate ``runs`` (one row per run) of the sweep described by ``record``, audited first;
-    ``history`` (``drift.load_history``) holds earlier sweeps' runs to check drift against."""
+    ``history`` (``drift.load_earlier_runs``) holds earlier sweeps' runs to check drift against."""
     runs = apply_audit(runs, record)
     spec = record.spec
     baseline, cases, sides = spec.baseline, sweep_cases(spec, runs), list(spec.sides)
@@ -249,4 +249,4 @@ def make_report(results_root: Path, sweep_id: str) -> Report:
                 if record.spec.metrics is None else None)
     metrics = report_metrics(record.spec, reported)
     return build_report(record, load_runs(results_root, sweep_id, metrics),
-                        drift.load_history(results_root, record, metrics))
+                        drift.load_earlier_runs(results_root, record, metrics))

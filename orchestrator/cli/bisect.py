@@ -1,4 +1,4 @@
-"""``shasweep bisect``: arguments in, ``orchestrator.session.bisect`` finds the first commit of a
+"""``shasweep bisect``: arguments in, ``orchestrator.session.bisection`` finds the first commit of a
 first-parent history whose gate FAILs against a good one, the outcome printed here.
 
 Exit: 0 found, 2 invalid input or no regression between good and bad, 3 a run failed beyond
@@ -14,11 +14,8 @@ from orchestrator.cli.run import run_options
 from orchestrator.cli.tls_options import add_tls_arguments
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.plan.bisect_search import AMBIGUOUS, FOUND
-from orchestrator.render import bisect_page
-from orchestrator.render.markdown import markdown_table
 from orchestrator.session import BisectOptions, BisectRun, bisect, resume_bisect
-from orchestrator.session.bisect import FAILED, NO_REGRESSION
-from orchestrator.store import bisects
+from orchestrator.session.bisection import FAILED, NO_REGRESSION
 
 
 def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,9 +57,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
 def _report(job: BisectRun) -> int:
     """Print the steps, the answer and one outcome line last, write the page; the exit code."""
-    print(markdown_table(bisect_page.steps_table(job.record)))
-    page = bisect_page.write_bisect_html(job.root, job.record)
-    print(f"bisect record: {bisects.bisect_path(job.root, job.bisect_id)}; HTML: {page}")
+    print(job.steps_markdown())
+    page = job.write_page()
+    print(f"bisect record: {job.record_path}; HTML: {page}")
     skipped = job.record.get("skipped") or []
     if skipped:
         print("skipped (bench failed): " + ", ".join(skipped))

@@ -13,7 +13,15 @@ from orchestrator.capabilities import SUITE_CASE
 from orchestrator.cli.tls_options import add_tls_arguments, tls_files
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.plan.expand import planned_cases
-from orchestrator.session import RunOptions, noise_estimates, plan_sweep, resume, run_sweep
+from orchestrator.session import (
+    RunOptions,
+    SweepRun,
+    lockstep_residency,
+    noise_estimates,
+    plan_sweep,
+    resume,
+    run_sweep,
+)
 from orchestrator.spec.commands import passes_variant
 from orchestrator.spec.schema import Order
 
@@ -72,34 +80,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 def run_options(args: argparse.Namespace) -> RunOptions:
     """The dispatch options of ``run`` and ``bisect``: ``--scheduler``, ``--no-progress``, ``--tls-*``;
     what the end of the sweep needs is imported while the cluster starts."""
+    from orchestrator.session.reports import import_report_modules
+
     return RunOptions(scheduler=args.scheduler, progress=not args.no_progress, tls=tls_files(args),
-                      while_connecting=import_sweep_end_modules)
-
-
-def import_sweep_end_modules() -> None:
-    """Import what the end of a sweep needs (compaction, the report model, Markdown, Bokeh for the HTML
-    page): about a second of a short sweep's end to end, spent while the client waits for its cluster.
-    A failure here is left to the code that needs them, which imports them again and says what is wrong."""
-    try:
-        import orchestrator.cli.results  # noqa: F401
-        import orchestrator.render.markdown  # noqa: F401
-        import orchestrator.render.sweep_page  # noqa: F401
-        import orchestrator.render.terminal  # noqa: F401
-        import orchestrator.store.compact  # noqa: F401
-    except Exception:  # noqa: BLE001 - the report's own import names the problem
-        pass
+                      while_connecting=import_report_modules)
 
 
 def _report_run(root: Path, sweep_id: str) -> int:
     """The report at the end of ``run``, with how to resume when a run is not ok."""
-    from orchestrator.cli.results import print_report  # the report's readers: only once a sweep ran
+    from orchestrator.session.reports import show_report  # the report's readers: only once a sweep ran
     from orchestrator.session.sweep import say
 
     def resume_hint(code: int) -> None:
         if code == EXIT_RUN_FAILED:
             say(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")
 
-    return print_report(root, sweep_id, html=True, before_verdict=resume_hint)
+    return show_report(SweepRun(sweep_id, root), html=True, before_verdict=resume_hint)
 
 
 def format_plan(plan: SweepPlan) -> str:
@@ -120,14 +116,11 @@ def format_plan(plan: SweepPlan) -> str:
         lines.append(f"pythonpath (first on the bench's PYTHONPATH): {', '.join(spec.pythonpath)}")
     lines += plan.warnings
     if spec.order is Order.lockstep and spec.lockstep is not None:
-        from orchestrator.analysis.block_pairs import earlier_peak_rss, residency_line  # reads earlier runs
-
         blocks = spec.lockstep
         lines.append(f"lockstep: {blocks.blocks} blocks of {blocks.block_steps} steps a side per round, each "
                      f"after {blocks.block_warmup} warm-up step(s); a SHA without the control channel: "
                      f"fallback {blocks.fallback.value}")
-        peaks = earlier_peak_rss(resolved.results_root, sorted(set(resolved.shas.values())), list(spec.cases))
-        lines.append(residency_line(resolved.shas, peaks))
+        lines.append(lockstep_residency(plan))
     for label, side in spec.sides.items():
         settings = resolved.settings[label]
         marker = " (baseline)" if label == spec.baseline else ""

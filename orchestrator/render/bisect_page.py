@@ -1,5 +1,5 @@
-"""A bisect record (``<results>/bisect/<id>.json``) as a table of its steps, as Markdown and as an HTML
-page with the ratio of each tested commit against its place in the first-parent history.
+"""A bisect record (``<results>/bisect/<id>.json``) as a table of its steps and as an HTML page with
+the ratio of each tested commit against its place in the first-parent history.
 
 Everything is read from the record (plain JSON; its spec typed by ``spec.record.spec_from_json``);
 nothing here runs git or reads Parquet.
@@ -7,13 +7,11 @@ nothing here runs git or reads Parquet.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
 from bokeh.plotting import figure
 
-from orchestrator.render.markdown import markdown_table, md_items, md_text
 from orchestrator.render.page import Page
 from orchestrator.render.tables import Table, one_line
 from orchestrator.spec.record import spec_from_json
@@ -21,7 +19,7 @@ from orchestrator.spec.record import spec_from_json
 MARK_COLORS: dict[str, str] = {"good": "#2ca02c", "bad": "#d62728", "skip": "#7f7f7f", "undecided": "#ff7f0e"}
 
 
-def steps_table(record: dict[str, Any]) -> Table:
+def bisect_steps_table(record: dict[str, Any]) -> Table:
     """One row per step in the order taken: commit, ratio and interval, verdict, runs, mark."""
     rows = []
     for number, step in enumerate(record.get("steps") or []):
@@ -35,7 +33,7 @@ def steps_table(record: dict[str, Any]) -> Table:
                   "runs"], rows)
 
 
-def summary_lines(record: dict[str, Any]) -> list[str]:
+def bisect_summary_lines(record: dict[str, Any]) -> list[str]:
     """The bisect's range, gate, status and what it found."""
     spec = spec_from_json(record.get("spec"))
     gate = spec.gates[0]
@@ -53,12 +51,6 @@ def summary_lines(record: dict[str, Any]) -> list[str]:
     if record.get("skipped"):
         lines.append("skipped (bench failed): " + ", ".join(sha[:12] for sha in record["skipped"]))
     return lines
-
-
-def to_markdown(record: dict[str, Any]) -> str:
-    return (f"# shasweep bisect: {md_text(record.get('bisect_id'))}\n\n"
-            + md_items(summary_lines(record)) + "\n\n"
-            + markdown_table(steps_table(record)) + "\n")
 
 
 def ratio_plot(record: dict[str, Any]) -> figure:
@@ -92,13 +84,8 @@ def ratio_plot(record: dict[str, Any]) -> figure:
 
 def bisect_page(record: dict[str, Any]) -> Page:
     page = Page(f"shasweep bisect: {record.get('bisect_id')}")
-    page.items(summary_lines(record))
+    page.items(bisect_summary_lines(record))
     page.figures([ratio_plot(record)])
     page.heading("Steps")
-    page.table(steps_table(record))
+    page.table(bisect_steps_table(record))
     return page
-
-
-def write_bisect_html(results_root: Path, record: dict[str, Any]) -> Path:
-    """Write the page to ``<results>/reports/bisect-<id>.html``."""
-    return bisect_page(record).write(results_root / "reports" / f"bisect-{record['bisect_id']}.html")

@@ -25,9 +25,9 @@ def gh_markdown(report: Report, max_bytes: int = MAX_BYTES) -> str:
     """The summary of ``report``, at most ``max_bytes`` UTF-8 bytes."""
     compared = [r for r in report.rows if r.comparison is not None]
     changed = sorted((r for r in compared if _clear_change(r)), key=lambda r: -abs(math.log(r.ratio)))
-    head = [f"### shasweep {md_text(report.sweep_id)}: {md_text(report_verdict_line(report))}", ""]
+    head = [f"### shasweep {gh_text(report.sweep_id)}: {gh_text(report_verdict_line(report))}", ""]
     verdicts = {(g.case, g.side, g.metric): g for g in report.gates}
-    header = ["case", "side", "metric", f"{md_text(report.baseline)} median", "median", "ratio", "interval",
+    header = ["case", "side", "metric", f"{gh_text(report.baseline)} median", "median", "ratio", "interval",
               "gate"]
     medians = {(r.case, r.metric): r.summary.median for r in report.rows if r.side == report.baseline}
 
@@ -36,7 +36,7 @@ def gh_markdown(report: Report, max_bytes: int = MAX_BYTES) -> str:
         cells = [r.case, r.side, r.metric, format_number(medians.get((r.case, r.metric), math.nan)),
                  format_number(r.summary.median), "-" if math.isnan(r.ratio) else f"{r.ratio:.3f}",
                  format_interval(r.comparison), verdict_text(gate) if gate else "-"]
-        return "| " + " | ".join(md_text(c) for c in cells) + " |"
+        return "| " + " | ".join(gh_text(c) for c in cells) + " |"
 
     table_head = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     reserve = 400  # the lines after each table
@@ -53,7 +53,7 @@ def gh_markdown(report: Report, max_bytes: int = MAX_BYTES) -> str:
     return "\n".join(parts) + "\n"
 
 
-def md_text(text: object) -> str:
+def gh_text(text: object) -> str:
     """``text`` as literal Markdown on one line: no HTML, link, emphasis, code or table break."""
     escaped = _MD_SPECIAL.sub(r"\\\g<0>", " ".join(str(text).split()))
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", escaped)

@@ -1,11 +1,11 @@
-"""The report as Markdown (printed and ``reports/<id>.md``) and CSV (``reports/<id>.csv``, long form)."""
+"""The report as Markdown (``reports/<id>.md``) and as the long-form frame of its CSV (``reports/<id>.csv``),
+and the Markdown helpers every document shares."""
 
 
 from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import pandas as pd
 
@@ -28,7 +28,6 @@ from orchestrator.render.tables import (
     summary_lines,
 )
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
-from orchestrator.store.atomic import write_text_atomic, write_with
 
 # Escaped with a backslash: code spans, emphasis, table cells, escapes themselves; '<' where it could open
 # HTML or an autolink (before a letter, '/', '!' or '?'); '_' only at a word's edge (inside a word, as
@@ -70,7 +69,7 @@ def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | 
             "drift_software": "; ".join(found.software) or None, "new_segment_since": found.new_segment_since}
 
 
-def to_markdown(report: Report) -> str:
+def report_markdown(report: Report) -> str:
     """The human-readable report."""
     sections = [_summary_md(report), _sides_md(report), *(_suite_md(report, s) for s in report.suites),
                 *(_case_md(report, c) for c in report.cases),
@@ -194,14 +193,3 @@ def _failures_md(report: Report) -> str:
 
 def _host_md(report: Report) -> str:
     return "## Host\n\n" + md_items(host_lines(report))
-
-
-def write_report(report: Report, results_root: Path) -> tuple[Path, Path]:
-    """Write ``reports/<id>.md`` and ``reports/<id>.csv``; returns their paths."""
-    out = results_root / "reports"
-    out.mkdir(parents=True, exist_ok=True)
-    md, csv = out / f"{report.sweep_id}.md", out / f"{report.sweep_id}.csv"
-    write_text_atomic(md, to_markdown(report))
-    frame = to_frame(report)
-    write_with(csv, lambda tmp: frame.to_csv(tmp, index=False))
-    return md, csv

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from bokeh.embed import components
 from bokeh.model import Model
 from bokeh.resources import Resources
 
 from orchestrator.render.tables import Table
-from orchestrator.store.atomic import write_text_atomic
 
 # Cell text -> CSS class, so verdicts and statuses stand out wherever a table shows them.
 HIGHLIGHTS: dict[str, str] = {
@@ -86,10 +84,6 @@ class Page:
         return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
                 f"<title>{html.escape(self.title)}</title>\n{BOKEH_JS.render()}\n<style>{STYLE}</style>\n"
                 f"</head>\n<body>\n<h1>{html.escape(self.title)}</h1>\n{body}\n{script}\n</body>\n</html>\n")
-
-    def write(self, path: Path) -> Path:
-        return write_text_atomic(path, self.render())
-
 
 def table_html(table: Table) -> str:
     """An HTML table (scrolling sideways rather than overflowing the page); cells whose text is a

@@ -4,17 +4,16 @@ table: short SHAs and class names, the full text on hover), and per case the thr
 by side (joined per round when paired, disturbed runs ringed), the phase breakdown per side (for a
 protocol whose phases each time the whole run, e.g. wall, user and sys time: each of them per run
 instead) and the per-step timeline of every run; runs that are not ok (audit failures included)
-highlighted. Written to ``<results>/reports/<id>.html``.
+highlighted. The runs and steps it plots come from ``analysis.plotted_runs``; the session writes it to
+``<results>/reports/<id>.html``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 from bokeh.model import Model
 
-from orchestrator.analysis.legacy_audit import apply_audit
+from orchestrator.analysis.plotted_runs import TIMELINE_PHASES, PlottedRuns
 from orchestrator.analysis.report_model import Report
 from orchestrator.capabilities import Capability, describe_stored
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
@@ -38,24 +37,8 @@ from orchestrator.render.terminal import SHORT_SHA, report_verdict_line
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 from orchestrator.spec.commands import is_envruntime_command
 from orchestrator.spec.schema import SweepSpec
-from orchestrator.store import query
 
-# The per-step timeline shows the first of these a sweep's steps report.
-TIMELINE_PHASES: tuple[str, ...] = ("collector_step_ms", "env_step_ms", "physics_ms")
-STEP_COLUMNS: list[str] = ["run_key", "step", "warmup", "phase", "ms"]
 BANNER_CLASSES: dict[int, str] = {EXIT_OK: "pass", EXIT_GATE_INCONCLUSIVE: "warn"}  # any other exit: fail
-
-
-def load_steps(results_root: Path, sweep_id: str, phases: tuple[str, ...] = TIMELINE_PHASES) -> pd.DataFrame:
-    """The sweep's per-step timings of ``phases`` only; when it timed none of them (a bench of another
-    repository), of the first phase its steps report. Empty when it wrote none."""
-    sweep = query.Where(sweeps=[sweep_id])
-    steps = query.read_steps(results_root, sweep, phases, STEP_COLUMNS)
-    if steps.empty:
-        present = query.read_steps(results_root, sweep, columns=["phase"])["phase"].tolist()[:1]
-        if present:
-            steps = query.read_steps(results_root, sweep, present, STEP_COLUMNS)
-    return steps
 
 
 def timeline_phase(steps: pd.DataFrame) -> str | None:
@@ -75,8 +58,10 @@ def throughput_label(spec: SweepSpec) -> str:
     return "throughput (as the bench reports it, per s)"
 
 
-def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
-    """The page of ``report``; ``runs`` (audited, every column) and ``steps`` feed the plots."""
+def sweep_page(report: Report, plotted: PlottedRuns) -> Page:
+    """The page of ``report``; ``plotted`` (its runs, audited, every column, and its steps) feeds the
+    plots."""
+    runs, steps = plotted.runs, plotted.steps
     page = Page(f"shasweep report: {report.sweep_id}")
     page.banner(report_verdict_line(report), BANNER_CLASSES.get(report.exit_code, "fail"))
     page.items(summary_lines(report))
@@ -101,34 +86,7 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
     page.table(compact_sides_table(report))
     phase = timeline_phase(steps)
     for case in report.cases:
-        page.heading(case)
-        page.paragraph(f"runs ok/not ok: {case_counts(report, case)}")
-        case_gates = _rows_of_case(gates_table(report), case)
-        if len(report.cases) > 1 and case_gates.rows:
-            page.table(case_gates)
-        page.table(case_table(report, case))
-        mine = runs[runs["case"] == case] if len(runs) else runs
-        if not len(mine):
-            page.paragraph("no runs of this case left results", "note")
-            continue
-        paired = any(r.comparison.paired for r in report.rows
-                     if r.case == case and r.metric == "throughput" and r.comparison is not None)
-        figures = [per_run_plot(mine, report.sides, f"{case}: throughput per run", paired=paired,
-                                y_label=throughput_label(report.record.spec)),
-                   *phase_plots(mine, report, case, paired)]
-        case_steps = steps[(steps["phase"] == phase) & steps["run_key"].isin(mine["run_key"])]
-        if len(case_steps):
-            figures.append(timeline_plot(case_steps, mine, report.sides, phase,
-                                         f"{case}: {phase} per {_step_word(report.record.spec)} "
-                                         "(warm-up shaded)", x_label=_step_word(report.record.spec)))
-        page.figures(figures)
-        if report.lockstep is not None and "blocks" in mine:
-            last = mine[mine["blocks"].notna()]
-            last = last[last["repeat"] == last["repeat"].max()] if len(last) else last
-            blocks = lockstep_blocks_plot(last, report.sides, f"{case}: the blocks of lockstep round "
-                                          f"{int(last['repeat'].max()) if len(last) else '-'}, per side")
-            if blocks is not None:
-                page.figures([blocks])
+        _case_section(page, report, case, runs, steps, phase)
     if host_section.shown(report):
         page.heading("Hosts")
         page.paragraph(host_section.HOSTS_NOTE)
@@ -145,6 +103,39 @@ def sweep_page(report: Report, runs: pd.DataFrame, steps: pd.DataFrame) -> Page:
     page.heading("Host")
     page.items(host_lines(report))
     return page
+
+
+def _case_section(page: Page, report: Report, case: str, runs: pd.DataFrame, steps: pd.DataFrame,
+                  phase: str | None) -> None:
+    """One case: its gates (when the sweep has several cases), its table, and its plots."""
+    page.heading(case)
+    page.paragraph(f"runs ok/not ok: {case_counts(report, case)}")
+    case_gates = _rows_of_case(gates_table(report), case)
+    if len(report.cases) > 1 and case_gates.rows:
+        page.table(case_gates)
+    page.table(case_table(report, case))
+    mine = runs[runs["case"] == case] if len(runs) else runs
+    if not len(mine):
+        page.paragraph("no runs of this case left results", "note")
+        return
+    paired = any(r.comparison.paired for r in report.rows
+                 if r.case == case and r.metric == "throughput" and r.comparison is not None)
+    figures = [per_run_plot(mine, report.sides, f"{case}: throughput per run", paired=paired,
+                            y_label=throughput_label(report.record.spec)),
+               *phase_plots(mine, report, case, paired)]
+    case_steps = steps[(steps["phase"] == phase) & steps["run_key"].isin(mine["run_key"])]
+    if len(case_steps):
+        figures.append(timeline_plot(case_steps, mine, report.sides, phase,
+                                     f"{case}: {phase} per {_step_word(report.record.spec)} "
+                                     "(warm-up shaded)", x_label=_step_word(report.record.spec)))
+    page.figures(figures)
+    if report.lockstep is not None and "blocks" in mine:
+        last = mine[mine["blocks"].notna()]
+        last = last[last["repeat"] == last["repeat"].max()] if len(last) else last
+        blocks = lockstep_blocks_plot(last, report.sides, f"{case}: the blocks of lockstep round "
+                                      f"{int(last['repeat'].max()) if len(last) else '-'}, per side")
+        if blocks is not None:
+            page.figures([blocks])
 
 
 def phase_plots(runs: pd.DataFrame, report: Report, case: str, paired: bool) -> list[Model]:
@@ -167,23 +158,6 @@ def _step_word(spec: SweepSpec) -> str:
     if is_envruntime_command(spec.command):
         return "vector step"
     return "measured run" if describe_stored(spec.protocol.value).has(Capability.MEASURE_PARAM) else "step"
-
-
-def write_sweep_html(results_root: Path, report: Report) -> Path:
-    """Render ``report`` with its sweep's runs and steps to ``<results>/reports/<id>.html``."""
-    runs = query.read_runs(results_root, query.Where(sweeps=[report.sweep_id]))
-    runs = mark_disturbed(apply_audit(runs, report.record), report)
-    page = sweep_page(report, runs, load_steps(results_root, report.sweep_id))
-    return page.write(results_root / "reports" / f"{report.sweep_id}.html")
-
-
-def mark_disturbed(runs: pd.DataFrame, report: Report) -> pd.DataFrame:
-    """``runs`` with a ``disturbed`` column when the report lists disturbed runs (``report.disturbed``:
-    a frame with their ``run_key``, where the report model computes it)."""
-    flagged = getattr(report, "disturbed", None)
-    if not isinstance(flagged, pd.DataFrame) or "run_key" not in flagged or not len(runs):
-        return runs
-    return runs.assign(disturbed=runs["run_key"].isin(flagged["run_key"]))
 
 
 def forest_plots(report: Report) -> list[Model]:

@@ -1,7 +1,6 @@
 """``reports/<id>.verdicts.json``: every gate verdict with its interval and n, and the exit code, for CI.
 
-Written atomically (``store.atomic``), with the mode the umask gives, like every other file. Numbers
-that do not exist (no interval) are ``null``. A verdict's ``waived`` flag (default false) is kept, and
+Numbers that do not exist (no interval) are ``null``. A verdict's ``waived`` flag (default false) is kept, and
 waived verdicts are counted apart.
 """
 
@@ -10,15 +9,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 from orchestrator.analysis.report_model import Report
 from orchestrator.render.terminal import report_verdict_line
 from orchestrator.render.verdict_line import is_waived, verdict_counts
-from orchestrator.store.atomic import write_text_atomic
 
 FORMAT_VERSION = 1
+
+
+def verdicts_text(report: Report) -> str:
+    """The document as the text of its file."""
+    return json.dumps(verdicts_document(report), indent=2, allow_nan=False, default=str) + "\n"
 
 
 def verdicts_document(report: Report) -> dict[str, Any]:
@@ -42,9 +44,3 @@ def _gate(gate: Any) -> dict[str, Any]:
 
 def _finite(values: dict[str, Any]) -> dict[str, Any]:
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in values.items()}
-
-
-def write_verdicts_json(report: Report, results_root: Path) -> Path:
-    """Write ``<results>/reports/<id>.verdicts.json`` atomically; returns its path."""
-    text = json.dumps(verdicts_document(report), indent=2, allow_nan=False, default=str) + "\n"
-    return write_text_atomic(results_root / "reports" / f"{report.sweep_id}.verdicts.json", text)

@@ -1,16 +1,42 @@
-"""The sweep session: plan, run, resume and bisect sweeps from Python; ``cli`` parses arguments and
-calls it. May import every group but ``cli``; only ``cli`` imports it.
+"""The session: what a notebook and the command line call, one module per job. Run side: plan, run,
+resume, bisect and try sweeps; read side: a recorded sweep's report, compare, history, list and
+status; admin: waive, cancel, gc, compact, index. ``cli`` parses arguments and calls it; below it,
+``cli -> session -> {store, analysis} -> render`` is the read side's only route. Its imports:
+docs/design.md, "Import rules".
 
     from orchestrator.session import RunOptions, plan_sweep, run_sweep
 
     run = run_sweep(plan_sweep("sweeps/smoke.yaml", ["repeats=5"]), RunOptions(progress=False))
     report = run.report()
     print(report.exit_code, [(g.case, g.side, g.verdict, round(g.ratio, 3)) for g in report.gates])
+
+A name below is imported from its module on first use, so that a light verb (``list``) importing one
+module of the session does not import the sweep YAML's stack with the others.
 """
 
-from orchestrator.session.bisect import BisectOptions, BisectRun, bisect, resume_bisect
-from orchestrator.session.options import RunOptions
-from orchestrator.session.sweep import SweepPlan, SweepRun, noise_estimates, plan_sweep, resume, run_sweep
+from __future__ import annotations
 
-__all__ = ["BisectOptions", "BisectRun", "RunOptions", "SweepPlan", "SweepRun", "bisect", "noise_estimates",
-           "plan_sweep", "resume", "resume_bisect", "run_sweep"]
+import importlib
+from typing import Any
+
+# module -> the names it gives the package
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "bisection": ("BisectOptions", "BisectRun", "bisect", "resume_bisect"),
+    "options": ("RunOptions",),
+    "sweep": ("SweepPlan", "lockstep_residency", "noise_estimates", "plan_sweep", "resume", "run_sweep"),
+    "recorded": ("SweepRun", "find_sweep", "locate_results"),
+    "reports": ("ExportedReport", "export_report", "show_report", "write_report_files"),
+    "documents": ("Document",),
+    "compare": ("compare_sweeps", "comparison_document"),
+    "history": ("case_history", "history_document"),
+}
+_MODULES: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULES)
+
+
+def __getattr__(name: str) -> Any:
+    """``name`` from its module, imported now (PEP 562)."""
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)

@@ -17,8 +17,9 @@ from orchestrator.errors import InvalidInputError
 from orchestrator.plan import lifecycle
 from orchestrator.plan.expand import ResolvedSweep, build_plan, resolve_sweep
 from orchestrator.plan.integrity import with_digest
-from orchestrator.plan.roots import check_writable, results_root_for
+from orchestrator.plan.roots import check_writable
 from orchestrator.session.options import RunOptions
+from orchestrator.session.recorded import SweepRun, locate_results
 from orchestrator.spec.identical_sides import aa_warnings
 from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.spec.protocol_checks import protocol_info
@@ -27,7 +28,6 @@ from orchestrator.spec.schema import Order, SweepSpec
 from orchestrator.store import records
 
 if TYPE_CHECKING:
-    from orchestrator.analysis.report_model import Report
     from orchestrator.dispatch.dispatcher import SweepOutcome
 
 
@@ -53,23 +53,6 @@ class SweepPlan:
     def warnings(self) -> list[str]:
         """What to know before running it: sides that compare a commit with itself (``aa``)."""
         return aa_warnings(lifecycle.record_sides(self.resolved), self.spec.aa)
-
-
-@dataclass(frozen=True)
-class SweepRun:
-    """A recorded sweep: its id and results root; its record and report are read when asked for."""
-
-    sweep_id: str
-    results_root: Path
-
-    def record(self) -> SweepRecord:
-        return records.read_record(self.results_root, self.sweep_id)
-
-    def report(self) -> Report:
-        """The report model (``analysis.report_model``): medians, ratios, gate verdicts, exit code."""
-        from orchestrator.analysis.report_model import make_report
-
-        return make_report(self.results_root, self.sweep_id)
 
 
 def plan_sweep(spec: str | Path | SweepSpec, overrides: Sequence[str] = (), *, cwd: Path | None = None
@@ -127,7 +110,7 @@ def resume(sweep_id: str, results_root: str | Path = "results", options: RunOpti
 
     options = options or RunOptions()
     options.security()
-    root = results_root_for(results_root, cwd or Path.cwd())
+    root = locate_results(results_root, cwd=cwd)
     sweep_id = records.resolve_sweep_id(root, sweep_id)
     plan = plan_resume(root, sweep_id)  # checks everything, writes nothing
     with records.sweep_lock(root, sweep_id):
@@ -201,6 +184,17 @@ def noise_estimates(plan: SweepPlan, host: str) -> list[str]:
     from orchestrator.analysis.plan_power import gate_lines
 
     return gate_lines(plan.resolved.results_root, plan.spec, host)
+
+
+def lockstep_residency(plan: SweepPlan) -> str:
+    """What ``plan`` says of a lockstep sweep: every side's bench process is resident at once, with each
+    side's peak RSS in earlier runs where known (``analysis.block_pairs.residency_line``)."""
+    from orchestrator.analysis.block_pairs import earlier_peak_rss, residency_line  # reads earlier runs
+
+    resolved = plan.resolved
+    shas = sorted(set(resolved.shas.values()))
+    peaks = earlier_peak_rss(resolved.results_root, shas, list(plan.spec.cases))
+    return residency_line(resolved.shas, peaks)
 
 
 def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRun], options: RunOptions,

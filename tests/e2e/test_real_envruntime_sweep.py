@@ -21,7 +21,7 @@ from orchestrator.analysis.report_model import make_report
 from orchestrator.analysis.verdicts import Verdict
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
-from orchestrator.render.markdown import to_markdown
+from orchestrator.render.markdown import report_markdown
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +92,7 @@ def test_seven_case_sweep_runs_its_cases_on_both_variants(tmp_path):
     assert runs.sort_values("order")["side"].tolist() == ["direct", "mba"] * 3, "one round, interleaved"
     assert (runs["variant"] == runs["side"].map({"direct": "direct", "mba": "manager"})).all()
     assert (runs["policy_ms"] == 0.0).all(), "params.actions=pregenerated reached every bench"
-    markdown = to_markdown(report)
+    markdown = report_markdown(report)
     assert all(f"## {case}" in markdown for case in report.cases)
     assert len(report.gates) == 3, "one throughput verdict per case"
     assert {g.verdict for g in report.gates} == {Verdict.INCONCLUSIVE}, "one run per side cannot decide"
@@ -106,5 +106,5 @@ def test_update_state_sweep_reports_the_command_and_observation_sub_phases(tmp_p
     assert len(sub_phases) == 3
     for row in (r for r in report.rows if r.metric in sub_phases):
         assert row.summary.n == 1 and row.summary.median >= 0, row
-    assert "not reported" not in to_markdown(report)
+    assert "not reported" not in report_markdown(report)
     assert code == EXIT_GATE_INCONCLUSIVE == report.exit_code

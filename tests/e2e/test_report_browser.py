@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from test_html_report import FIGURES_PER_CASE, FOREST_PLOTS, SWEEP, make_results  # noqa: E402
 
 from orchestrator.analysis.report_model import make_report  # noqa: E402
-from orchestrator.render.sweep_page import write_sweep_html  # noqa: E402
+from orchestrator.session.recorded import SweepRun  # noqa: E402
+from orchestrator.session.reports import write_sweep_html  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
@@ -109,7 +110,7 @@ def test_plots_render_and_nothing_is_fetched(tmp_path, browser):
     root = tmp_path / "results"
     make_results(root)
     report = make_report(root, SWEEP)
-    page_path = write_sweep_html(root, report)
+    page_path = write_sweep_html(SweepRun(SWEEP, root), report)
 
     target = browser.call("Target.createTarget", url="about:blank")["targetId"]
     session = browser.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]

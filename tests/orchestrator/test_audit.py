@@ -12,7 +12,7 @@ from orchestrator.analysis.legacy_audit import AUDIT_FAILED, apply_audit
 from orchestrator.analysis.report_model import make_report
 from orchestrator.contract import PlannedRun, StepRecord
 from orchestrator.errors import EXIT_RUN_FAILED
-from orchestrator.render.markdown import to_markdown
+from orchestrator.render.markdown import report_markdown
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store.step_log import StepLog
 from orchestrator.worker.run_audit import ENVRUNTIME_MANAGERS, header_bool_reasons, numbers_reasons
@@ -96,7 +96,7 @@ def test_report_counts_an_audit_failure_as_a_failed_run(tmp_path):
     assert report.counts[GO2, "cand"] == (3, 1)
     assert report.failures.set_index("run_key").loc["c3", "status"] == AUDIT_FAILED
     assert report.exit_code == EXIT_RUN_FAILED
-    md = to_markdown(report)
+    md = report_markdown(report)
     assert "(1 failed their audit)" in md
     assert f"| c3 | {GO2} | cand | audit_failed | audit: loaded SHA {SHAS['base']}" in md
 

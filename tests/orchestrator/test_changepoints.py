@@ -11,10 +11,10 @@ import pytest
 from test_drift import write_runs
 
 from orchestrator.analysis.changepoints import segments, sweep_shifts
+from orchestrator.analysis.history_model import HistoryQuery, case_history_of
 from orchestrator.analysis.report_model import make_report
-from orchestrator.render.history import HistoryQuery, history_page, to_markdown
-from orchestrator.render.markdown import to_frame
-from orchestrator.render.markdown import to_markdown as report_markdown
+from orchestrator.render.history import history_markdown, history_page
+from orchestrator.render.markdown import report_markdown, to_frame
 
 NOISE = 0.01  # log sigma of a per-sweep median
 
@@ -78,10 +78,10 @@ def test_history_marks_the_sweeps_that_start_a_new_level(seed=3):
     assert [s.sweep_id for s in shifts] == [f"s-{a:02d}", f"s-{b:02d}"]
     assert shifts[0].change == pytest.approx(0.10, abs=0.02)
     assert shifts[1].change == pytest.approx(-0.10, abs=0.02)
-    md = to_markdown(history, HistoryQuery(case="sac/fake/none"))
+    md = history_markdown(case_history_of(history, HistoryQuery(case="sac/fake/none")))
     assert md.count("new level") == 2 and f"change point: side main at sweep s-{a:02d}" in md
     assert f"s-{o:02d}" not in "".join(line for line in md.splitlines() if "change point" in line)
-    html = history_page(history, HistoryQuery(case="sac/fake/none")).render()
+    html = history_page(case_history_of(history, HistoryQuery(case="sac/fake/none"))).render()
     assert "dashed: change points" in html and "new level" in html
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from test_report import G1, GO2, write_run, write_sweep
 
+from orchestrator.analysis.compare_model import load_comparison
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_INVALID, EXIT_OK
-from orchestrator.render.compare import make_comparison
 
 EARLIER, LATER = "ab-20260101T000000", "ab-20260102T000000"
 
@@ -35,7 +35,7 @@ def root(tmp_path):
 
 
 def test_changes_of_the_medians(root):
-    comparison = make_comparison(root, EARLIER, LATER)
+    comparison = load_comparison(root, EARLIER, LATER)
     assert comparison.cases == [GO2], "G1 is only in the later sweep"
     change = {(c.side, c.metric): c for c in comparison.changes}
     assert change["base", "throughput"].change_pct == pytest.approx(-10.0)
@@ -53,7 +53,7 @@ def test_changes_of_the_medians(root):
 def test_a_change_needs_two_runs_a_side_for_an_interval():
     """Below ``MIN_RUNS`` ok runs in either sweep a change has no interval (and the verdict says so);
     from two on it has one, since the unpaired interval's coverage holds at n = 2."""
-    from orchestrator.render.compare import MIN_RUNS, change_interval
+    from orchestrator.analysis.stats import MIN_RUNS, change_interval
 
     assert MIN_RUNS == 2
     assert math.isnan(change_interval([1.0], [1.0, 1.1]).low)
@@ -62,7 +62,7 @@ def test_a_change_needs_two_runs_a_side_for_an_interval():
 
 
 def test_highlight_threshold(root):
-    comparison = make_comparison(root, EARLIER, LATER, highlight_pct=60.0)
+    comparison = load_comparison(root, EARLIER, LATER, highlight_pct=60.0)
     change = {(c.side, c.metric): c for c in comparison.changes}
     assert change["cand", "throughput"].verdict == "faster", "clear, but +50% is under 60%"
     assert change["cand", "physics_ms"].verdict == "faster"
@@ -131,15 +131,17 @@ def simulated_verdicts(n: int, shift: float, sweeps: int, seed: int) -> list[str
     """The verdict of B's throughput against A's over ``sweeps`` simulated pairs of batches of ``n`` runs
     each, with 3% lognormal run-to-run noise and B's true median ``shift`` times A's."""
     from orchestrator.analysis import stats
-    from orchestrator.render.compare import Change, change_interval
+    from orchestrator.analysis.compare_model import MetricChange
+    from orchestrator.analysis.stats import change_interval
 
     rng = np.random.default_rng(seed)
     verdicts = []
     for _ in range(sweeps):
         before, after = rng.lognormal(0, 0.03, n), shift * rng.lognormal(0, 0.03, n)
         interval = change_interval(list(after), list(before))
-        verdicts.append(Change(GO2, "cand", "throughput", stats.summarize(before), stats.summarize(after),
-                               interval).verdict)
+        change = MetricChange(GO2, "cand", "throughput", stats.summarize(before), stats.summarize(after),
+                              interval)
+        verdicts.append(change.verdict)
     return verdicts
 
 

@@ -14,11 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 from test_results import outcome, planned
 
-from orchestrator.analysis.drift import load_history
+from orchestrator.analysis.drift import load_earlier_runs
+from orchestrator.analysis.history_model import HistoryQuery, load_case_history
+from orchestrator.analysis.plotted_runs import load_steps
 from orchestrator.analysis.report_model import load_runs
 from orchestrator.contract import host_id
-from orchestrator.render import history
-from orchestrator.render.sweep_page import load_steps
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store import atomic, parquet
 from orchestrator.store.parquet import remove_stale_results_temps, run_files, write_run
@@ -61,7 +61,7 @@ def test_a_truncated_runs_file_is_skipped_by_every_reader(two_runs, tmp_path, ca
     assert read_runs(root)["run_key"].tolist() == ["r1"]
     assert read_runs(root, Where(sweeps=["s1"]))["run_key"].tolist() == ["r1"]
     assert load_runs(root, "s1", ["throughput"])["run_key"].tolist() == ["r1"]
-    shown = history.load_history(root, history.HistoryQuery(case="sac/g1_walk_flat/mujoco"))
+    shown = load_case_history(root, HistoryQuery(case="sac/g1_walk_flat/mujoco")).runs
     assert shown["run_key"].tolist() == ["r1"]
     assert run_statuses(root, "s1") == {"r1": "ok", "r2": None}
     assert str(damaged) in capsys.readouterr().err
@@ -79,7 +79,7 @@ def test_drift_history_skips_a_damaged_file_of_an_old_sweep(tmp_path, capsys):
 
     write_record(root, record("old-20260101T000000", "2026-01-01"))
     truncate_half(run_files(old[0]).runs)
-    past = load_history(root, record("new-20260102T000000", "2026-01-02"), ["throughput"])
+    past = load_earlier_runs(root, record("new-20260102T000000", "2026-01-02"), ["throughput"])
     assert len(past) == 1 and past["sweep_id"].tolist() == ["old-20260101T000000"]
     assert "old0.parquet" in capsys.readouterr().err
 

@@ -111,7 +111,7 @@ def test_the_report_lists_disturbed_runs_and_the_adaptive_rounds(tmp_path):
     from test_report import GO2, write_run, write_sweep
 
     from orchestrator.analysis.report_model import make_report
-    from orchestrator.render.markdown import to_markdown
+    from orchestrator.render.markdown import report_markdown
 
     sweep = "ab-20260101T000000"
     gate = {"metric": "throughput", "min_ratio": 0.5, "case": None, "side": None}
@@ -123,7 +123,7 @@ def test_the_report_lists_disturbed_runs_and_the_adaptive_rounds(tmp_path):
                       host_load_before=load, host_load_after=0.5, host_steal_frac=0.0, host_step_cv=0.01)
     report = make_report(tmp_path, sweep)
     assert sorted(report.disturbed["run_key"]) == ["base1", "cand1"]
-    md = to_markdown(report)
+    md = report_markdown(report)
     assert "## Disturbed runs" in md and "| load 12.0 on 2 CPUs |" in md
     assert "2 disturbed" in md and "adaptive: 3 of 3-8 rounds, ended: every gate decided" in md
 

@@ -12,7 +12,7 @@ from test_report import GO2, write_run, write_sweep
 from orchestrator.analysis import drift
 from orchestrator.analysis.report_model import make_report
 from orchestrator.errors import SpecError
-from orchestrator.render.markdown import to_frame, to_markdown
+from orchestrator.render.markdown import report_markdown, to_frame
 from orchestrator.spec.load import load_spec
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -54,7 +54,7 @@ def test_a_side_that_moved_outside_the_noise_and_past_the_threshold_is_flagged(r
     assert cand.reference == pytest.approx(201.0) and cand.change == pytest.approx(0.0) and not cand.flagged
     assert cand.interval.low < 1 < cand.interval.high
     assert not drift_of(report, "base", "physics_ms").flagged
-    md = to_markdown(report)
+    md = report_markdown(report)
     assert "## Drift" in md and "excludes no change, and it is at least 3% (drift_threshold)" in md
     assert ("| base | throughput | 91 | 101 | ab-20260102T000000: 102 | 2 | -9.9% | [-17.4%, -1.7%] "
             "| DRIFT |") in md
@@ -81,7 +81,7 @@ def test_history_must_match_host_and_params_and_be_earlier(tmp_path):
     write_runs(tmp_path, "ab-20260109T000000", 9, [100.0, 100.0], [200.0, 200.0])  # a later sweep
     write_runs(tmp_path, CURRENT, 3, [50.0, 50.0], [100.0, 100.0])
     report = make_report(tmp_path, CURRENT)
-    assert report.drift == [] and "## Drift" not in to_markdown(report)
+    assert report.drift == [] and "## Drift" not in report_markdown(report)
 
 
 def test_a_changed_bench_command_is_no_history(tmp_path):
@@ -121,9 +121,10 @@ def test_only_the_latest_earlier_sweeps_are_read(root, monkeypatch):
 
 
 def test_the_html_report_shows_the_drift_highlighted(root):
-    from orchestrator.render.sweep_page import write_sweep_html
+    from orchestrator.session.recorded import SweepRun
+    from orchestrator.session.reports import write_sweep_html
 
-    page = write_sweep_html(root, make_report(root, CURRENT)).read_text(encoding="utf-8")
+    page = write_sweep_html(SweepRun(CURRENT, root), make_report(root, CURRENT)).read_text(encoding="utf-8")
     assert "Drift against earlier sweeps of the same SHAs" in page
     assert '<td class="warn">DRIFT</td>' in page
 
@@ -143,7 +144,7 @@ def test_a_drift_names_the_packages_the_earlier_sweeps_ran_at_other_versions(tmp
     write_versioned(tmp_path, CURRENT, 3, [92.0, 92.0], {"rt": "0.4.0", "numpy": "2.1", "new": "1"})
     base = drift_of(make_report(tmp_path, CURRENT), "base")
     assert base.flagged and base.software == ("new absent -> 1", "rt 0.3.1 -> 0.4.0")
-    md = to_markdown(make_report(tmp_path, CURRENT))
+    md = report_markdown(make_report(tmp_path, CURRENT))
     assert "| -8.0% | [-8.0%, -8.0%] | DRIFT | new absent -> 1; rt 0.3.1 -> 0.4.0 |" in md
 
 
@@ -152,4 +153,4 @@ def test_a_bench_that_reports_no_versions_names_no_change(tmp_path):
     write_versioned(tmp_path, CURRENT, 3, [92.0, 92.0], {"rt": "0.4.0"})
     base = drift_of(make_report(tmp_path, CURRENT), "base")
     assert base.flagged and base.software == ()
-    assert "| -8.0% | [-8.0%, -8.0%] | DRIFT | same |" in to_markdown(make_report(tmp_path, CURRENT))
+    assert "| -8.0% | [-8.0%, -8.0%] | DRIFT | same |" in report_markdown(make_report(tmp_path, CURRENT))

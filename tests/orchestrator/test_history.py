@@ -5,17 +5,23 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
+import pandas as pd
 import pytest
 from test_results import outcome, planned
 
+from orchestrator.analysis.history_model import HistoryQuery, load_case_history
 from orchestrator.analysis.legacy_audit import AUDIT_FAILED
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_INVALID, EXIT_OK
-from orchestrator.render.history import HistoryQuery, load_history
 from orchestrator.store.parquet import write_run
 
 CASE = "sac/g1_walk_flat/mujoco"  # the case of test_results.planned
 SHA_B = "b" * 40
+
+
+def history_runs(root, **query) -> pd.DataFrame:
+    """The runs of ``CASE`` that ``shasweep history`` shows, filtered by ``query``."""
+    return load_case_history(root, HistoryQuery(case=CASE, **query)).runs
 
 
 @pytest.fixture
@@ -36,15 +42,15 @@ def root(tmp_path):
 
 
 def test_runs_of_the_case_oldest_first_and_audited(root):
-    history = load_history(root, HistoryQuery(case=CASE))
+    history = history_runs(root)
     assert history["throughput"].tolist() == [100.0, 150.0, 110.0, 160.0]
     assert history["status"].tolist() == ["ok", "ok", "ok", AUDIT_FAILED]
     assert "loaded SHA" in history["error"].iloc[3]
 
 
 def test_side_and_sha_filters(root):
-    assert load_history(root, HistoryQuery(case=CASE, side="base"))["throughput"].tolist() == [100.0, 110.0]
-    assert load_history(root, HistoryQuery(case=CASE, sha="bbbb"))["side"].unique().tolist() == ["cand"]
+    assert history_runs(root, side="base")["throughput"].tolist() == [100.0, 110.0]
+    assert history_runs(root, sha="bbbb")["side"].unique().tolist() == ["cand"]
 
 
 def test_cli_markdown_and_html(root, capsys):
@@ -67,7 +73,7 @@ def test_each_distinct_params_is_its_own_series_and_median(root, capsys):
         result = outcome(throughput=throughput)
         write_run(run, dataclasses.replace(result, started_at=result.started_at + timedelta(days=day),
                                            steps=result.steps))
-    history = load_history(root, HistoryQuery(case=CASE, side="base"))
+    history = history_runs(root, side="base")
     assert history["settings"].tolist() == ["P1", "P1", "P2", "P2"]
     assert main(["history", "--case", CASE, "--side", "base", "--metric", "throughput", "--format", "html",
                  "--results", str(root)]) == EXIT_OK
@@ -98,8 +104,8 @@ def test_an_empty_results_root_is_invalid_input(tmp_path, capsys):
 def test_last_shows_only_the_latest_sweeps_of_the_case_and_says_so(root, capsys):
     """``--last N`` reads the case's N latest sweeps (by their first run), ``--all`` every one; the
     summary line names the window."""
-    assert load_history(root, HistoryQuery(case=CASE, last=1))["sweep_id"].unique().tolist() == ["s2"]
-    assert load_history(root, HistoryQuery(case=CASE, last=2))["sweep_id"].unique().tolist() == ["s1", "s2"]
+    assert history_runs(root, last=1)["sweep_id"].unique().tolist() == ["s2"]
+    assert history_runs(root, last=2)["sweep_id"].unique().tolist() == ["s1", "s2"]
     argv = ["history", "--case", CASE, "--results", str(root)]
     assert main([*argv, "--last", "1"]) == EXIT_OK
     assert ("2 runs of sac/g1_walk_flat/mujoco (1 ok) in 1 sweeps (the latest 1 of 2 sweeps of the case; "

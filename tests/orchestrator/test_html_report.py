@@ -10,10 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 from test_report import G1, GO2, SHAS, write_go2_runs, write_run, write_sweep
 
+from orchestrator.analysis.plotted_runs import load_steps
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_RUN_FAILED
 from orchestrator.render.plots import UPDATE_STATE_REST, breakdown_phases, per_run_plot, phase_medians
-from orchestrator.render.sweep_page import load_steps, timeline_phase
+from orchestrator.render.sweep_page import timeline_phase
 
 SWEEP = "ab-20260101T000000"
 GATES = [{"metric": "throughput", "min_ratio": 1.5, "max_ratio": None, "case": None, "side": None},
@@ -174,7 +175,7 @@ def test_breakdown_of_a_case_without_ok_runs_is_an_empty_chart():
 def test_runs_the_report_lists_as_disturbed_are_marked():
     from types import SimpleNamespace
 
-    from orchestrator.render.sweep_page import mark_disturbed
+    from orchestrator.analysis.plotted_runs import mark_disturbed
 
     runs = pd.DataFrame({"run_key": ["a", "b", "c"]})
     report = SimpleNamespace(disturbed=pd.DataFrame({"run_key": ["b"], "reason": ["load 9 on 2 CPUs"]}))

@@ -19,13 +19,14 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
+from orchestrator.analysis.compare_model import load_comparison
 from orchestrator.analysis.report_model import make_report
-from orchestrator.render.compare import make_comparison
-from orchestrator.render.compare import to_markdown as compare_markdown
-from orchestrator.render.markdown import to_frame, to_markdown
-from orchestrator.render.sweep_page import write_sweep_html
+from orchestrator.render.compare import comparison_markdown
+from orchestrator.render.markdown import report_markdown, to_frame
 from orchestrator.render.terminal import render_report
 from orchestrator.render.verdicts_json import verdicts_document
+from orchestrator.session.recorded import SweepRun
+from orchestrator.session.reports import write_sweep_html
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store.records import write_record
 
@@ -33,6 +34,11 @@ CASE = "sac/fake/none"
 SHAS = {"base": "a" * 40, "fast": "b" * 40, "twin": "c" * 40}
 BASE = [100.0, 104.0, 96.0, 130.0, 132.0, 128.0]  # the host got faster after round 3
 VALUES = {"base": BASE, "fast": [400.0, 410.0, 395.0], "twin": [v * 1.001 for v in BASE]}
+
+
+def sweep_html(root, report) -> str:
+    """The sweep's HTML page, as ``shasweep report --format html`` writes it."""
+    return write_sweep_html(SweepRun(report.sweep_id, root), report).read_text(encoding="utf-8")
 
 
 def write_adaptive_sweep(root, sweep_id: str) -> None:
@@ -76,16 +82,16 @@ def test_report_compare_gates_and_verdicts_json_give_one_ratio(root):
     console = Console(width=160, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(render_report(report, 160))
     terminal = console.export_text()
-    assert f"{figure}  95% [" in terminal and f"| {figure} |" in to_markdown(report)
+    assert f"{figure}  95% [" in terminal and f"| {figure} |" in report_markdown(report)
     assert to_frame(report).set_index("side").loc["fast", "ratio"] == pytest.approx(row.ratio)
-    assert f"<td>{figure}</td>" in write_sweep_html(root, report).read_text(encoding="utf-8")
+    assert f"<td>{figure}</td>" in sweep_html(root, report)
     document = json.loads(json.dumps(verdicts_document(report)))
     assert next(v for v in document["verdicts"] if v["side"] == "fast")["ratio"] == pytest.approx(row.ratio)
 
-    comparison = make_comparison(root, "adaptive-20260101T000000", sweep)
+    comparison = load_comparison(root, "adaptive-20260101T000000", sweep)
     (ratio,) = [r for r in comparison.ratios if r.side == "fast"]
     assert ratio.after.ratio == pytest.approx(row.ratio)
-    assert f"{figure} -> {figure}" in compare_markdown(comparison)
+    assert f"{figure} -> {figure}" in comparison_markdown(comparison)
 
 
 def test_a_gate_read_at_another_confidence_says_so_and_the_report_explains(root):
@@ -97,7 +103,7 @@ def test_a_gate_read_at_another_confidence_says_so_and_the_report_explains(root)
     terminal = console.export_text()
     assert "97.5% [" in terminal and "95% [" in terminal
     note = "the tables' ratio intervals are 95% over all the runs each compares; a gate's is read at"
-    for text in (terminal.replace("\n", " "), to_markdown(report),
-                 html.unescape(write_sweep_html(root, report).read_text(encoding="utf-8"))):
+    for text in (terminal.replace("\n", " "), report_markdown(report),
+                 html.unescape(sweep_html(root, report))):
         assert note in " ".join(text.split()), "one line explains why the two intervals differ"
-    assert "97.5% CI [" in to_markdown(report)
+    assert "97.5% CI [" in report_markdown(report)

@@ -27,7 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "dashboard": {"contract"} | BASE,
     "dispatch": {"plan", "worker", "store", "spec", "analysis", "dashboard", "contract"} | BASE,
     "analysis": {"store", "spec", "contract"} | BASE,  # and MODULE_EXCEPTIONS
-    "render": {"analysis", "store", "spec", "contract"} | BASE,
+    "render": {"analysis", "spec", "contract"} | BASE,  # renders the models it is given: loads nothing
     "session": {"spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard",
                 "contract"} | BASE,
     "cli": {"session", "spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard",

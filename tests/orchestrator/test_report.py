@@ -20,7 +20,7 @@ from orchestrator.errors import (
     EXIT_OK,
     EXIT_RUN_FAILED,
 )
-from orchestrator.render.markdown import to_markdown
+from orchestrator.render.markdown import report_markdown
 from orchestrator.spec.record import SweepRecord
 from orchestrator.spec.schema import SideSpec
 from orchestrator.store.records import latest_sweep_id, read_record, write_record
@@ -120,7 +120,7 @@ def test_a_side_without_ok_runs_has_no_data_for_its_gate_and_fails_the_run(tmp_p
     assert "no ok runs" in verdict[G1].reason and "cand" in verdict[G1].reason
     assert report.counts[G1, "cand"] == (0, 3) and len(report.failures) == 3
     assert report.exit_code == EXIT_RUN_FAILED
-    md = to_markdown(report)
+    md = report_markdown(report)
     assert "no ok runs" in md and "ValueError: boom \\| bad" in md and "timeout" in md
 
 
@@ -134,7 +134,7 @@ def test_runs_missing_from_the_results_count_as_failed(tmp_path):
     report = make_report(tmp_path, sweep)
     assert report.missing == 1 and list(report.failures["run_key"]) == ["never"]
     assert report.exit_code == EXIT_RUN_FAILED
-    assert "not run: the sweep stopped" in to_markdown(report)
+    assert "not run: the sweep stopped" in report_markdown(report)
 
 
 def test_report_reads_only_its_own_sweep(tmp_path):
@@ -189,6 +189,6 @@ def test_sides_show_the_bench_threads_and_the_host_omits_the_workers_own(tmp_pat
     write_record(tmp_path, replace(record, host={**record.host, "threads": '{"OMP_NUM_THREADS": "1"}'}))
     threads = '{"torch": 1, "OMP_NUM_THREADS": "2"}'
     write_run(tmp_path, sweep, "b0", "base", GO2, throughput=1.0, audit_threads=threads)
-    md = to_markdown(make_report(tmp_path, sweep))
+    md = report_markdown(make_report(tmp_path, sweep))
     assert "| bench threads |" in md and "torch=1 OMP=2" in md
     assert '"OMP_NUM_THREADS": "1"' not in md

@@ -80,7 +80,7 @@ def test_the_fixture_has_each_verdict(report):
 
 
 def test_a_suite_report_sorts_its_cases_by_change_with_a_geometric_mean_row(report, tmp_path):
-    from orchestrator.render.markdown import to_markdown
+    from orchestrator.render.markdown import report_markdown
 
     (suite,) = report.suites
     assert suite.side == "cand" and suite.metric == "time_ms" and suite.paired and suite.rounds == 4
@@ -93,7 +93,7 @@ def test_a_suite_report_sorts_its_cases_by_change_with_a_geometric_mean_row(repo
                                                           values="time_ms")
     logs = np.log(runs.xs("cand", axis=1, level="side")) - np.log(runs.xs("base", axis=1, level="side"))
     assert suite.geomean == pytest.approx(float(np.exp(logs.to_numpy().mean())), rel=1e-12)
-    md = to_markdown(report)
+    md = report_markdown(report)
     section = md[md.index("## Suite: time_ms, cand / base"):]
     assert section.index("| slow |") < section.index("| same |")
     assert f"| geometric mean (4 cases, 4 rounds, paired) |  |  | {suite.geomean:.3f} | 95% CI" in section

@@ -10,7 +10,7 @@ import pyarrow.dataset as ds
 import pytest
 from test_results import outcome, planned
 
-from orchestrator.render.history import HistoryQuery, load_history
+from orchestrator.analysis.history_model import HistoryQuery, load_case_history
 from orchestrator.store.parquet import write_run
 from orchestrator.store.query import Where, read_runs, run_statuses
 from orchestrator.store.reuse import MEASURED_FILTER, REUSED_COLUMN, RunPool
@@ -69,7 +69,7 @@ def test_a_copy_of_a_copy_names_the_measured_run(donor):
 
 def test_readers_across_sweeps_count_a_measurement_once(donor):
     RunPool(donor / "results", ["s1"]).reuse(planned(donor, "n1", "s2"), HOST)
-    history = load_history(donor / "results", HistoryQuery(case="sac/g1_walk_flat/mujoco"))
+    history = load_case_history(donor / "results", HistoryQuery(case="sac/g1_walk_flat/mujoco")).runs
     assert history["run_key"].tolist() == ["r1", "r2"], "shasweep history: the copy is not a sample"
     runs = ds.dataset(str(donor / "results" / "runs"), format="parquet").to_table(filter=MEASURED_FILTER)
     assert sorted(runs.column("run_key").to_pylist()) == ["r1", "r2"], "the drift / noise filter"

@@ -7,7 +7,7 @@ import test_report as runs_fixture  # the documented runs schema written by hand
 
 from orchestrator.analysis.report_model import make_report
 from orchestrator.errors import SpecError
-from orchestrator.render.markdown import to_markdown
+from orchestrator.render.markdown import report_markdown
 from orchestrator.spec.load import load_spec
 from orchestrator.spec.schema import REPORT_METRICS
 from orchestrator.store.records import read_record, write_record
@@ -66,9 +66,9 @@ def test_report_rows_follow_the_sweeps_metrics_and_mark_unreported_ones(tmp_path
     assert report.metrics == ["throughput", *SUB_PHASES, "physics_ms"], "a gate's metric is appended"
     compute = {r.side: r for r in report.rows if r.metric == SUB_PHASES[0]}
     assert compute["cand"].ratio == pytest.approx(1.1 / 2.1)
-    lines = {line.split(" | ")[0].lstrip("| "): line for line in to_markdown(report).splitlines()}
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in report_markdown(report).splitlines()}
     assert lines[SUB_PHASES[1]].count("not reported") == 2, "both sides ran ok but never timed it"
-    assert "update_state_ms" not in lines and "no ok runs" not in to_markdown(report)
+    assert "update_state_ms" not in lines and "no ok runs" not in report_markdown(report)
 
 
 def test_records_without_metrics_keep_the_standard_rows(tmp_path):

@@ -15,9 +15,9 @@ import pyarrow.dataset as ds
 import pytest
 from store_roots import CASES, plain_runs, plain_steps, runs_seen, steps_seen, write_sweep
 
+from orchestrator.analysis.history_model import HistoryQuery, load_case_history
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_INVALID, EXIT_OK
-from orchestrator.render.history import HistoryQuery, load_history
 from orchestrator.store import compact, index, query
 from orchestrator.store.query import Where
 from orchestrator.store.records import read_record, sweep_lock, write_record
@@ -118,14 +118,14 @@ def test_a_question_across_sweeps_opens_only_the_files_that_hold_its_runs(tmp_pa
 
 
 def test_history_reads_summary_rows_unless_steps_are_asked_for(root, opened):
-    history = load_history(root, HistoryQuery(case=CASES[0], metric="physics_ms"))
+    history = load_case_history(root, HistoryQuery(case=CASES[0], metric="physics_ms")).runs
     assert not [p for p in opened if "steps" in p.parts], "history reads the runs table only"
     assert history["physics_ms"].eq(2.0).all(), "the run's own mean (from its summary)"
-    medians = load_history(root, HistoryQuery(case=CASES[0], metric="physics_ms", steps=True))
+    medians = load_case_history(root, HistoryQuery(case=CASES[0], metric="physics_ms", steps=True)).runs
     assert [p for p in opened if "steps" in p.parts]
     assert medians["physics_ms"].eq(4.0).all(), "median of the measured steps 3, 4, 5 ms"
     with pytest.raises(Exception, match="no measured steps of phase 'nope_ms'"):
-        load_history(root, HistoryQuery(case=CASES[0], metric="nope_ms", steps=True))
+        load_case_history(root, HistoryQuery(case=CASES[0], metric="nope_ms", steps=True))
 
 
 def test_compaction_writes_the_index_and_readers_trust_it(root, capsys, monkeypatch):

@@ -24,7 +24,7 @@ from orchestrator.analysis.verdicts import (
     gates_exit_code,
 )
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_RUN_FAILED, SpecError
-from orchestrator.render.markdown import to_markdown
+from orchestrator.render.markdown import report_markdown
 from orchestrator.spec.load import load_spec
 from orchestrator.spec.schema import GateSpec
 
@@ -149,7 +149,7 @@ def test_report_shows_interval_p_value_n_detectable_and_verdict(tmp_path):
     cand, base = np.log([200.0, 220.0, 180.0]), np.log([100.0, 110.0, 90.0])
     expected = sps.ttest_ind(cand, base).confidence_interval()
     assert (c.low, c.high) == pytest.approx((math.exp(expected.low), math.exp(expected.high)))
-    md = to_markdown(report)
+    md = report_markdown(report)
     interval = format_interval(c)
     assert (f"| >= 1.5x and <= 1.9x | 2.000 | **INCONCLUSIVE** | {interval} | {format_p(c)} | "
             f"3 vs 3 unpaired | {format_detectable(report.gates[0])} |") in md

@@ -24,14 +24,16 @@ from orchestrator.errors import InvalidInputError, interruption
 from orchestrator.plan.bisect_search import BAD, FOUND, SKIP, BisectSearch, Commit, first_parent_history
 from orchestrator.plan.expand import resolve_sweep
 from orchestrator.plan.refs import repo_root, resolve_ref
-from orchestrator.plan.roots import check_writable, results_root_for
+from orchestrator.plan.roots import check_writable
 from orchestrator.session.options import RunOptions
+from orchestrator.session.recorded import locate_results, reports_dir
 from orchestrator.session.sweep import SweepPlan, resume, run_sweep
 from orchestrator.spec.bisect_sweep import CANDIDATE_SIDE, GOOD_SIDE, load_bisect_spec
 from orchestrator.spec.load import revalidated
 from orchestrator.spec.record import spec_from_json, spec_to_json
 from orchestrator.spec.schema import SideSpec, SweepSpec
 from orchestrator.store import bisects
+from orchestrator.store.atomic import write_text_atomic
 from orchestrator.store.records import creation_order, next_sequence, read_record, sweeps_dir
 
 if TYPE_CHECKING:
@@ -76,6 +78,24 @@ class BisectRun:
     def index_of(self, sha: str) -> int:
         return [c.sha for c in self.commits].index(sha)
 
+    @property
+    def record_path(self) -> Path:
+        return bisects.bisect_path(self.root, self.bisect_id)
+
+    def steps_markdown(self) -> str:
+        """The steps taken, one row each, as a Markdown table (``render.bisect_page``)."""
+        from orchestrator.render.bisect_page import bisect_steps_table
+        from orchestrator.render.markdown import markdown_table
+
+        return markdown_table(bisect_steps_table(self.record))
+
+    def write_page(self) -> Path:
+        """Write the bisect's HTML page (Bokeh) to ``<results>/reports/bisect-<id>.html``; its path."""
+        from orchestrator.render.bisect_page import bisect_page
+
+        path = reports_dir(self.root) / f"bisect-{self.bisect_id}.html"
+        return write_text_atomic(path, bisect_page(self.record).render())
+
 
 def bisect(spec_path: str | Path, overrides: Sequence[str], options: BisectOptions,
            run: RunOptions | None = None, *, cwd: Path | None = None) -> BisectRun:
@@ -112,7 +132,7 @@ def resume_bisect(bisect_id: str, results_root: str | Path = "results", run: Run
     step done reused, an interrupted step's sweep resumed."""
     run = run or RunOptions()
     run.security()
-    root = results_root_for(results_root, cwd or Path.cwd())
+    root = locate_results(results_root, cwd=cwd)
     bisect_id = bisects.latest_bisect_id(root) if bisect_id == "latest" else bisect_id
     record = bisects.read_bisect(root, bisect_id)
     where = f"cannot resume bisect {bisect_id!r} ({bisects.bisect_path(root, bisect_id)})"

@@ -1,0 +1,128 @@
+"""The report of a recorded sweep (docs/design.md, "Data flow", step 6): its files under
+``<results>/reports/`` (Markdown, CSV, the verdicts JSON, the HTML page on request), the compact report
+on the terminal, and the documents other tools read (Bencher's BMF, JUnit XML, a GitHub summary).
+
+The model is ``SweepRun.report()`` (``analysis.report_model.Report``); ``render`` turns it into text,
+and this module writes that text: every file atomically (``store.atomic``), before anything is
+printed (a closed pipe cannot cost a file)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.errors import InvalidInputError
+from orchestrator.session.recorded import SweepRun, reports_dir
+from orchestrator.store.atomic import write_text_atomic
+
+if TYPE_CHECKING:
+    from orchestrator.analysis.report_model import Report
+
+EXPORT_FORMATS: tuple[str, ...] = ("bmf", "junit", "gh")  # documents for other tools
+
+
+@dataclass(frozen=True)
+class ExportedReport:
+    """A report as a document for another tool: its text, the file it was written to (None: not
+    written) and the report's exit code."""
+
+    text: str
+    path: Path | None
+    exit_code: int
+
+
+def write_report_files(run: SweepRun, report: Report, *, html: bool = False) -> list[Path]:
+    """Write ``reports/<id>.md``, ``.csv``, ``.verdicts.json`` (and ``.html`` when asked); their paths.
+    Damaged steps files of the sweep are named (a warning) first."""
+    from orchestrator.render.markdown import report_markdown, to_frame
+    from orchestrator.render.verdicts_json import verdicts_text
+    from orchestrator.store.atomic import write_with
+    from orchestrator.store.query import check_files
+
+    check_files(run.results_root, run.sweep_id)
+    out = reports_dir(run.results_root)
+    out.mkdir(parents=True, exist_ok=True)
+    md, csv = out / f"{run.sweep_id}.md", out / f"{run.sweep_id}.csv"
+    write_text_atomic(md, report_markdown(report))
+    frame = to_frame(report)
+    write_with(csv, lambda tmp: frame.to_csv(tmp, index=False))
+    written = [md, csv, write_text_atomic(out / f"{run.sweep_id}.verdicts.json", verdicts_text(report))]
+    if html:
+        written.append(write_sweep_html(run, report))
+    return written
+
+
+def write_sweep_html(run: SweepRun, report: Report) -> Path:
+    """Write the sweep's HTML page (``render.sweep_page``: Bokeh) to ``reports/<id>.html``."""
+    from orchestrator.analysis.plotted_runs import load_plotted_runs
+    from orchestrator.render.sweep_page import sweep_page
+
+    page = sweep_page(report, load_plotted_runs(run.results_root, report))
+    return write_text_atomic(reports_dir(run.results_root) / f"{run.sweep_id}.html", page.render())
+
+
+def show_report(run: SweepRun, *, html: bool = False, before_verdict: Callable[[int], None] | None = None
+                ) -> int:
+    """Write the report's files, print the compact report fitted to the terminal, where the files are,
+    and the verdict line last (``before_verdict(exit code)`` may print just above it); the exit code."""
+    from orchestrator.render.console import terminal_console
+    from orchestrator.render.terminal import render_report, report_verdict_line
+
+    report = run.report()
+    written = write_report_files(run, report, html=html)
+    console = terminal_console()
+    console.print(render_report(report, console.width))
+    console.print(f"full report in {_shown(written[0].parent)}: " + ", ".join(p.name for p in written),
+                  overflow="fold")
+    if before_verdict is not None:
+        before_verdict(report.exit_code)
+    console.print(report_verdict_line(report), overflow="fold")
+    return report.exit_code
+
+
+def export_report(run: SweepRun, fmt: str, *, side: str | None = None, out: Path | None = None
+                  ) -> ExportedReport:
+    """The report as ``fmt`` (``EXPORT_FORMATS``), written to ``out`` when given; ``side``: the side
+    whose numbers a BMF document holds (default: the first non-baseline side)."""
+    import json
+
+    from orchestrator.render.bmf import bmf_document
+    from orchestrator.render.gh_summary import gh_markdown
+    from orchestrator.render.junit import junit_xml
+
+    if fmt not in EXPORT_FORMATS:
+        raise InvalidInputError(f"{fmt!r} is not one of {', '.join(EXPORT_FORMATS)}", "--format")
+    if side is not None and fmt != "bmf":
+        raise InvalidInputError("applies to --format bmf only", "--side")
+    report = run.report()
+    if fmt == "bmf":
+        text = json.dumps(bmf_document(report, side), indent=2, allow_nan=False) + "\n"
+    else:
+        text = junit_xml(report) if fmt == "junit" else gh_markdown(report)
+    return ExportedReport(text, None if out is None else write_text_atomic(out, text), report.exit_code)
+
+
+def import_report_modules() -> None:
+    """Import what the end of a sweep needs (compaction, the report model, Markdown, Bokeh for the HTML
+    page): about a second of a short sweep's end to end, spent while the client waits for its cluster
+    (``RunOptions.while_connecting``). A failure here is left to the code that needs them, which
+    imports them again and says what is wrong."""
+    try:
+        import orchestrator.analysis.plotted_runs  # noqa: F401
+        import orchestrator.analysis.report_model  # noqa: F401
+        import orchestrator.render.markdown  # noqa: F401
+        import orchestrator.render.sweep_page  # noqa: F401
+        import orchestrator.render.terminal  # noqa: F401
+        import orchestrator.store.compact  # noqa: F401
+    except Exception:  # noqa: BLE001 - the report's own import names the problem
+        pass
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current directory when under it (short enough for a terminal line)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
