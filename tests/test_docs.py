@@ -269,14 +269,19 @@ def test_the_lock_path_the_docs_give_is_the_code_s(monkeypatch):
     assert not wrong, "the host lock is <lock dir>/<host_id>.lock:\n" + "\n".join(wrong)
 
 
-def test_the_readme_is_short_and_gives_the_ci_test_commands():
+def test_the_readme_is_short_and_sets_up_in_two_commands_one_of_them_ci_s():
+    """Set-up is two one-line commands, each complete on a fresh machine: install and run the smoke
+    sweep, install and pass the tests (the one ``.ci/run`` runs)."""
     readme = (ROOT / "README.md").read_text()
     assert len(readme.encode()) <= README_MAX_BYTES, f"README.md is {len(readme.encode())} bytes"
-    ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    commands = [line.strip() for line in ci if line.strip().startswith("python3 -m p")]
-    assert len(commands) == 2, commands
-    for command in commands:
-        assert command in readme, f"README.md must show .ci/run's command: {command}"
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip().startswith("python3 -m p")]
+    assert len(ci) == 1 and re.fullmatch(r"python3 -m pip install .+ && python3 -m pytest .+", ci[0]), ci
+    setup = readme.split("## Set up\n")[1].split("\n## ")[0]
+    shown = [body.strip() for body in re.findall(r"```bash\n(.*?)```", setup, re.DOTALL)]
+    assert shown[:2] == [
+        "python3 -m pip install -q -c constraints-cpu.txt -e '.[envruntime]' && "
+        "shasweep run sweeps/smoke.yaml", ci[0]], shown
 
 
 # --- command lines -----------------------------------------------------------------------------------
