@@ -1,16 +1,11 @@
-"""``shasweep compact`` (merge finished sweeps' per-run files, ``store.compact``) and ``shasweep index``
-(bring the results index up to date or rebuild it, ``store.index``)."""
+"""``shasweep compact`` and ``shasweep index``: arguments in, ``session.compaction`` merges finished
+sweeps' per-run files or brings the results index up to date, what it did printed."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from orchestrator.errors import EXIT_OK, EXIT_RUN_FAILED, InvalidInputError
-from orchestrator.plan.expand import results_root_for
-from orchestrator.store import compact, index
-from orchestrator.store import records as sweep_record
-from orchestrator.store.partitions import sweep_partitions
+from orchestrator.session.compaction import SweepCompaction, compact_sweeps, update_index
 
 
 def add_compact_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,61 +25,31 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_compact(args: argparse.Namespace) -> int:
     """Compact the named sweeps (or all); exit 3 when a damaged file keeps one from compacting."""
-    root = _existing_root(args)
-    if bool(args.sweep_ids) == args.all:
-        raise InvalidInputError("name the sweeps to compact, or give --all")
-    if args.all:
-        sweep_ids = sorted(sweep_partitions(root))
-    else:
-        sweep_ids = [sweep_record.resolve_sweep_id(root, sweep_id) for sweep_id in args.sweep_ids]
-        for sweep_id in sweep_ids:
-            if sweep_id not in sweep_partitions(root):
-                raise InvalidInputError(f"sweep {sweep_id!r} has no runs under {root / 'runs'}")
-    code, before, after = EXIT_OK, 0, 0
-    for sweep_id in sweep_ids:
-        try:
-            with sweep_record.sweep_lock(root, sweep_id):
-                if not compact.needs_compaction(root, sweep_id):
-                    continue
-                outcome = compact.compact_sweep(root, sweep_id)
-        except InvalidInputError as exc:  # being run: its client compacts it when it ends
-            if not args.all:
-                raise
-            print(f"skipped {sweep_id}: {exc}")
-            continue
-        if outcome.blocked:
-            print(f"not compacted {sweep_id}: {outcome.blocked}")
-            code = EXIT_RUN_FAILED
-            continue
-        before, after = before + outcome.files_before, after + outcome.files_after
-        dropped = f"; damaged files moved to {root / compact.DAMAGED_DIR}: " + ", ".join(
-            p.name for p in outcome.dropped) if outcome.dropped else ""
-        print(f"compacted {sweep_id}: {outcome.runs} runs, {outcome.files_before} files -> "
-              f"{outcome.files_after}{dropped}")
-    index.fold(root)
-    print(f"{len(sweep_ids)} sweep(s) looked at under {root}: {before} files -> {after}")
-    return code
+    done = compact_sweeps(args.sweep_ids, every=args.all, results_root=args.results, on_sweep=_said)
+    before, after = done.files
+    print(f"{len(done.sweeps)} sweep(s) looked at under {done.results_root}: {before} files -> {after}")
+    return done.exit_code
+
+
+def _said(sweep: SweepCompaction) -> None:
+    """One line on a sweep just looked at (none when it had nothing to compact)."""
+    done = sweep.done
+    if sweep.skipped is not None:
+        print(f"skipped {sweep.sweep_id}: {sweep.skipped}")
+    elif done is not None and done.blocked:
+        print(f"not compacted {sweep.sweep_id}: {done.blocked}")
+    elif done is not None:
+        dropped = f"; damaged files moved to {sweep.damaged_dir}: " + ", ".join(
+            p.name for p in done.dropped) if done.dropped else ""
+        print(f"compacted {sweep.sweep_id}: {done.runs} runs, {done.files_before} files -> "
+              f"{done.files_after}{dropped}")
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Rebuild the index, or bring it up to date, and say what it holds."""
-    root = _existing_root(args)
-    if args.rebuild:
-        table = index.rebuild(root)
-    else:
-        table = index.current(root, columns=["sweep_id", "run_key"])
-        index.fold(root)
-    runs = table.filter(table.column("run_key").is_valid())
-    print(f"index of {root}: {runs.num_rows} runs of {len(set(table.column('sweep_id').to_pylist()))} sweeps "
-          f"({index.index_dir(root) / 'runs.parquet'})")
-    return EXIT_OK
-
-
-def _existing_root(args: argparse.Namespace) -> Path:
-    root = results_root_for(args.results, Path.cwd())
-    if not (root / "runs").is_dir():
-        raise InvalidInputError(f"no runs recorded under {root}", "--results")
-    return root
+    held = update_index(rebuild=args.rebuild, results_root=args.results)
+    print(f"index of {held.results_root}: {held.runs} runs of {held.sweeps} sweeps ({held.path})")
+    return 0
 
 
 def _results_argument(parser: argparse.ArgumentParser) -> None:

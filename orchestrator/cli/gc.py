@@ -1,17 +1,12 @@
-"""``shasweep gc``: remove unused bench worktrees, trim bench logs by age and size (never a running
-run's), remove the stale temporary files of this host's dead writers from a results root and the
-credentials of embedded clusters whose client died; ``--dry-run`` only says what it would remove."""
+"""``shasweep gc``: arguments in, ``session.cleanup`` removes unused bench worktrees, old or excess bench
+logs, stale temporary results files and dead clusters' credentials (``--dry-run``: nothing), each
+printed."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from orchestrator.dispatch.cluster_credentials import stale_credentials
-from orchestrator.plan.roots import results_root_for
-from orchestrator.store.parquet import remove_stale_results_temps, stale_results_temps
-from orchestrator.worker.log_trim import DEFAULT_MAX_AGE_S, DEFAULT_MAX_MIB, logs_to_trim, remove_logs
-from orchestrator.worker.worktrees import WorktreePool, shasweep_home
+from orchestrator.session.cleanup import DEFAULT_MAX_AGE_S, DEFAULT_MAX_MIB, collect_garbage
 
 
 def add_gc_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,26 +25,18 @@ def add_gc_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_gc(args: argparse.Namespace) -> int:
     """Remove unused worktrees, old or excess bench logs and stale temporary results files."""
-    verb = "would remove" if args.dry_run else "removed"
-    pool = WorktreePool()
-    trees = pool.prune(max_age_s=args.max_age_s, dry_run=args.dry_run)
-    for tree in trees:
+    done = collect_garbage(max_age_s=args.max_age_s, logs_max_age_s=args.logs_max_age_s,
+                           logs_max_mib=args.logs_max_mib, results_root=args.results, dry_run=args.dry_run)
+    verb = "would remove" if done.dry_run else "removed"
+    for tree in done.worktrees:
         print(f"{verb} {tree.path} ({tree.repo} @ {tree.sha[:12]})")
-    doomed = logs_to_trim(shasweep_home() / "logs", args.logs_max_age_s, args.logs_max_mib)
-    for logs, why in doomed:
+    for logs, why in done.logs:
         print(f"{verb} {logs.path} ({logs.size / 2**20:.1f} MiB, {why})")
-    root = results_root_for(args.results, Path.cwd())
-    temps = stale_results_temps(root) if args.dry_run else remove_stale_results_temps(root)
-    for temp in temps:
+    for temp in done.temps:
         print(f"{verb} {temp} (temporary file of a writer that is gone)")
-    credentials = stale_credentials()
-    for path in credentials:
+    for path in done.credentials:
         print(f"{verb} {path} (credentials of an embedded cluster whose client is gone)")
-    if not args.dry_run:
-        remove_logs(doomed)
-        for path in credentials:
-            path.unlink(missing_ok=True)
-    freed = sum(logs.size for logs, _ in doomed) / 2**20
-    print(f"{len(trees)} worktree(s) {verb} under {pool.root}; {len(doomed)} run log dir(s) {verb} "
-          f"({freed:.1f} MiB); {len(temps)} stale temporary file(s) {verb} under {root}")
+    print(f"{len(done.worktrees)} worktree(s) {verb} under {done.worktree_root}; {len(done.logs)} run log "
+          f"dir(s) {verb} ({done.freed_mib:.1f} MiB); {len(done.temps)} stale temporary file(s) {verb} "
+          f"under {done.results_root}")
     return 0

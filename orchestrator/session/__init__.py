@@ -29,6 +29,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "documents": ("Document",),
     "compare": ("compare_sweeps", "comparison_document"),
     "history": ("case_history", "history_document"),
+    "listing": ("SweepListing", "SweepRow", "list_sweeps"),
+    "status": ("SweepStatus", "cancel_sweep", "sweep_status"),
+    "waive": ("RecordedWaiver", "record_waiver"),
+    "cleanup": ("Cleanup", "collect_garbage"),
+    "compaction": ("Compaction", "IndexSummary", "SweepCompaction", "compact_sweeps", "update_index"),
 }
 _MODULES: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -30,8 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     "render": {"analysis", "spec", "contract"} | BASE,  # renders the models it is given: loads nothing
     "session": {"spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard",
                 "contract"} | BASE,
-    "cli": {"session", "spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard",
-            "contract"} | BASE,
+    # parses arguments, calls session, prints what it returns: never store, analysis or render itself
+    "cli": {"session", "spec", "plan", "dispatch", "worker", "dashboard", "contract"} | BASE,
     "benchkit": set(),  # a bench's own helper: the standard library only
     "suitekit": {"benchkit"},  # inside a suite's bench process: the standard library, pytest, pyperf
     "__init__": set(),
@@ -107,6 +107,14 @@ def test_only_the_command_line_parses_arguments() -> None:
 def test_every_group_is_in_the_table() -> None:
     groups = {group_of(module_name(p)) for p in PACKAGE.rglob("*.py")}
     assert groups <= set(ALLOWED), f"add these groups to ALLOWED and docs/design.md: {groups - set(ALLOWED)}"
+
+
+def test_the_read_side_has_one_route() -> None:
+    """``cli -> session -> {store, analysis} -> render``: the command line reaches results only through
+    the session, and render renders the models it is given, loading nothing."""
+    assert not ALLOWED["cli"] & {"store", "analysis", "render"}
+    assert "store" not in ALLOWED["render"]
+    assert {"store", "analysis", "render"} <= ALLOWED["session"]
 
 
 def test_imports_run_with_the_flow() -> None:
