@@ -7,7 +7,7 @@ For each size a results root is generated with the project's writer: sweeps of 4
 and cand x 4 of 12 cases x 5 repeats, interleaved), each sweep on one of 3 hosts (one of them this
 machine, so `plan` finds a noise history), the base SHA shared by 5 consecutive sweeps on one host
 (the drift history of the reported sweep). Each run is a row of `store.parquet.run_table` (about 80
-columns: the host record, the audit, 15 phase means) and 50 steps x 12 phases (`steps_table`).
+columns: the host record, the audit, 15 phase means) and 50 steps x 12 phases (`run_steps_table`).
 Finished sweeps are written compacted through `store.compact.write_compacted` (what `shasweep run`
 leaves behind); the latest 3 sweeps (as many as hosts) are per-run files (`write_run`) recorded
 running with their client gone, as after a kill: their number does not grow with the root (until
@@ -56,7 +56,7 @@ from orchestrator.spec.load import load_spec
 from orchestrator.spec.record import SweepRecord, spec_to_json
 from orchestrator.store import query
 from orchestrator.store.compact import write_compacted
-from orchestrator.store.parquet import run_table, steps_table
+from orchestrator.store.parquet import run_steps_table, run_table
 from orchestrator.store.parquet import write_run as write_single_run
 from orchestrator.store.records import write_record
 from orchestrator.store.step_log import StepLog
@@ -131,7 +131,7 @@ class Lab:
                     "finished" if compacted else "running")
         if compacted:
             write_compacted(self.root, sweep_id, pa.concat_tables([run_table(r, x) for r, x in runs]),
-                            pa.concat_tables([steps_table(r, x.steps) for r, x in runs]))
+                            pa.concat_tables([run_steps_table(r, x.steps) for r, x in runs]))
         else:
             for run, result in runs:
                 write_single_run(run, result)

@@ -26,7 +26,7 @@ import pandas as pd
 from orchestrator.analysis import stats
 from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import MetricRow, Report, load_runs, make_report
-from orchestrator.analysis.software import VersionChange, version_changes, versions_of
+from orchestrator.analysis.software import VersionChange, reported_versions, version_changes
 from orchestrator.analysis.stats import change_interval
 from orchestrator.analysis.sweep_diff import settings_differences
 from orchestrator.errors import InvalidInputError
@@ -124,7 +124,7 @@ def compare_reports(before: Report, after: Report, before_runs: pd.DataFrame, af
                   for c, s, m in keys if s != after.baseline]
     else:
         warnings.append(f"baseline: {before.baseline} -> {after.baseline} (no ratios compared)")
-    software = version_changes(versions_of(before_runs), versions_of(after_runs))
+    software = version_changes(reported_versions(before_runs), reported_versions(after_runs))
     return SweepComparison(before, after, cases, sides, changes, ratios, warnings, software, highlight_pct)
 
 

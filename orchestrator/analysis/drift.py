@@ -39,7 +39,12 @@ import pyarrow as pa
 from orchestrator.analysis import stats
 from orchestrator.analysis.changepoints import segments
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
-from orchestrator.analysis.software import SOFTWARE_COLUMNS, describe_changes, version_changes, versions_of
+from orchestrator.analysis.software import (
+    SOFTWARE_COLUMNS,
+    describe_changes,
+    reported_versions,
+    version_changes,
+)
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store import query
 from orchestrator.store.reuse import REUSED_COLUMN
@@ -130,7 +135,7 @@ def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],
         past = earlier[(earlier[keys] == pd.Series(identity, index=keys)).all(axis=1)]
         if past.empty:
             continue
-        software = tuple(describe_changes(version_changes(versions_of(past), versions_of(mine))))
+        software = tuple(describe_changes(version_changes(reported_versions(past), reported_versions(mine))))
         for metric in metrics:
             drift = _metric_drift(mine, past, metric, first_run, threshold)
             if drift is not None:

@@ -35,7 +35,7 @@ class VersionChange:
         return f"{self.package} {'/'.join(self.before) or 'absent'} -> {'/'.join(self.after) or 'absent'}"
 
 
-def versions_of(runs: pd.DataFrame) -> Versions:
+def reported_versions(runs: pd.DataFrame) -> Versions:
     """Every (source, package) version the runs report (a version of null reads ``none``)."""
     found: dict[tuple[str, str], set[str]] = {}
     for column, source in VERSION_COLUMNS.items():

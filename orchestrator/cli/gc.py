@@ -1,4 +1,4 @@
-"""``shasweep gc``: arguments in, ``session.cleanup`` removes unused bench worktrees, old or excess bench
+"""``shasweep gc``: arguments in, ``session.housekeeping`` removes unused bench worktrees, old or excess bench
 logs, stale temporary results files and dead clusters' credentials (``--dry-run``: nothing), each
 printed."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from orchestrator.session.cleanup import DEFAULT_MAX_AGE_S, DEFAULT_MAX_MIB, collect_garbage
+from orchestrator.session.housekeeping import DEFAULT_MAX_AGE_S, DEFAULT_MAX_MIB, collect_garbage
 
 
 def add_gc_arguments(parser: argparse.ArgumentParser) -> None:

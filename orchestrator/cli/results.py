@@ -1,5 +1,5 @@
 """``shasweep report``, ``compare`` and ``history``: arguments in, the session reads the stored results
-(``session.reports``, ``session.compare``, ``session.history``), the output printed or written."""
+(``session.reports``, ``session.comparison``, ``session.run_history``), the output printed or written."""
 
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print the medians of two sweeps side by side with the change in percent."""
-    from orchestrator.session.compare import compare_sweeps, comparison_document
+    from orchestrator.session.comparison import compare_sweeps, comparison_document
 
     root = locate_results(args.results)
     if not args.highlight > 0:
@@ -99,7 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     """Print every recorded run of one case over time."""
-    from orchestrator.session.history import case_history, history_document
+    from orchestrator.session.run_history import case_history, history_document
 
     root = locate_results(args.results)
     history = case_history(args.case, root, side=args.side, sha=args.sha, metric=args.metric,

@@ -27,12 +27,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "recorded": ("SweepRun", "find_sweep", "locate_results"),
     "reports": ("ExportedReport", "export_report", "show_report", "write_report_files"),
     "documents": ("Document",),
-    "compare": ("compare_sweeps", "comparison_document"),
-    "history": ("case_history", "history_document"),
+    "comparison": ("compare_sweeps", "comparison_document"),
+    "run_history": ("case_history", "history_document"),
     "listing": ("SweepListing", "SweepRow", "list_sweeps"),
     "status": ("SweepStatus", "cancel_sweep", "sweep_status"),
     "waive": ("RecordedWaiver", "record_waiver"),
-    "cleanup": ("Cleanup", "collect_garbage"),
+    "housekeeping": ("Cleanup", "collect_garbage"),
     "compaction": ("Compaction", "IndexSummary", "SweepCompaction", "compact_sweeps", "update_index"),
 }
 _MODULES: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -112,7 +112,7 @@ def write_steps(run: PlannedRun, steps: StepSource, path: Path) -> None:
     if log.spooled:
         log.move_spool(path)
     else:
-        write_table(steps_table(run, log), path, WRITE_OPTIONS)
+        write_table(run_steps_table(run, log), path, WRITE_OPTIONS)
 
 
 def write_table(table: pa.Table, path: Path, options: dict) -> None:
@@ -182,7 +182,7 @@ def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, p
     return columns
 
 
-def steps_table(run: PlannedRun, steps: StepLog) -> pa.Table:
+def run_steps_table(run: PlannedRun, steps: StepLog) -> pa.Table:
     """Long format: one row per (step, phase), of the rows ``steps`` holds in memory."""
     return steps.table(run.sweep_id, run.run_key)
 

@@ -15,7 +15,7 @@ from fakebench.fakerepo import make_run
 
 from orchestrator.worker.bench_task import execute_run
 from orchestrator.worker.module_audit import module_reasons, read_modules
-from orchestrator.worker.protocols.json_doc import JsonPathError, lookup, map_document
+from orchestrator.worker.protocols.json_doc import JsonPathError, map_document, number_at
 
 DOC = {"results": [{"fps": 120.5, "phase": {"step_ms": {"mean_ms": 2.0, "samples_ms": [1.0, 2.0, 3.0]}},
                     "name": "fast"}]}
@@ -40,14 +40,14 @@ def test_a_list_gives_step_rows_and_its_mean_a_number_gives_the_mean():
 ])
 def test_a_bad_path_names_the_key_the_path_and_what_was_there(path, words):
     with pytest.raises(JsonPathError) as info:
-        lookup(DOC, path, "json.throughput")
+        number_at(DOC, path, "json.throughput")
     assert str(info.value).startswith(f"json.throughput: {path!r}") and words in str(info.value)
 
 
 def test_not_a_number_is_refused():
     for value in (True, None, float("nan"), [], [1, "2"]):
         with pytest.raises(JsonPathError):
-            lookup({"x": value}, "x", "json.throughput")
+            number_at({"x": value}, "x", "json.throughput")
 
 
 def python_run(repo, tmp_path, code: str, **changes):

@@ -87,10 +87,10 @@ def map_document(document: object, mapping: dict) -> tuple[dict, list[StepRecord
     """(summary, steps) of ``document`` under ``mapping`` (``throughput`` where it maps one, ``phases``,
     ``metrics``, and ``measure_wall_s``, the measured window in seconds, where it names one)."""
     path = mapping.get("throughput")
-    throughput = None if path is None else _mean(lookup(document, path, "json.throughput"))
-    phases = {name: lookup(document, path, f"json.phases.{name}")
+    throughput = None if path is None else _mean(number_at(document, path, "json.throughput"))
+    phases = {name: number_at(document, path, f"json.phases.{name}")
               for name, path in (mapping.get("phases") or {}).items()}
-    metrics = {name: _mean(lookup(document, path, f"json.metrics.{name}"))
+    metrics = {name: _mean(number_at(document, path, f"json.metrics.{name}"))
                for name, path in (mapping.get("metrics") or {}).items()}
     steps = [StepRecord(step=i, warmup=False,
                         phases={name: values[i] for name, values in phases.items()
@@ -105,7 +105,7 @@ def map_document(document: object, mapping: dict) -> tuple[dict, list[StepRecord
 
 def number(document: object, path: str, key: str) -> float:
     """The number at dotted ``path``; ``JsonPathError`` naming ``key`` for anything else."""
-    value = lookup(document, path, key)
+    value = number_at(document, path, key)
     if isinstance(value, list):
         raise JsonPathError(f"{key}: {path!r} is a list of {len(value)}, not a number")
     return value
@@ -121,7 +121,7 @@ def versions_of(document: object, path: str | None) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in node.items()}
 
 
-def lookup(document: object, path: str, key: str) -> float | list[float]:
+def number_at(document: object, path: str, key: str) -> float | list[float]:
     """The number or list of numbers at dotted ``path``; ``JsonPathError`` naming ``key`` otherwise."""
     node = walk(document, path, key)
     if _is_number(node):
