@@ -1,5 +1,6 @@
-"""The command line: one small module per verb (``run``, ``results``, ``status``, ``gc``), the
-long-running servers (``servers``), and ``main``. May import every step; nothing imports ``cli``."""
+"""The command line: one small module per verb (``run``, ``results``, ``status``, ``gc``): it parses
+arguments, calls the session and prints what it returns; the long-running servers (``servers``), and
+``main``. Its imports: docs/design.md, "Import rules"."""
 
 from orchestrator.cli.main import main
 

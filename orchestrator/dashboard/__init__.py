@@ -1,5 +1,5 @@
-"""The live shasweep board on the Dask dashboard, as a scheduler preload (may import ``contract``,
-``errors`` only).
+"""The live shasweep board on the Dask dashboard, as a scheduler preload (its imports: docs/design.md,
+"Import rules").
 
 ``dask scheduler --preload orchestrator.dashboard`` (``shasweep scheduler`` and the embedded
 cluster of ``shasweep run`` do this) adds ``BoardPlugin`` to the scheduler and serves the page

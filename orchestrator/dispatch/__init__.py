@@ -1,4 +1,3 @@
-"""Step 3, dispatch (client side): the cluster connection, the strictly serial dispatcher, the
-bench hosts a sweep runs on and the fleet's round dispatch, progress.
-May import ``plan``, ``worker`` (the task it submits), ``store``, ``spec``, ``dashboard``, ``contract``,
-``errors``."""
+"""Step 3, dispatch (client side): the cluster connection and TLS, the dispatcher (one entry, a serial
+and a fleet loop), the bench hosts a sweep runs on and the fleet's rounds, adaptive rounds, the first
+ok run's check of a bench's gate metrics, progress. Its imports: docs/design.md, "Import rules"."""

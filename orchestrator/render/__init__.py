@@ -1,2 +1,3 @@
-"""Step 7, rendering: report tables, Markdown/CSV, HTML pages and plots, compare and history.
-May import ``analysis``, ``store``, ``spec``, ``contract``, ``errors``."""
+"""Step 7, rendering: the models it is given (``analysis``) as report tables, Markdown/CSV text, HTML
+pages and plots, compare and history, documents for other tools; it loads and writes nothing (the
+session writes what it returns). Its imports: docs/design.md, "Import rules"."""

@@ -1,2 +1,3 @@
-"""Step 5, the store: Parquet run and step files (written atomically, read back) and the sweep
-record file. May import ``contract``, ``errors``."""
+"""Step 5, the store: Parquet run and step files (written atomically), the one read layer (``query``),
+the index, compaction, reuse, and the sweep and bisect record files. Its imports: docs/design.md,
+"Import rules"."""

@@ -1,7 +1,9 @@
-"""The orchestrator's imports run with the flow of a sweep (docs/design.md, "Code layout").
+"""The orchestrator's imports run with the flow of a sweep.
 
-Every module under ``orchestrator/`` is parsed (imports inside functions and ``TYPE_CHECKING``
-blocks count too) and each import of another orchestrator group must be allowed by ``ALLOWED``.
+``ALLOWED`` is the rule, stated once: docs/design.md ("Import rules") quotes it, checked here, and
+the package docstrings point there. Every module under ``orchestrator/`` is parsed (imports inside
+functions and ``TYPE_CHECKING`` blocks count too) and each import of another orchestrator group must
+be allowed by ``ALLOWED``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "orchestrator"
 
 # group -> the groups it may import (besides itself). A group is a subpackage or a top-level module.
-BASE = {"capabilities", "errors"}  # what every group may import
+BASE = {"capabilities", "errors"}  # what every group of the orchestrator's own process may import
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "capabilities": set(),
@@ -41,6 +43,8 @@ MODULE_EXCEPTIONS: dict[str, set[str]] = {
     "analysis": {"orchestrator.worker.run_audit"},  # the worker's per-run audit, for rows stored without it
 }
 FORBIDDEN_PACKAGES = ("envruntime",)  # the two packages share only the run protocol
+DESIGN = ROOT / "docs" / "design.md"
+DESIGN_TABLE = "| orchestrator group | may import |"
 
 
 def module_name(path: Path) -> str:
@@ -93,6 +97,33 @@ def violations(package: Path = PACKAGE) -> list[str]:
                 wrong.append(f"{where}: {source} imports {target} ({source} may import "
                              f"{', '.join(sorted(ALLOWED[source])) or 'nothing'})")
     return wrong
+
+
+def quoted_table(text: str) -> dict[str, set[str]]:
+    """The design's table: group -> the groups listed in its second column ("nothing": none)."""
+    lines = text[text.index(DESIGN_TABLE):].splitlines()[2:]  # below the header and its rule
+    body = lines[:next((i for i, line in enumerate(lines) if not line.startswith("|")), len(lines))]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in body]
+    return {row[0].strip("`"): set() if row[1] == "nothing" else {g.strip() for g in row[1].split(",")}
+            for row in rows}
+
+
+def test_the_design_quotes_this_table() -> None:
+    """docs/design.md's table lists, group by group, exactly what ``ALLOWED`` allows, and names every
+    module exception."""
+    text = DESIGN.read_text(encoding="utf-8")
+    quoted = quoted_table(text)
+    assert quoted == ALLOWED, {g: (quoted.get(g), ALLOWED.get(g)) for g in {*quoted, *ALLOWED}
+                               if quoted.get(g) != ALLOWED.get(g)}
+    for modules in MODULE_EXCEPTIONS.values():
+        assert all(m.removeprefix("orchestrator.") in text for m in modules)
+
+
+def test_a_drifted_quote_is_caught() -> None:
+    text = DESIGN.read_text(encoding="utf-8")
+    drifted = text.replace("| `render` | analysis, spec,", "| `render` | analysis, store, spec,")
+    assert drifted != text
+    assert quoted_table(drifted)["render"] == ALLOWED["render"] | {"store"}
 
 
 def test_only_the_command_line_parses_arguments() -> None:
