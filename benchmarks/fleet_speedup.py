@@ -82,7 +82,7 @@ def main() -> None:
             outcome = dispatch_runs(plan, scheduler=scheduler, continue_on_error=False, show_progress=False,
                                 hosts=list(HOSTS[:count]))
             walls[count] = time.monotonic() - started
-            assert all(o["status"] == "ok" for o in outcome.runs), [o["error"] for o in outcome.runs]
+            assert all(o.status == "ok" for o in outcome.runs), [o.error for o in outcome.runs]
             speedup = walls[1] / walls[count]
             print(f"{count} host(s): {walls[count]:7.1f} s, speed-up {speedup:.2f} "
                   f"({speedup / count:.2f} x the host count)")

@@ -165,7 +165,8 @@ class Lab:
             "repo": "/lab/repo", "results_root": str(self.root), "planned_runs": len(runs), "spec": spec,
             "sides": {side: {"ref": side, "sha": sha, "variant": "manager", "params": {"num_envs": 4096},
                              "env": {}} for side, sha in shas.items()},
-            "host": host.as_dict(), "outcomes": [run.outcome(host_id=host.id, status="ok") for run in runs]}))
+            "host": host.as_dict(),
+            "outcomes": [run.outcome(host_id=host.id, status="ok").to_json() for run in runs]}))
 
 
 def generate(root: Path, runs: int, spec: dict) -> float:

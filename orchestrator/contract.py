@@ -180,12 +180,60 @@ class PlannedRun:
         """Plain-dict form (for JSON and Parquet columns)."""
         return asdict(self)
 
-    def outcome(self, **fields: object) -> dict:
-        """The outcome dict the dispatcher records for this run: its identity, every result field
-        None, then ``fields`` (``status``, ``error``, ``throughput``, ...)."""
-        return {"run_key": self.run_key, "order": self.order, "side": self.side, "case": self.case,
-                "sha": self.sha, "repeat": self.repeat, "host_id": None, "status": None, "error": None,
-                "throughput": None, "wall_s": None, "exit_code": None, **fields}
+    def outcome(self, **fields: object) -> Outcome:
+        """This run's outcome: its identity and ``fields`` (``status``, ``error``, ``throughput``, ...)."""
+        return Outcome(run_key=self.run_key, order=self.order, side=self.side, case=self.case, sha=self.sha,
+                       repeat=self.repeat, **fields)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """One run as its bench task ended it (or the dispatcher, for a run whose task never reported): what
+    the task returns, what its ``finished`` event carries as JSON (``to_json``; a newer field is one
+    more key) and what the dispatcher decides by and records (``spec.record.RunOutcome`` keeps part)."""
+
+    run_key: str
+    order: int
+    side: str
+    case: str
+    sha: str
+    repeat: int
+    host_id: str | None = None
+    status: RunStatus
+    error: str | None = None
+    throughput: float | None = None
+    wall_s: float | None = None
+    exit_code: int | None = None
+    started_at: str | None = None  # ISO 8601
+    ended_at: str | None = None
+    log_dir: str | None = None
+    runs_file: str | None = None
+    steps_file: str | None = None
+    reported: tuple[str, ...] | None = None  # an ok run's metric names with a value; None: not known
+    lock_wait_s: float | None = None
+    cases: int | None = None  # a suite run: how many cases it stored
+    ran_in: str | None = None  # a lockstep sweep's run: lockstep | interleaved
+    fallback: str | None = None  # why its case fell back to interleaved
+    no_control: bool = False  # a lockstep round stopped by a bench without the control channel
+    reused_from: str | None = None  # ``<sweep_id>/<run_key>`` of the run ``store.reuse`` copied
+
+    def __post_init__(self) -> None:
+        check_status(self.status)
+
+    def to_json(self) -> dict:
+        """Plain JSON values, every field a key."""
+        values = asdict(self)
+        values["reported"] = None if self.reported is None else list(self.reported)
+        return values
+
+    @classmethod
+    def from_json(cls, values: dict) -> Outcome:
+        """The outcome ``to_json`` gave (keys it does not know ignored); ``ValueError`` or ``TypeError``
+        when it is not one."""
+        known = {name: values[name] for name in cls.__dataclass_fields__ if name in values}
+        if isinstance(known.get("reported"), list):
+            known["reported"] = tuple(known["reported"])
+        return cls(**known)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from distributed import Client, Event, Future, wait
 
-from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, cancel_event_name, scheduler_lost
+from orchestrator.contract import PROGRESS_TOPIC, Outcome, PlannedRun, cancel_event_name, scheduler_lost
 from orchestrator.dashboard import page_url
 from orchestrator.dashboard.plugin import board_installed
 from orchestrator.dispatch.cluster import connect
@@ -50,14 +50,14 @@ CANCELLED_REASON = "cancelled with `shasweep cancel`"
 
 OnConnect = Callable[[str, str | None], None]  # (scheduler address, dashboard URL)
 MoreRuns = Callable[[], list[PlannedRun]]  # the next runs to dispatch once the list is done; [] ends
-CheckOutcome = Callable[[dict], str | None]  # a reason to stop the sweep after this outcome, or None
+CheckOutcome = Callable[[Outcome], str | None]  # a reason to stop the sweep after this outcome, or None
 
 
 @dataclass
 class SweepOutcome:
-    """What ``dispatch_runs`` did: one outcome dict per planned run, in plan order."""
+    """What ``dispatch_runs`` did: one outcome per planned run, in plan order."""
 
-    runs: list[dict]
+    runs: list[Outcome]
     host: dict
     stopped_early: bool = False
     stop_reason: str | None = None
@@ -74,7 +74,7 @@ class SweepOutcome:
             record, status="stopped" if self.stopped_early else "finished", stopped_reason=self.stop_reason,
             host=self.host, dashboard_url=self.dashboard_url, wall_s=self.wall_s,
             ended=datetime.now(UTC).isoformat(timespec="seconds"),
-            outcomes=tuple(RunOutcome.of(run) for run in self.runs), planned_runs=len(self.runs),
+            outcomes=tuple(RunOutcome.of(run.to_json()) for run in self.runs), planned_runs=len(self.runs),
             hosts=tuple(self.hosts), requeued_rounds=tuple(self.requeued))
 
 
@@ -161,11 +161,11 @@ class _Dispatch:
     more: MoreRuns | None
     check: CheckOutcome | None = None
     _next_cancel_look: float = 0.0
-    announced: dict[str, dict] = field(default_factory=dict)  # run key -> the outcome its task published
+    announced: dict[str, Outcome] = field(default_factory=dict)  # run key -> the outcome its task published
     current: Unit = field(default_factory=list)  # the unit (a run, a lockstep round) the serial loop waits on
-    finished: list[dict] = field(default_factory=list)  # the serial loop's outcomes so far
+    finished: list[Outcome] = field(default_factory=list)  # the serial loop's outcomes so far
 
-    def stop_after(self, outcome: dict) -> str | None:
+    def stop_after(self, outcome: Outcome) -> str | None:
         """Why the sweep stops after ``outcome`` (``_stop_after``, or ``check``'s reason), if it does."""
         return _stop_after(outcome, self.continue_on_error) or (self.check(outcome) if self.check else None)
 
@@ -175,9 +175,9 @@ class _Dispatch:
         _, msg = event
         if (isinstance(msg, dict) and msg.get("event") == "finished" and isinstance(msg.get("outcome"), str)
                 and msg.get("sweep_id") == self.runs[0].sweep_id and msg.get("token") == self.runs[0].token):
-            with contextlib.suppress(ValueError):  # not JSON: the task's result is fetched instead
-                if isinstance(outcome := json.loads(msg["outcome"]), dict):
-                    self.announced[str(msg.get("run_key"))] = outcome
+            with contextlib.suppress(ValueError, TypeError):  # not one: the task's result is fetched instead
+                if isinstance(values := json.loads(msg["outcome"]), dict):
+                    self.announced[str(msg.get("run_key"))] = Outcome.from_json(values)
         self.progress.handle_event(event)
 
     def cancel_requested(self) -> bool:
@@ -216,7 +216,7 @@ class _Dispatch:
 class _Ended:
     """How a loop ended: the outcomes of the runs it finished, and why it stopped early, if it did."""
 
-    outcomes: list[dict]
+    outcomes: list[Outcome]
     stop_reason: str | None = None
     requeued: list[str] = field(default_factory=list)  # fleet rounds redone after their host died
 
@@ -245,7 +245,7 @@ def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
             sweep.progress.run_finished(outcome)
             if future is None or future.status != "finished":  # a finished task published its own
                 sweep.client.log_event(PROGRESS_TOPIC, _finished_message(run, outcome))
-        if stop_reason is None and (any(o["status"] == "cancelled" for o in got) or sweep.cancel_requested()):
+        if stop_reason is None and (any(o.status == "cancelled" for o in got) or sweep.cancel_requested()):
             stop_reason = CANCELLED_REASON
         reasons = (sweep.stop_after(outcome) for outcome in got)
         stop_reason = stop_reason or next(filter(None, reasons), None)
@@ -258,19 +258,19 @@ def _scheduler_lost(sweep: _Dispatch, address: str) -> _Ended:
     """How a loop ended whose scheduler went away: said in one line; the unit it waited for failed."""
     reason = scheduler_lost(address, sweep.current[0].run_key if sweep.current else None)
     print(f"shasweep: {reason}", file=sys.stderr, flush=True)
-    finished = {outcome["run_key"] for outcome in sweep.finished}
+    finished = {outcome.run_key for outcome in sweep.finished}
     lost = [_failed(run, reason) for run in sweep.current if run.run_key not in finished]
     return _Ended([*sweep.finished, *lost], reason)
 
 
-def _stop_after(outcome: dict, continue_on_error: bool) -> str | None:
+def _stop_after(outcome: Outcome, continue_on_error: bool) -> str | None:
     """Why the sweep stops after ``outcome``: a run not ok (unless ``continue_on_error``), or always, a
     lockstep round whose bench at some SHA has no control channel (``lockstep.fallback: stop``)."""
-    if outcome["status"] == "ok" or (continue_on_error and not outcome.get("no_control")):
+    if outcome.status == "ok" or (continue_on_error and not outcome.no_control):
         return None
-    where = f" on host {outcome['host_id']}" if outcome.get("host_id") else ""
-    return (f"run #{outcome['order']} ({outcome['side']} {outcome['case']} repeat {outcome['repeat']}) "
-            f"{outcome['status']}{where}: {outcome['error']}")
+    where = f" on host {outcome.host_id}" if outcome.host_id else ""
+    return (f"run #{outcome.order} ({outcome.side} {outcome.case} repeat {outcome.repeat}) "
+            f"{outcome.status}{where}: {outcome.error}")
 
 
 def _fleet_loop(sweep: _Dispatch) -> _Ended:
@@ -303,13 +303,13 @@ def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
     return run_rounds(sweep.client, split_rounds(runs), sweep.hosts, hooks)
 
 
-def _every_outcome(runs: list[PlannedRun], ended: _Ended) -> list[dict]:
+def _every_outcome(runs: list[PlannedRun], ended: _Ended) -> list[Outcome]:
     """One outcome per run in plan order: a re-run's last, a stand-in for a run never started."""
-    finished = {outcome["run_key"] for outcome in ended.outcomes}
+    finished = {outcome.run_key for outcome in ended.outcomes}
     outcomes = ended.outcomes + [_not_run(run, ended.stop_reason or "") for run in runs
                                  if run.run_key not in finished]
-    outcomes = list({outcome["run_key"]: outcome for outcome in outcomes}.values())
-    return sorted(outcomes, key=lambda outcome: outcome["order"])
+    outcomes = list({outcome.run_key: outcome for outcome in outcomes}.values())
+    return sorted(outcomes, key=lambda outcome: outcome.order)
 
 
 def task_key(run: PlannedRun) -> str:
@@ -346,23 +346,23 @@ def _planned_message(runs: list[PlannedRun]) -> dict:
                       "repeat": r.repeat} for r in runs]}
 
 
-def _finished_message(run: PlannedRun, outcome: dict) -> dict:
+def _finished_message(run: PlannedRun, outcome: Outcome) -> dict:
     """The run's outcome as the client got it, for the board: it arrives even when the worker died
     before publishing its own (the board keeps whichever final status came first)."""
     return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order, "side": run.side,
             "case": run.case, "event": "finished",
-            **{k: outcome.get(k) for k in ("status", "error", "throughput", "wall_s", "ran_in")}}
+            **{k: getattr(outcome, k) for k in ("status", "error", "throughput", "wall_s", "ran_in")}}
 
 
-def _ended_message(sweep_id: str, outcomes: list[dict], stop_reason: str | None) -> dict:
+def _ended_message(sweep_id: str, outcomes: list[Outcome], stop_reason: str | None) -> dict:
     """Every run's final status (also of runs never started) and why the sweep stopped, if it did."""
     return {"sweep_id": sweep_id, "event": "ended", "stop_reason": stop_reason,
-            "outcomes": [{k: o.get(k) for k in ("run_key", "order", "side", "case", "status", "error",
-                                                 "throughput", "wall_s", "host_id")} for o in outcomes]}
+            "outcomes": [{k: getattr(o, k) for k in ("run_key", "order", "side", "case", "status", "error",
+                                                     "throughput", "wall_s", "host_id")} for o in outcomes]}
 
 
 def _await_unit(client: Client, future: Future, unit: Unit, host: BenchHost,
-                announced: dict[str, dict]) -> list[dict]:
+                announced: dict[str, Outcome]) -> list[Outcome]:
     """The unit's outcomes; a task error or a vanished bench worker becomes ``failed`` outcomes."""
     while True:
         try:
@@ -380,7 +380,7 @@ def _await_unit(client: Client, future: Future, unit: Unit, host: BenchHost,
         return [_failed(run, str(exc)) for run in unit]
 
 
-def _settled(future: Future, unit: Unit, announced: dict[str, dict]) -> list[dict]:
+def _settled(future: Future, unit: Unit, announced: dict[str, Outcome]) -> list[Outcome]:
     """The outcomes of a done bench future, one per run of the unit: those its task published
     (``announced``), else fetched; a task error becomes ``failed`` outcomes. ``LostResult`` when the
     outcome is gone with its worker (a restricted task is never recomputed elsewhere, so waiting for it
@@ -400,20 +400,20 @@ def _settled(future: Future, unit: Unit, announced: dict[str, dict]) -> list[dic
     return [_failed(run, f"the bench task ended as {future.status!r}") for run in unit]
 
 
-def _await_cancelled(future: Future, unit: Unit) -> list[dict]:
+def _await_cancelled(future: Future, unit: Unit) -> list[Outcome]:
     """After setting the cancel event: the unit's own (cancelled) outcomes, or stand-ins."""
     try:
         found = future.result(timeout=CANCEL_GRACE_S)
         return found if isinstance(found, list) else [found]
     except Exception as exc:  # noqa: BLE001 - any failure here still means the run was cancelled
         future.cancel()
-        return [{**_failed(run, f"cancelled; the bench task did not confirm: {exc}"), "status": "cancelled"}
+        return [run.outcome(status="cancelled", error=f"cancelled; the bench task did not confirm: {exc}")
                 for run in unit]
 
 
-def _failed(run: PlannedRun, error: str) -> dict:
+def _failed(run: PlannedRun, error: str) -> Outcome:
     return run.outcome(status="failed", error=error)
 
 
-def _not_run(run: PlannedRun, reason: str) -> dict:
+def _not_run(run: PlannedRun, reason: str) -> Outcome:
     return run.outcome(status="cancelled", error=f"not run: the sweep stopped ({reason})")

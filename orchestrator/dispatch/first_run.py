@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from orchestrator.contract import Outcome
 from orchestrator.spec.protocol_checks import did_you_mean
 from orchestrator.spec.schema import GateSpec
 
@@ -23,17 +24,16 @@ class FirstRunMetrics:
     checked: set[str] = field(default_factory=set)  # cases whose first ok run was checked
     problem: str | None = None  # the first gate metric a bench did not report
 
-    def __call__(self, outcome: dict) -> str | None:
-        reported = outcome.get("reported")
-        case = outcome.get("case")
-        if outcome.get("status") != "ok" or not isinstance(reported, list) or case in self.checked:
-            return None  # a run copied from an earlier sweep carries no list: the next one decides
+    def __call__(self, outcome: Outcome) -> str | None:
+        reported, case = outcome.reported, outcome.case
+        if outcome.status != "ok" or reported is None or case in self.checked:
+            return None  # a run copied from an earlier sweep carries no names: the next one decides
         self.checked.add(case)
         for index, gate in enumerate(self.gates):
             if gate.case in (None, case) and gate.metric not in reported:
                 self.problem = (
                     f"gates[{index}].metric: {gate.metric!r} is not reported by the bench: its first ok run "
-                    f"({outcome.get('side')} {case} repeat {outcome.get('repeat')}) reported "
+                    f"({outcome.side} {case} repeat {outcome.repeat}) reported "
                     f"{', '.join(reported) or 'nothing'}{did_you_mean(gate.metric, reported)}; "
                     "the sweep stopped before its next run")
                 return self.problem

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from distributed import KilledWorker, wait
 
-from orchestrator.contract import PlannedRun
+from orchestrator.contract import Outcome, PlannedRun
 from orchestrator.dispatch.host_choice import BenchHost
 from orchestrator.dispatch.units import Unit, unit_at
 from orchestrator.errors import interruption
@@ -51,9 +51,9 @@ class RoundHooks:
     """
 
     execute: Callable[[BenchHost, Unit], Future]
-    settle: Callable[[Future, Unit], list[dict]]
-    on_outcome: Callable[[dict], None] = lambda outcome: None
-    stop_after: Callable[[dict], str | None] = lambda outcome: None
+    settle: Callable[[Future, Unit], list[Outcome]]
+    on_outcome: Callable[[Outcome], None] = lambda outcome: None
+    stop_after: Callable[[Outcome], str | None] = lambda outcome: None
     cancelled: Callable[[], bool] = lambda: False
     cancel: Callable[[], None] = lambda: None
     on_requeued: Callable[[Round, str, str], None] = lambda runs, host, reason: None  # runs, host id, why
@@ -67,7 +67,7 @@ class LostResult(Exception):
 class FleetResult:
     """What ``run_rounds`` did: the outcome of every run it finished (superseded ones left out)."""
 
-    outcomes: dict[str, dict] = field(default_factory=dict)  # run_key -> outcome, in finishing order
+    outcomes: dict[str, Outcome] = field(default_factory=dict)  # run_key -> outcome, in finishing order
     stop_reason: str | None = None
     requeued: list[str] = field(default_factory=list)  # one line per round that went back to the queue
     rounds_by_host: dict[str, int] = field(default_factory=dict)  # host id -> rounds completed there
@@ -188,7 +188,7 @@ class _Fleet:
             return
         for outcome in outcomes:
             lane.done.append(outcome)
-            self.result.outcomes[outcome["run_key"]] = outcome
+            self.result.outcomes[outcome.run_key] = outcome
             self.hooks.on_outcome(outcome)
             if self.result.stop_reason is None:
                 self.result.stop_reason = self.hooks.stop_after(outcome)
@@ -212,7 +212,7 @@ class _Fleet:
         """Supersede the lane's finished runs, re-queue its round whole, keep the host if it still has
         a bench worker (another worker of the same host id)."""
         for outcome in lane.done:
-            self.result.outcomes.pop(outcome["run_key"], None)
+            self.result.outcomes.pop(outcome.run_key, None)
         for run in lane.job.runs:  # also the run whose files were written but whose outcome died with it
             supersede_run(run.results_root, run.sweep_id, run.run_key, lane.host.host_id)
         first = lane.job.runs[0]
@@ -240,6 +240,6 @@ class _Fleet:
                 continue
             if not (future.status == "error" and isinstance(future.exception(), KilledWorker)):
                 for outcome in self.hooks.settle(future, lane.next_unit):
-                    self.result.outcomes[outcome["run_key"]] = outcome
+                    self.result.outcomes[outcome.run_key] = outcome
                     self.hooks.on_outcome(outcome)
         self.active.clear()

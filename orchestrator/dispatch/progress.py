@@ -25,7 +25,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from orchestrator.contract import PlannedRun
+from orchestrator.contract import Outcome, PlannedRun
 from orchestrator.dashboard.board import eta_seconds
 
 
@@ -99,26 +99,26 @@ class SweepProgress:
                 self._progress.update(self._current, completed=msg.get("done", 0),
                                       description=f"{label} [{phase}]")
 
-    def run_finished(self, outcome: dict) -> None:
+    def run_finished(self, outcome: Outcome) -> None:
         """Advance the sweep bar and print one line for the finished run."""
         with self._lock:
-            self._finished.add(outcome["run_key"])
+            self._finished.add(outcome.run_key)
             self._replace_current(None, None, total=None)
-            if isinstance(outcome.get("wall_s"), int | float):
-                self._walls.append(float(outcome["wall_s"]))
+            if outcome.wall_s is not None:
+                self._walls.append(float(outcome.wall_s))
             if self._overall is not None:
                 self._progress.advance(self._overall)
                 left = eta_seconds(self._walls, self.total_runs - len(self._finished))
                 self._progress.update(self._overall,
                                       eta_at=None if left is None else time.monotonic() + left)
-        throughput = outcome.get("throughput")
-        detail = f"throughput {throughput:,.1f}" if throughput is not None else (outcome.get("error") or "")
-        reused = f" (reused from {outcome['reused_from']})" if outcome.get("reused_from") else ""
-        wait_s = outcome.get("lock_wait_s")
-        long_wait = isinstance(wait_s, float) and wait_s >= 1
+        throughput = outcome.throughput
+        detail = f"throughput {throughput:,.1f}" if throughput is not None else (outcome.error or "")
+        reused = f" (reused from {outcome.reused_from})" if outcome.reused_from else ""
+        wait_s = outcome.lock_wait_s
+        long_wait = wait_s is not None and wait_s >= 1
         waited = f" (waited {wait_s:.0f} s for the host lock)" if long_wait else ""
-        self.say(f"#{outcome.get('order')} {outcome.get('side')} {outcome.get('case')}: "
-                 f"{outcome['status']} {detail.splitlines()[0] if detail else ''}{reused}{waited}")
+        self.say(f"#{outcome.order} {outcome.side} {outcome.case}: "
+                 f"{outcome.status} {detail.splitlines()[0] if detail else ''}{reused}{waited}")
 
     def _replace_current(self, key: str | None, description: str | None, total: int | None) -> None:
         if self._current is not None:

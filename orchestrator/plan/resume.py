@@ -12,16 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from orchestrator.contract import PlannedRun
+from orchestrator.contract import STATUSES, Outcome, PlannedRun
 from orchestrator.errors import InvalidInputError, RefError
 from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan
 from orchestrator.plan.integrity import check_digest
 from orchestrator.plan.refs import repo_root, resolve_ref
 from orchestrator.plan.roots import check_writable
 from orchestrator.spec.load import revalidated, side_settings
-from orchestrator.spec.record import OUTCOME_KEYS, SweepRecord
+from orchestrator.spec.record import SweepRecord
 from orchestrator.store.query import run_statuses
 from orchestrator.store.records import read_record, read_record_json, record_path
 
@@ -61,20 +60,19 @@ class ResumePlan:
         root, sweep_id = self.resolved.results_root, self.record.sweep_id
         return replace(self, record=read_record(root, sweep_id), statuses=run_statuses(root, sweep_id))
 
-    def merged_outcomes(self, dispatched: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def merged_outcomes(self, dispatched: list[Outcome]) -> list[Outcome]:
         """The outcomes of the re-dispatched runs completed with the runs already ok, in plan order."""
-        again = {run["run_key"]: run for run in dispatched}
+        again = {outcome.run_key: outcome for outcome in dispatched}
         earlier = [again.pop(run.run_key, None) or self._earlier_outcome(run) for run in self.runs]
-        return sorted(earlier + list(again.values()), key=lambda outcome: outcome.get("order") or 0)
+        return sorted(earlier + list(again.values()), key=lambda outcome: outcome.order)
 
-    def _earlier_outcome(self, run: PlannedRun) -> dict[str, Any]:
+    def _earlier_outcome(self, run: PlannedRun) -> Outcome:
         """The outcome of a run not dispatched this time: ok, or as its results file left it."""
-        outcome = _ok_outcome(run)
         status = self.statuses.get(run.run_key)
         if status == "ok":
-            return outcome
-        return outcome | {"status": status or "failed", "error": "an earlier attempt left it not ok; "
-                                                                 "the adaptive rounds no longer needed it"}
+            return run.outcome(status="ok")
+        return run.outcome(status=status if status in STATUSES else "failed",
+                           error="an earlier attempt left it not ok; the adaptive rounds no longer needed it")
 
 
 def plan_resume(results_root: Path, sweep_id: str) -> ResumePlan:
@@ -135,8 +133,3 @@ def _check_same_plan(record: SweepRecord, fixed: list[PlannedRun], extra: list[P
     if unknown:
         raise InvalidInputError(f"run keys {', '.join(unknown[:3])} were recorded but are not in the "
                                 "re-planned sweep (recorded by another shasweep version?)", "outcomes")
-
-
-def _ok_outcome(run: PlannedRun) -> dict[str, Any]:
-    """The outcome entry of a run an earlier attempt completed ``ok``."""
-    return {key: getattr(run, key, None) for key in OUTCOME_KEYS} | {"status": "ok", "error": None}

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from orchestrator.contract import PlannedRun
+from orchestrator.contract import Outcome, PlannedRun
 from orchestrator.store.atomic import write_in_order
 from orchestrator.store.parquet import WRITE_OPTIONS, RunFiles, run_files
 from orchestrator.store.query import Where, read_runs, runs_table, steps_table
@@ -47,7 +47,7 @@ class RunPool:
     sweep_ids: list[str]
     _runs: pd.DataFrame | None = field(default=None, repr=False)
 
-    def reuse(self, run: PlannedRun, host_id: str) -> dict | None:
+    def reuse(self, run: PlannedRun, host_id: str) -> Outcome | None:
         """Copy the earliest run of the pool that is the same measurement as ``run`` on ``host_id``
         into ``run``'s sweep; the outcome the dispatcher records for ``run``, or None (run it)."""
         donor = self._match(run, host_id)

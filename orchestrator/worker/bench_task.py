@@ -20,7 +20,6 @@ stream, the results disk) still gets its runs row.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -32,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator.capabilities import Capability
-from orchestrator.contract import HostRecord, PlannedRun, RunResult, StepRecord, host_id
+from orchestrator.contract import HostRecord, Outcome, PlannedRun, RunResult, StepRecord, host_id
 from orchestrator.errors import InvalidInputError, RunCancelledError, SchedulerLostError
 from orchestrator.store.parquet import remove_run
 from orchestrator.worker import module_audit
@@ -55,6 +54,7 @@ from orchestrator.worker.task_channel import (
     dask_cancel_check,
     dask_publisher,
     event,
+    published,
     worker_address,
 )
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool, shasweep_home
@@ -77,8 +77,8 @@ def bench_host_record() -> dict:
     return collect_host(cpus=bench_cpus()).as_dict()
 
 
-def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
-    """Run ``run`` to completion under the host lock and store it; returns its outcome dict.
+def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> Outcome:
+    """Run ``run`` to completion under the host lock and store it; returns its outcome.
 
     Failures of the bench (exit code, protocol, SHA mismatch, timeout) are outcomes, not
     exceptions: they are written to Parquet like any run. So is any error on the worker's side.
@@ -89,7 +89,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
                          cancelled=dask_cancel_check(run))
     if result.cases is not None:
         outcome = _store_suite(run, result)
-        publish(event(run, "finished", status=outcome["status"], error=outcome["error"], throughput=None,
+        publish(event(run, "finished", status=outcome.status, error=outcome.error, throughput=None,
                        wall_s=result.wall_s))
         return outcome
     result, files = store_result(run, audit_result(run, result))
@@ -98,18 +98,11 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> dict:
         throughput=result.throughput, wall_s=result.wall_s, exit_code=result.exit_code,
         started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
         log_dir=str(log_dir), runs_file=str(files.runs), steps_file=str(files.steps),
-        reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s,
+        reported=tuple(result.reported) if result.status == "ok" else (), lock_wait_s=result.lock_wait_s,
     )
     publish(event(run, "finished", status=result.status, error=result.error, throughput=result.throughput,
                    wall_s=result.wall_s, outcome=published(outcome)))
     return outcome
-
-
-def published(outcome: dict) -> str:
-    """``outcome`` as a ``finished`` event carries it, for the dispatcher to take instead of fetching the
-    task's result: JSON text, so it arrives with the types it was sent with (Dask's event messages
-    turn lists into tuples)."""
-    return json.dumps(outcome)
 
 
 def run_log_dir(run: PlannedRun) -> Path:
@@ -147,7 +140,7 @@ def lock_waiter(runs: list[PlannedRun], publish: Publisher) -> Callable[[Holder 
     return waiting
 
 
-def _store_suite(run: PlannedRun, result: RunResult) -> dict:
+def _store_suite(run: PlannedRun, result: RunResult) -> Outcome:
     """Store each case of a suite run as a run of its own (and drop the suite run's own row a failed
     attempt left); the suite run's outcome: ok when every case is, else the first case's failure."""
     stored = [store_result(case_run, audit_result(case_run, case_result))[0]

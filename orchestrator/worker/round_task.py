@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from orchestrator.contract import NO_STEPS, PlannedRun, RunResult, host_id
+from orchestrator.contract import NO_STEPS, Outcome, PlannedRun, RunResult, host_id
 from orchestrator.errors import InvalidInputError, RunCancelledError, SchedulerLostError
 from orchestrator.worker import bench_task
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, note_running
@@ -47,7 +47,7 @@ from orchestrator.worker.prepare import PrepareError
 from orchestrator.worker.protocols import make_reader
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
-from orchestrator.worker.task_channel import Publisher, dask_cancel_check, dask_publisher, event
+from orchestrator.worker.task_channel import Publisher, dask_cancel_check, dask_publisher, event, published
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool
 
 CONTROL_FIFO = "control.fifo"
@@ -63,9 +63,9 @@ class _Player:
     contestant: Contestant
 
 
-def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> list[dict]:
+def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> list[Outcome]:
     """Run the lockstep round ``runs`` (one case, every side once, the same repeat) under the host
-    lock; one outcome dict per run, in the given order. Failures are outcomes, as in ``execute_run``."""
+    lock; one outcome per run, in the given order. Failures are outcomes, as in ``execute_run``."""
     publish = dask_publisher()
     log_dirs = {run.run_key: bench_task.run_log_dir(run) for run in runs}
     results = measure_round(runs, log_dirs, lock_path=lock_path, publish=publish,
@@ -79,10 +79,10 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
             started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
             log_dir=str(log_dirs[run.run_key]), runs_file=str(files.runs), steps_file=str(files.steps),
             ran_in=result.ran_in, fallback=result.fallback, no_control=result.bad_input is not None,
-            reported=result.reported if result.status == "ok" else [], lock_wait_s=result.lock_wait_s))
+            reported=tuple(result.reported) if result.status == "ok" else (), lock_wait_s=result.lock_wait_s))
         publish(event(run, "finished", status=result.status, error=result.error,
                                   throughput=result.throughput, wall_s=result.wall_s, ran_in=result.ran_in,
-                                  outcome=bench_task.published(outcomes[-1])))
+                                  outcome=published(outcomes[-1])))
     return outcomes
 
 

@@ -6,11 +6,19 @@ sweep is never cancelled.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from distributed import Event, get_client, get_worker
 
-from orchestrator.contract import PROGRESS_TOPIC, PlannedRun, cancel_event_name, host_id, scheduler_lost
+from orchestrator.contract import (
+    PROGRESS_TOPIC,
+    Outcome,
+    PlannedRun,
+    cancel_event_name,
+    host_id,
+    scheduler_lost,
+)
 from orchestrator.errors import SchedulerLostError
 
 Publisher = Callable[[dict], None]
@@ -22,6 +30,13 @@ def event(run: PlannedRun, name: str, **fields: object) -> dict:
     return {"sweep_id": run.sweep_id, "run_key": run.run_key, "order": run.order,
             "side": run.side, "case": run.case, "host_id": host_id(), "event": name, "token": run.token,
             **fields}
+
+
+def published(outcome: Outcome) -> str:
+    """``outcome`` as a ``finished`` event carries it, for the dispatcher to take instead of fetching the
+    task's result: JSON text, so it arrives with the types it was sent with (Dask's event messages
+    turn lists into tuples)."""
+    return json.dumps(outcome.to_json())
 
 
 def dask_publisher() -> Publisher:

@@ -27,7 +27,7 @@ def test_interleaved_sweep_runs_serially_in_plan_order(tmp_path, repo):
     plan = [make_run(repo, repo.shas[i % 2], order=i, results_root=results, params=PARAMS) for i in range(6)]
     outcome = dispatch_runs(plan, scheduler=None, continue_on_error=False, show_progress=False)
 
-    assert not outcome.stopped_early and [o["status"] for o in outcome.runs] == ["ok"] * 6
+    assert not outcome.stopped_early and [o.status for o in outcome.runs] == ["ok"] * 6
     assert outcome.dashboard_url.startswith("http://127.0.0.1:")
     assert outcome.host["cpu_logical"] >= 1 and outcome.workers
     runs = pd.read_parquet(results / "runs").sort_values("started_at")
@@ -52,11 +52,11 @@ def test_failure_stops_the_sweep_unless_continue_on_error(tmp_path, repo):
     stopped = dispatch_runs(plan, scheduler=None, continue_on_error=False, show_progress=True)
     assert stopped.stopped_early and "run #1" in stopped.stop_reason
     assert "unknown task 'fake'" in stopped.stop_reason
-    assert [o["status"] for o in stopped.runs] == ["ok", "failed", "cancelled"]
-    assert stopped.runs[2]["error"].startswith("not run")
+    assert [o.status for o in stopped.runs] == ["ok", "failed", "cancelled"]
+    assert stopped.runs[2].error.startswith("not run")
     assert len(pd.read_parquet(results / "runs")) == 2
 
     continued = dispatch_runs(plan, scheduler=None, continue_on_error=True, show_progress=False)
     assert not continued.stopped_early
-    assert [o["status"] for o in continued.runs] == ["ok", "failed", "ok"]
+    assert [o.status for o in continued.runs] == ["ok", "failed", "ok"]
     assert len(pd.read_parquet(results / "runs")) == 3, "re-running a run key replaces, never duplicates"

@@ -89,11 +89,11 @@ def test_bench_killed_mid_run(tmp_path, bench_cluster, continue_on_error):
     killer.join()
 
     killed, second = outcome.runs
-    assert killed["status"] == "failed"
-    assert "bench was killed by signal 9 (SIGKILL)" in killed["error"]
-    assert "stderr tail:" in killed["error"] and "import time:" in killed["error"]
+    assert killed.status == "failed"
+    assert "bench was killed by signal 9 (SIGKILL)" in killed.error
+    assert "stderr tail:" in killed.error and "import time:" in killed.error
     assert wait_for(lambda: is_gone(pids["child"]), "the bench's child to die"), "orphaned child"
-    assert second["status"] == ("ok" if continue_on_error else "cancelled")
+    assert second.status == ("ok" if continue_on_error else "cancelled")
     assert outcome.stopped_early is not continue_on_error
     rows = pd.read_parquet(tmp_path / "results" / "runs")
     assert rows.set_index("order")["status"].to_dict() == ({0: "failed", 1: "ok"} if continue_on_error
@@ -106,7 +106,7 @@ def test_run_past_its_timeout_loses_its_process_group(tmp_path, bench_cluster):
     outcome = dispatch_runs([hang_run(repo, tmp_path, "timeout", timeout_s=1.0)], scheduler=scheduler,
                         continue_on_error=False, show_progress=False)
     (run,) = outcome.runs
-    assert run["status"] == "timeout" and "timeout_s=1" in run["error"]
+    assert run.status == "timeout" and "timeout_s=1" in run.error
     child = int((tmp_path / "timeout.child").read_text())
     assert wait_for(lambda: is_gone(child), "the bench's child to die")
     assert pd.read_parquet(tmp_path / "results" / "runs")["status"].tolist() == ["timeout"]
@@ -129,7 +129,7 @@ def test_children_of_a_bench_whose_worker_died_are_killed_by_the_next_run(tmp_pa
     killer.start()
     outcome = dispatch_runs(plan, scheduler=scheduler, continue_on_error=True, show_progress=False)
     killer.join()
-    assert [run["status"] for run in outcome.runs] == ["failed", "ok"]
+    assert [run.status for run in outcome.runs] == ["failed", "ok"]
     assert is_gone(children[0]), "the next run killed what was left of the bench"
 
 

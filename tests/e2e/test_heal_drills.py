@@ -116,6 +116,6 @@ def test_the_embedded_cluster_gives_the_bench_the_same_environment_as_shasweep_w
     run = make_run(repo, repo.shas[0], results_root=tmp_path / "results",
                    command=("{python}", str(misbehave), "--stream", "{stream}", "--mode", "env"))
     outcome = dispatch_runs([run], scheduler=None, continue_on_error=False, show_progress=False)
-    assert outcome.runs[0]["status"] == "ok", outcome.runs[0]["error"]
+    assert outcome.runs[0].status == "ok", outcome.runs[0].error
     row = pd.read_parquet(tmp_path / "results" / "runs").iloc[0]
     assert pd.isna(row["audit_malloc_trim_threshold"]), "the nanny's malloc setting reached the bench"

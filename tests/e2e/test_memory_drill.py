@@ -41,9 +41,9 @@ def test_a_million_steps_keep_the_worker_within_its_bound(tmp_path, monkeypatch)
                                  pure=False).result(timeout=1800)
 
     outcome = measured["outcome"]
-    assert outcome["status"] == "ok", outcome["error"]
+    assert outcome.status == "ok", outcome.error
     growth, idle = measured["peak_mib"] - measured["idle_mib"], measured["idle_mib"]
     assert growth < BOUND_MIB, f"the worker grew {growth:.0f} MiB over its idle {idle:.0f} MiB"
-    assert pq.ParquetFile(outcome["steps_file"]).metadata.num_rows == 3 * (STEPS + 5), "every step stored"
-    row = pd.read_parquet(outcome["runs_file"]).iloc[0]
+    assert pq.ParquetFile(outcome.steps_file).metadata.num_rows == 3 * (STEPS + 5), "every step stored"
+    row = pd.read_parquet(outcome.runs_file).iloc[0]
     assert row["steps"] == STEPS and row["host_step_cv"] == 0.0 and row["audited"]

@@ -35,21 +35,21 @@ def json_bench_run(repo, tmp_path, mapping: dict, document: dict = SEEDS_DOCUMEN
 
 def test_a_json_bench_without_a_window_is_not_rejected_for_its_throughput(tmp_path, repo):
     outcome = execute_run(json_bench_run(repo, tmp_path, SEEDS_MAPPING))
-    assert outcome["status"] == "ok", outcome["error"]
-    assert outcome["throughput"] == 41000.0
+    assert outcome.status == "ok", outcome.error
+    assert outcome.throughput == 41000.0
 
 
 def test_a_window_the_mapping_names_is_checked(tmp_path, repo):
     """num_envs 8 x 3 steps / 0.5 s = 48 steps/s: a throughput of 41000 disagrees; 48 agrees."""
     windowed = {**SEEDS_MAPPING, "measure_wall_s": "window_s"}
     outcome = execute_run(json_bench_run(repo, tmp_path, windowed))
-    assert outcome["status"] == AUDIT_FAILED
+    assert outcome.status == AUDIT_FAILED
     assert "summary throughput 41000 disagrees with num_envs 8 x 3 measured steps / measure_wall_s 0.5" \
-        in outcome["error"]
+        in outcome.error
     agreeing = {**SEEDS_DOCUMENT, "collector_active_steps_per_sec": 48.0}
     outcome = execute_run(json_bench_run(repo, tmp_path, windowed, agreeing))
-    assert outcome["status"] == "ok", outcome["error"]
-    assert pd.read_parquet(outcome["runs_file"]).iloc[0]["measure_wall_s"] == 0.5
+    assert outcome.status == "ok", outcome.error
+    assert pd.read_parquet(outcome.runs_file).iloc[0]["measure_wall_s"] == 0.5
 
 
 def library_repo(root: Path) -> FakeRepo:
@@ -83,20 +83,20 @@ def test_a_shadowing_copy_beside_the_bench_fails_the_audit_by_default(tmp_path, 
     monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
     repo = library_repo(tmp_path)
     outcome = execute_run(bench_beside_the_sweep(repo, tmp_path, shadow=True))
-    assert outcome["status"] == AUDIT_FAILED
+    assert outcome.status == AUDIT_FAILED
     stale = tmp_path / "sweep" / "mylib" / "__init__.py"
-    assert f"module mylib was imported from {stale}, outside the SHA's worktree" in outcome["error"]
+    assert f"module mylib was imported from {stale}, outside the SHA's worktree" in outcome.error
     off = execute_run(bench_beside_the_sweep(repo, tmp_path, shadow=False, audit_modules=()))
-    assert off["status"] == "ok", "audit_modules: [] turns the audit off"
-    assert pd.isna(pd.read_parquet(off["runs_file"]).iloc[0]["audit_modules"])
+    assert off.status == "ok", "audit_modules: [] turns the audit off"
+    assert pd.isna(pd.read_parquet(off.runs_file).iloc[0]["audit_modules"])
 
 
 def test_the_sha_s_own_package_passes_and_unimported_packages_are_no_claim(tmp_path, monkeypatch):
     monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
     repo = library_repo(tmp_path)
     outcome = execute_run(bench_beside_the_sweep(repo, tmp_path, shadow=False))
-    assert outcome["status"] == "ok", outcome["error"]
-    row = pd.read_parquet(outcome["runs_file"]).iloc[0]
+    assert outcome.status == "ok", outcome.error
+    row = pd.read_parquet(outcome.runs_file).iloc[0]
     modules = json.loads(row["audit_modules"])
     assert set(modules) == {"mylib", "tests"} and modules["tests"] is None
     assert modules["mylib"] == str(Path(row["worktree"]) / "mylib" / "__init__.py")

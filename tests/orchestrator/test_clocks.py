@@ -35,10 +35,10 @@ def test_a_clock_step_during_a_run_moves_its_timestamps_not_its_duration(tmp_pat
     clock = SteppedClock()
     monkeypatch.setattr(bench_task, "datetime", clock)
     outcome = bench_task.execute_run(make_run(repo, repo.shas[0], results_root=tmp_path / "results"))
-    assert outcome["status"] == "ok", outcome["error"]
-    row = pd.read_parquet(outcome["runs_file"]).iloc[0]
+    assert outcome.status == "ok", outcome.error
+    row = pd.read_parquet(outcome.runs_file).iloc[0]
     assert row["started_at"] == T0 and row["ended_at"] == T0 - timedelta(hours=1), "as the clock said"
-    assert 0 < row["wall_s"] < 60 and outcome["wall_s"] == row["wall_s"], "the monotonic duration"
+    assert 0 < row["wall_s"] < 60 and outcome.wall_s == row["wall_s"], "the monotonic duration"
 
 
 def created(root, name: str, id_time: datetime) -> str:

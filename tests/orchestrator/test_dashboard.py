@@ -115,7 +115,7 @@ def test_a_sweep_feeds_the_board_and_the_page_serves_it(tmp_path, repo):
     assert sweep["state"] == "finished" and sweep["stop_reason"] is None
     assert [(r["order"], r["side"], r["status"]) for r in sweep["runs"]] == [(0, "base", "ok"),
                                                                             (1, "cand", "ok")]
-    assert [r["throughput"] for r in sweep["runs"]] == [o["throughput"] for o in outcome.runs]
+    assert [r["throughput"] for r in sweep["runs"]] == [o.throughput for o in outcome.runs]
     assert sweep["current"] == runs[1].run_key and sweep["runs"][1]["done"] == 13
     assert sweep["phases"]["physics_ms"] and all(ms > 0 for ms in sweep["phases"]["physics_ms"])
     assert status == 200 and "Bokeh" in page

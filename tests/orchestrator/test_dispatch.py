@@ -68,7 +68,7 @@ def test_remote_scheduler_runs_on_its_bench_worker(tmp_path, repo):
         outcome = dispatch_runs(runs, scheduler=remote.scheduler_address, continue_on_error=False,
                             show_progress=False)
         assert outcome.workers == [worker.address for worker in remote.workers.values()]
-    assert [o["status"] for o in outcome.runs] == ["ok", "ok"]
+    assert [o.status for o in outcome.runs] == ["ok", "ok"]
 
 
 def test_cancel_event_stops_the_running_bench(tmp_path, repo):
@@ -80,7 +80,7 @@ def test_cancel_event_stops_the_running_bench(tmp_path, repo):
             time.sleep(0.05)
         Event(cancel_event_name(run.sweep_id), client=client).set()
         outcome = future.result(timeout=30)
-    assert outcome["status"] == "cancelled" and "killed its process group" in outcome["error"]
+    assert outcome.status == "cancelled" and "killed its process group" in outcome.error
 
 
 def test_a_finished_run_s_outcome_comes_with_its_progress_event_not_a_fetch(tmp_path, repo, monkeypatch):
@@ -98,8 +98,8 @@ def test_a_finished_run_s_outcome_comes_with_its_progress_event_not_a_fetch(tmp_
     with threaded_cluster(GPU=1) as remote:
         outcome = dispatch_runs(runs, scheduler=remote.scheduler_address, continue_on_error=False,
                             show_progress=False)
-    assert [o["status"] for o in outcome.runs] == ["ok"] * 3
-    assert [o["runs_file"] for o in outcome.runs] == [
+    assert [o.status for o in outcome.runs] == ["ok"] * 3
+    assert [o.runs_file for o in outcome.runs] == [
         str(tmp_path / "results" / "runs" / "sweep=test-sweep" / f"{run.run_key}.parquet") for run in runs]
     assert [key.rsplit("-", 1)[0] for key in fetched] == ["shasweep-host"], "only the host record was fetched"
-    assert isinstance(outcome.runs[0]["reported"], list), "as the task returned it (a list, not a tuple)"
+    assert "throughput" in outcome.runs[0].reported, "the names the task reported"

@@ -101,7 +101,7 @@ def test_a_real_run_records_the_window(tmp_path, monkeypatch):
     repo = make_fake_repo(tmp_path)
     outcome = execute_run(make_run(repo, repo.shas[0], results_root=tmp_path / "results",
                                    params={"num_envs": 8, "warmup": 1, "measure": 4, "threads": 1}))
-    row = pd.read_parquet(outcome["runs_file"]).iloc[0]
+    row = pd.read_parquet(outcome.runs_file).iloc[0]
     assert 0 <= row["host_steal_frac"] <= 1 and row["host_load_before"] >= 0 and row["host_load_after"] >= 0
     assert row["host_step_cv"] >= 0
     assert {"host_cpu_governor", "host_cpu_turbo", "host_isolated_cpus"} <= set(row.index)

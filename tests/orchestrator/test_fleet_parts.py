@@ -126,8 +126,8 @@ def test_a_dead_hosts_round_sets_aside_every_run_it_wrote_even_without_an_outcom
     requeued = []
     hooks = SimpleNamespace(on_requeued=lambda runs, host, why: requeued.append((len(runs), host)))
     fleet = _Fleet(None, iter([]), [], hooks)
-    lane = _Lane(DeadHost("h1", ()), _Job(runs), done=[{"run_key": "k0"}])
-    fleet.result.outcomes["k0"] = {"run_key": "k0"}
+    lane = _Lane(DeadHost("h1", ()), _Job(runs), done=[runs[0].outcome(status="ok")])
+    fleet.result.outcomes["k0"] = runs[0].outcome(status="ok")
     fleet._host_died(lane, "its bench worker died")
     assert run_statuses(tmp_path / "results", "s") == {}, "no run of the dead host's round stays"
     aside = sorted(p.name.split(".")[0] for p in (tmp_path / "results" / "superseded").glob("sweep=s/runs/*"))

@@ -32,9 +32,9 @@ def timed(repo, tmp_path, argv: tuple[str, ...], measure: int = 1, name: str = "
                            sweep_id=name),
                   protocol="time", params={"measure": measure}, audit_modules=())
     outcome = execute_run(run)
-    assert outcome["status"] == "ok", outcome["error"]
-    steps = pd.read_parquet(outcome["steps_file"]).pivot(index="step", columns="phase", values="ms")
-    return pd.read_parquet(outcome["runs_file"]).iloc[0], steps
+    assert outcome.status == "ok", outcome.error
+    steps = pd.read_parquet(outcome.steps_file).pivot(index="step", columns="phase", values="ms")
+    return pd.read_parquet(outcome.runs_file).iloc[0], steps
 
 
 def gnu_time_rss_mib(argv: list[str]) -> float:

@@ -26,8 +26,7 @@ def test_no_progress_still_prints_the_url_and_one_line_per_run():
     runs = [planned(i) for i in range(3)]
     with SweepProgress(runs, enabled=False, console=Console(file=out, width=100)) as progress:
         progress.say("dashboard: http://127.0.0.1:8787/shasweep")
-        progress.run_finished({"run_key": "k0", "order": 0, "side": "a", "case": "sac/fake/none",
-                               "status": "ok", "throughput": 1234.5, "wall_s": 10.0})
+        progress.run_finished(runs[0].outcome(status="ok", throughput=1234.5, wall_s=10.0))
     lines = out.getvalue().splitlines()
     assert lines == ["dashboard: http://127.0.0.1:8787/shasweep", "#0 a sac/fake/none: ok throughput 1,234.5"]
 
@@ -37,7 +36,6 @@ def test_the_sweep_bar_shows_an_eta_once_a_run_finished():
     runs = [planned(i) for i in range(3)]
     console = Console(file=out, width=120, force_terminal=True)
     with SweepProgress(runs, enabled=True, console=console) as progress:
-        progress.run_finished({"run_key": "k0", "order": 0, "side": "a", "case": "sac/fake/none",
-                               "status": "ok", "throughput": 1.0, "wall_s": 100.0})
+        progress.run_finished(runs[0].outcome(status="ok", throughput=1.0, wall_s=100.0))
         progress._progress.refresh()
     assert "ETA 0:03:" in out.getvalue()  # 2 runs left x 100 s, counting down

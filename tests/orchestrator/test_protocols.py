@@ -60,29 +60,29 @@ def test_a_json_bench_that_hangs_times_out_and_keeps_nothing(tmp_path, repo):
     run = python_run(repo, tmp_path, "import time; time.sleep(60)", protocol="json", timeout_s=1.0,
                      json_mapping={"throughput": "fps"})
     outcome = execute_run(run)
-    assert outcome["status"] == "timeout" and outcome["throughput"] is None
+    assert outcome.status == "timeout" and outcome.throughput is None
 
 
 def test_time_protocol_times_each_run_and_stops_at_the_timeout(tmp_path, repo):
     ok = python_run(repo, tmp_path, "sum(range(200000))", protocol="time",
                     params={"warmup": 2, "measure": 4})
     outcome = execute_run(ok)
-    assert outcome["status"] == "ok", outcome["error"]
-    steps = pd.read_parquet(outcome["steps_file"])
+    assert outcome.status == "ok", outcome.error
+    steps = pd.read_parquet(outcome.steps_file)
     assert sorted(steps["step"].unique()) == [0, 1, 2, 3] and not steps["warmup"].any()
-    row = pd.read_parquet(outcome["runs_file"]).iloc[0]
+    row = pd.read_parquet(outcome.runs_file).iloc[0]
     assert row["protocol"] == "time" and row["steps"] == 4 and row["max_rss_mib"] > 1
     hang = python_run(repo, tmp_path, "import time; time.sleep(60)", protocol="time", timeout_s=1.0,
                       params={"measure": 3})
-    assert execute_run(hang)["status"] == "timeout"
+    assert execute_run(hang).status == "timeout"
 
 
 def test_time_protocol_stops_at_the_first_failing_run(tmp_path, repo):
     run = python_run(repo, tmp_path, "import sys; print('boom', file=sys.stderr); sys.exit(3)",
                      protocol="time", params={"measure": 5})
     outcome = execute_run(run)
-    assert outcome["status"] == "failed" and "exited with code 3" in outcome["error"]
-    assert "boom" in outcome["error"] and len(pd.read_parquet(outcome["steps_file"])) == 0
+    assert outcome.status == "failed" and "exited with code 3" in outcome.error
+    assert "boom" in outcome.error and len(pd.read_parquet(outcome.steps_file)) == 0
 
 
 def test_the_sitecustomize_records_every_python_process_and_chains(tmp_path):
@@ -146,6 +146,6 @@ def test_a_v1_bench_without_kinds_is_told_what_is_missing(tmp_path, repo):
     run = make_run(repo, repo.shas[0], results_root=tmp_path / "results",
                    command=("{python}", "-c", code, "{stream}"), params={})  # {{ }}: literal braces
     outcome = execute_run(run)
-    assert outcome["status"] == "failed"
-    assert "without a header record" in outcome["error"] and '3 of its records had no known "kind"' in \
-        outcome["error"]
+    assert outcome.status == "failed"
+    assert "without a header record" in outcome.error and '3 of its records had no known "kind"' in \
+        outcome.error

@@ -49,7 +49,7 @@ def src_repo(tmp_path, monkeypatch):
 
 
 def row_of(outcome: dict) -> pd.Series:
-    return pd.read_parquet(outcome["runs_file"]).iloc[0]
+    return pd.read_parquet(outcome.runs_file).iloc[0]
 
 
 def audited(row: pd.Series) -> pd.Series:
@@ -63,7 +63,7 @@ def src_run(repo: FakeRepo, tmp_path: Path, pythonpath: tuple[str, ...]):
 
 def test_src_first_on_pythonpath_and_the_module_audit_passes(tmp_path, src_repo):
     outcome = execute_run(src_run(src_repo, tmp_path, ("src", ".")))
-    assert outcome["status"] == "ok", outcome["error"]
+    assert outcome.status == "ok", outcome.error
     row = row_of(outcome)
     module = Path(row["audit_module_file"])
     tree = module.parents[2]
@@ -76,14 +76,14 @@ def test_src_first_on_pythonpath_and_the_module_audit_passes(tmp_path, src_repo)
 
 def test_without_src_the_package_is_not_found(tmp_path, src_repo):
     outcome = execute_run(src_run(src_repo, tmp_path, (".",)))
-    assert outcome["status"] == "failed" and "No module named 'srcpkg'" in outcome["error"]
+    assert outcome.status == "failed" and "No module named 'srcpkg'" in outcome.error
 
 
 def test_a_missing_directory_fails_the_run_naming_it(tmp_path, src_repo):
     outcome = execute_run(src_run(src_repo, tmp_path, ("src", "lib")))
-    assert outcome["status"] == "failed"
-    assert "pythonpath directory 'lib' does not exist in the worktree" in outcome["error"]
-    assert row_of(outcome)["error"] == outcome["error"], "recorded like any failed run"
+    assert outcome.status == "failed"
+    assert "pythonpath directory 'lib' does not exist in the worktree" in outcome.error
+    assert row_of(outcome)["error"] == outcome.error, "recorded like any failed run"
 
 
 def test_code_imported_from_outside_the_pythonpath_fails_the_audit(tmp_path, src_repo, monkeypatch):
@@ -91,12 +91,12 @@ def test_code_imported_from_outside_the_pythonpath_fails_the_audit(tmp_path, src
     loads that copy, whose git SHA is the right one, so only the module check catches it."""
     monkeypatch.setenv("PYTHONPATH", str(src_repo.path / "src"))
     outcome = execute_run(src_run(src_repo, tmp_path, (".",)))
-    assert outcome["status"] == AUDIT_FAILED, "the worker audits the run when it ends"
+    assert outcome.status == AUDIT_FAILED, "the worker audits the run when it ends"
     row = row_of(outcome)
     assert row["audit_git_sha"] == src_repo.shas[1]
     assert row["audit_module_file"] == str(src_repo.path / "src" / "srcpkg" / "bench.py")
     loaded = f"{src_repo.path}/src/srcpkg/bench.py"
-    assert f"loaded module {loaded} is in none of the pythonpath" in outcome["error"]
+    assert f"loaded module {loaded} is in none of the pythonpath" in outcome.error
     assert audited(row)["status"] == AUDIT_FAILED, "and a report-time audit of the row agrees"
 
 

@@ -55,10 +55,10 @@ def test_a_rerun_replaces_the_run_and_its_outcome(tmp_path, monkeypatch):
         return [plan[0]] if len(asked) == 1 else []
 
     outcome = dispatch_runs(plan, scheduler=None, continue_on_error=False, show_progress=False, more=more)
-    assert len(asked) == 2 and [o["run_key"] for o in outcome.runs] == [plan[0].run_key, plan[1].run_key]
+    assert len(asked) == 2 and [o.run_key for o in outcome.runs] == [plan[0].run_key, plan[1].run_key]
     rows = pd.read_parquet(results / "runs")
     assert len(rows) == 2 and rows["run_key"].is_unique
     first = rows.set_index("run_key").loc[plan[0].run_key, "started_at"]
     assert first > rows.set_index("run_key").loc[plan[1].run_key, "started_at"], "run 0 ran again last"
-    assert outcome.runs[0]["started_at"] == first.isoformat(), "the outcome is the re-run's"
+    assert outcome.runs[0].started_at == first.isoformat(), "the outcome is the re-run's"
 

@@ -60,11 +60,10 @@ def test_resume_keeps_recorded_shas_and_run_keys_and_skips_ok_runs(recorded):
 def test_merge_completes_the_outcome_in_plan_order(recorded):
     _, root, sweep_id, runs = recorded
     plan = plan_resume(root, sweep_id)
-    again = [{"run_key": r.run_key, "order": r.order, "status": "ok", "error": None} for r in plan.todo]
+    again = [r.outcome(status="ok") for r in plan.todo]
     merged = plan.merged_outcomes(again)
-    assert [o["run_key"] for o in merged] == [r.run_key for r in runs]
-    assert merged[0] == {"run_key": runs[0].run_key, "order": 0, "side": "old", "case": "sac/fake/none",
-                              "repeat": 0, "host_id": None, "status": "ok", "error": None}
+    assert [o.run_key for o in merged] == [r.run_key for r in runs]
+    assert merged[0] == runs[0].outcome(status="ok") and (merged[0].order, merged[0].side) == (0, "old")
     assert merged[1:] == again
 
 

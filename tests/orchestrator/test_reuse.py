@@ -30,7 +30,7 @@ def donor(tmp_path):
 def test_the_same_measurement_is_copied_under_the_new_sweep(donor):
     run = replace(planned(donor, "n1", "s2"), order=4)
     got = RunPool(donor / "results", ["s1"]).reuse(run, HOST)
-    assert got["status"] == "ok" and got["throughput"] == 123.0 and got["reused_from"] == "s1/r1"
+    assert got.status == "ok" and got.throughput == 123.0 and got.reused_from == "s1/r1"
     assert run_statuses(donor / "results", "s2") == {"n1": "ok"}
     row = read_runs(donor / "results", Where(sweeps=["s2"])).iloc[0]
     assert (row["sweep_id"], row["run_key"], row["order"], row["reused_from"]) == ("s2", "n1", 4, "s1/r1")
@@ -63,7 +63,7 @@ def test_another_host_a_failed_run_and_the_sweep_itself_are_not_reused(donor):
 def test_a_copy_of_a_copy_names_the_measured_run(donor):
     RunPool(donor / "results", ["s1"]).reuse(planned(donor, "n1", "s2"), HOST)
     got = RunPool(donor / "results", ["s2"]).reuse(planned(donor, "m1", "s3"), HOST)
-    assert got["reused_from"] == "s1/r1"
+    assert got.reused_from == "s1/r1"
     assert read_runs(donor / "results", Where(sweeps=["s3"])).iloc[0]["reused_from"] == "s1/r1"
 
 

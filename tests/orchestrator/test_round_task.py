@@ -41,13 +41,13 @@ def round_runs(repo: FakeRepo, results: Path, *, repeat: int = 0, extra: dict[st
 
 
 def rows(outcomes: list[dict]) -> list[pd.Series]:
-    return [pd.read_parquet(o["runs_file"]).iloc[0] for o in outcomes]
+    return [pd.read_parquet(o.runs_file).iloc[0] for o in outcomes]
 
 
 def test_a_round_runs_both_sides_in_lockstep_and_stores_their_blocks(tmp_path, repo):
     outcomes = execute_round(round_runs(repo, tmp_path / "results", repeat=1))
-    assert [o["status"] for o in outcomes] == ["ok", "ok"], [o["error"] for o in outcomes]
-    assert [o["ran_in"] for o in outcomes] == ["lockstep", "lockstep"]
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
+    assert [o.ran_in for o in outcomes] == ["lockstep", "lockstep"]
     base, cand = rows(outcomes)
     spans = []
     for row in (base, cand):
@@ -65,17 +65,17 @@ def test_a_round_runs_both_sides_in_lockstep_and_stores_their_blocks(tmp_path, r
 
 def test_a_side_without_the_control_channel_stops_the_round_naming_it(tmp_path, repo):
     outcomes = execute_round(round_runs(repo, tmp_path / "results", extra={"cand": ("--no-control",)}))
-    assert [o["status"] for o in outcomes] == ["failed", "failed"]
-    assert all(o["no_control"] for o in outcomes)
-    assert f"side 'cand' (SHA {repo.shas[1][:12]})" in outcomes[1]["error"]
-    assert outcomes[0]["error"].startswith("killed with its lockstep round")
+    assert [o.status for o in outcomes] == ["failed", "failed"]
+    assert all(o.no_control for o in outcomes)
+    assert f"side 'cand' (SHA {repo.shas[1][:12]})" in outcomes[1].error
+    assert outcomes[0].error.startswith("killed with its lockstep round")
 
 
 def test_with_fallback_interleaved_each_run_runs_alone_and_says_why(tmp_path, repo):
     runs = round_runs(repo, tmp_path / "results", extra={"cand": ("--no-control",)},
                       lockstep=replace(LOCKSTEP, fallback="interleaved"))
     outcomes = execute_round(runs)
-    assert [o["status"] for o in outcomes] == ["ok", "ok"], [o["error"] for o in outcomes]
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
     for row in rows(outcomes):
         assert row["ran_in"] == "interleaved" and row["steps"] == 4  # params.measure, as alone
         assert "does not declare the control channel" in row["lockstep_fallback"]
@@ -88,16 +88,16 @@ def test_a_round_that_fails_midway_fails_whole_and_runs_again_whole(tmp_path, re
     crashing = ("--crash-at-step", "4", "--crash-file", str(crash))
     runs = round_runs(repo, tmp_path / "results", extra={"cand": crashing})
     failed = execute_round(runs)
-    assert [o["status"] for o in failed] == ["failed", "failed"]
-    assert "side 'cand'" in failed[1]["error"] and "exited with code 3" in failed[1]["error"]
-    assert failed[0]["error"].startswith("killed with its lockstep round")
+    assert [o.status for o in failed] == ["failed", "failed"]
+    assert "side 'cand'" in failed[1].error and "exited with code 3" in failed[1].error
+    assert failed[0].error.startswith("killed with its lockstep round")
     for row in rows(failed):
         assert row["steps"] == 0 and pd.isna(row["throughput"]) and pd.isna(row["blocks"])
     assert not any(processes_with_run_key(run.run_key) for run in runs), "nothing of the round lives on"
     crash.unlink()
     again = execute_round(runs)
-    assert [o["status"] for o in again] == ["ok", "ok"]
-    assert [o["runs_file"] for o in again] == [o["runs_file"] for o in failed], "the same files, replaced"
+    assert [o.status for o in again] == ["ok", "ok"]
+    assert [o.runs_file for o in again] == [o.runs_file for o in failed], "the same files, replaced"
     assert all(row["status"] == "ok" for row in rows(again))
 
 
@@ -105,8 +105,8 @@ def test_a_side_that_never_answers_times_out_and_the_other_is_killed(tmp_path, r
     never = tmp_path / "never-created"
     runs = round_runs(repo, tmp_path / "results", extra={"base": ("--wait-file", str(never))}, timeout_s=3)
     outcomes = execute_round(runs)
-    assert [o["status"] for o in outcomes] == ["timeout", "failed"]
-    assert "did not answer within timeout_s=3" in outcomes[0]["error"]
+    assert [o.status for o in outcomes] == ["timeout", "failed"]
+    assert "did not answer within timeout_s=3" in outcomes[0].error
     assert not any(processes_with_run_key(run.run_key) for run in runs)
 
 
@@ -115,14 +115,14 @@ def test_what_a_step_returns_is_not_a_phase_unless_it_is_phases(tmp_path, repo):
     reports only step_ms; one that times a phase and returns ``Phases`` reports exactly those."""
     outcomes = execute_round(round_runs(repo, tmp_path / "results", extra={"base": ("--returns", "bytes"),
                                                                            "cand": ("--returns", "counts")}))
-    assert [o["status"] for o in outcomes] == ["ok", "ok"], [o["error"] for o in outcomes]
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
     for outcome in outcomes:
-        steps = pd.read_parquet(outcome["steps_file"])
+        steps = pd.read_parquet(outcome.steps_file)
         assert set(steps["phase"]) == {"step_ms"} and len(steps) == 1 + 3 * (1 + 2)  # warm-up, 3 turns
-        assert "the" not in pd.read_parquet(outcome["runs_file"]).columns
+        assert "the" not in pd.read_parquet(outcome.runs_file).columns
     outcomes = execute_round(round_runs(repo, tmp_path / "phased", extra={"base": ("--returns", "phases")}))
-    assert [o["status"] for o in outcomes] == ["ok", "ok"], [o["error"] for o in outcomes]
-    steps = pd.read_parquet(outcomes[0]["steps_file"])
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
+    steps = pd.read_parquet(outcomes[0].steps_file)
     assert set(steps["phase"]) == {"step_ms", "spin_ms", "check_ms"}
     by_step = steps.pivot_table(index="step", columns="phase", values="ms")
     assert (by_step["check_ms"] == 0.25).all() and (by_step["spin_ms"] <= by_step["step_ms"]).all()

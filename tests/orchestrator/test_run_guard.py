@@ -38,20 +38,20 @@ def repo(tmp_path, monkeypatch):
 
 
 def row_of(outcome: dict) -> pd.Series:
-    return pd.read_parquet(outcome["runs_file"]).iloc[0]
+    return pd.read_parquet(outcome.runs_file).iloc[0]
 
 
 def test_a_record_nested_too_deeply_fails_the_run_with_a_row(tmp_path, repo):
     outcome = execute_run(make_run(repo, repo.shas[0], results_root=tmp_path / "results",
                                    command=misbehaving("deep-json")))
-    assert outcome["status"] == "failed" and "nested too deeply" in outcome["error"]
+    assert outcome.status == "failed" and "nested too deeply" in outcome.error
     assert row_of(outcome)["status"] == "failed"
 
 
 def test_a_read_only_home_still_gives_the_run_its_row(tmp_path, repo, monkeypatch):
     monkeypatch.setenv("SHASWEEP_HOME", "/sys/shasweep-home")  # sysfs: not even root may create it
     outcome = execute_run(make_run(repo, repo.shas[0], results_root=tmp_path / "results"))
-    assert outcome["status"] == "failed" and "/sys/shasweep-home" in outcome["error"]
+    assert outcome.status == "failed" and "/sys/shasweep-home" in outcome.error
     row = row_of(outcome)
     assert row["status"] == "failed" and "the bench worker failed: " in row["error"]
 
@@ -61,7 +61,7 @@ def test_a_setsid_daemon_the_bench_started_is_killed_after_the_run(tmp_path, rep
     outcome = execute_run(make_run(repo, repo.shas[0], results_root=tmp_path / "results",
                                    command=misbehaving("daemon", "--pid-file", str(pid_file)),
                                    params={"num_envs": 8, "warmup": 0, "measure": 2, "threads": 1}))
-    assert outcome["status"] == "ok", outcome["error"]
+    assert outcome.status == "ok", outcome.error
     daemon = int(pid_file.read_text())
     assert is_gone(daemon), "the daemon outlived its run"
 
@@ -87,7 +87,7 @@ def test_a_daemon_without_the_run_key_is_killed_after_the_run_too(tmp_path, repo
     run = replace(make_run(repo, repo.shas[0], results_root=tmp_path / "results", params={"measure": 1}),
                   protocol="time", argv_template=("{python}", "-c", DAEMONIZE, str(pid_file)))
     outcome = execute_run(run)
-    assert outcome["status"] == "ok", outcome["error"]
+    assert outcome.status == "ok", outcome.error
     assert is_gone(int(pid_file.read_text())), "the daemon outlived its run"
 
 

@@ -83,9 +83,9 @@ def test_cancel_kills_the_running_bench_and_starts_no_queued_run(tmp_path, repo,
     assert "already stopped; nothing to cancel" in again
     result = outcome["result"]
     assert result.stopped_early and result.stop_reason == CANCELLED_REASON
-    assert [o["status"] for o in result.runs] == ["cancelled"] * 3
-    assert "killed its process group" in result.runs[0]["error"]
-    assert all(o["error"].startswith("not run: the sweep stopped") for o in result.runs[1:])
+    assert [o.status for o in result.runs] == ["cancelled"] * 3
+    assert "killed its process group" in result.runs[0].error
+    assert all(o.error.startswith("not run: the sweep stopped") for o in result.runs[1:])
     recorded = read_runs(results, Where(sweeps=["test-sweep"]))
     assert recorded["run_key"].tolist() == [runs[0].run_key], "queued runs never started"
     assert recorded["status"].tolist() == ["cancelled"]

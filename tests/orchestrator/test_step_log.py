@@ -85,11 +85,11 @@ def capped(run, cap: int):
 def test_a_v1_bench_reporting_more_steps_than_max_steps_fails_naming_the_cap(tmp_path, repo):
     run = make_run(repo, repo.shas[0], results_root=tmp_path / "results",
                    params={"num_envs": 8, "warmup": 1, "measure": 3, "threads": 1})
-    assert execute_run(capped(run, 4))["status"] == "ok", "warm-up and measured steps: 4, the cap"
+    assert execute_run(capped(run, 4)).status == "ok", "warm-up and measured steps: 4, the cap"
     outcome = execute_run(capped(replace(run, run_key="over"), 3))
-    assert outcome["status"] == "failed"
-    assert "more than max_steps=3 steps (the sweep key max_steps)" in outcome["error"]
-    row = pd.read_parquet(outcome["runs_file"]).iloc[0]
+    assert outcome.status == "failed"
+    assert "more than max_steps=3 steps (the sweep key max_steps)" in outcome.error
+    row = pd.read_parquet(outcome.runs_file).iloc[0]
     assert row["status"] == "failed" and row["steps"] == 2, "a live stream keeps what arrived"
 
 
@@ -98,23 +98,23 @@ def test_a_million_step_flood_is_stopped_at_the_cap(tmp_path, repo):
     run = make_run(repo, repo.shas[0], results_root=tmp_path / "results", command=command, timeout_s=600,
                    params={"num_envs": 8, "measure": 1_000_000})
     outcome = execute_run(capped(run, 5000))
-    assert outcome["status"] == "failed" and "max_steps=5000" in outcome["error"]
-    assert len(pd.read_parquet(outcome["steps_file"])) == 3 * 5000
+    assert outcome.status == "failed" and "max_steps=5000" in outcome.error
+    assert len(pd.read_parquet(outcome.steps_file)) == 3 * 5000
 
 
 def test_the_time_and_json_protocols_refuse_more_steps_than_max_steps(tmp_path, repo):
     base = make_run(repo, repo.shas[0], results_root=tmp_path / "results", command=("true",), params={})
     timed = replace(base, protocol="time", params={"measure": 3}, max_steps=2)
     outcome = execute_run(timed)
-    assert outcome["status"] == "failed" and "params.measure=3: " in outcome["error"]
-    assert "max_steps=2" in outcome["error"]
+    assert outcome.status == "failed" and "params.measure=3: " in outcome.error
+    assert "max_steps=2" in outcome.error
     code = "import json, sys; json.dump({{'fps': 1.0, 'ms': [1.0, 2.0, 3.0]}}, open(sys.argv[1], 'w'))"
     argv = ("{python}", "-c", code, "{result}")
     document = replace(base, run_key="json", protocol="json", argv_template=argv, max_steps=2,
                        json_mapping={"throughput": "fps", "phases": {"step_ms": "ms"}})
     outcome = execute_run(document)
-    assert outcome["status"] == "failed" and "max_steps=2" in outcome["error"]
-    assert pd.read_parquet(outcome["steps_file"]).empty, "a failed json run keeps no number"
+    assert outcome.status == "failed" and "max_steps=2" in outcome.error
+    assert pd.read_parquet(outcome.steps_file).empty, "a failed json run keeps no number"
 
 
 def test_max_steps_is_checked_at_load(tmp_path):

@@ -290,14 +290,14 @@ def test_a_pyperf_bench_through_the_worker_stores_time_ms_and_its_samples(tmp_pa
                   argv_template=("{python}", str(suite), "--processes", "2", "--values", "2",
                                  "--warmups", "1", "--min-time", "0.002", "--quiet", "-o", "{result}"))
     outcome = execute_run(run)
-    assert outcome["status"] == "ok", outcome["error"]
-    row = pd.read_parquet(outcome["runs_file"]).iloc[0]
-    steps = pd.read_parquet(outcome["steps_file"])
+    assert outcome.status == "ok", outcome.error
+    row = pd.read_parquet(outcome.runs_file).iloc[0]
+    steps = pd.read_parquet(outcome.steps_file)
     assert set(steps["phase"]) == {"time_ms"} and len(steps) == 4 and row["steps"] == 4
     assert row["time_ms"] == pytest.approx(steps["ms"].mean(), rel=1e-12)
     assert row["throughput"] == pytest.approx(1000 / row["time_ms"], rel=1e-12)
     assert row["audit_source_unit"] == "second" and row["audit_tool"] == "pyperf"
-    own = pyperf.BenchmarkSuite.load(str(Path(outcome["log_dir"]) / "result.json")).get_benchmark("sum_small")
+    own = pyperf.BenchmarkSuite.load(str(Path(outcome.log_dir) / "result.json")).get_benchmark("sum_small")
     assert row["time_ms"] == pytest.approx(own.mean() * 1000, rel=1e-12), "pyperf's own mean of the file"
     missing = execute_run(replace(run, case="sum_nothing", run_key="other"))
-    assert missing["status"] == "failed" and "has no benchmark named 'sum_nothing'" in missing["error"]
+    assert missing.status == "failed" and "has no benchmark named 'sum_nothing'" in missing.error
