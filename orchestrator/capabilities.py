@@ -1,24 +1,31 @@
-"""What each run protocol provides, known without running a bench (docs/design.md, "Protocols").
+"""What each run protocol provides, known without running a bench, and the registry of protocols
+(docs/design.md, "Protocols"; docs/protocols.md, "A protocol of your own").
 
-The worker's readers (``orchestrator.worker.protocols``) declare themselves here, so every part of
-the orchestrator can ask a protocol what it can do: the plan (which metrics a gate may name), the
-worker's audit (is there a throughput window to check?), the report (what unit is the throughput
-in?). Code outside ``worker/protocols/`` and this module asks ``describe(name, mapping)``, never
-compares protocol names. Imports nothing of the orchestrator, so every group may import it.
-
-To add a protocol: declare it in ``_DECLARATIONS`` and register its reader in
-``orchestrator.worker.protocols.READERS`` (a test checks that both list the same names).
+A protocol is a ``ProtocolPlugin``: its name, its declaration (``declare(json_mapping) ->
+ProtocolInfo``: capabilities, metric names) and its reader (``"module:Class"``, a
+``orchestrator.worker.protocols.BenchReader`` subclass, imported only by the bench worker). The
+built-in ones are ``BUILTIN_PROTOCOLS``; a package adds one through the entry-point group
+``shasweep.protocols`` (the entry point's name is the protocol's, its object a ``ProtocolPlugin``).
+Every part of the orchestrator asks a protocol what it can do through ``describe(name, mapping)``:
+the spec (which metrics a gate may name), the worker's audit (is there a throughput window to
+check?), the report (what unit is the throughput in?); code outside ``worker/protocols/`` and this
+module never compares protocol names. Imports nothing of the orchestrator, so every group may
+import it; the entry points are read once, and only when a name is not a built-in one.
 """
 
 from __future__ import annotations
 
 import enum
 import fnmatch
+import functools
 import hashlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 DEFAULT_PROTOCOL = "v1"  # a sweep without a ``protocol`` key, a row stored before the column
+ENTRY_POINT_GROUP = "shasweep.protocols"  # where a package registers a protocol of its own
+PROTOCOL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")  # what a protocol may be called
 
 
 class Capability(enum.Flag):
@@ -111,9 +118,80 @@ def _suite(name: str) -> Callable[[Mapping[str, object]], ProtocolInfo]:
     return declare
 
 
-_DECLARATIONS: dict[str, Callable[[Mapping[str, object]], ProtocolInfo]] = {
-    "v1": _v1, "json": _json, "time": _time, **{name: _suite(name) for name in SUITE_PHASES}}
-PROTOCOLS: tuple[str, ...] = tuple(_DECLARATIONS)
+@dataclass(frozen=True)
+class ProtocolPlugin:
+    """One run protocol: what ``describe`` answers and what the worker reads a bench run with.
+
+    ``declare(json_mapping)`` says what the protocol provides under a sweep's settings (its ``json``
+    block, empty for every other protocol), without running anything: a ``ProtocolInfo`` named
+    ``name``. ``reader`` is ``"module:Class"``: a subclass of ``orchestrator.worker.protocols.
+    BenchReader`` whose ``protocol`` is ``name``, imported only where runs are read (the worker).
+    """
+
+    name: str
+    declare: Callable[[Mapping[str, object]], ProtocolInfo]
+    reader: str
+
+
+_READERS = "orchestrator.worker.protocols"
+BUILTIN_PROTOCOLS: dict[str, ProtocolPlugin] = {plugin.name: plugin for plugin in (
+    ProtocolPlugin("v1", _v1, f"{_READERS}.v1:StreamReader"),
+    ProtocolPlugin("json", _json, f"{_READERS}.json_doc:JsonDocReader"),
+    ProtocolPlugin("time", _time, f"{_READERS}.timed:TimedReader"),
+    ProtocolPlugin("pyperf", _suite("pyperf"), f"{_READERS}.pyperf_json:PyperfReader"),
+    ProtocolPlugin("pytest-benchmark", _suite("pytest-benchmark"),
+                   f"{_READERS}.pytest_benchmark_json:PytestBenchmarkReader"),
+    ProtocolPlugin("gbench", _suite("gbench"), f"{_READERS}.gbench_json:GbenchReader"),
+)}
+PROTOCOLS: tuple[str, ...] = tuple(BUILTIN_PROTOCOLS)  # the built-in names
+
+
+@functools.cache
+def _entry_points() -> tuple[dict[str, ProtocolPlugin], dict[str, str]]:
+    """The protocols packages register (``ENTRY_POINT_GROUP``), and why each other entry point of the
+    group is not one (a name taken by a built-in protocol or not a valid name, an import that fails,
+    an object that is not a ``ProtocolPlugin`` of that name)."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, ProtocolPlugin] = {}
+    broken: dict[str, str] = {}
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        where = f"entry point {point.name} = {point.value}"
+        if point.name in BUILTIN_PROTOCOLS or not PROTOCOL_NAME.match(point.name):
+            broken[point.name] = f"{where}: the name is built in or not a protocol name"
+            continue
+        try:
+            plugin = point.load()
+        except Exception as exc:  # noqa: BLE001 - a package's import error names the package, not us
+            broken[point.name] = f"{where} does not load: {type(exc).__name__}: {exc}"
+            continue
+        if not isinstance(plugin, ProtocolPlugin) or plugin.name != point.name:
+            broken[point.name] = f"{where} is not a ProtocolPlugin named {point.name!r}"
+            continue
+        found.setdefault(point.name, plugin)
+    return found, broken
+
+
+def registered() -> dict[str, ProtocolPlugin]:
+    """Every protocol a sweep may name: the built-in ones, then those packages register."""
+    return {**BUILTIN_PROTOCOLS, **_entry_points()[0]}
+
+
+def plugin_of(name: str) -> ProtocolPlugin:
+    """The protocol ``name``; ``UnknownProtocolError`` naming the registered ones (and why an entry
+    point of that name is not one) when there is none."""
+    found = BUILTIN_PROTOCOLS.get(name) or _entry_points()[0].get(name)
+    if found is None:
+        raise unknown_protocol(name)
+    return found
+
+
+def unknown_protocol(name: object) -> UnknownProtocolError:
+    """The error for ``name``, which names no registered protocol: the registered ones, and why an entry
+    point of that name is not one."""
+    why = _entry_points()[1].get(name) if isinstance(name, str) else None
+    return UnknownProtocolError(f"unknown protocol {name!r}; known: {', '.join(registered())}"
+                                + (f" ({why})" if why else ""))
 
 
 # Suites (``MANY_CASES``): one bench run, many cases. How the spec, the plan, the worker and the
@@ -136,19 +214,20 @@ def suite_case_key(suite_run_key: str, case: str) -> str:
 
 def describe(protocol: str | None, mapping: Mapping[str, object] | None = None) -> ProtocolInfo:
     """``protocol`` under the sweep's ``json`` mapping (protocol json; ignored by the others). None
-    (a row stored before the ``protocol`` column) is ``DEFAULT_PROTOCOL``; an unknown name raises
-    ``UnknownProtocolError`` naming the known ones."""
+    (a row stored before the ``protocol`` column) is ``DEFAULT_PROTOCOL``; a name no protocol has
+    (``registered``) raises ``UnknownProtocolError`` naming the known ones."""
     name = DEFAULT_PROTOCOL if protocol is None else protocol
-    try:
-        declare = _DECLARATIONS[name]
-    except KeyError:
-        raise UnknownProtocolError(f"unknown protocol {name!r}; known: {', '.join(PROTOCOLS)}") from None
-    return declare(mapping or {})
+    info = plugin_of(name).declare(mapping or {})
+    if not isinstance(info, ProtocolInfo) or info.name != name:
+        raise UnknownProtocolError(f"protocol {name!r}: its declaration gave {info!r:.80}, "
+                                   "not a ProtocolInfo of that name")
+    return info
 
 
 def describe_stored(protocol: object) -> ProtocolInfo:
     """``describe`` for a stored row's ``protocol`` cell: null, NaN or a name; an unknown name (a
-    newer writer) is described as having no capability and unknown metrics."""
+    newer writer, a protocol whose package is not installed here) is described as having no
+    capability and unknown metrics."""
     name = protocol if isinstance(protocol, str) else None
     try:
         return describe(name)

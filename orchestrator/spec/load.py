@@ -18,7 +18,7 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from orchestrator.capabilities import DISCOVER, SUITE_CASE, ProtocolInfo, case_matches
+from orchestrator.capabilities import DISCOVER, SUITE_CASE, ProtocolInfo, case_matches, unknown_protocol
 from orchestrator.errors import SpecError
 from orchestrator.spec import case_names, commands, protocol_checks
 from orchestrator.spec.bounds import (
@@ -151,6 +151,7 @@ def validate(spec: SweepSpec) -> None:
     """Semantic checks the schema cannot express (labels, counts, cases, gates, command, caps); fills
     in envruntime's params defaults and report metrics for its default command."""
     check_finite_floats(spec)
+    protocol_checks.check_registered(spec)
     _check_sizes(spec)
     spec.params = commands.normalized_params(spec.params, spec.command, "params")
     if spec.metrics is None:
@@ -408,6 +409,8 @@ def _typed_merge(schema: type | Any, *configs: DictConfig, prefix: str) -> DictC
         full_key = getattr(exc, "full_key", None) or ""
         key = ".".join(k for k in (prefix, full_key) if k) or None
         message = _first_line(exc)
+        if key == "protocol":  # not a protocol name at all: say which names are
+            message = str(unknown_protocol(getattr(exc, "value", None)))
         if isinstance(exc, TypeError):
             message = f"{message} (a list or mapping is overridden whole, e.g. cases=[a/b/c])"
         raise SpecError(message, key) from None

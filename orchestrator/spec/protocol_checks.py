@@ -8,7 +8,7 @@ import difflib
 import re
 from collections.abc import Iterable
 
-from orchestrator.capabilities import Capability, ProtocolInfo, describe
+from orchestrator.capabilities import Capability, ProtocolInfo, UnknownProtocolError, describe
 from orchestrator.errors import SpecError
 from orchestrator.spec.commands import PARAM_NAME, is_envruntime_command
 from orchestrator.spec.schema import REPORT_METRICS, SweepSpec
@@ -34,6 +34,14 @@ def protocol_info(spec: SweepSpec) -> ProtocolInfo:
     """The sweep's protocol under its ``json`` mapping: what its runs report (``provides``: None where
     only the bench knows, until its first ok run)."""
     return describe(spec.protocol.value, vars(spec.json) if spec.json is not None else {})
+
+
+def check_registered(spec: SweepSpec) -> None:
+    """``protocol`` names a registered protocol (a built-in one or one a package registers)."""
+    try:
+        describe(spec.protocol.value)
+    except UnknownProtocolError as exc:
+        raise SpecError(str(exc), "protocol") from None
 
 
 def check_protocol(spec: SweepSpec) -> None:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from orchestrator.capabilities import PROTOCOL_NAME
+
 MISSING = "???"  # omegaconf's mark of a mandatory value (omegaconf.MISSING), without importing it
 
 # Placeholders every command may use; every ``params.<name>`` is one too, and ``{algo} {task} {sim}``
@@ -37,7 +39,10 @@ REPORT_METRICS: tuple[str, ...] = ("throughput", "physics_ms", "update_state_ms"
 
 
 class Protocol(Enum):
-    """How the orchestrator reads a bench run (docs/design.md, "Protocols")."""
+    """How the orchestrator reads a bench run (docs/design.md, "Protocols"): a built-in protocol below,
+    or the name of one a package registers (``orchestrator.capabilities.registered``). Any protocol
+    name is a member (made on first use), so a recorded sweep of a protocol not installed here still
+    loads; ``spec.load`` checks that the name is registered (exit 2 naming the registered ones)."""
 
     v1 = "v1"  # NDJSON records streamed to {stream}
     json = "json"  # one JSON document written to {result}, mapped by the ``json`` block
@@ -45,6 +50,15 @@ class Protocol(Enum):
     pyperf = "pyperf"  # the JSON ``pyperf ... -o {result}`` writes
     pytest_benchmark = "pytest-benchmark"  # the JSON ``pytest --benchmark-json={result}`` writes
     gbench = "gbench"  # the JSON Google Benchmark writes (``--benchmark_out={result}``)
+
+    @classmethod
+    def _missing_(cls, value: object) -> Protocol | None:
+        """A member for any other protocol name (letters, digits, ``_.-``), made once."""
+        if not isinstance(value, str) or not PROTOCOL_NAME.match(value):
+            return None
+        member = object.__new__(cls)
+        member._name_, member._value_ = value, value
+        return cls._value2member_map_.setdefault(value, member)  # type: ignore[return-value]
 
 
 class Order(Enum):

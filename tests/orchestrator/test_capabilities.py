@@ -1,5 +1,6 @@
-"""What each protocol declares (``orchestrator.capabilities``), that the worker's readers are the same
-protocols, and that nothing outside the declarations asks a protocol by its name."""
+"""What each protocol declares (``orchestrator.capabilities``), that each built-in one has its reader
+and spec value, and that nothing outside the declarations asks a protocol by its name (a third
+party's protocol: test_protocol_plugins.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.capabilities import (
+    BUILTIN_PROTOCOLS,
     PROTOCOLS,
     Capability,
     UnknownProtocolError,
@@ -16,7 +18,7 @@ from orchestrator.capabilities import (
     describe_stored,
 )
 from orchestrator.spec.schema import Protocol
-from orchestrator.worker.protocols import readers
+from orchestrator.worker.protocols import reader_class
 
 PACKAGE = Path(__file__).resolve().parents[2] / "orchestrator"
 # Where protocol names may be compared: the declarations and the readers.
@@ -53,10 +55,10 @@ def test_unknown_and_stored_names():
     assert newer.capabilities == Capability.NONE and newer.provides is None
 
 
-def test_every_declared_protocol_has_a_reader_and_a_spec_value():
-    assert set(readers()) == set(PROTOCOLS) == {p.value for p in Protocol}
-    for name, reader in readers().items():
-        assert reader.protocol == name
+def test_every_built_in_protocol_has_its_reader_and_a_spec_value():
+    assert list(PROTOCOLS) == [p.value for p in Protocol] == list(BUILTIN_PROTOCOLS)
+    for name in PROTOCOLS:
+        assert reader_class(name).protocol == name and Protocol(name).value == name
 
 
 def _protocol_compares(source: str, where: str) -> list[str]:

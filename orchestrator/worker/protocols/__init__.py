@@ -6,17 +6,19 @@ lock's marker) and a ``StopSignal``; after the last process exited 0, ``complete
 bench left behind. ``header``, ``summary`` and ``steps`` are then what the store writes; the steps
 go to a ``StepLog`` as they arrive (bounded memory: its spool is in the run's log directory), at
 most the sweep's ``max_steps`` of them. What a reader can do is declared in
-``orchestrator.capabilities`` (``info``); ``READERS`` names each protocol's reader.
+``orchestrator.capabilities`` (``info``), whose registry also names each protocol's reader
+(``reader_class``): the built-in ones in this package, others in the packages that register them.
 """
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, Protocol
 
-from orchestrator.capabilities import Capability, ProtocolInfo, describe
+from orchestrator.capabilities import Capability, ProtocolInfo, UnknownProtocolError, describe, plugin_of
 from orchestrator.contract import PlannedRun, RunResult, StepRecord
 from orchestrator.store.step_log import StepLog
 from orchestrator.worker.proc import BenchProcess
@@ -99,23 +101,22 @@ def int_param(params: dict, name: str, default: int) -> int:
         return default
 
 
-def readers() -> dict[str, type[BenchReader]]:
-    """Protocol name -> its reader class (the names ``orchestrator.capabilities`` declares)."""
-    from orchestrator.worker.protocols import (
-        gbench_json,
-        json_doc,
-        pyperf_json,
-        pytest_benchmark_json,
-        timed,
-        v1,
-    )
-
-    classes: tuple[type[BenchReader], ...] = (
-        v1.StreamReader, json_doc.JsonDocReader, timed.TimedReader, pyperf_json.PyperfReader,
-        pytest_benchmark_json.PytestBenchmarkReader, gbench_json.GbenchReader)
-    return {reader.protocol: reader for reader in classes}
+def reader_class(protocol: str) -> type[BenchReader]:
+    """The reader of ``protocol``, imported from where its ``capabilities.ProtocolPlugin`` says (a
+    built-in module here, or a package's); ``UnknownProtocolError`` when the protocol is not
+    registered on this host or its reader is not a ``BenchReader`` of that protocol."""
+    plugin = plugin_of(protocol)
+    module, _, name = plugin.reader.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise UnknownProtocolError(f"protocol {protocol!r}: its reader {plugin.reader} does not load: "
+                                   f"{type(exc).__name__}: {exc}") from None
+    if not (isinstance(found, type) and issubclass(found, BenchReader)) or found.protocol != protocol:
+        raise UnknownProtocolError(f"protocol {protocol!r}: {plugin.reader} is not a BenchReader of it")
+    return found
 
 
 def make_reader(run: PlannedRun, log_dir: Path) -> BenchReader:
     """The reader of ``run.protocol``."""
-    return readers()[run.protocol](run, log_dir)
+    return reader_class(run.protocol)(run, log_dir)
