@@ -349,10 +349,13 @@ def _verdict(reader: BenchReader, exit_code: int | None, killed: bool, stop: _St
         return "failed", detail(protocol_error, quote_last=False)
     if stop.lost is not None:
         return "failed", detail(f"{stop.lost}; killed the bench's process group", quote_last=False)
-    if (killed or exit_code is None or exit_code < 0) and stop.timed_out:
-        return "timeout", detail(f"no exit after timeout_s={run.timeout_s:g}; killed its process group",
+    unfinished = killed or exit_code is None or exit_code < 0 or reader.abandoned
+    if unfinished and stop.timed_out:
+        what = ("no exit" if killed or not reader.abandoned
+                else "its output not read to its end (written faster than it could be read)")
+        return "timeout", detail(f"{what} after timeout_s={run.timeout_s:g}; killed its process group",
                                  quote_last=False)
-    if (killed or exit_code is None or exit_code < 0) and stop.was_cancelled:
+    if unfinished and stop.was_cancelled:
         return "cancelled", (f"sweep cancelled while the bench was running; killed its process group "
                              f"({log_paths(log_dir)})")
     if exit_code is None:

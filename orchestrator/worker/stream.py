@@ -3,11 +3,14 @@ complete lines appended since the last look; ``follow_lines`` yields each as soo
 
 The file is read only if it is a regular file (``worker.safe_files``: a FIFO, a link or a device
 there is a ``ProtocolError``, never a blocked or endless read), ``READ_CHUNK_BYTES`` at a time, and a
-line longer than ``MAX_LINE_BYTES`` is a ``ProtocolError``.
+line longer than ``MAX_LINE_BYTES`` is a ``ProtocolError``. A bench can write far faster than its
+lines are parsed (a gigabyte of blank lines in a second), so a reader takes a chunk at a time and
+asks its deadline between chunks: ``follow_lines`` stops at ``give_up`` with the rest unread.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +31,15 @@ class LineTail:
         self._file: BinaryIO | None = None
         self._pending = bytearray()
         self.drained = True  # the last look read everything there was
+
+    @property
+    def offset(self) -> int:
+        """The bytes read so far (an unfinished last line included)."""
+        return 0 if self._file is None else self._file.tell()
+
+    def size(self) -> int:
+        """The file's size now (0 before it exists)."""
+        return 0 if self._file is None else os.fstat(self._file.fileno()).st_size
 
     def lines(self, final: bool = False, limit: int | None = None) -> list[str]:
         """The new complete lines, of at most ``limit`` bytes read (None: all there is, a chunk at a
@@ -71,12 +83,18 @@ class LineTail:
         return lines
 
 
-def follow_lines(path: Path, finished: Callable[[], bool], poll_s: float = 0.02) -> Iterator[str]:
+class StreamAbandoned(Exception):
+    """``follow_lines`` gave up (its deadline or a cancel) with more of the stream left to read."""
+
+
+def follow_lines(path: Path, finished: Callable[[], bool], give_up: Callable[[], bool] = lambda: False,
+                 poll_s: float = 0.02) -> Iterator[str]:
     """Yield complete lines appended to ``path`` until ``finished()`` and the file is drained.
 
     The file may not exist yet (the bench creates it); a last line without a newline is yielded
     once the writer has finished. It is read ``READ_CHUNK_BYTES`` at a time, so a bench far ahead of
-    its reader costs the reader no more memory than that.
+    its reader costs the reader no more memory than that; between two chunks ``give_up()`` is asked,
+    and when it says so the rest stays unread (``StreamAbandoned``).
     """
     tail = LineTail(path)
     try:
@@ -85,6 +103,8 @@ def follow_lines(path: Path, finished: Callable[[], bool], poll_s: float = 0.02)
             lines = tail.lines(final=done, limit=READ_CHUNK_BYTES)
             yield from lines
             if not tail.drained:
+                if give_up():
+                    raise StreamAbandoned(f"{tail.size() - tail.offset} bytes of {path} left unread")
                 continue  # more is waiting: read it before asking finished() again
             if done:
                 return

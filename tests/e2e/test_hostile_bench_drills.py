@@ -1,7 +1,8 @@
 """Drills with a hostile bench: it leaves a FIFO or a link to ``/dev/zero`` where its stream or result
-should be, or writes markup (rich, Markdown, HTML) where its errors go, and its case names and refs
-carry the same. The worker neither blocks nor reads without bound, every run gets its row, the host
-is free for the next run, and every report shows the text as the characters it is."""
+should be, floods its stream faster than it can be read, or writes markup (rich, Markdown, HTML)
+where its errors go, and its case names and refs carry the same. The worker neither blocks nor reads
+without bound, every run gets its row, the host is free for the next run, and every report shows the
+text as the characters it is."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import yaml
 from drill_helpers import MISBEHAVE, client, finish, record_of
 from fakebench.fakerepo import FakeRepo, git, make_fake_repo
@@ -67,6 +69,19 @@ def test_a_fifo_or_dev_zero_at_the_result_fails_its_run_without_blocking_or_read
     assert "result.json is a FIFO, not a regular file" in runs["fifo-result"]["error"]
     assert runs["json-ok"]["status"] == "ok", "the next run had the host"
     assert "Traceback" not in out and "MemoryError" not in out
+
+
+def test_a_bench_that_floods_its_stream_is_stopped_at_its_timeout_not_after_reading_it_all(tmp_path):
+    repo = make_fake_repo(tmp_path)  # 150 MiB of blank lines, then asleep: read whole, it took 132 s
+    code, out = run_drill(repo, tmp_path, misbehaving_sweep(repo, ["flood", "env"], timeout_s=5),
+                          "--no-progress")
+    assert code == EXIT_RUN_FAILED, out
+    runs = outcomes(repo)
+    assert runs["flood"]["status"] == "timeout", runs["flood"]
+    assert "after timeout_s=5; killed its process group" in runs["flood"]["error"]
+    walls = pd.read_parquet(repo.path / "results" / "runs").set_index("case")["wall_s"]
+    assert walls["flood"] < 45, "the deadline was asked between chunks, not after the whole backlog"
+    assert runs["env"]["status"] == "ok", "the next run had the host"
 
 
 def test_markup_in_a_benchs_errors_a_case_name_and_a_ref_is_shown_as_text_everywhere(tmp_path):

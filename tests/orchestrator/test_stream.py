@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator.errors import ProtocolError
 from orchestrator.worker.protocols.v1_records import StreamState
-from orchestrator.worker.stream import follow_lines
+from orchestrator.worker.stream import READ_CHUNK_BYTES, StreamAbandoned, follow_lines
 
 HEADER = {"kind": "header", "protocol": 1, "case": {}, "params": {}, "audit": {"git_sha": "abc"}}
 
@@ -101,3 +101,18 @@ def test_follow_yields_lines_while_the_writer_is_still_writing(tmp_path):
 
 def test_follow_a_stream_never_created(tmp_path):
     assert list(follow_lines(tmp_path / "missing", lambda: True)) == []
+
+
+def test_follow_lines_asks_give_up_between_chunks_and_leaves_the_rest_unread(tmp_path):
+    path = tmp_path / "stream.jsonl"
+    path.write_bytes(json.dumps(HEADER).encode() + b"\n" + b"\n" * (8 * READ_CHUNK_BYTES))
+    asked = []
+
+    def give_up() -> bool:
+        asked.append(True)
+        return len(asked) == 3
+
+    with pytest.raises(StreamAbandoned, match=r"bytes of .*stream.jsonl left unread"):
+        for _ in follow_lines(path, lambda: True, give_up):
+            pass
+    assert len(asked) == 3, "asked after every chunk that left more to read"

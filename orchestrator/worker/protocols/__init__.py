@@ -49,6 +49,7 @@ class BenchReader(ABC):
         self.summary: dict | None = None  # throughput, measure_wall_s, phase_means_ms, metrics
         self.steps = StepLog(spool=log_dir / STEP_SPOOL, sweep_id=run.sweep_id, run_key=run.run_key)
         self.bad_input: str | None = None  # why the sweep's input failed the run (exit 2 at the client)
+        self.abandoned = False  # stopped reading at the deadline or a cancel with output left unread
         self.on_record: Callable[[dict | None], None] = lambda record: None  # each streamed record, in order
         for path in (self.stream_path, self.result_path):
             path.unlink(missing_ok=True)

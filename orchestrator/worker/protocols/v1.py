@@ -5,7 +5,7 @@ from __future__ import annotations
 from orchestrator.errors import ProtocolError
 from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal, int_param
 from orchestrator.worker.protocols.v1_records import StreamState
-from orchestrator.worker.stream import follow_lines
+from orchestrator.worker.stream import StreamAbandoned, follow_lines
 
 
 class StreamReader(BenchReader):
@@ -25,7 +25,7 @@ class StreamReader(BenchReader):
         self.kindless = 0  # records the reader skipped: no known "kind"
         proc = start()
         try:
-            for line in follow_lines(self.stream_path, lambda: stop.should_stop(proc)):
+            for line in follow_lines(self.stream_path, lambda: stop.should_stop(proc), stop.expired):
                 record = self.state.feed(line)
                 self.on_record(record)
                 self.kindless += record is None and bool(line.strip())
@@ -36,6 +36,8 @@ class StreamReader(BenchReader):
                     on_step(self.steps.last, len(self.steps))
         except ProtocolError as exc:
             return str(exc)
+        except StreamAbandoned:  # the deadline or a cancel came first: the verdict says which
+            self.abandoned = True
         finally:
             self.header, self.summary = self.state.header, self.state.summary
         return None

@@ -11,6 +11,7 @@ Run from the worktree (its cwd), so ``git rev-parse HEAD`` there is the SHA unde
   link to ``/dev/zero``, then exits 0 (protocol json reads it after the exit); ``json-ok`` writes a
   result document ``{"fps": 100.0}``.
 * ``--mode markup``: writes its header, then rich markup, Markdown and HTML to stderr and exits 1.
+* ``--mode flood``: writes its header, then 150 MiB of blank lines to its stream, then sleeps.
 """
 
 import argparse
@@ -35,7 +36,7 @@ def main() -> int:
     parser.add_argument("--stream", required=True)
     parser.add_argument("--mode", required=True,
                         choices=["daemon", "deep-json", "env", "fifo-stream", "fifo-result", "zero-result",
-                                 "json-ok", "markup"])
+                                 "json-ok", "markup", "flood"])
     parser.add_argument("--pid-file", default="")
     parser.add_argument("--result", default="")
     args = parser.parse_args()
@@ -70,6 +71,11 @@ def main() -> int:
         if args.mode == "markup":
             print(MARKUP, file=sys.stderr)
             return 1
+        if args.mode == "flood":
+            for _ in range(150):
+                stream.write("\n" * 2**20)
+            stream.flush()
+            time.sleep(600)
         if args.mode == "deep-json":
             stream.write('{"kind": "step", "step": 0, "phases": ' + "[" * 10_000 + "]" * 10_000 + "}\n")
             time.sleep(600)
