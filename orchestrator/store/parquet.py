@@ -175,7 +175,8 @@ def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, p
         "command": (json.dumps(list(run.argv_template)), pa.string()),  # the argv template, placeholders kept
         "ran_in": (result.ran_in, pa.string()),
         "lockstep_fallback": (result.fallback, pa.string()),
-        "blocks": (None if result.blocks is None else json.dumps(result.blocks), pa.string()),
+        "blocks": (None if result.blocks is None else json.dumps(result.blocks, allow_nan=False),  # JSON only
+                   pa.string()),
     }
     quiet = result.quiet.columns() if result.quiet else {}
     columns |= {name: (quiet.get(name), kind) for name, kind in QUIET_COLUMNS.items()}

@@ -10,6 +10,11 @@ included. ``finish`` ends the processes one at a time (``end``, then their summa
 sides), each preceded by its own warm-up steps. Any failure (a process that exits, answers wrongly
 or not within ``timeout_s``, a cancel) raises ``RoundFailed`` naming the side, its SHA and what was
 awaited; the caller kills every process of the round (``kill``).
+
+Nothing a bench does can hold the worker past ``timeout_s`` or a cancel: a command is written to the
+FIFO without blocking (a bench that filled its own FIFO and stopped reading it is awaited like any
+answer), the streams are read a chunk at a time between the checks, and a parked process that
+writes to its stream or uses CPU while another side measures fails the round (``worker.parked``).
 """
 
 from __future__ import annotations
@@ -17,16 +22,18 @@ from __future__ import annotations
 import json
 import math
 import os
+import select
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.errors import ProtocolError
+from orchestrator.worker.parked import ParkedTime, cpu_ticks, parked_writes
 from orchestrator.worker.proc import BenchProcess
 from orchestrator.worker.protocols.v1 import check_sha
 from orchestrator.worker.protocols.v1_records import StreamState
-from orchestrator.worker.stream import LineTail
+from orchestrator.worker.stream import READ_CHUNK_BYTES, LineTail
 
 CONTROL_VERSION = 1  # the header's "control" value this worker speaks
 # How often a waiting round looks at the streams (each look reads a few bytes and polls the processes):
@@ -83,18 +90,26 @@ def turn_order(sides: int, blocks: int, first: int = 0) -> list[int]:
 
 class ControlChannel:
     """The worker's end of a bench's control FIFO (mode 0600), held open read-write so that no open
-    ever blocks and the bench reads end-of-file only once it is closed."""
+    ever blocks and the bench reads end-of-file only once it is closed. Written without blocking: a
+    command fits the pipe's atomic size, so it is written whole or not at all (the FIFO is full)."""
 
     def __init__(self, path: Path) -> None:
         path.unlink(missing_ok=True)
         os.mkfifo(path, 0o600)
         self.path = path
-        self._fd: int | None = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        self._fd: int | None = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
 
-    def send(self, **command: object) -> None:
+    def try_send(self, command: dict) -> bool:
+        """Write ``command``; False when the FIFO has no room for it (nothing written)."""
         if self._fd is None:
             raise RuntimeError(f"control channel {self.path} is closed")
-        os.write(self._fd, (json.dumps(command) + "\n").encode())
+        data = (json.dumps(command) + "\n").encode()
+        assert len(data) <= select.PIPE_BUF, "a command is written whole"
+        try:
+            os.write(self._fd, data)
+        except BlockingIOError:
+            return False
+        return True
 
     def close(self) -> None:
         if self._fd is not None:
@@ -118,11 +133,26 @@ class Contestant:
     cycles: dict[int, int] = field(default_factory=dict)  # measured block number -> its cycle
     ended: bool = False  # told to end and exited: no longer expected alive
     durations: dict[tuple[int, bool], float] = field(default_factory=dict)  # (steps, warmup) -> last wall_s
+    parked: ParkedTime = field(default_factory=ParkedTime)
+    parked_at: int | None = None  # its stream's size when it last parked; None: not parked
     _tail: LineTail | None = None
     _next_block: int = 0
+    _read_all: bool = False  # the last read reached the end of the stream of a process that had exited
 
     def name(self) -> str:
         return f"side {self.side!r} (SHA {self.sha[:12]})"
+
+    def running_tree(self) -> int | None:
+        """The pid of its launch helper (the root of its process tree) while its process runs, else None."""
+        if self.proc is None or self.ended or self.proc.returncode is not None:
+            return None
+        return self.proc.helper_pid
+
+    def written_while_parked(self) -> int:
+        """Bytes appended to its stream since it parked (0 when it is not parked)."""
+        if self.parked_at is None or self._tail is None:
+            return 0
+        return self._tail.size() - self.parked_at
 
     def block_summaries(self) -> list[dict]:
         """Every block as the runs table keeps it (``analysis.block_pairs``): its record, its ``cycle``
@@ -139,8 +169,8 @@ class Contestant:
             kept = {key: record.get(key) for key in BLOCK_KEYS}
             found.append(kept | {
                 "cycle": self.cycles.get(number),
-                "throughput": per_step * steps / wall if per_step and steps and wall > 0 else None,
-                "phases": {name: total / steps for name, total in sums.items()} if steps else {}})
+                "throughput": _finite(per_step * steps / wall) if per_step and steps and wall > 0 else None,
+                "phases": {name: _finite(total / steps) for name, total in sums.items()} if steps else {}})
         return found
 
 
@@ -154,6 +184,7 @@ class LockstepRound:
         self.timeout_s = timeout_s
         self.stopped = stopped
         self.on_block = on_block  # each block record as it arrives (progress)
+        self._running: Contestant | None = None  # the one given the host last
 
     def open(self, warmup: int) -> None:
         """Start every process in turn; each runs ``warmup`` steps and is parked before the next starts."""
@@ -170,7 +201,9 @@ class LockstepRound:
         contestant.stream_path.unlink(missing_ok=True)
         contestant.records = StreamState()
         contestant._tail = LineTail(contestant.stream_path)
+        self._hand_to(contestant)
         contestant.proc = (start or contestant.start)()
+        contestant.parked, contestant.parked_at = ParkedTime(), None
         self._await(contestant, lambda c: c.records.header is not None, "its header")
         self._check_header(contestant)
 
@@ -188,14 +221,14 @@ class LockstepRound:
     def blocks(self, contestant: Contestant, commands: list[tuple[int, bool, int | None]]) -> list[dict]:
         """Send ``contestant`` the blocks ``(steps, warmup, cycle)`` in one go and await them all;
         their records, checked against the commands."""
-        assert contestant.channel is not None
+        self._hand_to(contestant)
         numbers = []
         for steps, warmup, cycle in commands:
             number = contestant._next_block
             contestant._next_block += 1
             if cycle is not None:
                 contestant.cycles[number] = cycle
-            contestant.channel.send(cmd="run", steps=steps, block=number, warmup=warmup)
+            self._send(contestant, f"block {number}", cmd="run", steps=steps, block=number, warmup=warmup)
             numbers.append(number)
         expected = sum(contestant.durations.get((steps, warmup), 0.0) for steps, warmup, _ in commands)
         last, total = numbers[-1], sum(steps for steps, _, _ in commands)
@@ -211,6 +244,8 @@ class LockstepRound:
             contestant.durations[(steps, warmup)] = float(record.get("wall_s") or 0.0)
             self.on_block(contestant, record)
             records.append(record)
+        assert contestant._tail is not None
+        contestant.parked_at = contestant._tail.offset  # it blocks on its FIFO now: its stream stays as is
         return records
 
     def play(self, plan: BlockPlan, first: int = 0) -> None:
@@ -226,18 +261,18 @@ class LockstepRound:
 
     def end(self, contestant: Contestant) -> None:
         """Tell ``contestant`` to end; await its summary and its exit (0)."""
-        assert contestant.channel is not None
-        contestant.channel.send(cmd="end")
+        self._hand_to(contestant)
+        self._send(contestant, "the end", cmd="end")
         self.await_exit(contestant)
 
     def await_exit(self, contestant: Contestant) -> None:
         """Await ``contestant``'s exit (after ``end``, or a plain run ending by itself): RoundFailed
         unless it exited 0 with a summary and no error."""
         assert contestant.proc is not None and contestant.channel is not None
-        self._await(contestant, lambda c: c.proc.poll() is not None, "its summary and exit", exiting=True)
+        self._await(contestant, lambda c: c.proc.poll() is not None and c._read_all, "its summary and exit",
+                    exiting=True)
         contestant.ended = True
         contestant.channel.close()
-        self._drain(contestant)
         problem = self._exit_problem(contestant)
         if problem:
             raise RoundFailed(f"{contestant.name()} {problem}", contestant.side)
@@ -256,22 +291,15 @@ class LockstepRound:
     def _await(self, contestant: Contestant, done: Callable[[Contestant], bool], what: str,
                expected_s: float = 0.0, exiting: bool = False) -> None:
         """Read the streams until ``done(contestant)`` (expected after about ``expected_s``); RoundFailed
-        when a process exits (other than an ``exiting`` contestant), the timeout passes or the round is
-        stopped."""
+        when a process exits (other than an ``exiting`` contestant) or a parked one works, the timeout
+        passes or the round is stopped. A stream is read a chunk at a time, each followed by the checks."""
         started = time.monotonic()
         deadline, next_stop_check = started + self.timeout_s, started
         while True:
-            self._drain(contestant)
+            drained = self._drain(contestant)
             if done(contestant):
                 return
-            for other in self.contestants:
-                if (other.proc is None or other.ended or (exiting and other is contestant)
-                        or other.proc.poll() is None):
-                    continue
-                self._drain(other)
-                waiting = "" if other is contestant else f" (parked while {contestant.name()} ran)"
-                raise RoundFailed(f"{other.name()} {self._exit_problem(other) or 'exited'}{waiting} "
-                                  f"while the round awaited {what}", other.side)
+            self._check_others(contestant, what, exiting, deadline)
             if time.monotonic() >= deadline:
                 raise RoundFailed(f"{contestant.name()} did not answer within timeout_s={self.timeout_s:g} "
                                   f"(awaited: {what})", contestant.side, "timeout")
@@ -281,17 +309,60 @@ class LockstepRound:
                 if self.stopped():
                     raise RoundFailed(f"the sweep was cancelled while the round awaited {what} from "
                                       f"{contestant.name()}", status="cancelled")
+            if not drained:
+                continue  # more to read at once
             early = started + EXPECTED_SHARE * expected_s - now  # time left before the answer is near
             time.sleep(min(IDLE_POLL_S, early) if early > POLL_S else POLL_S)
 
-    def _drain(self, contestant: Contestant) -> None:
+    def _check_others(self, contestant: Contestant, what: str, exiting: bool, deadline: float) -> None:
+        """RoundFailed when another process exited (or ``contestant`` did, unless ``exiting``), or a parked
+        one wrote to its stream."""
+        for other in self.contestants:
+            if other.proc is None or other.ended or (exiting and other is contestant):
+                continue
+            if other.proc.poll() is None:
+                if problem := parked_writes(other.written_while_parked()):
+                    raise RoundFailed(f"{other.name()} {problem} while the round awaited {what} from "
+                                      f"{contestant.name()}", other.side)
+                continue
+            while not self._drain(other) and time.monotonic() < deadline:
+                pass  # what it said before it exited, as far as the deadline lets it be read
+            waiting = "" if other is contestant else f" (parked while {contestant.name()} ran)"
+            raise RoundFailed(f"{other.name()} {self._exit_problem(other) or 'exited'}{waiting} "
+                              f"while the round awaited {what}", other.side)
+
+    def _send(self, contestant: Contestant, what: str, **command: object) -> None:
+        """Write ``command`` to ``contestant``'s FIFO, awaiting room in it as any answer is awaited."""
+        assert contestant.channel is not None
+        channel = contestant.channel
+        self._await(contestant, lambda c: channel.try_send(command),
+                    f"room in its control channel for {what} (it does not read its FIFO)")
+
+    def _hand_to(self, running: Contestant) -> None:
+        """``running`` is given the host: look at every side's CPU time (``worker.parked``); RoundFailed
+        when a side used more than it may while it was parked."""
+        trees = {id(c): tree for c in self.contestants if (tree := c.running_tree()) is not None}
+        ticks = cpu_ticks(list(trees.values())) if trees else {}
+        now = time.monotonic()
+        looked = [c for c in self.contestants if id(c) in trees]
+        for contestant in looked:
+            contestant.parked.look(now, ticks[trees[id(contestant)]], parked=contestant is not self._running)
+        self._running, running.parked_at = running, None
+        for contestant in looked:
+            if problem := contestant.parked.excess():
+                raise RoundFailed(f"{contestant.name()} {problem}", contestant.side)
+
+    def _drain(self, contestant: Contestant) -> bool:
+        """Feed ``contestant``'s records from at most a chunk of its stream; whether that was all of it."""
         assert contestant._tail is not None
+        exited = contestant.proc is not None and contestant.proc.returncode is not None
         try:
-            for line in contestant._tail.lines(final=contestant.proc is not None
-                                               and contestant.proc.returncode is not None):
+            for line in contestant._tail.lines(final=exited, limit=READ_CHUNK_BYTES):
                 contestant.records.feed(line)
         except ProtocolError as exc:
             raise RoundFailed(f"{contestant.name()}: {exc}", contestant.side) from None
+        contestant._read_all = exited and contestant._tail.drained
+        return contestant._tail.drained
 
     def _check_header(self, contestant: Contestant) -> None:
         header = contestant.records.header or {}
@@ -324,6 +395,11 @@ def run_blocks(round_: LockstepRound, plan: BlockPlan, first: int = 0) -> None:
     round_.open(plan.warmup)
     round_.play(plan, first)
     round_.finish()
+
+
+def _finite(value: float) -> float | None:
+    """``value``, or None where a sum of finite numbers overflowed (the blocks are stored as JSON)."""
+    return value if math.isfinite(value) else None
 
 
 def _number(value: object) -> bool:

@@ -61,6 +61,7 @@ class BenchProcess:
     def __init__(self, helper: LaunchHelper, pid: int | None, floor_kib: int = 0) -> None:
         self._helper: LaunchHelper | None = helper
         self.pid = pid
+        self.helper_pid = helper.process.pid if pid is not None else None  # its tree's root (the subreaper)
         self.floor_kib = floor_kib  # the helper's own peak RSS when it forked the bench
         self.returncode: int | None = None if pid is not None else EXEC_HELPER_FAILED
         self.usage: BenchUsage | None = None

@@ -1,5 +1,5 @@
 """What the fault drills share: sweeps of the fake bench, ``shasweep`` started as a terminal starts it,
-the benches it ran, its sweep record."""
+the benches it ran, its sweep record, a lab's scheduler and worker as processes."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from fakebench.fakerepo import COMMAND, FakeRepo  # noqa: E402
+from test_entrypoints import Served, serving, shasweep_argv  # noqa: E402
 
 # The client as a terminal starts it: SIGINT at its default even when this test runs as a background
 # job of a non-interactive shell (which starts its children with SIGINT ignored).
@@ -74,3 +77,14 @@ def record_of(repo: FakeRepo, name: str = "drill") -> dict:
     (path,) = (repo.path / "results" / "sweeps").glob(f"{name}-*.json")
     text = path.read_text()
     return json.loads(text) if text.strip() else {}
+
+
+@contextmanager
+def lab_cluster(tmp_path: Path, home: Path, name: str) -> Iterator[Served]:
+    """``shasweep scheduler`` and one ``shasweep worker`` as processes (host lock ``tmp_path/bench.lock``);
+    yields the scheduler."""
+    with (serving(shasweep_argv("scheduler", "--port", "0", "--dashboard-address", "127.0.0.1:0"),
+                  tmp_path / f"{name}-scheduler.log") as scheduler,
+          serving(shasweep_argv("worker", scheduler.address), tmp_path / f"{name}-worker.log",
+                  env={"SHASWEEP_HOME": str(home), "SHASWEEP_LOCK": str(tmp_path / "bench.lock")})):
+        yield scheduler

@@ -8,23 +8,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 import psutil
 import pytest
-from drill_helpers import bench_pids, client, finish, record_of, slow_sweep, write_sweep
+from drill_helpers import bench_pids, client, finish, lab_cluster, record_of, slow_sweep, write_sweep
 from fakebench.fakerepo import FakeRepo, make_fake_repo
 from fakebench.waits import is_gone, wait_for
 from filelock import FileLock
 
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
-from test_entrypoints import Served, serving, shasweep_argv  # noqa: E402
 
 
 def closed_pipe() -> int:
@@ -181,16 +175,6 @@ def test_list_and_status_tell_a_sweep_whose_client_was_killed_from_a_running_one
                     **lock)
     assert finish(resume) == EXIT_OK, (tmp_path / "resume.out").read_text()
     assert record_of(repo)["status"] == "finished"
-
-
-@contextmanager
-def lab_cluster(tmp_path: Path, home: Path, name: str) -> Iterator[Served]:
-    """``shasweep scheduler`` and one ``shasweep worker`` as processes; yields the scheduler."""
-    with (serving(shasweep_argv("scheduler", "--port", "0", "--dashboard-address", "127.0.0.1:0"),
-                  tmp_path / f"{name}-scheduler.log") as scheduler,
-          serving(shasweep_argv("worker", scheduler.address), tmp_path / f"{name}-worker.log",
-                  env={"SHASWEEP_HOME": str(home), "SHASWEEP_LOCK": str(tmp_path / "bench.lock")})):
-        yield scheduler
 
 
 def test_losing_the_scheduler_mid_run_is_one_line_a_failed_run_and_a_resumable_sweep(tmp_path):

@@ -1,6 +1,8 @@
 """A lockstep round with real bench processes (``worker.lockstep_round``): exactly one process runs at any
 instant, start-up included, and every way a round can fail names the side, its SHA and what the
-round awaited, with every process of the round killed."""
+round awaited, with every process of the round killed. A hostile side (``fakebench/lockstep_hostile.py``:
+a real FIFO filled, a real CPU hog, a real flood of its stream) cannot hold the round past its
+timeout or a cancel, nor work unseen while parked."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import math
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,8 +27,10 @@ from orchestrator.worker.lockstep_round import (
     turn_order,
 )
 from orchestrator.worker.proc import launch
+from orchestrator.worker.stream import READ_CHUNK_BYTES
 
 BENCH = Path(__file__).with_name("fakebench") / "lockstep_bench.py"
+HOSTILE = Path(__file__).with_name("fakebench") / "lockstep_hostile.py"
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -48,12 +53,16 @@ def trees(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     return found
 
 
-def contestants(trees: dict, logs: Path, extra: dict[str, list[str]] | None = None) -> list[Contestant]:
+def contestants(trees: dict, logs: Path, extra: dict[str, list[str]] | None = None,
+                hostile: dict[str, list[str]] | None = None) -> list[Contestant]:
+    """A contestant per side running the lockstep bench (``extra``: more of its options), or for the
+    sides in ``hostile`` the hostile bench with those options."""
     found = []
     for side, (tree, sha) in trees.items():
         stream, control = logs / f"{side}.jsonl", logs / f"{side}.fifo"
-        argv = [sys.executable, "lockstep_bench.py", "--stream", str(stream), "--control", str(control),
-                *(extra or {}).get(side, [])]
+        script, options = ((str(HOSTILE), hostile[side]) if side in (hostile or {})
+                           else ("lockstep_bench.py", (extra or {}).get(side, [])))
+        argv = [sys.executable, script, "--stream", str(stream), "--control", str(control), *options]
 
         def start(argv=argv, tree=tree, stream=stream):
             return launch(argv, cwd=tree, env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -101,6 +110,8 @@ def test_two_processes_take_turns_and_never_run_at_once(trees, tmp_path):
         assert all(b["throughput"] > 0 and b["phases"]["step_ms"] > 0 for b in measured)
     pairs = pair_log_ratios(kept["base"], kept["cand"], "throughput")
     assert len(pairs) == plan.blocks and all(math.isfinite(p) for p in pairs)
+    for player in players:  # a well-behaved parked process is idle: measured, and within the allowance
+        assert player.parked.intervals >= plan.blocks and player.parked.excess() is None, player.parked
 
 
 def test_a_bench_without_the_control_channel_is_named_with_its_sha(trees, tmp_path):
@@ -177,3 +188,55 @@ def test_turn_order_gives_every_side_the_same_mean_position(sides):
 def test_turn_order_of_two_sides_is_abba():
     assert turn_order(2, 4) == [0, 1, 1, 0, 0, 1, 1, 0]
     assert turn_order(2, 2, first=1) == [1, 0, 0, 1]
+
+
+# ---------------------------------------------------------------- what a parked side can do (issue 41)
+TIMEOUT_PLAN = BlockPlan(block_steps=2, blocks=2, block_warmup=0, warmup=1)
+
+
+@pytest.mark.timeout(120)  # before the fix the worker blocked in os.write for good
+def test_a_bench_that_fills_its_own_control_fifo_and_stops_reading_fails_at_the_timeout(trees, tmp_path):
+    players = contestants(trees, tmp_path, hostile={"cand": ["--mode", "fill-control"]})
+    failure = failed_round(players, TIMEOUT_PLAN, timeout_s=3)
+    assert failure.side == "cand" and failure.status == "timeout", failure
+    assert "did not answer within timeout_s=3" in str(failure)
+    assert "room in its control channel for block 0" in str(failure)
+
+
+@pytest.mark.timeout(120)
+def test_a_cancel_ends_a_round_whose_bench_filled_its_fifo(trees, tmp_path):
+    players = contestants(trees, tmp_path, hostile={"cand": ["--mode", "fill-control"]})
+    cancel_at = time.monotonic() + 3
+    round_ = LockstepRound(players, timeout_s=600, stopped=lambda: time.monotonic() > cancel_at)
+    with pytest.raises(RoundFailed) as raised:
+        try:
+            run_blocks(round_, TIMEOUT_PLAN)
+        finally:
+            round_.kill()
+    assert raised.value.status == "cancelled" and "room in its control channel" in str(raised.value)
+    assert all(gone(p.proc.pid) for p in players)
+
+
+def test_a_parked_side_that_floods_its_stream_fails_the_round_before_its_backlog_is_read(trees, tmp_path):
+    players = contestants(trees, tmp_path, hostile={"base": ["--mode", "flood", "--flood-mib", "40"]})
+    failure = failed_round(players, BlockPlan(block_steps=2, blocks=2, block_warmup=1, warmup=1), 120)
+    assert failure.side == "base" and "to its stream while parked" in str(failure), failure
+    # at most the chunk that held its block record: the 40 MiB backlog was never read into the worker
+    assert players[0].records.lines_read <= READ_CHUNK_BYTES + 10
+
+
+def test_a_side_that_runs_a_cpu_hog_while_parked_fails_the_round_naming_it(trees, tmp_path):
+    # blocks of 10 steps of 20 ms: the hog has a fifth of a second a parking to be seen in
+    players = contestants(trees, tmp_path, extra={"cand": ["--step-ms", "20"]},
+                          hostile={"base": ["--mode", "hog", "--step-ms", "20"]})
+    failure = failed_round(players, BlockPlan(block_steps=10, blocks=3, block_warmup=1, warmup=1), 120)
+    assert failure.side == "base" and failure.status == "failed", failure
+    assert "of CPU while parked" in str(failure) and "% of a CPU" in str(failure)
+    assert players[1].parked.excess() is None, "the side that behaved is not blamed"
+
+
+def test_non_finite_block_times_fail_the_round_naming_the_side_and_the_field(trees, tmp_path):
+    players = contestants(trees, tmp_path, hostile={"cand": ["--mode", "inf-times"]})
+    failure = failed_round(players, TIMEOUT_PLAN, timeout_s=120)
+    assert failure.side == "cand" and "(block 0)" in str(failure), failure
+    assert "started=inf" in str(failure) and "ended=-inf" in str(failure)

@@ -102,6 +102,7 @@ class StreamState:
             raise ProtocolError(f"{self._where()}: a block record needs a number 'wall_s', "
                                 f"got {record!r:.200}")
         _check_timings({"wall_s": float(wall)}, f"{self._where()} (block {record['block']})")
+        _check_clock(record, f"{self._where()} (block {record['block']})")
         self.blocks.append(record)
 
     def _on_summary(self, record: dict) -> None:
@@ -137,6 +138,15 @@ def _check_timings(values: dict[str, float], where: str) -> None:
     bad = [f"{name}={value!r}" for name, value in values.items() if not (math.isfinite(value) and value >= 0)]
     if bad:
         raise ProtocolError(f"{where}: negative, NaN or infinite values: {', '.join(bad[:5])}")
+
+
+def _check_clock(record: dict, where: str) -> None:
+    """A block's ``started``/``ended`` (epoch seconds) are finite numbers where given: the timeline and
+    the overlap check place every block on one clock, and the stored blocks must be JSON."""
+    bad = [f"{key}={value!r}" for key in ("started", "ended") if (value := record.get(key)) is not None
+           and (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value))]
+    if bad:
+        raise ProtocolError(f"{where}: not a finite number of epoch seconds: {', '.join(bad)}")
 
 
 _HANDLERS: dict[str, Callable[[StreamState, dict], None]] = {
