@@ -175,6 +175,7 @@ class PlannedRun:
     lockstep: LockstepSettings | None = None  # order: lockstep's blocks; None for every other order
     quiet: QuietLimits | None = None  # the sweep's quiet:; None: never wait
     max_steps: int | None = None  # a run reporting more steps fails (the sweep's max_steps); None: no cap
+    max_result_mib: int | None = None  # the most MiB {result} may hold (the sweep's); None: the protocol's
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

@@ -188,6 +188,8 @@ def validate(spec: SweepSpec) -> None:
     _check_positive(spec.timeout_s, "timeout_s")
     if spec.max_steps is not None:
         _check_positive(spec.max_steps, "max_steps")
+    if spec.max_result_mib is not None:
+        _check_positive(spec.max_result_mib, "max_result_mib")
     _check_positive(spec.drift_threshold, "drift_threshold")
     _check_run_settings(RunSettings(spec.variant, spec.params, spec.env), spec, None)
     if not spec.command:

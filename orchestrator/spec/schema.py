@@ -211,6 +211,9 @@ class SweepSpec:
     metrics: list[str] | None = None
     timeout_s: float = 600.0
     max_steps: int | None = None  # a run whose bench reports more steps fails, naming this key; None: no cap
+    # the most MiB a {result} document may hold, watched while the bench runs; None: the protocol's
+    # default (64 for json, read whole; 1024 for the suites, read incrementally)
+    max_result_mib: int | None = None
     continue_on_error: bool = False
     aa: bool = False  # sides may run one commit with the same settings: no warning (spec.identical_sides)
     hosts: Any = "one"  # "one", "all" or a list of host ids: where rounds run (dispatch.host_choice)

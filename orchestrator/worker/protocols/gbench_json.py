@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from orchestrator.capabilities import CPU_TIME_METRIC, TIME_METRIC
+from orchestrator.worker.protocols.json_stream import KEEP
+from orchestrator.worker.protocols.samples import Samples
 from orchestrator.worker.protocols.suite import (
     Benchmark,
     SuiteFormatError,
@@ -24,15 +26,20 @@ from orchestrator.worker.protocols.suite import (
     get_number,
     get_object,
     get_text,
-    to_ms,
+    ms_per,
 )
 
 _TIMES = ((TIME_METRIC, "real_time"), (CPU_TIME_METRIC, "cpu_time"))
+_READ = ("name", "run_name", "run_type", "aggregate_name", "time_unit", "real_time", "cpu_time",
+         "error_occurred", "skipped", "error_message", "skip_message")  # of each entry; counters are not
 
 
 class GbenchReader(SuiteReader):
     protocol = "gbench"
     tool = "gbench"
+    shape = {"context": {"library_version": KEEP}, "benchmarks": [dict.fromkeys(_READ, KEEP)]}
+    write_less = ("Google Benchmark writes an entry per repetition: fewer with a lower "
+                  "--benchmark_repetitions, or --benchmark_report_aggregates_only=true")
 
     def parse(self, document: object) -> tuple[list[Benchmark], dict]:
         context = get_object(document, "context", "")
@@ -41,7 +48,7 @@ class GbenchReader(SuiteReader):
             path = f"benchmarks.{i}"
             name = get_text(entry, "name", path)
             run_name = get_text(entry, "run_name", path, default=name)
-            _collect(found.setdefault(run_name, _Found()), entry, path)
+            _collect(found.setdefault(run_name, _Found(self.steps_limit)), entry, path)
         versions = {"benchmark": context["library_version"]} if isinstance(
             context.get("library_version"), str) else {}
         return [found[name].benchmark(name) for name in found], {"tool": self.tool, "versions": versions}
@@ -49,21 +56,22 @@ class GbenchReader(SuiteReader):
 
 @dataclass
 class _Found:
-    """What the entries of one ``run_name`` said so far."""
+    """What the entries of one ``run_name`` said so far (times in ms)."""
 
+    limit: int
     unit: str | None = None
-    samples: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m, _ in _TIMES})
+    samples: dict[str, Samples] = field(default_factory=dict)
     mean: dict[str, float] | None = None  # the mean aggregate, when there is one
     error: str | None = None
 
     def benchmark(self, name: str) -> Benchmark:
         if self.error is not None:
             return Benchmark(name=name, unit=self.unit or "", error=self.error)
-        if self.samples[TIME_METRIC]:
-            return Benchmark(name=name, unit=self.unit or "", samples_ms=self.samples)
+        if self.samples:
+            return Benchmark(name=name, unit=self.unit or "", samples=self.samples)
         if self.mean is not None:
             return Benchmark(name=name, unit=self.unit or "", steps_kept=False,
-                             samples_ms={metric: [value] for metric, value in self.mean.items()})
+                             samples={metric: Samples.of([value]) for metric, value in self.mean.items()})
         raise SuiteFormatError("benchmarks", f"benchmark {name!r} has neither repetitions nor a mean "
                                              "aggregate")
 
@@ -83,10 +91,10 @@ def _collect(found: _Found, entry: dict, path: str) -> None:
         raise SuiteFormatError(f"{path}.time_unit", f"is {unit!r}, but earlier entries of its benchmark said "
                                                     f"{found.unit!r}")
     found.unit = unit
-    times = {metric: to_ms([get_number(entry, key, path)], unit, f"{path}.time_unit")[0]
-             for metric, key in _TIMES}
+    times = {metric: get_number(entry, key, path) for metric, key in _TIMES}
+    scale = ms_per(unit, f"{path}.time_unit")
     if run_type == "iteration":
         for metric, value in times.items():
-            found.samples[metric].append(value)
+            found.samples.setdefault(metric, Samples(found.limit)).add(value * scale)
     else:
-        found.mean = times
+        found.mean = {metric: value * scale for metric, value in times.items()}

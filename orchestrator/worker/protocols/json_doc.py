@@ -3,22 +3,27 @@ where its numbers are (dotted paths, integer parts index lists).
 
 A path leading to a number gives the run's mean; one leading to a list of numbers gives the per-step
 samples of the measured window (step rows) and their mean. Anything else fails the run, naming the
-key, the path and what was there; a failed run keeps no number of the document.
+key, the path and what was there; a failed run keeps no number of the document. The document is
+read whole, so it may hold at most the sweep's ``max_result_mib`` (default ``WHOLE_MAX_RESULT_MIB``),
+which is watched while the bench runs (``wait_for_exit``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 import time
 from pathlib import Path
 from statistics import fmean
 
-from orchestrator.contract import StepRecord
+from orchestrator.contract import PlannedRun, StepRecord
 from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal, too_many_steps
-from orchestrator.worker.safe_files import NotRegularFileError, TooLargeError, read_regular
+from orchestrator.worker.protocols.json_stream import DocumentError, read_whole
 
-MAX_DOCUMENT_BYTES = 64 * 2**20
+WHOLE_MAX_RESULT_MIB = 64  # the default max_result_mib of a document read whole
+WRITE_LESS = "have the bench write less"
 POLL_S = 0.05
 
 
@@ -31,12 +36,16 @@ class JsonDocReader(BenchReader):
 
     protocol = "json"
 
+    @property
+    def max_result_bytes(self) -> int:
+        return result_cap(self.run, WHOLE_MAX_RESULT_MIB)
+
     def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
-        return wait_for_exit(start, stop)
+        return wait_for_exit(start, stop, self.result_path, self.max_result_bytes, WRITE_LESS)
 
     def complete(self) -> str | None:
         try:
-            document = read_json_document(self.result_path)
+            document = read_whole(self.result_path, self.max_result_bytes)
             self.summary, steps = map_document(document, self.run.json_mapping)
             versions = versions_of(document, self.run.json_mapping.get("versions"))
         except DocumentError as exc:
@@ -53,34 +62,34 @@ class JsonDocReader(BenchReader):
         return None
 
 
-class DocumentError(ValueError):
-    """A result document that is missing, too large or not JSON; the message names the file."""
+def result_cap(run: PlannedRun, default_mib: int) -> int:
+    """The most bytes ``run``'s result document may hold: the sweep's ``max_result_mib``, else
+    ``default_mib``."""
+    return (run.max_result_mib or default_mib) * 2**20
 
 
-def wait_for_exit(start: Start, stop: StopSignal) -> None:
-    """Start the command and wait for it to exit (or for ``stop``): nothing is read while it runs."""
+def wait_for_exit(start: Start, stop: StopSignal, result: Path, max_bytes: int,
+                  write_less: str) -> str | None:
+    """Start the command and wait for it to exit (or for ``stop``): nothing is read while it runs, but
+    a ``result`` document growing past ``max_bytes`` stops the bench at once; why, saying how to
+    avoid it (``write_less``, the tool's own option), or None."""
     proc = start()
     while not stop.should_stop(proc):
+        if (size := _regular_size(result)) > max_bytes:
+            return (f"result document {result} grew past max_result_mib={max_bytes // 2**20} while the bench "
+                    f"ran ({size / 2**20:.0f} MiB): stopped the bench; {write_less}, or raise the sweep key "
+                    "max_result_mib")
         time.sleep(POLL_S)
+    return None
 
 
-def read_json_document(path: Path) -> object:
-    """The JSON document the bench wrote to ``path`` ({result}); ``DocumentError`` naming the file when
-    it is missing, not a regular file (``worker.safe_files``), over ``MAX_DOCUMENT_BYTES`` or not JSON
-    (``NaN`` and ``Infinity`` tokens parse as floats: each reader refuses them where a number must be
-    finite)."""
+def _regular_size(path: Path) -> int:
+    """The size of ``path`` when it is a regular file (not followed), else 0."""
     try:
-        text = read_regular(path, MAX_DOCUMENT_BYTES)  # a FIFO or a link to /dev/zero is refused
-    except (NotRegularFileError, TooLargeError) as exc:
-        raise DocumentError(f"result document: {exc}") from None
-    if text is None:
-        raise DocumentError(f"bench exited 0 without writing its result document {path} ({{result}})")
-    try:
-        return json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DocumentError(f"result document {path} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise DocumentError(f"result document {path} is nested too deeply to parse") from None
+        status = os.lstat(path)
+    except OSError:
+        return 0
+    return status.st_size if stat.S_ISREG(status.st_mode) else 0
 
 
 def map_document(document: object, mapping: dict) -> tuple[dict, list[StepRecord]]:

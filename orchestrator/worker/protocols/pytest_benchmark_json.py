@@ -2,13 +2,17 @@
 
 A benchmark is named by its ``fullname`` (``tests/test_x.py::test_y[param]``). Its ``stats.data``
 holds every round's time per call (``--benchmark-json`` always writes it; ``--benchmark-save`` only
-with ``--benchmark-save-data``): those are its samples (step rows). A file with only the statistics
-gives the run ``stats.mean`` as its value and no step rows. pytest-benchmark writes seconds.
+with ``--benchmark-save-data``): those are its samples (streamed: a fast benchmark has hundreds of
+thousands of rounds, all in its mean, at most ``samples.STEP_ROWS`` as step rows). A file with only
+the statistics gives the run ``stats.mean`` as its value and no step rows. pytest-benchmark writes
+seconds.
 """
 
 from __future__ import annotations
 
 from orchestrator.capabilities import TIME_METRIC
+from orchestrator.worker.protocols.json_stream import KEEP, SAMPLES
+from orchestrator.worker.protocols.samples import Samples
 from orchestrator.worker.protocols.suite import (
     Benchmark,
     SuiteReader,
@@ -16,8 +20,8 @@ from orchestrator.worker.protocols.suite import (
     get_number,
     get_object,
     get_text,
-    numbers,
-    to_ms,
+    ms_per,
+    samples_at,
 )
 
 UNIT = "s"
@@ -26,6 +30,10 @@ UNIT = "s"
 class PytestBenchmarkReader(SuiteReader):
     protocol = "pytest-benchmark"
     tool = "pytest-benchmark"
+    shape = {"version": KEEP, "machine_info": {"python_version": KEEP},
+             "benchmarks": [{"fullname": KEEP, "stats": {"data": SAMPLES, "mean": KEEP}}]}
+    write_less = ("pytest-benchmark writes every round's time: fewer rounds with a lower "
+                  "--benchmark-max-time")
 
     def parse(self, document: object) -> tuple[list[Benchmark], dict]:
         benchmarks = [_benchmark(entry, f"benchmarks.{i}")
@@ -40,9 +48,10 @@ class PytestBenchmarkReader(SuiteReader):
 def _benchmark(entry: object, path: str) -> Benchmark:
     name = get_text(entry, "fullname", path)
     stats = get_object(entry, "stats", path)
+    scale = ms_per(UNIT, f"{path}.stats")
     if "data" in stats:
-        samples = to_ms(numbers(stats["data"], f"{path}.stats.data"), UNIT, f"{path}.stats")
-        return Benchmark(name=name, unit=UNIT, samples_ms={TIME_METRIC: samples})
+        samples = samples_at(stats["data"], f"{path}.stats.data")
+        return Benchmark(name=name, unit=UNIT, samples={TIME_METRIC: samples}, ms_per_unit=scale)
     mean = get_number(stats, "mean", f"{path}.stats")
-    return Benchmark(name=name, unit=UNIT, samples_ms={TIME_METRIC: to_ms([mean], UNIT, f"{path}.stats")},
+    return Benchmark(name=name, unit=UNIT, samples={TIME_METRIC: Samples.of([mean])}, ms_per_unit=scale,
                      steps_kept=False)

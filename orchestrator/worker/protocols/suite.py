@@ -1,29 +1,34 @@
 """What the benchmark-suite readers share (pyperf, pytest-benchmark, gbench; docs/design.md, "Suites").
 
-A suite tool writes one JSON document to ``{result}`` holding many benchmarks. Each reader parses it
-into ``Benchmark``s: a name, the per-value samples of its time per call converted to ms (``time_ms``,
-lower is better; gbench adds ``cpu_time_ms``) and the unit the tool wrote them in. Each benchmark is
-one case: its samples become the case's step rows and their mean its value. A document that breaks
-the tool's schema fails the run with a ``SuiteFormatError`` naming the dotted path of the offending
-value; a time unit that is not one of ``MS_PER_UNIT`` raises its subclass ``UnitError``.
+A suite tool writes one JSON document to ``{result}`` holding many benchmarks. Each reader says what
+it needs of it (its ``shape``: ``json_stream``), so the document is read incrementally and only that
+is built, then parses it into ``Benchmark``s: a name, the samples of its time per call
+(``samples.Samples``: ``time_ms``, lower is better; gbench adds ``cpu_time_ms``), the unit the tool
+wrote them in and its factor to ms. Each benchmark is one case: the mean of all its samples is its
+value and at most ``STEP_ROWS`` of them (the sweep's ``max_steps`` when lower), evenly spaced, its
+step rows. A document that breaks the tool's schema fails the run with a ``SuiteFormatError`` naming
+the dotted path of the offending value; a time unit that is not one of ``MS_PER_UNIT`` raises its
+subclass ``UnitError``. A document growing past the sweep's ``max_result_mib`` while the bench runs
+stops it (``json_doc.wait_for_exit``), with the reader's ``write_less`` hint.
 """
 
 from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from statistics import fmean
 from typing import ClassVar, TypeVar
 
 from orchestrator.capabilities import TIME_METRIC
 from orchestrator.contract import RunResult, StepRecord
 from orchestrator.store.step_log import StepLog
-from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal, too_many_steps
-from orchestrator.worker.protocols.json_doc import DocumentError, read_json_document, wait_for_exit
+from orchestrator.worker.protocols import BenchReader, OnStep, Start, StopSignal
+from orchestrator.worker.protocols.json_doc import result_cap, wait_for_exit
+from orchestrator.worker.protocols.json_stream import DocumentError, read_shaped
+from orchestrator.worker.protocols.samples import STEP_ROWS, Samples
 
 MS_PER_UNIT: dict[str, float] = {"s": 1e3, "second": 1e3, "ms": 1.0, "us": 1e-3, "ns": 1e-6}
+STREAMED_MAX_RESULT_MIB = 1024  # the default max_result_mib of a suite's document (read incrementally)
 
 
 class SuiteFormatError(ValueError):
@@ -40,27 +45,36 @@ class UnitError(SuiteFormatError):
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One benchmark of a suite document: its samples per metric in ms, or the tool's error."""
+    """One benchmark of a suite document: its samples per metric, or the tool's error."""
 
     name: str
     unit: str  # the unit the tool wrote its times in, as it spelled it
-    samples_ms: dict[str, list[float]] = field(default_factory=dict)  # metric -> per-value samples
+    samples: dict[str, Samples] = field(default_factory=dict)  # metric -> its samples, in ``unit``
+    ms_per_unit: float = 1.0
     steps_kept: bool = True  # False: the samples are the tool's summary (a mean), not per-value samples
     error: str | None = None  # the tool's own account of a benchmark that did not run
 
     def summary(self) -> dict:
-        """The run's summary: each metric's mean; throughput is calls per second of ``time_ms``."""
-        means = {metric: fmean(values) for metric, values in self.samples_ms.items()}
+        """The run's summary: each metric's mean over all samples, in ms; throughput is calls per
+        second of ``time_ms``."""
+        means = {metric: samples.mean * self.ms_per_unit for metric, samples in self.samples.items()}
         time_ms = means.get(TIME_METRIC)
         return {"throughput": 1000 / time_ms if time_ms else None, "phase_means_ms": means, "metrics": {}}
 
     def steps(self) -> list[StepRecord]:
-        """One step row per value (none where the tool kept only its summary)."""
-        if not self.steps_kept:
+        """One step row per kept sample, numbered by its place among all of them (none where the tool
+        kept only its summary)."""
+        if not self.steps_kept or TIME_METRIC not in self.samples:
             return []
-        count = len(self.samples_ms.get(TIME_METRIC, ()))
-        return [StepRecord(step=i, warmup=False, phases={m: v[i] for m, v in self.samples_ms.items()})
-                for i in range(count)]
+        rows = {metric: samples.rows(self.ms_per_unit) for metric, samples in self.samples.items()}
+        return [StepRecord(step=index, warmup=False, phases={m: values[i][1] for m, values in rows.items()})
+                for i, (index, _) in enumerate(rows[TIME_METRIC])]
+
+    @property
+    def count(self) -> int:
+        """How many samples its value is the mean of."""
+        samples = self.samples.get(TIME_METRIC)
+        return samples.count if samples is not None else 0
 
 
 class SuiteReader(BenchReader):
@@ -71,17 +85,29 @@ class SuiteReader(BenchReader):
     """
 
     tool: ClassVar[str]  # the tool's name in messages and the audit
+    shape: ClassVar[object]  # what ``parse`` reads of the document (``json_stream``)
+    write_less: ClassVar[str]  # how to have the tool write a smaller document
 
     benchmarks: dict[str, Benchmark]
     tool_audit: dict
 
     def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
-        return wait_for_exit(start, stop)
+        return wait_for_exit(start, stop, self.result_path, self.max_result_bytes, self.write_less)
+
+    @property
+    def max_result_bytes(self) -> int:
+        return result_cap(self.run, STREAMED_MAX_RESULT_MIB)
+
+    @property
+    def steps_limit(self) -> int:
+        """The most step rows a case keeps: ``STEP_ROWS``, or the sweep's ``max_steps`` when lower."""
+        return min(STEP_ROWS, self.run.max_steps or STEP_ROWS)
 
     def complete(self) -> str | None:
         self.benchmarks, self.tool_audit = {}, {}
         try:
-            document = read_json_document(self.result_path)
+            document = read_shaped(self.result_path, self.shape, max_bytes=self.max_result_bytes,
+                                   samples_limit=self.steps_limit)
             benchmarks, self.tool_audit = self.parse(document)
         except DocumentError as exc:
             return str(exc)
@@ -106,11 +132,8 @@ class SuiteReader(BenchReader):
                     f"it has {self.names_text()}")
         if bench.error is not None:
             return f"{self.tool} benchmark {case!r} did not run: {bench.error}"
-        steps = bench.steps()
-        if (too_many := too_many_steps(self.run, len(steps))) is not None:
-            return f"{self.tool} benchmark {case!r}: {too_many}"
-        self.header = {"audit": {**self.tool_audit, "source_unit": bench.unit}}
-        self.summary, self.steps = bench.summary(), StepLog(steps)
+        self.header = {"audit": {**self.tool_audit, "source_unit": bench.unit, "samples": bench.count}}
+        self.summary, self.steps = bench.summary(), StepLog(bench.steps())
         return None
 
     def with_cases(self, result: RunResult) -> RunResult:
@@ -183,25 +206,39 @@ def finite(value: object, path: str) -> float:
     """``value`` as a float; ``SuiteFormatError`` for anything but a finite, non-negative number."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise SuiteFormatError(path, f"is {_kind(value)}, not a number")
-    if not math.isfinite(value) or value < 0:
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond a float's range
+        raise SuiteFormatError(path, f"is {_kind(value)}, not a finite time >= 0") from None
+    if not math.isfinite(number) or number < 0:
         raise SuiteFormatError(path, f"is {value!r}, not a finite time >= 0")
-    return float(value)
+    return number
 
 
-def to_ms(values: Sequence[float], unit: str, path: str) -> list[float]:
-    """``values`` in ``unit`` converted to ms; ``UnitError`` at ``path`` for a unit not in ``MS_PER_UNIT``."""
+def ms_per(unit: str, path: str) -> float:
+    """How many ms one ``unit`` is; ``UnitError`` at ``path`` for a unit not in ``MS_PER_UNIT``."""
     scale = MS_PER_UNIT.get(unit)
     if scale is None:
         raise UnitError(path, f"unit {unit!r} cannot be converted to ms for {TIME_METRIC} "
                               f"(known: {', '.join(MS_PER_UNIT)})")
-    return [v * scale for v in values]
+    return scale
 
 
 def numbers(node: object, path: str) -> list[float]:
-    """A non-empty list of finite numbers at ``path``."""
+    """A non-empty list of finite numbers >= 0 at ``path``."""
     if not isinstance(node, list) or not node:
         raise SuiteFormatError(path, f"is {_kind(node)}, not a non-empty list of numbers")
     return [finite(v, f"{path}.{i}") for i, v in enumerate(node)]
+
+
+def samples_at(node: object, path: str) -> Samples:
+    """The non-empty ``Samples`` of finite numbers >= 0 read at ``path`` (a ``json_stream.SAMPLES``)."""
+    if not isinstance(node, Samples) or node.count == 0 and node.problem is None:
+        raise SuiteFormatError(path, f"is {_kind(node)}, not a non-empty list of numbers")
+    if node.problem is not None:
+        index, value = node.problem
+        finite(value, f"{path}.{index}")  # raises, naming what is there
+    return node
 
 
 def _kind(value: object) -> str:
@@ -211,4 +248,8 @@ def _kind(value: object) -> str:
         return "an object"
     if isinstance(value, list):
         return f"a list of {len(value)}"
+    if isinstance(value, Samples):
+        return f"a list of {value.count}"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"int of {value.bit_length()} bits"
     return f"{type(value).__name__} {value!r:.40}"
