@@ -17,8 +17,10 @@ docs/design.md, "Results".
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import re
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -85,6 +87,32 @@ def write_with(path: Path, writer: Callable[[Path], None]) -> Path:
     with staged(path) as tmp:
         writer(tmp)
     return path
+
+
+def move_file(source: Path, target: Path) -> None:
+    """Move ``source`` to ``target``: a rename, or across file systems (a results root whose ``runs/``
+    is a link to another disk) a copy, fsynced and renamed into place, then ``source`` removed."""
+    try:
+        os.replace(source, target)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        with staged(target) as tmp:
+            shutil.copyfile(source, tmp)
+        source.unlink()
+        return
+    fsync_dir(target.parent)
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """Copy directory ``source`` (regular files only, one level) to ``target``, every file and the
+    directory fsynced; ``target`` must not exist."""
+    target.mkdir()
+    for path in source.iterdir():
+        shutil.copyfile(path, target / path.name)
+        fsync_file(target / path.name)
+    fsync_dir(target)
+    fsync_dir(target.parent)
 
 
 def write_in_order(writers: list[tuple[Path, Callable[[Path], None]]]) -> None:

@@ -6,7 +6,11 @@ phase and then in the runs' order, so a question about one case or one phase rea
 rows. ``release`` keeps some runs in files of their own: ``--resume`` releases the runs it may run
 again, so a re-run replaces its own two files as before and the part is never rewritten under it.
 
-Every rewrite goes through a staging directory outside the dataset, ``<root>/.compacting/<id>/``:
+Every rewrite goes through a staging directory outside the dataset, ``<root>/.compacting/<id>/``
+(the commit), with each table's new partition staged on that table's own file system
+(``table_staging``: the same directory, unless ``<root>/runs`` or ``<root>/steps`` is a link to
+another file system, when it is ``.compacting/<id>/`` beside the directory the link leads to), so
+that it can be exchanged with the live partition:
 
 1. the new partitions are written there in full, read back and fsynced;
 2. ``commit.json`` records the new directories' inodes (the commit point: before it, a crash leaves
@@ -18,9 +22,11 @@ Every rewrite goes through a staging directory outside the dataset, ``<root>/.co
 
 A crash at any point leaves every run readable exactly once, by shasweep and by
 ``pd.read_parquet``; the next ``compact_sweep`` (or ``shasweep compact``) finishes or undoes the
-interrupted one first. A damaged file is dropped (moved to ``<root>/damaged/``) only when every run
-it can have held is readable elsewhere, e.g. re-run by ``--resume``; otherwise the sweep is left as
-it is and the outcome says which file and what to do.
+interrupted one first. A compaction an older shasweep committed with its new partitions on the
+root's file system while the table lived on another (it failed with EXDEV on every try) is finished
+by copying them across first (``_bring_across``). A damaged file is dropped (moved to
+``<root>/damaged/``) only when every run it can have held is readable elsewhere, e.g. re-run by
+``--resume``; otherwise the sweep is left as it is and the outcome says which file and what to do.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ import pyarrow.parquet as pq
 
 from orchestrator.errors import InvalidInputError
 from orchestrator.store import index
-from orchestrator.store.atomic import fsync_dir, fsync_file, write_text_atomic
+from orchestrator.store.atomic import copy_tree, fsync_dir, fsync_file, move_file, write_text_atomic
 from orchestrator.store.damaged import READ_ERRORS, warn_damaged
 from orchestrator.store.parquet import WRITE_OPTIONS
 from orchestrator.store.partitions import (
@@ -79,7 +85,32 @@ class Compacted:
 
 
 def staging_dir(root: str | Path, sweep_id: str) -> Path:
+    """The sweep's staging directory under the root: its ``commit.json``."""
     return Path(root) / STAGING / sweep_id
+
+
+def table_staging(root: str | Path, kind: str, sweep_id: str) -> Path:
+    """Where the table ``kind``'s new partition is staged: on the file system of ``<root>/<kind>``, so a
+    rename can put it in place. The root's staging directory when the table is on the root's file
+    system; else ``.compacting/<id>`` beside the directory ``<root>/<kind>`` leads to, or inside it when
+    that directory is a mount point or its parent is not ours to write (nothing else of that file
+    system is then outside the table)."""
+    root = Path(root)
+    real = (root / kind).resolve()
+    try:
+        device = real.stat().st_dev
+        if root.stat().st_dev == device:
+            return staging_dir(root, sweep_id)
+        beside = real.parent.stat().st_dev == device and os.access(real.parent, os.W_OK | os.X_OK)
+    except FileNotFoundError:
+        return staging_dir(root, sweep_id)
+    return (real.parent if beside else real) / STAGING / sweep_id
+
+
+def _stagings(root: Path, sweep_id: str) -> list[Path]:
+    """Every staging directory of the sweep's compaction: the tables' first, the root's (the commit) last."""
+    tables = {table_staging(root, kind, sweep_id) for kind in KINDS} - {staging_dir(root, sweep_id)}
+    return [*sorted(tables), staging_dir(root, sweep_id)]
 
 
 def needs_compaction(root: str | Path, sweep_id: str) -> bool:
@@ -136,11 +167,14 @@ def _rewrite(root: Path, sweep_id: str, runs: pa.Table, steps: pa.Table, singles
     """Steps 1 to 4 of the module docstring: stage, commit, swap in, index and clean up."""
     token = secrets.token_hex(8)
     _stage(root, sweep_id, token, runs, steps, singles)
-    staging = staging_dir(root, sweep_id)
-    commit = {"token": token, "inodes": {kind: inode(staging / f"new-{kind}") for kind in KINDS},
+    commit = {"token": token, "inodes": {kind: inode(_new_dir(root, kind, sweep_id)) for kind in KINDS},
               "damaged": [str(path) for path in dropped]}
-    write_text_atomic(staging / "commit.json", json.dumps(commit))
+    write_text_atomic(staging_dir(root, sweep_id) / "commit.json", json.dumps(commit))
     _finish(root, sweep_id, commit)
+
+
+def _new_dir(root: Path, kind: str, sweep_id: str) -> Path:
+    return table_staging(root, kind, sweep_id) / f"new-{kind}"
 
 
 def compact_finished(root: str | Path, sweep_id: str) -> None:
@@ -174,40 +208,74 @@ def _compact_or_warn(root: str | Path, sweep_id: str, release: Collection[str]) 
 
 def recover(root: str | Path, sweep_id: str) -> None:
     """Finish a compaction of the sweep that passed its commit point, or remove one that did not."""
+    root = Path(root)
     staging = staging_dir(root, sweep_id)
     if not staging.exists():
         return
     try:
         commit = json.loads((staging / "commit.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        shutil.rmtree(staging)  # interrupted before its commit point: the live partitions are untouched
+        for directory in _stagings(root, sweep_id):  # before its commit point: the live ones are untouched
+            shutil.rmtree(directory, ignore_errors=True)
         return
-    _finish(Path(root), sweep_id, commit)
+    _finish(root, sweep_id, commit)
 
 
 def _finish(root: Path, sweep_id: str, commit: dict) -> None:
     """Swap the staged partitions in (steps first), move dropped damaged files out of the way,
-    index the sweep and remove the staging directory. Repeatable after a crash at any point."""
-    staging = staging_dir(root, sweep_id)
+    index the sweep and remove the staging directories. Repeatable after a crash at any point."""
     for kind in ("steps", "runs"):
-        put_in_place(staging / f"new-{kind}", partition_dir(root, kind, sweep_id), staging / f"old-{kind}",
-                     commit["inodes"][kind])
+        new, live = _new_dir(root, kind, sweep_id), partition_dir(root, kind, sweep_id)
+        commit = _bring_across(root, sweep_id, kind, commit)
+        put_in_place(new, live, new.with_name(f"old-{kind}"), commit["inodes"][kind])
     for name in commit["damaged"]:
-        _keep_damaged(root, sweep_id, Path(name), staging)
+        _keep_damaged(root, sweep_id, Path(name))
     if partition_dir(root, "runs", sweep_id).exists():
         index.write_delta(root, index.scan_partition(root, sweep_id))
-    shutil.rmtree(staging)
-    fsync_dir(staging.parent)
+    for directory in _stagings(root, sweep_id):
+        if directory.exists():
+            shutil.rmtree(directory)
+            fsync_dir(directory.parent)
 
 
-def _keep_damaged(root: Path, sweep_id: str, path: Path, staging: Path) -> None:
-    """Move a dropped damaged file from the swapped-out partition to ``<root>/damaged/``."""
+def _bring_across(root: Path, sweep_id: str, kind: str, commit: dict) -> dict:
+    """Where a committed new partition of ``kind`` waits on the root's file system though the table
+    lives on another (staged by a shasweep that failed there with EXDEV): copy it beside the table,
+    fsynced, and commit the copy instead. Repeatable: until the commit names the copy, a crash
+    leaves the original to copy again. Returns the commit in force."""
+    legacy, new = staging_dir(root, sweep_id) / f"new-{kind}", _new_dir(root, kind, sweep_id)
+    if legacy == new or inode(legacy) != commit["inodes"][kind]:
+        return commit
+    if _same_file_system(legacy, partition_dir(root, kind, sweep_id)):
+        return commit
+    new.parent.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(new, ignore_errors=True)  # a copy a crash cut short
+    copy_tree(legacy, new)
+    commit = commit | {"inodes": commit["inodes"] | {kind: inode(new)}}
+    write_text_atomic(staging_dir(root, sweep_id) / "commit.json", json.dumps(commit))
+    shutil.rmtree(legacy)
+    return commit
+
+
+def _same_file_system(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` (where it is missing: its parent) lie on one file system."""
+    there = b if b.exists() else b.parent
+    try:
+        return a.stat().st_dev == there.stat().st_dev
+    except FileNotFoundError:
+        return True
+
+
+def _keep_damaged(root: Path, sweep_id: str, path: Path) -> None:
+    """Move a dropped damaged file from the swapped-out partition to ``<root>/damaged/`` (copied when
+    that is on another file system)."""
     kind = path.parent.parent.name
+    staging = table_staging(root, kind, sweep_id)
     for old in (staging / f"new-{kind}", staging / f"old-{kind}"):  # where the old partition went
         if (old / path.name).exists():
             target = root / DAMAGED_DIR / kind / f"sweep={sweep_id}"
             target.mkdir(parents=True, exist_ok=True)
-            os.replace(old / path.name, target / path.name)
+            move_file(old / path.name, target / path.name)
 
 
 def _read_all(held: dict[str, Holdings]) -> tuple[dict[str, pa.Table], dict[str, list[Path]]]:
@@ -285,10 +353,13 @@ def _worth_rewriting(held: dict[str, Holdings], release: Collection[str]) -> boo
 
 
 def _stage(root: Path, sweep_id: str, token: str, runs: pa.Table, steps: pa.Table, singles: set[str]) -> None:
-    """Write the new partitions under the staging directory, read them back, fsync them."""
-    staging = staging_dir(root, sweep_id)
-    shutil.rmtree(staging, ignore_errors=True)
-    new = {kind: staging / f"new-{kind}" for kind in KINDS}
+    """Write the new partitions under the staging directories, read them back, fsync them. The root's
+    staging directory is made first, so a crash never leaves a table's without it."""
+    stagings = _stagings(root, sweep_id)
+    for directory in stagings:
+        shutil.rmtree(directory, ignore_errors=True)
+    stagings[-1].mkdir(parents=True)
+    new = {kind: _new_dir(root, kind, sweep_id) for kind in KINDS}
     for directory in new.values():
         directory.mkdir(parents=True)
     runs = runs.sort_by([(name, "ascending") for name in RUNS_ORDER if name in runs.column_names])
@@ -313,7 +384,7 @@ def _stage(root: Path, sweep_id: str, token: str, runs: pa.Table, steps: pa.Tabl
         for path in directory.iterdir():
             fsync_file(path)
         fsync_dir(directory)
-    fsync_dir(staging)
+        fsync_dir(directory.parent)
 
 
 def _write_part(path: Path, table: pa.Table, keys: list[str]) -> None:

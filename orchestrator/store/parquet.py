@@ -10,7 +10,6 @@ re-run of the same ``run_key`` replaces the earlier files.
 from __future__ import annotations
 
 import json
-import os
 import time
 import typing
 from dataclasses import dataclass, fields
@@ -27,7 +26,7 @@ from orchestrator.contract import (
     summary_metrics,
     summary_phase_means,
 )
-from orchestrator.store.atomic import remove_stale_temps, staged, stale_temps, write_in_order
+from orchestrator.store.atomic import move_file, remove_stale_temps, staged, stale_temps, write_in_order
 from orchestrator.store.step_log import WRITE_OPTIONS, StepLog
 
 # A runs file holds the columns its run has: the plan's and the worker's (always, null when unknown)
@@ -92,7 +91,7 @@ def supersede_run(results_root: str | Path, sweep_id: str, run_key: str, tag: st
             path = source(results_root, sweep_id) / f"{key}.parquet"
             if path.exists():
                 (target / kind).mkdir(parents=True, exist_ok=True)
-                os.replace(path, target / kind / f"{key}.{tag}.{time.time_ns()}.parquet")
+                move_file(path, target / kind / f"{key}.{tag}.{time.time_ns()}.parquet")  # maybe across disks
 
 
 def write_run(run: PlannedRun, result: RunResult) -> RunFiles:

@@ -5,11 +5,13 @@ compaction finishes the job."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -24,12 +26,13 @@ SWEEP = "k-20260101T000000"
 
 # Runs in a process of its own: for each kill point k, a forked child compacts a fresh copy of the
 # root and SIGKILLs itself at its k-th call of any function below (before making the call), until a
-# child gets through. ``fallback``: as on a file system that cannot exchange directories.
+# child gets through. ``fallback``: as on a file system that cannot exchange directories; ``split``
+# (a directory on another file system, or ""): each copy's two tables are moved there and linked.
 FORK_SERVER = textwrap.dedent("""
     import os, shutil, signal, sys
     from orchestrator.store import compact, swap
 
-    template, out, sweep, fallback = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+    template, out, sweep, fallback, split = sys.argv[1:4] + [sys.argv[4] == "1", sys.argv[5]]
     MUTATIONS = [(os, "replace"), (os, "rename"), (os, "unlink"), (os, "mkdir"), (os, "rmdir"),
                  (os, "link"), (os, "fsync"), (swap, "exchange")]
 
@@ -47,6 +50,10 @@ FORK_SERVER = textwrap.dedent("""
     for k in range(1, 2000):
         root = os.path.join(out, f"k{k:04d}")
         shutil.copytree(template, root)
+        for kind in ("runs", "steps") if split else ():
+            table, elsewhere = os.path.join(root, "results", kind), os.path.join(split, f"k{k:04d}", kind)
+            shutil.move(table, elsewhere)
+            os.symlink(elsewhere, table)
         pid = os.fork()
         if pid == 0:
             if fallback:
@@ -72,10 +79,11 @@ def template(tmp_path):
     return base, (runs_seen(root), steps_seen(root))
 
 
-def kill_at_every_step(template: Path, out: Path, fallback: bool) -> list[Path]:
+def kill_at_every_step(template: Path, out: Path, fallback: bool, split: Path | None = None) -> list[Path]:
     out.mkdir()
     proc = subprocess.run([sys.executable, "-c", FORK_SERVER, str(template), str(out), SWEEP,
-                           "1" if fallback else "0"], capture_output=True, text=True, timeout=600)
+                           "1" if fallback else "0", str(split or "")], capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stderr
     points = int(proc.stdout.split()[-1]) - 1
     assert points > 20, "every write, rename, fsync, exchange and removal is a kill point"
@@ -99,6 +107,28 @@ def test_killed_at_any_step_the_root_stays_whole_and_the_next_compaction_finishe
         assert_whole(root, expected)
         assert not compact.staging_dir(root, SWEEP).exists()
         assert [len(list((root / kind / f"sweep={SWEEP}").iterdir())) for kind in ("runs", "steps")] == [1, 1]
+
+
+@pytest.mark.slow
+def test_killed_at_any_step_with_its_tables_on_another_file_system(template, tmp_path):
+    other = Path("/dev/shm")
+    if not other.is_dir() or os.stat(other).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip(f"{other} is not a file system apart from {tmp_path}")
+    base, expected = template
+    split = Path(tempfile.mkdtemp(dir=other, prefix="shasweep-kills-"))
+    try:
+        for copy in kill_at_every_step(base, tmp_path / "kills", fallback=False, split=split):
+            root = copy / "results"
+            assert_whole(root, expected)
+            assert compact.compact_sweep(root, SWEEP).blocked is None
+            assert_whole(root, expected)
+            assert not compact.staging_dir(root, SWEEP).exists()
+            assert not (split / copy.name / compact.STAGING / SWEEP).exists(), "nothing staged is left"
+            assert (root / "runs").is_symlink()
+            assert [len(list((root / kind / f"sweep={SWEEP}").iterdir())) for kind in ("runs", "steps")] \
+                == [1, 1]
+    finally:
+        shutil.rmtree(split)
 
 
 @pytest.mark.slow
