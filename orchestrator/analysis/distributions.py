@@ -1,6 +1,6 @@
 """Quantiles and tail probabilities of the t, normal and chi-square distributions.
 
-Straight from ``scipy.special`` (Student's t inverse ``stdtrit``, the normal's ``ndtri`` and ``ndtr``,
+Straight from ``scipy.special`` (Student's t inverse ``stdtrit``, the normal's ``ndtr``,
 the chi-square tail ``chdtrc``): the same functions ``scipy.stats`` evaluates, without importing
 ``scipy.stats`` (over a second of start-up, paid by every report and every sweep's client before).
 """
@@ -21,11 +21,6 @@ def t_quantile(p: float | np.ndarray, df: float | np.ndarray) -> np.ndarray:
         quantile = special.stdtrit(np.where(inner, df, 1.0), np.where(inner, p, 0.5))
     ends = np.where(p == 0, -np.inf, np.inf)
     return np.where(valid, np.where(inner, quantile, ends), np.nan)[()]
-
-
-def normal_quantile(p: float | np.ndarray) -> np.ndarray:
-    """The ``p`` quantile of the standard normal."""
-    return special.ndtri(p)
 
 
 def normal_sf(z: float | np.ndarray) -> np.ndarray:

@@ -78,9 +78,11 @@ class LogInterval:
     df: np.ndarray
 
     def bounds(self, confidence: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(low, high) of the ratio at two-sided ``confidence`` (exponentiated)."""
+        """(low, high) of the ratio at two-sided ``confidence`` (exponentiated; 0 and infinity where
+        a confidence all but 1, an early look's, leaves the ratio unbounded)."""
         half = t_quantile(0.5 + np.asarray(confidence) / 2, self.df) * self.se
-        return np.exp(self.center - half), np.exp(self.center + half)
+        with np.errstate(over="ignore"):
+            return np.exp(self.center - half), np.exp(self.center + half)
 
 
 def paired(log_ratios: np.ndarray, trim: float = TRIM) -> LogInterval:

@@ -5,9 +5,8 @@ cell of ok runs on one host, i.e. the run CV the verdicts' intervals will see, f
 ``NOISE_SWEEPS`` sweeps on that host (the results index says which; the host's noise today, and a
 plan that costs the same on a root of a thousand sweeps as on one of ten). A suite's cases are the
 benchmarks its earlier runs found: its ``cases`` and a gate's ``case`` are names and globs, matched
-against the cases of earlier runs read from a suite of the same protocol. From it,
-``rounds_to_pass`` is the number of paired rounds at which an unchanged side clears a bound with
-80 % power (the MDE of ``verdicts.detectable`` solved for n).
+against the cases of earlier runs read from a suite of the same protocol. ``plan_power`` turns it
+into the MDE and the rounds an unchanged side needs.
 """
 
 from __future__ import annotations
@@ -20,13 +19,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from orchestrator.analysis.distributions import t_quantile
-from orchestrator.analysis.verdicts import POWER
 from orchestrator.capabilities import case_matches
 from orchestrator.store import query
 from orchestrator.store.reuse import REUSED_COLUMN
 
-MAX_ROUNDS = 1000
 NOISE_SWEEPS = 20  # a case's latest sweeps on the host that its noise is estimated from
 
 
@@ -78,15 +74,3 @@ def _pooled_noise(runs: pd.DataFrame, metric: str) -> Noise | None:
     return Noise(cv=math.sqrt(math.expm1(pooled)), sweeps=int(runs["sweep_id"].nunique()),
                  runs=int(usable.sum()))
 
-
-def rounds_to_pass(cv: float, bound: float, confidence: float) -> int | None:
-    """The fewest rounds ``n`` at which an unchanged side (true ratio 1) clears ``bound`` with 80 %
-    power at a two-sided ``confidence``: ``(t_conf + t_power)(n - 1 df) * sd / sqrt(n) <= |log bound|``,
-    the log ratio's sd being ``sqrt(2)`` run sigmas (paired or not); None when the bound is 1 or
-    beyond ``MAX_ROUNDS``."""
-    distance = abs(math.log(bound))
-    sigma = math.sqrt(math.log1p(cv ** 2)) * math.sqrt(2)
-    n = np.arange(2, MAX_ROUNDS + 1)
-    reach = (t_quantile(0.5 + confidence / 2, n - 1) + t_quantile(POWER, n - 1)) * sigma / np.sqrt(n)
-    enough = np.nonzero(reach <= distance)[0]
-    return int(n[enough[0]]) if distance > 0 and enough.size else None

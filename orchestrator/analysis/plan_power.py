@@ -5,8 +5,10 @@ unchanged side will most likely stay INCONCLUSIVE. ``shasweep plan`` prints thes
 
 The MDE is the verdicts' own (``verdicts.minimum_detectable``): the standard error of the log ratio
 of ``n`` rounds is ``sqrt(2) sigma / sqrt(n)`` with ``sigma`` the per-run log-scale noise, at the
-confidence of the sweep's last look (``sequential``), with ``n - 1`` degrees of freedom when runs
-pair by round and ``2 (n - 1)`` when not. Light to import: a results root without runs reads nothing.
+confidence of the sweep's last look (``sequential``; for a ``within`` gate, of its PASS), with
+``n - 1`` degrees of freedom when runs pair by round and ``2 (n - 1)`` when not. The rounds a
+warning suggests are the sweep's boundary's (``sequential.rounds_to_decide``), as the report's
+"rounds to decide" are. Light to import: a results root without runs reads nothing.
 """
 
 from __future__ import annotations
@@ -15,12 +17,18 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.analysis.sequential import Looks
+from orchestrator.analysis.sequential import MAX_ROUNDS, Looks, rounds_to_decide
 from orchestrator.capabilities import DISCOVER, Capability, case_matches, describe
 from orchestrator.spec.schema import GateSpec, SweepSpec
 
 if TYPE_CHECKING:
     from orchestrator.analysis.noise_history import Noise
+
+
+def round_sd(cv: float) -> float:
+    """The s.d. of one round's log ratio when each run has a CV of ``cv`` (two runs' noise, paired or
+    not)."""
+    return math.sqrt(2 * math.log1p(cv ** 2))
 
 
 def planned_mde(cv: float, rounds: int, confidence: float, paired: bool) -> float:
@@ -30,9 +38,8 @@ def planned_mde(cv: float, rounds: int, confidence: float, paired: bool) -> floa
 
     if rounds < 2:
         return math.inf
-    sigma = math.sqrt(math.log1p(cv ** 2))
     df = rounds - 1 if paired else 2 * (rounds - 1)
-    return minimum_detectable(math.sqrt(2) * sigma / math.sqrt(rounds), df, confidence)
+    return minimum_detectable(round_sd(cv) / math.sqrt(rounds), df, confidence)
 
 
 def gate_lines(results_root: Path, spec: SweepSpec, hostname: str) -> list[str]:
@@ -52,7 +59,7 @@ def gate_lines(results_root: Path, spec: SweepSpec, hostname: str) -> list[str]:
 
             noise = earlier_noise(results_root, cases, gate.metric, hostname,
                                   suite_protocol=spec.protocol.value if suite else None)
-        label = f"gate {index} ({gate.metric} {_bounds_text(gate)})"
+        label = f"gate {index} ({gate.metric} {gate.describe()})"
         shown: set[str] = set()
         for case in cases:
             found = sorted(n for n in noise if case_matches(n, case)) if suite else [case] * (case in noise)
@@ -68,33 +75,27 @@ def gate_lines(results_root: Path, spec: SweepSpec, hostname: str) -> list[str]:
 
 def _case_lines(label: str, case: str, noise: Noise, gate: GateSpec, spec: SweepSpec, looks: Looks,
                 hostname: str) -> list[str]:
-    from orchestrator.analysis.noise_history import rounds_to_pass
-    from orchestrator.analysis.verdicts import PAIRED_ORDERS
+    """The MDE of an unchanged side's PASS at the last look, and a warning per bound it cannot clear
+    with the rounds the boundary would need (``sequential.rounds_to_decide``)."""
+    from orchestrator.analysis.verdicts import PAIRED_ORDERS, claim_alphas, claim_confidences
 
     paired = spec.order.value in PAIRED_ORDERS
-    confidence = looks.confidence_at(looks.last, gate.confidence)
-    mde = planned_mde(noise.cv, looks.last, confidence, paired)
+    mde = planned_mde(noise.cv, looks.last, claim_confidences(gate, looks, looks.last)[0], paired)
     rounds = f"up to {looks.last}" if looks.adaptive else str(looks.last)
     lines = [f"{label} {case}: run CV {100 * noise.cv:.1f}% on {hostname} ({noise.sweeps} earlier sweeps): "
              f"{rounds} rounds detect a change of {_percent(mde)} (MDE, 80% power)"]
-    for bound in (b for b in (gate.min_ratio, gate.max_ratio) if b is not None):
+    for _, bound in gate.bounds:
         distance = abs(math.log(bound))
         if math.log1p(mde) <= distance:
             continue
-        needed = rounds_to_pass(noise.cv, bound, confidence) if bound != 1 else None
+        needed = rounds_to_decide(round_sd(noise.cv), distance, looks, claim_alphas(gate)[0], paired)
         advice = (f"~{needed} rounds would clear it (repeats or max_repeats)" if needed
                   else "no number of rounds clears a bound of 1.0" if bound == 1
-                  else "not even 1000 rounds would clear it")
+                  else f"not even {MAX_ROUNDS} rounds would clear it")
         lines.append(f"warning: {label} {case}: the MDE {_percent(mde)} is larger than the bound {bound:g}'s "
                      f"distance from 1.0 ({100 * abs(1 - bound):.1f}%): at {rounds} rounds an unchanged side "
                      f"will likely be INCONCLUSIVE; {advice}")
     return lines
-
-
-def _bounds_text(gate: GateSpec) -> str:
-    bounds = ([f">= {gate.min_ratio:g}"] if gate.min_ratio is not None else []) + (
-        [f"<= {gate.max_ratio:g}"] if gate.max_ratio is not None else [])
-    return " and ".join(bounds)
 
 
 def _percent(value: float) -> str:

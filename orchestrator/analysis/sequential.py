@@ -1,47 +1,85 @@
 """The looks of an adaptive sweep and the error rate each one may spend (docs/design.md, "Statistics").
 
 An adaptive sweep (``max_repeats > repeats``) looks at its gates after round ``repeats`` and after
-every further round up to ``max_repeats``; a gate's verdict is the first look whose interval lies
-entirely on one side of its bounds. Looking again and again at a 95 % interval would claim far more
-than 5 % wrong verdicts, so the gate's error rate ``alpha = 1 - confidence`` is spent over the
-planned looks in proportion to the rounds each adds: the first look, at ``n = repeats`` rounds, may
-spend ``alpha * repeats / max_repeats``, every later one ``alpha / max_repeats``. The spent amounts
-add up to ``alpha``, so by the union bound the chance that *any* look's interval misses the true
-ratio (the only way to a wrong PASS or FAIL) is at most ``alpha``, however the looks correlate and
-wherever the sweep stops. A fixed sweep (``max_repeats == repeats``) has one look at ``confidence``.
+every further round up to ``max_repeats``; a gate's verdict is the first look whose interval decides.
+Looking again and again at a 95 % interval would claim far more than 5 % wrong verdicts, so each look
+reads its interval at the nominal level its sweep's boundary gives it (``spending: pocock``,
+``obrien-fleming`` or ``even``; ``analysis.spending`` computes them): together the looks' intervals
+miss the true ratio, the only way to a wrong PASS or FAIL, in at most ``alpha = 1 - confidence`` of
+sweeps, wherever the sweep stops. A fixed sweep (``max_repeats == repeats``) has one look at
+``confidence``.
+
+``rounds_to_decide`` is the boundary's answer to "how many rounds would decide this?": the first look
+whose interval clears a given distance with 80 % power. ``plan`` and the report's "rounds needed"
+both ask it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.spec.schema import SweepSpec
+from orchestrator.spec.schema import Spending, SweepSpec
+
+POWER = 0.8  # of the minimum detectable change and of the rounds to decide
+MAX_ROUNDS = 10_000  # rounds_to_decide looks no further
 
 
 @dataclass(frozen=True)
 class Looks:
-    """Planned looks at ``first``, ``first + 1``, ..., ``last`` rounds."""
+    """Planned looks at ``first``, ``first + 1``, ..., ``last`` rounds, sharing the error rate by
+    ``spending``."""
 
     first: int
     last: int
+    spending: Spending = Spending.pocock
 
     @classmethod
     def of_spec(cls, spec: SweepSpec) -> Looks:
         """The looks of a sweep: after round ``repeats``, then each round up to ``max_rounds``."""
-        return cls(spec.repeats, spec.max_rounds)
+        return cls(spec.repeats, spec.max_rounds, spec.spending)
 
     @property
     def adaptive(self) -> bool:
         return self.last > self.first
 
+    def level_at(self, rounds: int, alpha: float) -> float:
+        """The two-sided error rate of the interval read at the look after ``rounds`` rounds (a cell
+        with fewer rounds than the first look: the first look's; more than the last: the last's)."""
+        if not self.adaptive:
+            return alpha
+        from orchestrator.analysis.spending import look_levels  # numpy and scipy: only when judged
+
+        levels = look_levels(self.first, self.last, alpha, self.spending)
+        return levels[min(max(rounds, self.first), self.last) - self.first]
+
     def confidence_at(self, rounds: int, confidence: float) -> float:
         """The two-sided confidence of the interval read at the look after ``rounds`` rounds."""
-        if not self.adaptive:
-            return confidence
-        share = min(rounds, self.first) / self.last if rounds <= self.first else 1 / self.last
-        return 1 - (1 - confidence) * share
+        return confidence if not self.adaptive else 1 - self.level_at(rounds, 1 - confidence)
 
     def schedule(self, available: int) -> list[int]:
         """The looks a cell with ``available`` rounds of data had (at least one: all its data)."""
         looks = list(range(self.first, min(self.last, available) + 1)) if self.adaptive else []
         return looks or [max(available, 1)]
+
+
+def rounds_to_decide(sd: float, distance: float, looks: Looks, alpha: float, paired: bool,
+                     start: int = 2) -> int | None:
+    """The fewest rounds (from ``start``) whose look, at the level ``looks`` gives it, clears a log
+    ``distance`` from a bound with 80 % power when one round's log ratio has s.d. ``sd``:
+    ``(t(1 - level/2) + t(0.8)) * sd / sqrt(n) <= distance``, ``n - 1`` degrees of freedom paired,
+    ``2 (n - 1)`` not. Beyond the last look, the last look's level. None when not even
+    ``MAX_ROUNDS`` rounds would, or the distance is 0. An adaptive sweep decides at a look, so not
+    before its first."""
+    import numpy as np
+
+    from orchestrator.analysis.distributions import t_quantile
+
+    if not distance > 0 or not sd >= 0:
+        return None
+    n = np.arange(max(start, 2, looks.first if looks.adaptive else 2), MAX_ROUNDS + 1)
+    levels = np.array([looks.level_at(int(k), alpha) for k in n[:max(looks.last - n[0] + 1, 1)]])
+    levels = np.concatenate([levels, np.full(n.size - levels.size, levels[-1])])
+    df = n - 1 if paired else 2 * (n - 1)
+    reach = (t_quantile(1 - levels / 2, df) + t_quantile(POWER, df)) * sd / np.sqrt(n)
+    enough = np.nonzero(reach <= distance)[0]
+    return int(n[enough[0]]) if enough.size else None

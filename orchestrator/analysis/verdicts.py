@@ -5,17 +5,19 @@ metric gets an interval at the gate's ``confidence`` (``stats.compare``: a trimm
 see ``intervals``) and a rank-test p-value. The verdict follows the interval alone:
 
 * PASS: the interval lies entirely on the good side of every bound (``low >= min_ratio``,
-  ``high <= max_ratio``);
+  ``high <= max_ratio``; ``within: w`` is the bounds ``1 - w`` and ``1 + w``);
 * FAIL: it lies entirely on the bad side of some bound (``high < min_ratio`` or ``low > max_ratio``),
   or the ratio is undefined (a baseline median of 0);
 * INCONCLUSIVE: it straddles a bound, or no interval exists (fewer than 2 ok runs on a side);
 * NO DATA: a side it needs has no ok run with the metric: nothing was measured to judge, so it is
   never a FAIL; it gives the exit code of runs not ok (3).
 
-An adaptive sweep looks after every round from ``repeats`` to ``max_repeats`` (``sequential``): the
-verdict is the first look that decides, each look's interval at the confidence its share of the
-error rate allows. Every verdict also says what the sweep could see: the change from the bound it
-would detect with 80 % power (``mde``) and, when INCONCLUSIVE, about how many rounds would decide it.
+A ``within`` gate (equivalence) reads its PASS and its FAIL from two intervals of one centre, the
+PASS's narrower (``claim_alphas``); a bound gate reads both from one. An adaptive sweep looks after
+every round from ``repeats`` to ``max_repeats`` (``sequential``): the verdict is the first look that
+decides, each look's intervals at the confidence the sweep's boundary gives them. Every verdict
+also says what the sweep could see: the change from the bound it would detect with 80 % power
+(``mde``) and, when INCONCLUSIVE, about how many rounds would decide it.
 
 Runs are paired by round when the order gives every round every side once (``interleaved``,
 ``randomized`` blocks, ``lockstep``) and each side has at most one ok run per round: the rounds both
@@ -33,11 +35,11 @@ import numpy as np
 import pandas as pd
 
 from orchestrator.analysis import block_pairs, intervals, stats
-from orchestrator.analysis.distributions import normal_quantile, t_quantile
-from orchestrator.analysis.sequential import Looks
+from orchestrator.analysis.distributions import t_quantile
+from orchestrator.analysis.sequential import POWER, Looks, rounds_to_decide
 from orchestrator.capabilities import case_matches
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
-from orchestrator.spec.schema import GateSpec
+from orchestrator.spec.schema import EQUIVALENCE_PASS_SHARE, GateSpec
 
 
 class Verdict(StrEnum):
@@ -50,7 +52,6 @@ class Verdict(StrEnum):
 
 
 PAIRED_ORDERS: tuple[str, ...] = ("interleaved", "randomized", "lockstep")
-POWER = 0.8  # of the minimum detectable change
 MAX_LOG_CHANGE = 700.0  # exp() of more overflows a float: such a change is reported as infinite
 
 
@@ -76,6 +77,7 @@ class GateVerdict:
     looks: int = 1
     waived: str | None = None  # a FAIL accepted by a waiver: its reason (``analysis.waivers``)
     empty_sides: tuple[str, ...] = ()  # NO DATA: the sides without an ok run that has the metric
+    equivalence: bool = False  # a within gate: its PASS read a narrower interval than its FAIL
 
     @property
     def ratio(self) -> float:
@@ -256,60 +258,90 @@ def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Com
     look's; see the module docstring."""
     looks = looks or Looks(1, 1)
     schedule = looks.schedule(comparer.rounds_of(case))
-    bound = " and ".join(f"{op} {value:g}x" for op, value in _bounds(gate))
     for rounds in schedule:
         limit = rounds if looks.adaptive else None
-        confidence = looks.confidence_at(rounds, gate.confidence)
-        comparison = comparer.compare(case, side, gate.metric, confidence, limit, rank_test=False)
+        passing, failing = (comparer.compare(case, side, gate.metric, confidence, limit, rank_test=False)
+                            for confidence in claim_confidences(gate, looks, rounds))
         empty = tuple(s for s in (side, comparer.baseline)
                       if not comparer.values(case, s, gate.metric, limit).size)
-        verdict, reason = _decide(gate, empty, comparison)
+        verdict, reason = _decide(gate, empty, passing, failing)
         if verdict in (Verdict.PASS, Verdict.FAIL):
             break
-    comparison = comparer.compare(case, side, gate.metric, confidence, limit)  # with its p-value
+    shown = passing if verdict == Verdict.PASS else failing
+    comparison = comparer.compare(case, side, gate.metric, shown.confidence, limit)  # with its p-value
     look = schedule.index(rounds) + 1
     if looks.adaptive:
         reason += f" (look {look} of {looks.last - looks.first + 1}, after {rounds} rounds)"
-    mde, needed = detectable(comparison, gate, looks.last if looks.adaptive else None)
-    return GateVerdict(index, gate.metric, case, side, bound, comparison, verdict, reason, mde,
+    mde, needed = detectable(comparison, gate, looks)
+    return GateVerdict(index, gate.metric, case, side, gate.describe(), comparison, verdict, reason, mde,
                        needed if verdict == Verdict.INCONCLUSIVE else None, look,
-                       empty_sides=empty if verdict == Verdict.NO_DATA else ())
+                       empty_sides=empty if verdict == Verdict.NO_DATA else (),
+                       equivalence=gate.within is not None)
 
 
-def _decide(gate: GateSpec, empty: tuple[str, ...], comparison: stats.Comparison) -> tuple[Verdict, str]:
-    """The verdict of one look; ``empty``: the sides without an ok run that has the metric."""
+def claim_alphas(gate: GateSpec) -> tuple[float, float]:
+    """The two-sided error rates of the intervals a gate's PASS and its FAIL read (at a fixed
+    sweep's one look; an adaptive sweep's looks share them, ``sequential``).
+
+    A bound gate reads one interval at ``alpha = 1 - confidence`` for both claims: with the true
+    ratio on a bound, a wrong PASS needs the interval to miss it on one side, a wrong FAIL on the
+    other, ``alpha / 2`` each. A ``within`` gate's PASS claims equivalence and must clear both
+    bounds, which an interval at ``alpha`` does less often than it clears one: its PASS reads an
+    interval at ``2 * EQUIVALENCE_PASS_SHARE * alpha`` (two one-sided tests, each at that share of
+    alpha) and its FAIL one at ``2 * (1 - share) * alpha``, so that with the truth on a bound the
+    wrong PASS and the wrong FAIL still add up to at most ``alpha``."""
+    alpha = 1 - gate.confidence
+    if gate.within is None:
+        return alpha, alpha
+    return 2 * EQUIVALENCE_PASS_SHARE * alpha, 2 * (1 - EQUIVALENCE_PASS_SHARE) * alpha
+
+
+def claim_confidences(gate: GateSpec, looks: Looks, rounds: int) -> tuple[float, float]:
+    """The confidence of the interval the PASS and the FAIL of ``gate`` read at the look after
+    ``rounds`` rounds."""
+    if gate.within is None:
+        confidence = looks.confidence_at(rounds, gate.confidence)
+        return confidence, confidence
+    passing, failing = claim_alphas(gate)
+    return 1 - looks.level_at(rounds, passing), 1 - looks.level_at(rounds, failing)
+
+
+def _decide(gate: GateSpec, empty: tuple[str, ...], passing: stats.Comparison, failing: stats.Comparison
+            ) -> tuple[Verdict, str]:
+    """The verdict of one look from the intervals its PASS and its FAIL read; ``empty``: the sides
+    without an ok run that has the metric."""
     if empty:
         return Verdict.NO_DATA, (f"no ok runs with {gate.metric} on side "
                                  + " and ".join(repr(s) for s in empty))
-    if math.isnan(comparison.ratio):
+    if math.isnan(failing.ratio):
         return Verdict.FAIL, f"ratio undefined: baseline median of {gate.metric} is 0"
-    if not comparison.has_interval:
-        return Verdict.INCONCLUSIVE, _why_no_interval(comparison)
-    return judge(comparison, gate)
+    if not failing.has_interval:
+        return Verdict.INCONCLUSIVE, _why_no_interval(failing)
+    return judge(passing, failing, gate)
 
 
-def detectable(comparison: stats.Comparison, gate: GateSpec, max_rounds: int | None
+def detectable(comparison: stats.Comparison, gate: GateSpec, looks: Looks | None = None
                ) -> tuple[float | None, int | None]:
     """(minimum detectable change, rounds needed) from the comparison's noise and n.
 
     The MDE is ``exp((t_conf + t_power) * se) - 1``: how far from the bound the true ratio must lie
     for an interval at the comparison's confidence to exclude the bound with 80 % power. Rounds
-    needed scale the rounds so far by ``((z_conf + z_power) * se / distance)**2``, the distance being
-    the estimate's from the nearest bound; with ``max_rounds`` (adaptive) at the confidence of a
-    late look. None where no interval exists.
+    needed: the first look of ``looks`` (the sweep's boundary; default a fixed sweep) whose interval
+    would clear the estimate's distance from the nearest bound with 80 % power at the observed
+    noise (``sequential.rounds_to_decide``), at the error rate of the claim the estimate points to
+    (PASS inside the bounds, FAIL outside). None where no interval exists.
     """
     if not comparison.has_interval or not comparison.se > 0:
         return None, None
-    alpha = 1 - comparison.confidence
     mde = minimum_detectable(comparison.se, comparison.df, comparison.confidence)
-    late_alpha = (1 - gate.confidence) / max_rounds if max_rounds else alpha
-    distance = min(abs(comparison.center - math.log(value)) for _, value in _bounds(gate))
+    distance = min(abs(comparison.center - math.log(value)) for _, value in gate.bounds)
     n = min(comparison.n_candidate, comparison.n_baseline)
-    if distance == 0:
-        return mde, None
-    factor = (normal_quantile(1 - late_alpha / 2) + normal_quantile(POWER)) * comparison.se / distance
-    needed = math.ceil(n * factor ** 2)
-    return mde, needed if needed < 10_000 else None
+    estimate = math.exp(comparison.center)
+    inside = all(holds(op, value, estimate, estimate) for op, value in gate.bounds)
+    alpha = claim_alphas(gate)[0 if inside else 1]
+    needed = rounds_to_decide(comparison.se * math.sqrt(n), distance, looks or Looks(1, 1), alpha,
+                              comparison.paired, start=n)
+    return mde, needed
 
 
 def minimum_detectable(se: float, df: float, confidence: float) -> float:
@@ -321,27 +353,29 @@ def minimum_detectable(se: float, df: float, confidence: float) -> float:
     return math.expm1(log_mde) if log_mde < MAX_LOG_CHANGE else math.inf
 
 
-def judge(comparison: stats.Comparison, gate: GateSpec) -> tuple[Verdict, str]:
-    """PASS, FAIL or INCONCLUSIVE from where the interval lies against the gate's bounds, and why."""
-    violated, kept, straddled = [], [], []
-    for op, value in _bounds(gate):
-        if op == ">=":
-            broken, held, bad_op = comparison.high < value, comparison.low >= value, "<"
-        else:
-            broken, held, bad_op = comparison.low > value, comparison.high <= value, ">"
-        if broken:
-            violated.append(f"{bad_op} {value:g}")
-        elif held:
-            kept.append(f"{op} {value:g}")
-        else:
-            straddled.append(f"{value:g}")
-    interval = format_interval(comparison)
+def judge(passing: stats.Comparison, failing: stats.Comparison, gate: GateSpec) -> tuple[Verdict, str]:
+    """PASS when ``passing``'s interval keeps every bound, FAIL when ``failing``'s lies entirely on the
+    bad side of one, INCONCLUSIVE otherwise, and why (a bound gate's two are one interval)."""
+    violated = [f"{'<' if op == '>=' else '>'} {value:g}" for op, value in gate.bounds
+                if broken(op, value, failing.low, failing.high)]
     if violated:
-        return Verdict.FAIL, f"{interval} entirely {' and '.join(violated)}"
-    if straddled:
-        return (Verdict.INCONCLUSIVE,
-                f"{interval} straddles {' and '.join(straddled)}: more repeats needed to decide")
-    return Verdict.PASS, f"{interval} entirely {' and '.join(kept)}"
+        return Verdict.FAIL, f"{format_interval(failing)} entirely {' and '.join(violated)}"
+    if all(holds(op, value, passing.low, passing.high) for op, value in gate.bounds):
+        kept = " and ".join(f"{op} {value:g}" for op, value in gate.bounds)
+        return Verdict.PASS, f"{format_interval(passing)} entirely {kept}"
+    straddled = [f"{value:g}" for op, value in gate.bounds if not holds(op, value, failing.low, failing.high)]
+    return (Verdict.INCONCLUSIVE,
+            f"{format_interval(failing)} straddles {' and '.join(straddled)}: more repeats needed to decide")
+
+
+def holds(op: str, value: float, low: float, high: float) -> bool:
+    """Whether the interval [low, high] lies entirely on the good side of the bound ``op value``."""
+    return low >= value if op == ">=" else high <= value
+
+
+def broken(op: str, value: float, low: float, high: float) -> bool:
+    """Whether the interval [low, high] lies entirely on the bad side of the bound ``op value``."""
+    return high < value if op == ">=" else low > value
 
 
 def format_interval(comparison: stats.Comparison) -> str:
@@ -359,11 +393,6 @@ def format_n(comparison: stats.Comparison) -> str:
     """``5 vs 5 paired`` (candidate vs baseline runs, and whether rounds were paired)."""
     pairing = "paired" if comparison.paired else "unpaired"
     return f"{comparison.n_candidate} vs {comparison.n_baseline} {pairing}"
-
-
-def _bounds(gate: GateSpec) -> list[tuple[str, float]]:
-    return ([(">=", gate.min_ratio)] if gate.min_ratio is not None else []) + (
-        [("<=", gate.max_ratio)] if gate.max_ratio is not None else [])
 
 
 def format_detectable(verdict: GateVerdict) -> str:

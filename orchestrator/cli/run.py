@@ -111,7 +111,8 @@ def format_plan(plan: SweepPlan) -> str:
         budget = f", or until the runs took budget_s={spec.budget_s:g} s" if spec.budget_s else ""
         lines.append(f"adaptive: min {len(runs)} runs, max {len(runs) + extra} runs: after round "
                      f"{spec.repeats}, one more round at a time of the undecided cells and their "
-                     f"baselines, up to max_repeats={spec.max_rounds}{budget}")
+                     f"baselines, up to max_repeats={spec.max_rounds}{budget}; looks share each gate's "
+                     f"error rate by spending={spec.spending.value}")
     if spec.pythonpath != ["."]:
         lines.append(f"pythonpath (first on the bench's PYTHONPATH): {', '.join(spec.pythonpath)}")
     lines += plan.warnings

@@ -37,11 +37,10 @@ def bisect_summary_lines(record: dict[str, Any]) -> list[str]:
     """The bisect's range, gate, status and what it found."""
     spec = spec_from_json(record.get("spec"))
     gate = spec.gates[0]
-    bounds = " and ".join(f"{op} {value:g}x" for op, value in ((">=", gate.min_ratio), ("<=", gate.max_ratio))
-                          if value is not None)
     lines = [f"good: {record.get('good')} ({record.get('good_ref')}); bad: {record.get('bad')} "
              f"({record.get('bad_ref')}); {len(record.get('commits') or [])} commits after good",
-             f"case: {spec.cases[0]}; gate: {gate.metric} {bounds} at {gate.confidence:g} confidence",
+             f"case: {spec.cases[0]}; gate: {gate.metric} {gate.describe()} at {gate.confidence:g} "
+             "confidence",
              f"status: {record.get('status')}"]
     if record.get("first_bad"):
         lines.append(f"first bad commit: {record['first_bad']} {record.get('first_bad_subject', '')}")
@@ -72,9 +71,8 @@ def ratio_plot(record: dict[str, Any]) -> figure:
     fig.add_tools(HoverTool(tooltips=[("sha", "@sha"), ("subject", "@subject"), ("ratio", "@ratio{0.000}"),
                                       ("interval", "[@low{0.000}, @high{0.000}]"), ("mark", "@mark")]))
     gate = spec_from_json(record.get("spec")).gates[0]
-    for bound in (gate.min_ratio, gate.max_ratio):
-        if bound is not None:
-            fig.add_layout(Span(location=bound, dimension="width", line_dash="dashed", line_color="#999"))
+    for _, bound in gate.bounds:
+        fig.add_layout(Span(location=bound, dimension="width", line_dash="dashed", line_color="#999"))
     first_bad = record.get("first_bad")
     shas = [c.get("sha") for c in record.get("commits") or []]
     if first_bad in shas:

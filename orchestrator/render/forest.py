@@ -71,10 +71,9 @@ def _row(verdict: GateVerdict, label: str) -> dict:
 
 
 def gate_bounds(spec_gates: Sequence[GateSpec], verdicts: Sequence[GateVerdict]) -> list[float]:
-    """The min/max ratios of the gates ``verdicts`` came from (``spec_gates``: the sweep's gates)."""
+    """The bounds of the gates ``verdicts`` came from (``spec_gates``: the sweep's gates)."""
     found = []
     for index in sorted({v.gate for v in verdicts}):
         if index < len(spec_gates):
-            gate = spec_gates[index]
-            found += [float(bound) for bound in (gate.min_ratio, gate.max_ratio) if bound is not None]
+            found += [float(bound) for _, bound in spec_gates[index].bounds]
     return sorted(set(found))

@@ -178,10 +178,13 @@ def confidence_note(report: Report) -> str | None:
     if not levels:
         return None
     shown = ", ".join(f"{100 * level:.4g}%" for level in levels)
+    within = (" A within gate's PASS reads a narrower interval than its FAIL and INCONCLUSIVE (an "
+              "equivalence claim), so that with the truth on a bound the two wrong claims still add up "
+              "to its error rate." if any(g.equivalence for g in report.gates) else "")
     return (f"Confidence: the tables' ratio intervals are {100 * stats.DEFAULT_CONFIDENCE:g}% over all the "
             f"runs each compares; a gate's is read at {shown}, its own confidence at the look that "
             "decided it (an adaptive sweep's look spends only its share of the gate's error rate), so it is "
-            "wider and may straddle a bound the table's interval clears.")
+            "wider and may straddle a bound the table's interval clears." + within)
 
 
 def gates_table(report: Report) -> Table:

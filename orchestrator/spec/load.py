@@ -37,6 +37,7 @@ from orchestrator.spec.order_checks import check_lockstep, check_quiet
 from orchestrator.spec.overrides import apply_removals, plain_overrides
 from orchestrator.spec.schema import (
     ENVRUNTIME_OPTIONAL,
+    EQUIVALENCE_PASS_SHARE,
     HOSTS_CHOICES,
     Case,
     GateSpec,
@@ -316,21 +317,39 @@ def _check_metrics(metrics: list[str], info: ProtocolInfo) -> None:
 
 def _check_gate(gate: GateSpec, spec: SweepSpec, key: str, info: ProtocolInfo) -> None:
     protocol_checks.check_metric(gate.metric, f"{key}.metric", info)
-    if gate.min_ratio is None and gate.max_ratio is None:
-        raise SpecError("needs min_ratio (higher is better) or max_ratio (lower is better)", key)
-    for bound in ("min_ratio", "max_ratio"):
-        value = getattr(gate, bound)
-        if value is not None and value <= 0:
-            raise SpecError(f"must be > 0, got {value}", f"{key}.{bound}")
+    _check_gate_bounds(gate, key)
     if not 0 < gate.confidence < 1:
         raise SpecError(f"must lie strictly between 0 and 1 (e.g. 0.95), got {gate.confidence}",
                         f"{key}.confidence")
+    if gate.within is not None and 2 * EQUIVALENCE_PASS_SHARE * (1 - gate.confidence) >= 1:
+        raise SpecError(f"a within gate's PASS reads an interval at 1 - {2 * EQUIVALENCE_PASS_SHARE:g} x "
+                        f"(1 - confidence): needs a confidence above {1 - 0.5 / EQUIVALENCE_PASS_SHARE:.3g}, "
+                        f"got {gate.confidence}", f"{key}.confidence")
     if gate.case is not None and gate.case not in spec.cases and not protocol_checks.is_suite(spec):
         raise SpecError(f"{gate.case!r} is not one of the sweep's cases", f"{key}.case")
     if gate.side is not None and gate.side not in spec.sides:
         raise SpecError(f"{gate.side!r} is not a side; sides: {', '.join(spec.sides)}", f"{key}.side")
     if gate.side == spec.baseline:
         raise SpecError(f"{gate.side!r} is the baseline; a gate compares another side to it", f"{key}.side")
+
+
+def _check_gate_bounds(gate: GateSpec, key: str) -> None:
+    """A gate has ``within`` alone, or ``min_ratio`` and/or ``max_ratio``, each in its range."""
+    if gate.within is not None:
+        if gate.min_ratio is not None or gate.max_ratio is not None:
+            raise SpecError("an equivalence gate has within alone: give within or min_ratio/max_ratio, "
+                            "not both", f"{key}.within")
+        if not 0 < gate.within < 1:
+            raise SpecError(f"must lie strictly between 0 and 1 (0.03: within 3% either way), "
+                            f"got {gate.within}", f"{key}.within")
+        return
+    if gate.min_ratio is None and gate.max_ratio is None:
+        raise SpecError("needs min_ratio (higher is better), max_ratio (lower is better) or within "
+                        "(no change either way)", key)
+    for bound in ("min_ratio", "max_ratio"):
+        value = getattr(gate, bound)
+        if value is not None and value <= 0:
+            raise SpecError(f"must be > 0, got {value}", f"{key}.{bound}")
 
 
 def _check_pythonpath(dirs: list[str]) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import InvalidInputError
 from orchestrator.spec.deprecated import DEPRECATED_KEYS
-from orchestrator.spec.schema import REPORT_METRICS, SweepSpec
+from orchestrator.spec.schema import REPORT_METRICS, Spending, SweepSpec
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -168,7 +168,8 @@ class SweepRecord:
 
 def spec_from_json(raw: object) -> SweepSpec:
     """A recorded spec (of a sweep or a bisect record), typed, with every default of a key older
-    records lack (``metrics`` before it existed: ``REPORT_METRICS``); deprecated keys are dropped."""
+    records lack (``metrics`` before it existed: ``REPORT_METRICS``; ``spending``: ``even``, the
+    boundary their adaptive looks were decided by); deprecated keys are dropped."""
     return _parsed(_spec_adapter(), _compatible_spec(raw), "spec.")
 
 
@@ -205,6 +206,7 @@ def _compatible_spec(raw: object) -> object:
         return raw  # the adapter says what is wrong
     spec = {key: value for key, value in raw.items() if key not in DEPRECATED_KEYS}
     spec.setdefault("metrics", list(REPORT_METRICS))  # a spec recorded before the key reported these
+    spec.setdefault("spending", Spending.even.value)  # ... and its adaptive looks were decided so
     return spec
 
 

@@ -103,6 +103,14 @@ class NoiseMode(Enum):
     pooled = "pooled"  # the sweep's, pooled over every cell of the metric
 
 
+class Spending(Enum):
+    """How an adaptive sweep's looks share a gate's error rate: see ``orchestrator.analysis.spending``."""
+
+    pocock = "pocock"  # Lan-DeMets, Pocock-type: spends evenly in time (fewest rounds in simulation)
+    obrien_fleming = "obrien-fleming"  # Lan-DeMets, O'Brien-Fleming-type: little early, most at the end
+    even = "even"  # Bonferroni: each look a share in proportion to its rounds (the design before the key)
+
+
 @dataclass
 class SideSpec:
     """One side of the A/B: a git ref plus a dotlist over ``variant``, ``params.*`` and ``env.*``."""
@@ -131,16 +139,37 @@ ENVRUNTIME_OPTIONAL: dict[str, tuple[str, ...]] = {"actions": ("actor", "pregene
                                                    "device": ("cpu", "cuda")}
 
 
+# The share of a ``within`` gate's error rate its PASS (an equivalence claim) may spend; its FAIL
+# spends the rest (``analysis.verdicts.claim_alphas``).
+EQUIVALENCE_PASS_SHARE = 0.75
+
+
 @dataclass
 class GateSpec:
-    """``side median / baseline median`` of ``metric`` must lie within [min_ratio, max_ratio]."""
+    """``side median / baseline median`` of ``metric`` must lie within [min_ratio, max_ratio], or
+    (an equivalence gate) within [1 - within, 1 + within]."""
 
     metric: str = MISSING
     min_ratio: float | None = None
     max_ratio: float | None = None
+    within: float | None = None  # equivalence: PASS inside [1 - within, 1 + within], FAIL outside
     case: str | None = None  # only this case (default: every case)
     side: str | None = None  # only this side (default: every non-baseline side)
     confidence: float = 0.95  # of the interval the verdict is read from
+
+    @property
+    def bounds(self) -> list[tuple[str, float]]:
+        """``(">=", low)`` and/or ``("<=", high)``: ``within`` is both, ``1 - within`` and ``1 + within``."""
+        if self.within is not None:
+            return [(">=", 1 - self.within), ("<=", 1 + self.within)]
+        return ([(">=", self.min_ratio)] if self.min_ratio is not None else []) + (
+            [("<=", self.max_ratio)] if self.max_ratio is not None else [])
+
+    def describe(self) -> str:
+        """``>= 0.97x``, ``>= 0.9x and <= 1.1x`` or ``within [0.97x, 1.03x]``."""
+        if self.within is not None:
+            return f"within [{1 - self.within:g}x, {1 + self.within:g}x]"
+        return " and ".join(f"{op} {value:g}x" for op, value in self.bounds)
 
 
 @dataclass
@@ -219,6 +248,7 @@ class SweepSpec:
     hosts: Any = "one"  # "one", "all" or a list of host ids: where rounds run (dispatch.host_choice)
     max_repeats: int | None = None  # adaptive rounds up to this many (default: repeats, a fixed sweep)
     budget_s: float | None = None  # no further adaptive round once the runs took this long (bench wall)
+    spending: Spending = Spending.pocock  # how the looks of an adaptive sweep share a gate's error rate
     noise: NoiseMode = NoiseMode.cell
     rerun_disturbed: bool = False  # run a run again once when the host disturbed it
     drift_threshold: float = 0.03  # flag a side whose median moved more than this against its history

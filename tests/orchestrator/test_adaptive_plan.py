@@ -14,17 +14,19 @@ import yaml
 from fakebench.fakerepo import make_fake_repo
 
 from orchestrator.analysis import power
-from orchestrator.analysis.noise_history import earlier_noise, rounds_to_pass
-from orchestrator.analysis.plan_power import planned_mde
-from orchestrator.analysis.sequential import Looks
+from orchestrator.analysis.noise_history import earlier_noise
+from orchestrator.analysis.plan_power import planned_mde, round_sd
+from orchestrator.analysis.sequential import Looks, rounds_to_decide
 from orchestrator.analysis.verdicts import Verdict
 from orchestrator.cli.main import main
 from orchestrator.plan.expand import adaptive_plan, build_plan, resolve_sweep
 from orchestrator.spec.load import load_spec
+from orchestrator.spec.schema import GateSpec, Spending
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 GO2 = "sac/go2_joystick_flat/mujoco"
+GATE = GateSpec(metric="throughput", min_ratio=0.97)
 SWEEP = {"name": "ad", "sides": {"a": {"ref": "HEAD~1"}, "b": {"ref": "HEAD"}}, "baseline": "a",
          "cases": ["sac/go2_joystick_flat/mujoco", "sac/g1_walk_flat/mujoco"], "repeats": 2,
          "gates": [{"metric": "throughput", "min_ratio": 0.97}]}
@@ -60,6 +62,7 @@ def test_plan_prints_min_and_max_runs(sweep_file, capsys):
     assert main(["plan", str(sweep_file), "max_repeats=10", "budget_s=600"]) == 0
     out = capsys.readouterr().out
     assert "adaptive: min 8 runs, max 40 runs" in out and "max_repeats=10" in out and "budget_s=600" in out
+    assert "looks share each gate's error rate by spending=pocock" in out
     assert main(["plan", str(sweep_file)]) == 0
     assert "adaptive:" not in capsys.readouterr().out, "a fixed sweep by default"
 
@@ -84,18 +87,19 @@ def test_plan_estimates_rounds_from_earlier_sweeps_on_this_host(sweep_file, caps
     assert found.sweeps == 2 and found.runs == 4 and 0.01 < found.cv < 0.03, "the other host is left out"
     assert main(["plan", str(sweep_file), "max_repeats=20"]) == 0
     out = capsys.readouterr().out
-    late = 1 - 0.05 / 20
+    late = Looks(2, 20).confidence_at(20, 0.95)
+    assert 1 - late > 0.05 / 20, "the last look of the default boundary reads more than an even share"
     mde = planned_mde(found.cv, 20, late, paired=True)
-    assert (f"gate 0 (throughput >= 0.97) {GO2}: run CV {100 * found.cv:.1f}% on {platform.node()} "
+    assert (f"gate 0 (throughput >= 0.97x) {GO2}: run CV {100 * found.cv:.1f}% on {platform.node()} "
             f"(2 earlier sweeps): up to 20 rounds detect a change of {100 * mde:.1f}% (MDE, 80% power)"
             ) in out
-    assert (f"gate 0 (throughput >= 0.97) sac/g1_walk_flat/mujoco: no earlier ok runs on {platform.node()}"
+    assert (f"gate 0 (throughput >= 0.97x) sac/g1_walk_flat/mujoco: no earlier ok runs on {platform.node()}"
             in out), "a case without history says so"
     assert ("warning:" in out) == (np.log1p(mde) > -np.log(0.97))
     assert main(["plan", str(sweep_file)]) == 0  # 2 fixed rounds: far too few for a 3 % bound
     out = capsys.readouterr().out
-    expected = rounds_to_pass(found.cv, 0.97, 0.95)
-    assert (f"warning: gate 0 (throughput >= 0.97) {GO2}: the MDE "
+    expected = rounds_to_decide(round_sd(found.cv), -np.log(0.97), Looks(2, 2), 0.05, paired=True)
+    assert (f"warning: gate 0 (throughput >= 0.97x) {GO2}: the MDE "
             f"{100 * planned_mde(found.cv, 2, 0.95, paired=True):.1f}% is larger than the bound 0.97's "
             f"distance from 1.0 (3.0%): at 2 rounds an unchanged side will likely be INCONCLUSIVE; "
             f"~{expected} rounds would clear it") in out
@@ -150,14 +154,14 @@ def test_plan_reads_a_suites_history_per_case(tmp_path, capsys):
     assert found["checksum"].sweeps == 2 and found["checksum"].runs == 4, "the other tool's runs left out"
     assert 0.005 < found["checksum"].cv < 0.02 and 0.04 < found["tokenize"].cv < 0.16
     for case in ("checksum", "tokenize"):
-        assert (f"gate 0 (time_ms <= 1.15) {case}: run CV {100 * found[case].cv:.1f}% on {platform.node()} "
+        assert (f"gate 0 (time_ms <= 1.15x) {case}: run CV {100 * found[case].cv:.1f}% on {platform.node()} "
                 "(2 earlier sweeps)") in out, out
     glob = ('gates=[{metric: time_ms, max_ratio: 1.15, case: "tok*"}, '
             '{metric: time_ms, max_ratio: 1.15, case: "x*"}]')
     assert main(["plan", sweep, f"repo={repo}", f"results={root}", glob]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("gate ")]
-    assert [line.split(":")[0] for line in lines] == ["gate 0 (time_ms <= 1.15) tokenize",
-                                                      "gate 1 (time_ms <= 1.15) x*"], lines
+    assert [line.split(":")[0] for line in lines] == ["gate 0 (time_ms <= 1.15x) tokenize",
+                                                      "gate 1 (time_ms <= 1.15x) x*"], lines
     assert "no earlier ok runs" in lines[1]
 
 
@@ -173,15 +177,34 @@ def test_the_planned_mde_is_the_change_decided_with_80_percent_power(paired):
     cv, rounds = 0.03, 6
     bound = 1 / (1 + planned_mde(cv, rounds, 0.95, paired))
     cand, base = power.simulate(np.random.default_rng(11), 4000, rounds, cv=cv, true_ratio=1.0, paired=paired)
-    decided = power.decide(cand, base, Looks(rounds, rounds), min_ratio=bound, paired=paired)
+    decided = power.decide(cand, base, Looks(rounds, rounds), GateSpec(metric="throughput", min_ratio=bound),
+                           paired=paired)
     assert 0.75 <= decided.rate(Verdict.PASS) <= 0.85
 
 
-def test_rounds_to_pass_grow_with_noise_and_shrink_with_distance():
-    assert rounds_to_pass(0.01, 0.97, 0.95) < rounds_to_pass(0.03, 0.97, 0.95)
-    assert rounds_to_pass(0.02, 0.90, 0.95) < rounds_to_pass(0.02, 0.97, 0.95)
-    assert rounds_to_pass(0.02, 1.0, 0.95) is None
+def test_rounds_to_decide_grow_with_noise_and_shrink_with_distance():
+    fixed = Looks(2, 2)
+    rounds = [rounds_to_decide(round_sd(cv), -np.log(bound), fixed, 0.05, paired=True)
+              for cv, bound in ((0.01, 0.97), (0.03, 0.97), (0.02, 0.90), (0.02, 0.97))]
+    assert rounds[0] < rounds[1] and rounds[2] < rounds[3]
+    assert rounds_to_decide(round_sd(0.02), 0.0, fixed, 0.05, paired=True) is None
     cand, base = power.simulate(np.random.default_rng(3), 2000, 40, cv=0.02, true_ratio=1.0)
-    n = rounds_to_pass(0.02, 0.97, 0.95)
-    fixed = power.decide(cand[:, :n], base[:, :n], Looks(n, n), min_ratio=0.97)
-    assert 0.7 <= fixed.rate(Verdict.PASS) <= 0.9, "about 80 % power at the estimated rounds"
+    n = rounds[3]
+    decided = power.decide(cand[:, :n], base[:, :n], Looks(n, n), GATE)
+    assert 0.7 <= decided.rate(Verdict.PASS) <= 0.9, "about 80 % power at the estimated rounds"
+
+
+@pytest.mark.parametrize("cv", [0.015, 0.03])
+def test_an_adaptive_sweeps_rounds_to_decide_follow_its_boundary(cv):
+    """With looks 3..30, the rounds the boundary says an unchanged side needs are the look by which
+    about 80 % of simulated sweeps (or more: earlier looks decide some) have PASSed; the even split,
+    reading its looks at smaller shares, needs more."""
+    looks = Looks(3, 30)
+    n = rounds_to_decide(round_sd(cv), -np.log(0.97), looks, 0.05, paired=True)
+    even = rounds_to_decide(round_sd(cv), -np.log(0.97), Looks(3, 30, Spending.even), 0.05, paired=True)
+    assert looks.first <= n < even and n <= looks.last
+    cand, base = power.simulate(np.random.default_rng(int(cv * 1000)), 2000, looks.last, cv=cv,
+                                true_ratio=1.0)
+    decided = power.decide(cand, base, looks, GATE)
+    by_then = np.mean((decided.verdict == Verdict.PASS) & (decided.rounds <= n))
+    assert 0.75 <= by_then <= 0.97

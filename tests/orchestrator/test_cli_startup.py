@@ -70,15 +70,16 @@ def test_plan_without_earlier_results_loads_only_the_spec_stack(repo, tmp_path):
 STATISTICS_PROBE = """
 import numpy as np
 from orchestrator.analysis import stats, rank_tests
-from orchestrator.analysis.noise_history import rounds_to_pass
+from orchestrator.analysis.sequential import Looks, rounds_to_decide
 from orchestrator.analysis.verdicts import detectable
 from orchestrator.spec.schema import GateSpec
 rng = np.random.default_rng(0)
 cand, base = rng.lognormal(0, 0.1, 9), rng.lognormal(0.05, 0.1, 9)
 paired, unpaired = stats.compare(cand, base, paired=True), stats.compare(cand, base)
 assert np.isfinite([paired.p_value, paired.low, unpaired.p_value, unpaired.low]).all()
-assert detectable(paired, GateSpec(metric="throughput", min_ratio=0.97), 30)[0] is not None
-assert rounds_to_pass(0.05, 0.97, 0.95) and 0 <= rank_tests.kruskal_p([cand, base, cand * 1.1]) <= 1
+assert detectable(paired, GateSpec(metric="throughput", min_ratio=0.97), Looks(3, 30))[0] is not None
+assert rounds_to_decide(0.07, 0.03, Looks(3, 30), 0.05, True)
+assert 0 <= rank_tests.kruskal_p([cand, base, cand * 1.1]) <= 1
 """
 
 

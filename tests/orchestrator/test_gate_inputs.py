@@ -20,6 +20,7 @@ from orchestrator.dispatch.adaptive import undecided_cells
 from orchestrator.errors import EXIT_INVALID, EXIT_RUN_FAILED
 from orchestrator.render.verdicts_json import verdicts_document
 from orchestrator.spec.load import load_spec
+from orchestrator.spec.schema import Spending
 from orchestrator.store.records import read_record, write_record
 
 JSON_SWEEP = {
@@ -63,6 +64,30 @@ def test_plan_refuses_a_metric_the_protocol_does_not_provide(tmp_path, capsys, c
     assert main(["plan", write_yaml(tmp_path, JSON_SWEEP, **changes)]) == EXIT_INVALID
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert f"{key}: " in line and words in line, line
+
+
+@pytest.mark.parametrize(("gate", "changes", "key", "words"), [
+    ({"within": 0}, {}, "gates[0].within", "must lie strictly between 0 and 1 (0.03: within 3% either way)"),
+    ({"within": 1.0}, {}, "gates[0].within", "must lie strictly between 0 and 1"),
+    ({"within": -0.03}, {}, "gates[0].within", "got -0.03"),
+    ({"within": 0.03, "min_ratio": 0.97}, {}, "gates[0].within", "an equivalence gate has within alone"),
+    ({"within": 0.03, "max_ratio": 1.03}, {}, "gates[0].within", "give within or min_ratio/max_ratio"),
+    ({"within": 0.03, "confidence": 0.3}, {}, "gates[0].confidence", "needs a confidence above 0.333"),
+    ({}, {}, "gates[0]", "needs min_ratio (higher is better), max_ratio (lower is better) or within"),
+    ({"within": 0.03}, {"spending": "bonferroni"}, "spending", "Invalid value 'bonferroni'"),
+])
+def test_plan_refuses_a_bad_within_gate_or_spending(tmp_path, capsys, gate, changes, key, words):
+    sweep = write_yaml(tmp_path, JSON_SWEEP, gates=[{"metric": "format_ms", **gate}], **changes)
+    assert main(["plan", sweep]) == EXIT_INVALID
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"shasweep: error: {key}: ") and words in line, line
+
+
+def test_a_within_gate_and_a_spending_name_load(tmp_path):
+    spec = load_spec(write_yaml(tmp_path, JSON_SWEEP, gates=[{"metric": "format_ms", "within": 0.03}],
+                                spending="obrien-fleming", max_repeats=10))
+    assert spec.spending is Spending.obrien_fleming and spec.gates[0].bounds == [(">=", 0.97), ("<=", 1.03)]
+    assert load_spec(write_yaml(tmp_path, JSON_SWEEP)).spending is Spending.pocock, "the default"
 
 
 def test_a_json_mapping_without_throughput_is_judged_by_a_gate_on_a_mapped_phase(tmp_path):

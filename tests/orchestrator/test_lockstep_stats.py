@@ -33,6 +33,7 @@ from orchestrator.spec.schema import GateSpec
 from orchestrator.worker.lockstep_round import turn_order
 
 SWEEPS = 4000
+GATE = GateSpec(metric="throughput", min_ratio=0.97)
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,9 @@ HOSTS = {
 }
 
 
-def decide(estimates: np.ndarray, looks: Looks, min_ratio: float = 0.97) -> power.Decisions:
+def decide(estimates: np.ndarray, looks: Looks, gate: GateSpec = GATE) -> power.Decisions:
     """The adaptive rule a report applies, on per-round log ratios."""
-    return power.decide(estimates, np.zeros_like(estimates), looks, min_ratio=min_ratio)
+    return power.decide(estimates, np.zeros_like(estimates), looks, gate)
 
 
 @pytest.mark.parametrize("name", list(HOSTS))

@@ -24,7 +24,16 @@ from orchestrator.spec.record import (
     spec_from_json,
     spec_to_json,
 )
-from orchestrator.spec.schema import DEFAULT_COMMAND, REPORT_METRICS, GateSpec, NoiseMode, Order, Protocol
+from orchestrator.spec.schema import (
+    DEFAULT_COMMAND,
+    REPORT_METRICS,
+    GateSpec,
+    NoiseMode,
+    Order,
+    Protocol,
+    Spending,
+    SweepSpec,
+)
 
 RECORDS = Path(__file__).resolve().parents[1] / "data" / "records"
 TODAY = sorted((RECORDS / "today").glob("*.json"))
@@ -38,6 +47,9 @@ def raw(path: Path) -> dict:
 def default_spec():
     """A spec with every key at its default (the keys a file written before they existed lacks)."""
     return spec_from_json({"name": "defaults", "sides": {"a": {"ref": "HEAD"}}, "cases": ["c"]})
+
+
+GATE_DEFAULTS = spec_to_json(spec_from_json({"name": "g", "gates": [{"metric": "x"}]}))["gates"][0]
 
 
 def without_deprecated(record: dict) -> dict:
@@ -54,9 +66,20 @@ def test_todays_records_round_trip(path):
     added = {k: v for k, v in again["spec"].items() if k not in kept["spec"]}
     assert added == {k: v for k, v in spec_to_json(default_spec()).items() if k in added}, \
         "spec keys added since the file was written take their defaults"
-    assert again == {**kept, "spec": {**kept["spec"], **added}}, "today's format, the deprecated keys dropped"
+    gates = [{**GATE_DEFAULTS, **gate} for gate in kept["spec"].get("gates", [])]
+    assert again == {**kept, "spec": {**kept["spec"], **added, "gates": gates}}, (
+        "today's format, the deprecated keys dropped, gate keys added since at their defaults")
     assert list(again) == list(written), "in the file's key order"
     assert SweepRecord.from_json(record.to_json()) == record
+
+
+def test_a_record_from_before_the_spending_key_keeps_the_even_split_its_looks_were_decided_by():
+    written = raw(RECORDS / "today" / "fake-ab-20261201T191540.json")
+    record = SweepRecord.from_json(written)
+    assert "spending" not in written["spec"] and record.spec.adaptive
+    assert record.spec.spending is Spending.even, "a report or resume of it replays its decisions"
+    assert SweepRecord.from_json(record.to_json()).spec.spending is Spending.even
+    assert SweepSpec().spending is Spending.pocock, "a new sweep's default"
 
 
 def test_a_record_loads_typed():

@@ -26,7 +26,7 @@ from orchestrator.analysis.verdicts import (
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_RUN_FAILED, SpecError
 from orchestrator.render.markdown import report_markdown
 from orchestrator.spec.load import load_spec
-from orchestrator.spec.schema import GateSpec
+from orchestrator.spec.schema import GateSpec, Spending
 
 CASE = "sac/fake/none"
 BASE = [100.0, 101.0, 99.0, 100.5, 99.5]
@@ -116,14 +116,18 @@ def test_an_adaptive_verdict_is_its_first_deciding_look_at_a_spent_confidence():
     rng = np.random.default_rng(2)
     base = list(100 * np.exp(rng.normal(0, 0.01, 12)))
     cand = [0.9 * b * float(np.exp(rng.normal(0, 0.01))) for b in base]
-    looks = Looks(3, 12)
-    result = gate_verdict(0, GateSpec(metric="throughput", min_ratio=0.97), CASE, "cand",
-                          comparer(cand, base=base), looks)
-    assert result.verdict == Verdict.FAIL and result.looks >= 1 and "look " in result.reason
-    assert result.comparison.confidence == pytest.approx(looks.confidence_at(2 + result.looks, 0.95))
-    assert looks.confidence_at(3, 0.95) == pytest.approx(1 - 0.05 * 3 / 12)
-    assert looks.confidence_at(4, 0.95) == pytest.approx(1 - 0.05 / 12)
-    assert sum(1 - looks.confidence_at(n, 0.95) for n in range(3, 13)) == pytest.approx(0.05)
+    for looks in (Looks(3, 12), Looks(3, 12, Spending.even)):
+        result = gate_verdict(0, GateSpec(metric="throughput", min_ratio=0.97), CASE, "cand",
+                              comparer(cand, base=base), looks)
+        assert result.verdict == Verdict.FAIL and result.looks >= 1 and "look " in result.reason
+        assert result.comparison.confidence == pytest.approx(looks.confidence_at(2 + result.looks, 0.95))
+    even = Looks(3, 12, Spending.even)
+    assert even.confidence_at(3, 0.95) == pytest.approx(1 - 0.05 * 3 / 12)
+    assert even.confidence_at(4, 0.95) == pytest.approx(1 - 0.05 / 12)
+    assert sum(1 - even.confidence_at(n, 0.95) for n in range(3, 13)) == pytest.approx(0.05)
+    pocock = [1 - Looks(3, 12).confidence_at(n, 0.95) for n in range(3, 13)]
+    assert sum(pocock) > 0.05 and all(p > 0.05 / 12 for p in pocock[1:]), (
+        "the looks' correlation lets each read more than an even share")
     assert Looks(3, 3).confidence_at(3, 0.95) == 0.95 and not Looks(3, 3).adaptive
 
 
