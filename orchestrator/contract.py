@@ -176,6 +176,7 @@ class PlannedRun:
     quiet: QuietLimits | None = None  # the sweep's quiet:; None: never wait
     max_steps: int | None = None  # a run reporting more steps fails (the sweep's max_steps); None: no cap
     max_result_mib: int | None = None  # the most MiB {result} may hold (the sweep's); None: the protocol's
+    python: str | None = None  # the interpreter {python} names (the side's or sweep's); None: the worker's
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from orchestrator.cli.python_option import add_python_argument, with_python
 from orchestrator.cli.run import run_options
 from orchestrator.cli.tls_options import add_tls_arguments
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED, InvalidInputError
@@ -37,20 +38,22 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                              "step's rounds then pair in time, cancelling drift between steps, at about "
                              "twice the runs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_python_argument(parser)
     add_tls_arguments(parser)
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     options = run_options(args)
     if args.resume is not None:
-        if args.sweep is not None or args.good or args.bad or args.overrides or args.remeasure_good:
-            raise InvalidInputError("--resume takes no sweep file, --good, --bad, --remeasure-good or "
-                                    "overrides: the record has them")
+        if args.sweep is not None or args.good or args.bad or args.overrides or args.remeasure_good \
+                or args.python:
+            raise InvalidInputError("--resume takes no sweep file, --good, --bad, --remeasure-good, --python "
+                                    "or overrides: the record has them")
         return _report(resume_bisect(args.resume, args.results or "results", options))
     if not args.good or not args.bad:
         raise InvalidInputError("a new bisect needs --good REF and --bad REF", "--good" if not args.good else
                                 "--bad")
-    overrides = [*args.overrides, *([f"results={args.results}"] if args.results else [])]
+    overrides = with_python(args, [*args.overrides, *([f"results={args.results}"] if args.results else [])])
     return _report(bisect(args.sweep, overrides, BisectOptions(args.good, args.bad, args.remeasure_good),
                           options))
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.capabilities import SUITE_CASE
+from orchestrator.cli.python_option import add_python_argument, with_python
 from orchestrator.cli.tls_options import add_tls_arguments, tls_files
 from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.plan.expand import planned_cases
@@ -34,6 +35,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                         help="dotlist overrides of the sweep's keys, e.g. params.num_envs=64 repeats=1 "
                              "sides.b.ref=main; +KEY=VALUE adds a key it lacks, e.g. +sides.c.ref=main")
+    add_python_argument(parser)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,12 +53,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tcp://HOST:PORT of a Dask scheduler (default: an embedded LocalCluster)")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bars (the dashboard URL and one line per finished run remain)")
+    add_python_argument(parser)
     add_tls_arguments(parser)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Validate a sweep and print its plan without running anything."""
-    plan = plan_sweep(args.sweep, args.overrides)
+    plan = plan_sweep(args.sweep, with_python(args, args.overrides))
     print(format_plan(plan))
     for line in noise_estimates(plan, platform.node()):
         print(line)
@@ -67,13 +70,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Validate, record, dispatch, then report; the exit code follows the report."""
     options = run_options(args)
     options.security()  # the TLS options checked before anything is recorded
+    overrides = with_python(args, args.overrides)
     if args.resume is not None:
         run = resume(args.resume, args.results or "results", options)
     elif args.results is not None:
         raise InvalidInputError("--results goes with --resume; a new sweep writes to its results key "
                                 "(override it with results=DIR)")
     else:
-        run = run_sweep(plan_sweep(args.sweep, args.overrides), options)
+        run = run_sweep(plan_sweep(args.sweep, overrides), options)
     return _report_run(run.results_root, run.sweep_id)
 
 
@@ -126,8 +130,9 @@ def format_plan(plan: SweepPlan) -> str:
         settings = resolved.settings[label]
         marker = " (baseline)" if label == spec.baseline else ""
         variant = f"variant {settings.variant}, " if passes_variant(spec.command) else ""
+        python = f", python {side.python or spec.python}" if side.python or spec.python else ""
         lines.append(f"side {label}{marker}: {side.ref} = {resolved.shas[label]}, "
-                     f"{variant}params {_params_text(settings.params)}")
+                     f"{variant}params {_params_text(settings.params)}{python}")
     row = "{:>4}  {:<12} {:<40} {:>3}  {:<12}  {}"
     lines.append(row.format("#", "side", "case", "rep", "sha", "run_key"))
     lines += [row.format(r.order, r.side, r.case, r.repeat, r.sha[:12], r.run_key) for r in runs]

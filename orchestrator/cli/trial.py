@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator.cli.python_option import add_python_argument, with_python
+
 if TYPE_CHECKING:
     from orchestrator.contract import RunResult
     from orchestrator.session.trial import Reading, TrialResult
@@ -24,6 +26,7 @@ def add_try_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dotlist overrides of the sweep's keys, as for run, e.g. params.size=100")
     parser.add_argument("--side", help="the side whose SHA to run (default: the baseline)")
     parser.add_argument("--case", help="the case to run (default: the sweep's first)")
+    add_python_argument(parser)
 
 
 def cmd_try(args: argparse.Namespace) -> int:
@@ -32,7 +35,7 @@ def cmd_try(args: argparse.Namespace) -> int:
     from orchestrator.session import plan_sweep
     from orchestrator.session.trial import TrialOptions, try_bench
 
-    plan = plan_sweep(args.sweep, args.overrides)
+    plan = plan_sweep(args.sweep, with_python(args, args.overrides))
     trial = try_bench(plan, TrialOptions(side=args.side, case=args.case),
                       on_wait=lambda text: print(text, flush=True))
     print("\n".join(format_trial(trial, plan.spec.baseline)))

@@ -145,6 +145,7 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             lockstep=lockstep_settings(spec, settings.params),
             quiet=QuietLimits(**vars(spec.quiet)) if spec.quiet is not None else None,
             max_steps=spec.max_steps, max_result_mib=spec.max_result_mib,
+            python=spec.sides[side].python or spec.python,
         ))
     return runs
 

@@ -19,11 +19,13 @@ GOOD_SIDE, CANDIDATE_SIDE = "good", "cand"
 
 def load_bisect_spec(path: str | Path, dotlist: list[str], good: str, bad: str) -> SweepSpec:
     """Load and validate ``path`` with ``dotlist`` as the spec of a bisect from ``good`` to ``bad``."""
-    return bisect_spec_from_config(read_yaml(Path(path)), dotlist, good, bad)
+    return bisect_spec_from_config(read_yaml(Path(path)), dotlist, good, bad, Path(path).resolve().parent)
 
 
-def bisect_spec_from_config(raw: DictConfig, dotlist: list[str], good: str, bad: str) -> SweepSpec:
-    """``raw`` with its sides replaced by ``good`` (baseline) and ``cand`` at ``bad``, validated."""
+def bisect_spec_from_config(raw: DictConfig, dotlist: list[str], good: str, bad: str,
+                            base: Path | None = None) -> SweepSpec:
+    """``raw`` with its sides replaced by ``good`` (baseline) and ``cand`` at ``bad``, validated
+    (``base``: where relative paths start, as for ``spec_from_config``)."""
     raw = raw.copy()
     for key in ("sides", "baseline"):
         raw.pop(key, None)
@@ -33,7 +35,8 @@ def bisect_spec_from_config(raw: DictConfig, dotlist: list[str], good: str, bad:
         for gate in raw["gates"]:
             if isinstance(gate, DictConfig):
                 gate.pop("side", None)
-    spec = spec_from_config(raw, [item for item in dotlist if not item.startswith(("sides", "baseline"))])
+    kept = [item for item in dotlist if not item.startswith(("sides", "baseline"))]
+    spec = spec_from_config(raw, kept, base)
     if len(spec.cases) != 1:
         raise SpecError(f"a bisect takes exactly one case, got {len(spec.cases)}: {', '.join(spec.cases)}",
                         "cases")

@@ -20,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from orchestrator.capabilities import DISCOVER, SUITE_CASE, ProtocolInfo, case_matches, unknown_protocol
 from orchestrator.errors import SpecError
-from orchestrator.spec import case_names, commands, protocol_checks
+from orchestrator.spec import case_names, commands, interpreters, protocol_checks
 from orchestrator.spec.bounds import (
     MAX_LABEL_LENGTH,
     MAX_NAME_LENGTH,
@@ -56,11 +56,13 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 def load_spec(path: str | Path, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
     """Load the sweep YAML at ``path``, apply ``dotlist`` overrides, and validate the result."""
-    return spec_from_config(read_yaml(Path(path)), dotlist)
+    return spec_from_config(read_yaml(Path(path)), dotlist, Path(path).resolve().parent)
 
 
-def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ()) -> SweepSpec:
-    """Merge ``raw`` (a loaded YAML) and ``dotlist`` over the typed defaults and validate the result."""
+def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = (), base: Path | None = None
+                     ) -> SweepSpec:
+    """Merge ``raw`` (a loaded YAML) and ``dotlist`` over the typed defaults and validate the result;
+    relative ``python`` paths are taken from ``base`` (the sweep file's directory; default: here)."""
     refuse_env_lookups(raw, "the sweep file")
     _refuse_numeric_refs(raw)
     dotlist = drop_deprecated(raw, apply_removals(raw, dotlist))
@@ -74,8 +76,18 @@ def spec_from_config(raw: DictConfig, dotlist: list[str] | tuple[str, ...] = ())
         dotlist = plain_overrides(_untyped_base(raw), dotlist)
     merged = _typed_merge(SweepSpec, raw, _parse_dotlist(dotlist, "override"), prefix="")
     spec: SweepSpec = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    _resolve_pythons(spec, base or Path.cwd())
     validate(spec)
     return spec
+
+
+def _resolve_pythons(spec: SweepSpec, base: Path) -> None:
+    """Each ``python`` key as the absolute path of its interpreter (``spec.interpreters``)."""
+    if spec.python is not None:
+        spec.python = interpreters.resolve_python(spec.python, "python", base)
+    for label, side in spec.sides.items():
+        if side.python is not None:
+            side.python = interpreters.resolve_python(side.python, f"sides.{label}.python", base)
 
 
 def _refuse_numeric_refs(raw: DictConfig) -> None:
@@ -166,6 +178,10 @@ def validate(spec: SweepSpec) -> None:
             raise SpecError(f"side label {label!r} must be letters, digits, '_', '.', '-'", f"sides.{label}")
         if not spec.sides[label].ref.strip():
             raise SpecError("must name a git ref", f"sides.{label}.ref")
+        if spec.sides[label].python is not None:
+            interpreters.check_python(spec.sides[label].python, f"sides.{label}.python")
+    if spec.python is not None:
+        interpreters.check_python(spec.python, "python")
     if spec.baseline not in spec.sides:
         raise SpecError(f"{spec.baseline!r} is not a side; sides: {', '.join(spec.sides)}", "baseline")
     if not spec.cases:

@@ -117,6 +117,7 @@ class SideSpec:
 
     ref: str = MISSING
     overrides: list[str] = field(default_factory=list)
+    python: str | None = None  # the interpreter running this side's benches; None: the sweep's ``python``
 
 
 @dataclass
@@ -256,6 +257,9 @@ class SweepSpec:
     # worktree-relative directories put first on the bench's PYTHONPATH, in order (src layout: [src])
     pythonpath: list[str] = field(default_factory=lambda: ["."])
     results: str = "results"  # relative: to the git repository the command runs in
+    # the interpreter ({python}) running the benches: a file or a virtual environment's directory
+    # (spec.interpreters); None: the bench worker's own
+    python: str | None = None
     known: KnownNames = field(default_factory=KnownNames)
     protocol: Protocol = Protocol.v1
     json: JsonMapping | None = None  # required for (and only for) protocol: json

@@ -159,7 +159,8 @@ def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, p
         "suite_run_key": (result.suite_run_key, pa.string()),
         "bad_input": (result.bad_input, pa.string()),
     }
-    columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string())}
+    columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string()),
+                "python": (run.python, pa.string())}  # the sweep's interpreter; null: the worker's own
     columns |= {name: (value, pa.float64()) for name, value in summary_phase_means(result.summary).items()}
     columns |= {name: (value, pa.float64()) for name, value in summary_metrics(result.summary).items()}
     columns |= {f"host_{name}": (getattr(result.host, name), kind) for name, kind in _host_types().items()}

@@ -71,6 +71,8 @@ class RunPool:
         same = pd.Series(True, index=runs.index)
         for column, value in wanted.items():
             same &= runs[column] == value if column in runs else False
+        # the interpreter: null (or a row from before the column) is the worker's own
+        same &= (runs["python"].fillna("") if "python" in runs else "") == (run.python or "")
         matches = runs[same & (runs["sweep_id"] != run.sweep_id)]
         return None if matches.empty else matches.iloc[0].to_dict()
 

@@ -196,8 +196,9 @@ def placeholder_values(run: PlannedRun, tree: Path, reader: BenchReader, threads
     """What the command's placeholders stand for in this run (docs/sweep-yaml.md, "The command and its
     placeholders")."""
     values: dict[str, object] = {
-        **run.params, "threads": threads, "python": sys.executable, "stream": str(reader.stream_path),
-        "result": str(reader.result_path), "worktree": str(tree), "sweep_dir": run.sweep_dir or run.repo,
+        **run.params, "threads": threads, "python": run.python or sys.executable,
+        "stream": str(reader.stream_path), "result": str(reader.result_path), "worktree": str(tree),
+        "sweep_dir": run.sweep_dir or run.repo,
         "case": run.case, "variant": run.variant}
     values |= {name: part for name in ("algo", "task", "sim") if (part := getattr(run, name)) is not None}
     return values
@@ -246,7 +247,8 @@ def set_up(run: PlannedRun, tree: Path, log_dir: Path, reader: BenchReader,
     ensure_prepared([render_argv(a, values) for a in run.prepare], tree, env, run.timeout_s, cancelled)
     audited = module_audit.modules_to_audit(run, pythonpath)
     side_file = module_audit.install(log_dir, audited, env) if audited else None
-    host = replace(collect_host(env=env, cpus=cpus), **cpu_settings(cpus), worker=worker_address())
+    host = replace(collect_host(env=env, cpus=cpus, python=run.python), **cpu_settings(cpus),
+                   worker=worker_address())
     (log_dir / "argv.txt").write_text("\n".join(argv) + "\n")
     return BenchSetup(run, tree, log_dir, argv, env, cpus, pythonpath, host, tuple(audited), side_file,
                       values)

@@ -34,9 +34,12 @@ PINNED_THREAD_VARS: tuple[str, ...] = (
 # Recorded with every run; the bench's own knobs (its documented defaults apply unless the sweep's
 # ``env`` sets them) come after the pinned ones.
 THREAD_VARS: tuple[str, ...] = (*PINNED_THREAD_VARS, "ENVRUNTIME_TORCH_THREADS")
+_VERSION_CODE = "import platform; print(platform.python_version())"
 VERSIONED_PACKAGES: tuple[str, ...] = ("numpy", "torch", "mujoco", "motrixsim", "mujoco-warp", "numba")
-def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None) -> HostRecord:
-    """This machine's record; ``env``/``cpus`` describe a bench process (default: this process)."""
+def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None,
+                 python: str | None = None) -> HostRecord:
+    """This machine's record; ``env``/``cpus`` describe a bench process (default: this process), and
+    ``python`` the interpreter running it (default: this one), whose version the record gives."""
     env = dict(os.environ) if env is None else env
     cpus = os.sched_getaffinity(0) if cpus is None else cpus
     gpu_name, gpu_memory, gpu_driver = _gpu()
@@ -52,7 +55,7 @@ def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None
         gpu_driver=gpu_driver,
         os=os_name,
         kernel=platform.release(),
-        python=platform.python_version(),
+        python=platform.python_version() if python in (None, sys.executable) else python_version(python),
         versions=_versions(_site_stamp()),
         threads=json.dumps({name: env.get(name) for name in THREAD_VARS}, sort_keys=True),
         affinity=format_cpus(cpus),
@@ -81,6 +84,27 @@ def parse_cpus(text: str) -> set[int]:
         except ValueError:
             raise ValueError(f"bad CPU list {text!r}: {part!r} is not N or N-M") from None
     return cpus
+
+
+def python_version(executable: str) -> str | None:
+    """The version of the interpreter at ``executable`` (``3.12.1``), asked once per file (path, inode
+    and mtime); None when it cannot say."""
+    try:
+        status = os.stat(executable)
+    except OSError:
+        return None
+    return _python_version(executable, status.st_ino, status.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _python_version(executable: str, inode: int, mtime_ns: int) -> str | None:
+    try:
+        done = subprocess.run([executable, "-I", "-S", "-c", _VERSION_CODE], capture_output=True, text=True,
+                              timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    version = done.stdout.strip()
+    return version if done.returncode == 0 and 0 < len(version) <= 40 else None
 
 
 @functools.cache

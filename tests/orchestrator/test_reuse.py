@@ -44,7 +44,7 @@ def test_the_same_measurement_is_copied_under_the_new_sweep(donor):
 @pytest.mark.parametrize("change", [
     {"sha": "b" * 40}, {"case": "sac/go2_joystick_flat/mujoco"}, {"variant": "direct"}, {"repeat": 2},
     {"params": {"num_envs": 16}}, {"env": {"X": "2"}}, {"argv_template": ("{python}", "-O")},
-    {"protocol": "json"},
+    {"protocol": "json"}, {"python": "/opt/other-env/bin/python"},
 ])
 def test_a_different_measurement_is_not_reused(donor, change):
     run = replace(planned(donor, "n1", "s2"), **change)

@@ -31,6 +31,7 @@ from orchestrator.spec.schema import (
     NoiseMode,
     Order,
     Protocol,
+    SideSpec,
     Spending,
     SweepSpec,
 )
@@ -67,8 +68,12 @@ def test_todays_records_round_trip(path):
     assert added == {k: v for k, v in spec_to_json(default_spec()).items() if k in added}, \
         "spec keys added since the file was written take their defaults"
     gates = [{**GATE_DEFAULTS, **gate} for gate in kept["spec"].get("gates", [])]
-    assert again == {**kept, "spec": {**kept["spec"], **added, "gates": gates}}, (
-        "today's format, the deprecated keys dropped, gate keys added since at their defaults")
+    sides = {label: {**side, **{k: v for k, v in again["spec"]["sides"][label].items() if k not in side}}
+             for label, side in kept["spec"]["sides"].items()}
+    assert all(sides[label][k] == getattr(SideSpec(ref=""), k) for label in sides for k in sides[label]
+               if k not in kept["spec"]["sides"][label]), "so do side keys"
+    assert again == {**kept, "spec": {**kept["spec"], **added, "gates": gates, "sides": sides}}, (
+        "today's format, the deprecated keys dropped, gate and side keys added since at their defaults")
     assert list(again) == list(written), "in the file's key order"
     assert SweepRecord.from_json(record.to_json()) == record
 
