@@ -20,5 +20,5 @@ def cpu_timed(function):
 
 
 runner = pyperf.Runner()
-for name in ("checksum", "tokenize", "sort_words"):
+for name in suitelib.BENCHMARKS:
     runner.bench_time_func(name, cpu_timed(getattr(suitelib, name)))

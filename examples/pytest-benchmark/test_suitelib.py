@@ -4,6 +4,6 @@ import pytest
 import suitelib
 
 
-@pytest.mark.parametrize("name", ["checksum", "tokenize", "sort_words"])
+@pytest.mark.parametrize("name", suitelib.BENCHMARKS)
 def test_suitelib(benchmark, name):
     benchmark(getattr(suitelib, name))

@@ -20,12 +20,21 @@ import pyarrow as pa
 
 from orchestrator.analysis import drift, host_agreement, stats
 from orchestrator.analysis.block_pairs import LOCKSTEP_COLUMNS, LockstepView, lockstep_view
+from orchestrator.analysis.decided import DecidedFigure, deciding_gate, judged_together
 from orchestrator.analysis.disturbed import COLUMNS as DISTURBANCE_COLUMNS
 from orchestrator.analysis.disturbed import disturbed_runs
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.software import SOFTWARE_COLUMNS
-from orchestrator.analysis.suites import SuiteSummary, run_count, summarize_suite, sweep_cases
+from orchestrator.analysis.suite_process import PROCESS_METRICS, ProcessFigure, suite_processes
+from orchestrator.analysis.suites import (
+    OneSided,
+    SuiteSummary,
+    one_sided_cases,
+    run_count,
+    summarize_suite,
+    sweep_cases,
+)
 from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates, gates_exit_code
 from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
 from orchestrator.capabilities import TIME_METRIC
@@ -66,7 +75,10 @@ class MetricRow:
     # the side's median over the baseline's, of the runs ``comparison`` compares (paired: the rounds
     # both ran); 1.0 for the baseline itself
     ratio: float
-    comparison: stats.Comparison | None = None  # against the baseline at 95% (None for the baseline)
+    # against the baseline (None for the baseline): a gated cell's as its gate decided it (its deciding
+    # look, the gate's confidence: ``analysis.decided``), any other at 95 % over all its runs
+    comparison: stats.Comparison | None = None
+    gate: int | None = None  # the gate whose figure ``comparison`` is
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,16 @@ class Report:
     by_host: host_agreement.HostsView | None = None  # medians per bench host and hosts that disagree
     suites: list[SuiteSummary] = field(default_factory=list)  # a suite protocol's cases, per side
     lockstep: LockstepView | None = None  # the order each case ran in, block pairs, quiet waits
+    # per non-baseline side of a suite: the cases it has alone (added) or lacks (removed); never gated
+    one_sided: dict[str, OneSided] = field(default_factory=dict)
+    processes: list[ProcessFigure] = field(default_factory=list)  # a suite's per-process figures
+    # per compared (case, side), the one figure every output states and headlines (``analysis.decided``)
+    decided: list[DecidedFigure] = field(default_factory=list)
+
+    def presence(self, case: str, side: str) -> str | None:
+        """``added`` or ``removed`` for a case ``side`` has alone or lacks; None otherwise."""
+        one_sided = self.one_sided.get(side)
+        return one_sided.presence(case) if one_sided is not None else None
 
     @property
     def exit_code(self) -> int:
@@ -107,7 +129,8 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
                        + [("steps", pa.int64()), ("repeat", pa.int64()), ("host_cpu_logical", pa.int64()),
                           ("audited", pa.bool_()),
                           ("started_at", pa.timestamp("us", tz="UTC"))]
-                       + [(name, pa.float64()) for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS])]
+                       + [(name, pa.float64())
+                          for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS, *PROCESS_METRICS])]
                        + [(name, kind) for name, kind in QUIET_COLUMNS.items()])
     return query.read_runs(results_root, query.Where(sweeps=[sweep_id]), schema)
 
@@ -118,7 +141,7 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
     runs = apply_audit(runs, record)
     spec = record.spec
     baseline, cases, sides = spec.baseline, sweep_cases(spec, runs), list(spec.sides)
-    metrics = report_metrics(spec, runs)
+    metrics = case_metrics(spec, report_metrics(spec, runs))
     ok = runs[runs["status"] == "ok"]
     counts = {(c, s): (int(((ok["case"] == c) & (ok["side"] == s)).sum()),
                        int(((runs["case"] == c) & (runs["side"] == s) & (runs["status"] != "ok")).sum()))
@@ -126,48 +149,94 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
     summaries = {(c, s, m): stats.summarize(ok.loc[(ok["case"] == c) & (ok["side"] == s), m])
                  for c in cases for s in sides for m in metrics}
     comparer = sweep_comparer(spec, host_agreement.pairing_blocks(ok))
-    rows = [_row(c, s, m, summaries, comparer) for c in cases for m in metrics for s in sides]
+    one_sided = one_sided_cases(spec, runs, cases)
+    waivers = waiver_log(record)
+    gates = apply_waivers(evaluate_gates(spec.gates, cases, sides, comparer, Looks.of_spec(spec),
+                                         not_gated=_one_sided_pairs(one_sided)), active_waivers(waivers))
+    rows = [_row(c, s, m, summaries, comparer, gates) for c in cases for m in metrics for s in sides]
     unwritten = _unwritten_outcomes(record, runs)
     not_ok = runs.loc[runs["status"] != "ok", list(FAILURE_COLUMNS)]
-    waivers = waiver_log(record)
     failures = pd.concat([not_ok, unwritten], ignore_index=True) if len(unwritten) else not_ok
     return Report(
         sweep_id=record.sweep_id, record=record, baseline=baseline, cases=cases, sides=sides,
-        metrics=metrics, rows=rows, counts=counts,
-        gates=apply_waivers(evaluate_gates(spec.gates, cases, sides, comparer, Looks.of_spec(spec)),
-                            active_waivers(waivers)),
+        metrics=metrics, rows=rows, counts=counts, gates=gates,
         audit=_audit(runs, sides),
         failures=failures, missing=max(record.planned_runs - run_count(runs) - len(unwritten), 0),
         drift=[] if history is None else drift.find_drift(ok, history, metrics, spec.drift_threshold),
         disturbed=disturbed_runs(ok),
         waivers=waivers,
         by_host=host_agreement.hosts_view(ok, cases, sides, baseline, metrics),
-        suites=_suites(spec, comparer, cases, sides, rows),
+        suites=_suites(spec, comparer, cases, sides, rows, one_sided),
         lockstep=lockstep_view(runs, baseline),
+        one_sided=one_sided,
+        processes=suite_processes(spec, runs, one_sided),
+        decided=_decided(spec, rows, gates, one_sided),
     )
 
 
+def case_metrics(spec: SweepSpec, metrics: list[str]) -> list[str]:
+    """The metrics a report shows per case: for a suite, not the bench process's own figures, which
+    every case of a suite run shares (``analysis.suite_process``)."""
+    return [m for m in metrics if m not in PROCESS_METRICS] if is_suite(spec) else metrics
+
+
+def _one_sided_pairs(one_sided: dict[str, OneSided]) -> set[tuple[str, str]]:
+    """(case, side) of every added or removed case: listed, never gated."""
+    return {(case, side) for side, cases in one_sided.items() for case in (*cases.added, *cases.removed)}
+
+
 def _row(case: str, side: str, metric: str, summaries: dict[tuple[str, str, str], stats.Summary],
-         comparer: Comparer) -> MetricRow:
+         comparer: Comparer, gates: list[GateVerdict]) -> MetricRow:
     """One row: a side's ratio is its comparison's, so the table, ``compare``, the gates and
     verdicts.json give one figure for the same runs (an adaptive sweep may run a baseline more rounds
-    than a side: the rounds both ran are what a paired ratio compares)."""
+    than a side: the rounds both ran are what a paired ratio compares); a gated cell's comparison is
+    its gate's, as the gate decided it."""
     summary = summaries[case, side, metric]
     if side == comparer.baseline:
         return MetricRow(case, side, metric, summary, stats.ratio(summary.median, summary.median))
+    gate = deciding_gate(gates, case, side, metric)
+    if gate is not None:
+        return MetricRow(case, side, metric, summary, gate.comparison.ratio, gate.comparison, gate.gate)
     comparison = comparer.compare(case, side, metric)
     return MetricRow(case, side, metric, summary, comparison.ratio, comparison)
 
 
+def _decided(spec: SweepSpec, rows: list[MetricRow], gates: list[GateVerdict],
+             one_sided: dict[str, OneSided]) -> list[DecidedFigure]:
+    """Per compared (case, side), its one figure (``analysis.decided``): its deciding gate's metric,
+    else the sweep's primary metric; added and removed cases have none."""
+    by_cell = {(r.case, r.side, r.metric): r for r in rows if r.comparison is not None}
+    primary = primary_metric(spec, list(dict.fromkeys(r.metric for r in rows)))
+    figures = []
+    for case, side in dict.fromkeys((r.case, r.side) for r in by_cell.values()):
+        if side in one_sided and one_sided[side].presence(case):
+            continue
+        gate = deciding_gate(gates, case, side)
+        row = by_cell.get((case, side, gate.metric if gate else primary))
+        if row is not None and row.comparison is not None:
+            figures.append(DecidedFigure(case, side, row.metric, row.comparison, gate))
+    return judged_together(figures)
+
+
+def primary_metric(spec: SweepSpec, metrics: list[str]) -> str | None:
+    """What an ungated cell's figure reads: a suite's time per call, else throughput where the report
+    has it, else its first metric."""
+    if is_suite(spec) and TIME_METRIC in metrics:
+        return TIME_METRIC
+    return "throughput" if "throughput" in metrics else next(iter(metrics), None)
+
+
 def _suites(spec: SweepSpec, comparer: Comparer, cases: list[str], sides: list[str],
-            rows: list[MetricRow]) -> list[SuiteSummary]:
+            rows: list[MetricRow], one_sided: dict[str, OneSided]) -> list[SuiteSummary]:
     """For a protocol whose runs measure many cases (a benchmark suite) with more than one case: per
-    non-baseline side, its cases' ``time_ms`` sorted by change and their geometric mean ratio."""
+    non-baseline side, its cases' ``time_ms`` sorted by change and the geometric mean ratio of those
+    both sides have."""
     if len(cases) < 2 or not is_suite(spec):
         return []
     ratios = {(r.case, r.side): r.ratio for r in rows if r.metric == TIME_METRIC}
-    return [summarize_suite(comparer, cases, side, TIME_METRIC, {c: ratios.get((c, side), math.nan)
-                                                                 for c in cases})
+    return [summarize_suite(comparer, cases, side, TIME_METRIC,
+                            {c: ratios.get((c, side), math.nan) for c in cases},
+                            one_sided=one_sided.get(side))
             for side in sides if side != spec.baseline]
 
 
@@ -182,8 +251,9 @@ def sweep_gates(record: SweepRecord, runs: pd.DataFrame) -> list[GateVerdict]:
     spec = record.spec
     audited = apply_audit(runs, record)
     ok = audited[audited["status"] == "ok"]
-    return evaluate_gates(spec.gates, sweep_cases(spec, audited), list(spec.sides), sweep_comparer(spec, ok),
-                          Looks.of_spec(spec))
+    cases = sweep_cases(spec, audited)
+    return evaluate_gates(spec.gates, cases, list(spec.sides), sweep_comparer(spec, ok), Looks.of_spec(spec),
+                          not_gated=_one_sided_pairs(one_sided_cases(spec, audited, cases)))
 
 
 def _unwritten_outcomes(record: SweepRecord, runs: pd.DataFrame) -> pd.DataFrame:

@@ -1,6 +1,8 @@
 """A benchmark suite's cases in the analysis (docs/design.md, "Suites"): which cases a sweep has (what
-its suite runs found), what in its input was wrong (exit 2), and the summary row of its cases: the
-geometric mean of their candidate/baseline ratios, with an interval.
+its suite runs found), which of them one side has and the baseline lacks or the other way round
+(``added`` and ``removed``: listed, never gated), what in its input was wrong (exit 2), and the
+summary row of its cases: the geometric mean of the common cases' candidate/baseline ratios, with
+an interval.
 
 The geometric mean ratio of ``K`` cases is ``exp(mean_k log ratio_k)``. Per round ``r`` each side's
 mean log value over the cases, ``A_r = mean_k log cand[k, r]`` and ``B_r = mean_k log base[k, r]``,
@@ -33,6 +35,43 @@ def sweep_cases(spec: SweepSpec, runs: pd.DataFrame) -> list[str]:
         return list(spec.cases)
     found = set(runs["case"].dropna()) - {SUITE_CASE} if "case" in runs else set()
     return sorted(c for c in found if any(case_matches(c, pattern) for pattern in spec.cases))
+
+
+@dataclass(frozen=True)
+class OneSided:
+    """The cases of a suite sweep on one side of a comparison only: ``added``, found on ``side`` and
+    never on the baseline; ``removed``, found on the baseline and never on ``side``. A case is found
+    on a side when a run of that side's suite left a row for it, ok or not (the tool named it), so
+    a benchmark that failed is not "removed"; a side none of whose suite runs was read has found
+    nothing and makes no case one-sided."""
+
+    side: str
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def presence(self, case: str) -> str | None:
+        """``added``, ``removed`` or None (the case is on both sides, or neither)."""
+        return "added" if case in self.added else "removed" if case in self.removed else None
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+def one_sided_cases(spec: SweepSpec, runs: pd.DataFrame, cases: list[str]) -> dict[str, OneSided]:
+    """Per non-baseline side of a suite sweep, its ``cases`` it has alone or lacks (``OneSided``); the
+    same rows decide it for a separate process per side and round and for a lockstep round, whose
+    cases have rows on the sides that ran them and none on the others."""
+    if not is_suite(spec) or "case" not in runs or runs.empty:
+        return {}
+    found = {side: set(mine["case"].dropna()) & set(cases) for side, mine in runs.groupby("side")}
+    baseline = found.get(spec.baseline, set())
+    sides = {}
+    for side in spec.sides:
+        mine = found.get(side, set())
+        if side == spec.baseline or not (mine and baseline):
+            continue
+        sides[side] = OneSided(side, tuple(sorted(mine - baseline)), tuple(sorted(baseline - mine)))
+    return sides
 
 
 def run_count(runs: pd.DataFrame) -> int:
@@ -73,29 +112,35 @@ class SuiteSummary:
     side: str
     metric: str
     cases: list[str]  # largest change first (|log ratio| of the medians); cases with no ratio last
+    common: int  # the cases on both sides, which the geometric mean covers (the others: ``one_sided``)
     geomean: float  # exp(mean log ratio) over the complete rounds; NaN without 2 of them
     low: float
     high: float
     confidence: float
-    rounds: int  # complete rounds: every case has an ok run on both sides
+    rounds: int  # complete rounds: every common case has an ok run on both sides
     paired: bool
+    one_sided: OneSided | None = None  # the side's added and removed cases (not in the geometric mean)
 
 
 def summarize_suite(comparer: Comparer, cases: list[str], side: str, metric: str,
-                    ratios: dict[str, float], confidence: float = 0.95) -> SuiteSummary:
+                    ratios: dict[str, float], confidence: float = 0.95,
+                    one_sided: OneSided | None = None) -> SuiteSummary:
     """The summary of ``cases`` (ratio of medians per case: ``ratios``) for ``side`` against the
-    comparer's baseline."""
+    comparer's baseline; the geometric mean covers the cases both have (not ``one_sided``'s)."""
+    common = [case for case in cases if one_sided is None or one_sided.presence(case) is None]
     values = {(case, s): comparer.values(case, s, metric)
-              for case in cases for s in (side, comparer.baseline)}
+              for case in common for s in (side, comparer.baseline)}
     unique = all(series.index.is_unique for series in values.values())
     paired = comparer.order in PAIRED_ORDERS and unique
-    complete = sorted(set.intersection(*(set(series.index) for series in values.values()))) if unique else []
+    complete = (sorted(set.intersection(*(set(series.index) for series in values.values())))
+                if unique and values else [])
     ordered = sorted(cases, key=lambda c: -abs(math.log(ratios[c])) if _positive(ratios[c]) else math.inf)
-    summary = SuiteSummary(side=side, metric=metric, cases=ordered, geomean=math.nan, low=math.nan,
-                           high=math.nan, confidence=confidence, rounds=len(complete), paired=paired)
+    summary = SuiteSummary(side=side, metric=metric, cases=ordered, common=len(common), geomean=math.nan,
+                           low=math.nan, high=math.nan, confidence=confidence, rounds=len(complete),
+                           paired=paired, one_sided=one_sided)
     if len(complete) < 2:
         return summary
-    cand, base = (np.array([values[case, s].loc[complete].to_numpy(float) for case in cases])
+    cand, base = (np.array([values[case, s].loc[complete].to_numpy(float) for case in common])
                   for s in (side, comparer.baseline))
     if not (np.all(cand > 0) and np.all(base > 0)):
         return summary

@@ -28,6 +28,7 @@ the ratio. A lockstep round's log ratio is the median of its block pairs' (``ana
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -241,14 +242,17 @@ class Comparer:
 
 
 def evaluate_gates(gates: list[GateSpec], cases: list[str], sides: list[str], comparer: Comparer,
-                   looks: Looks | None = None) -> list[GateVerdict]:
-    """Every gate against every matching (case, non-baseline side); ``looks``: of an adaptive sweep. A
-    gate's ``case`` is a name or a glob (a suite's cases)."""
+                   looks: Looks | None = None, not_gated: Collection[tuple[str, str]] = ()
+                   ) -> list[GateVerdict]:
+    """Every gate against every matching (case, non-baseline side) but the ``not_gated`` ones (a
+    suite's added and removed cases: nothing to compare); ``looks``: of an adaptive sweep. A gate's
+    ``case`` is a name or a glob (a suite's cases)."""
     verdicts = []
     for index, gate in enumerate(gates):
         for case in [c for c in cases if case_matches(c, gate.case)] if gate.case else cases:
             for side in [gate.side] if gate.side else [s for s in sides if s != comparer.baseline]:
-                verdicts.append(gate_verdict(index, gate, case, side, comparer, looks))
+                if (case, side) not in not_gated:
+                    verdicts.append(gate_verdict(index, gate, case, side, comparer, looks))
     return verdicts
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from orchestrator.capabilities import SUITE_CASE
 from orchestrator.cli.python_option import add_python_argument, with_python
 from orchestrator.cli.tls_options import add_tls_arguments, tls_files
-from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
+from orchestrator.errors import InvalidInputError
 from orchestrator.plan.expand import planned_cases
 from orchestrator.session import (
     RunOptions,
@@ -93,13 +93,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 def _report_run(root: Path, sweep_id: str) -> int:
     """The report at the end of ``run``, with how to resume when a run is not ok."""
     from orchestrator.session.reports import show_report  # the report's readers: only once a sweep ran
-    from orchestrator.session.sweep import say
 
-    def resume_hint(code: int) -> None:
-        if code == EXIT_RUN_FAILED:
-            say(f"to run again the runs that are not ok: shasweep run --resume {sweep_id} --results {root}")
-
-    return show_report(SweepRun(sweep_id, root), html=True, before_verdict=resume_hint)
+    return show_report(SweepRun(sweep_id, root), html=True, resume_hint=True)
 
 
 def format_plan(plan: SweepPlan) -> str:

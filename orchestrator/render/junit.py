@@ -4,7 +4,8 @@
 One ``<testcase>`` per gate verdict (``classname`` ``shasweep.<sweep>.<metric>``, ``name`` ``gate N:
 <case> [<side>] <bound>``): PASS passes; FAIL fails with the ratio, the bound and the interval in its
 ``message``; INCONCLUSIVE, NO DATA (or any other verdict) and a waived FAIL are skipped with the reason.
-Every run that is not ok is a testcase with an ``<error>``. Text from benches and cases is escaped as
+Every run that is not ok is a testcase with an ``<error>``; every case a suite side added or removed
+(on one side only, not gated) a skipped testcase saying so. Text from benches and cases is escaped as
 XML; characters XML 1.0 cannot hold are written as ``\\xNN``.
 """
 
@@ -29,6 +30,14 @@ def junit_xml(report: Report, timestamp: str | None = None) -> str:
         outcome = _gate_case(suite, report.sweep_id, gate)
         if outcome:
             counts[outcome] += 1
+    for side, cases in report.one_sided.items():
+        for word, names in (("added", cases.added), ("removed", cases.removed)):
+            for name in names:
+                case = ET.SubElement(suite, "testcase", classname=_text(f"shasweep.{report.sweep_id}.cases"),
+                                     name=_text(f"{name} [{side}] {word}"), time="0")
+                ET.SubElement(case, "skipped", type=f"shasweep.{word}", message=_text(
+                    f"{word} at {side}: on one side only, nothing to compare, not gated"))
+                counts["skipped"] += 1
     for failure in report.failures.itertuples():
         case = ET.SubElement(suite, "testcase", classname=_text(f"shasweep.{report.sweep_id}.runs"),
                              name=_text(f"run {failure.run_key}: {failure.case} [{failure.side}]"), time="0")

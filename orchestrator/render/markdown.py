@@ -15,6 +15,7 @@ from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.render import host_section, lockstep_section
 from orchestrator.render.tables import (
     GATES_NOTE,
+    PROCESS_NOTE,
     Table,
     case_counts,
     case_table,
@@ -23,6 +24,9 @@ from orchestrator.render.tables import (
     failures_table,
     gates_table,
     host_lines,
+    one_sided_lines,
+    process_lines,
+    process_table,
     sides_table,
     suite_table,
     summary_lines,
@@ -72,7 +76,7 @@ def _drift_columns(found: drift.Drift | None) -> dict[str, float | bool | int | 
 def report_markdown(report: Report) -> str:
     """The human-readable report."""
     sections = [_summary_md(report), _sides_md(report), *(_suite_md(report, s) for s in report.suites),
-                *(_case_md(report, c) for c in report.cases),
+                _one_sided_md(report), _process_md(report), *(_case_md(report, c) for c in report.cases),
                 _gates_md(report), _lockstep_md(report), _waivers_md(report), _hosts_md(report),
                 _drift_md(report),
                 _disturbed_md(report), _failures_md(report),
@@ -113,8 +117,22 @@ def _sides_md(report: Report) -> str:
 
 def _suite_md(report: Report, suite: SuiteSummary) -> str:
     return (f"## Suite: {suite.metric}, {suite.side} / {report.baseline}\n\nlargest change first; "
-            "the geometric mean's interval is of the per-round mean log ratio over the cases\n\n"
+            "the geometric mean's interval is of the per-round mean log ratio over the cases both sides "
+            "have\n\n"
             + markdown_table(suite_table(report, suite)))
+
+
+def _one_sided_md(report: Report) -> str:
+    lines = one_sided_lines(report)
+    return "## Added and removed cases\n\n" + md_items(lines) if lines else ""
+
+
+def _process_md(report: Report) -> str:
+    if not report.processes:
+        return ""
+    lines = process_lines(report)
+    return ("## Suite process\n\n" + PROCESS_NOTE + "\n\n" + (md_items(lines) + "\n\n" if lines else "")
+            + markdown_table(process_table(report)))
 
 
 def _case_md(report: Report, case: str) -> str:

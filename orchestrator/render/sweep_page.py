@@ -22,6 +22,7 @@ from orchestrator.render.forest import forest_plot, gate_bounds
 from orchestrator.render.page import Page
 from orchestrator.render.plots import breakdown_plot, lockstep_blocks_plot, per_run_plot, timeline_plot
 from orchestrator.render.tables import (
+    PROCESS_NOTE,
     Table,
     case_counts,
     case_table,
@@ -30,7 +31,11 @@ from orchestrator.render.tables import (
     failures_table,
     gates_table,
     host_lines,
+    one_sided_lines,
+    process_lines,
+    process_table,
     sides_table,
+    suite_table,
     summary_lines,
 )
 from orchestrator.render.terminal import SHORT_SHA, report_verdict_line
@@ -84,6 +89,7 @@ def sweep_page(report: Report, plotted: PlottedRuns) -> Page:
         page.table(waivers_table(report))
     page.heading("Sides")
     page.table(compact_sides_table(report))
+    _suite_section(page, report)
     phase = timeline_phase(steps)
     for case in report.cases:
         _case_section(page, report, case, runs, steps, phase)
@@ -103,6 +109,21 @@ def sweep_page(report: Report, plotted: PlottedRuns) -> Page:
     page.heading("Host")
     page.items(host_lines(report))
     return page
+
+
+def _suite_section(page: Page, report: Report) -> None:
+    """A suite's tables (its cases by change, the geometric mean), its added and removed cases and
+    its bench process's own figures."""
+    for suite in report.suites:
+        page.heading(f"Suite: {suite.metric}, {suite.side} / {report.baseline}")
+        page.table(suite_table(report, suite))
+    if lines := one_sided_lines(report):
+        page.items(lines)
+    if report.processes:
+        page.heading("Suite process")
+        page.paragraph(PROCESS_NOTE, "note")
+        page.items(process_lines(report))
+        page.table(process_table(report))
 
 
 def _case_section(page: Page, report: Report, case: str, runs: pd.DataFrame, steps: pd.DataFrame,

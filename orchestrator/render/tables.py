@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from orchestrator.analysis import stats
 from orchestrator.analysis.legacy_audit import AUDIT_FAILED
 from orchestrator.analysis.report_model import Report
+from orchestrator.analysis.suite_process import ProcessFigure
 from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import (
     GateVerdict,
@@ -130,14 +131,16 @@ def case_table(report: Report, case: str) -> Table:
         cells = {r.side: r for r in report.rows if r.case == case and r.metric == metric}
         rows.append([metric, *(format_summary(cells[s].summary, report.counts[case, s][0])
                                for s in [report.baseline, *others]),
-                     *(_ratio(cells[s].ratio) for s in others),
-                     *(_interval_and_p(cells[s].comparison) for s in others)])
+                     *(report.presence(case, s) or _ratio(cells[s].ratio) for s in others),
+                     *("-" if report.presence(case, s) else _interval_and_p(cells[s].comparison)
+                       for s in others)])
     return Table(header, rows)
 
 
 def suite_table(report: Report, suite: SuiteSummary) -> Table:
     """A suite's cases of one side, largest change first, each with its medians, ratio, interval and
-    gate verdict, then the geometric mean of the ratios with its interval."""
+    gate verdict (``added`` or ``removed`` for a case one side lacks: not gated), then the geometric
+    mean of the common cases' ratios with its interval."""
     header = ["case", f"{report.baseline} (baseline)", suite.side, f"{suite.side} / {report.baseline}",
               "interval", "gate"]
     rows_by = {(r.case, r.side): r for r in report.rows if r.metric == suite.metric}
@@ -146,15 +149,73 @@ def suite_table(report: Report, suite: SuiteSummary) -> Table:
     rows = []
     for case in suite.cases:
         base, mine = rows_by.get((case, report.baseline)), rows_by.get((case, suite.side))
+        presence = report.presence(case, suite.side)
         rows.append([case, format_number(base.summary.median) if base else "-",
-                     format_number(mine.summary.median) if mine else "-", _ratio(mine.ratio) if mine else "-",
-                     format_interval(mine.comparison) if mine and mine.comparison else "-",
-                     verdicts.get(case, "-")])
-    interval = ("no CI (fewer than 2 rounds where every case ran on both sides)" if math.isnan(suite.low)
+                     format_number(mine.summary.median) if mine else "-",
+                     "-" if presence or not mine else _ratio(mine.ratio),
+                     format_interval(mine.comparison) if mine and mine.comparison and not presence else "-",
+                     presence or verdicts.get(case, "-")])
+    interval = ("no CI (fewer than 2 rounds where every common case ran on both sides)"
+                if math.isnan(suite.low)
                 else f"{100 * suite.confidence:.4g}% CI [{suite.low:.3f}, {suite.high:.3f}]")
-    rows.append([f"geometric mean ({len(suite.cases)} cases, {suite.rounds} rounds"
-                 f"{', paired' if suite.paired else ''})", "", "", _ratio(suite.geomean), interval, ""])
+    covered = (f"{suite.common} cases" if suite.common == len(suite.cases)
+               else f"{suite.common} common cases of {len(suite.cases)}")
+    rows.append([f"geometric mean ({covered}, {suite.rounds} rounds{', paired' if suite.paired else ''})",
+                 "", "", _ratio(suite.geomean), interval, ""])
     return Table(header, rows)
+
+
+def one_sided_lines(report: Report) -> list[str]:
+    """Per side, the suite's cases it added or removed against the baseline: listed, never gated."""
+    lines = []
+    for side, cases in report.one_sided.items():
+        for word, names in (("added", cases.added), ("removed", cases.removed)):
+            if names:
+                lines.append(f"{word} at {side} ({len(names)}, on one side only: not gated, not in the "
+                             f"geometric mean): {', '.join(names)}")
+    return lines
+
+
+def process_table(report: Report, *, spread: bool = True) -> Table:
+    """A suite's per-process figures (CPU time, peak RSS of the bench process that ran all its
+    benchmarks): per metric each side's median (``spread``: [min, max], CV and runs) over its suite
+    runs, then each other side's ratio to the baseline with its interval, or ``not compared``
+    (``process_lines`` say why)."""
+    others = [s for s in report.sides if s != report.baseline]
+    header = ["metric", f"{report.baseline} (baseline)", *others,
+              *(f"{s} / {report.baseline}" for s in others)]
+    figures = {(f.side, f.metric): f for f in report.processes}
+    rows = []
+    for metric in dict.fromkeys(f.metric for f in report.processes):
+        cells = [figures.get((s, metric)) for s in [report.baseline, *others]]
+        rows.append([metric, *(_process_summary(f, spread) for f in cells),
+                     *(_process_ratio(f) for f in cells[1:])])
+    return Table(header, rows)
+
+
+PROCESS_NOTE = ("One bench process runs every benchmark of a side's round, so its CPU time and peak RSS "
+                "are the suite run's, not any benchmark's: one value per suite run, compared only "
+                "where both sides ran the same benchmarks.")
+
+
+def process_lines(report: Report) -> list[str]:
+    """Why a side's per-process figures are not compared with the baseline's."""
+    reasons = {f.side: f.not_compared for f in report.processes if f.not_compared}
+    return [f"{side} / {report.baseline} not compared: {why}" for side, why in reasons.items()]
+
+
+def _process_summary(figure: ProcessFigure | None, spread: bool) -> str:
+    if figure is None:
+        return "-"
+    if not spread:
+        return format_number(figure.summary.median)
+    return f"{format_summary(figure.summary, figure.runs)} ({figure.runs} runs)"
+
+
+def _process_ratio(figure: ProcessFigure | None) -> str:
+    if figure is None or figure.comparison is None:
+        return "not compared" if figure is not None and figure.not_compared else "-"
+    return f"{_ratio(figure.comparison.ratio)} {format_interval(figure.comparison)}"
 
 
 def _interval_and_p(comparison: stats.Comparison | None) -> str:
@@ -171,8 +232,8 @@ GATES_NOTE = ("A verdict reads a t-interval of the ratio on the log scale (per-r
 
 
 def confidence_note(report: Report) -> str | None:
-    """One line where a gate's interval is read at another confidence than the tables' (an adaptive
-    sweep's look, a gate's own ``confidence``), so a reader can tell why the two intervals differ."""
+    """One line where a gate's interval is read at another confidence than 95 % (an adaptive sweep's
+    look, a gate's own ``confidence``): the rows it judges state that interval, the others 95 %."""
     levels = sorted({g.comparison.confidence for g in report.gates
                      if g.comparison.confidence != stats.DEFAULT_CONFIDENCE})
     if not levels:
@@ -181,10 +242,10 @@ def confidence_note(report: Report) -> str | None:
     within = (" A within gate's PASS reads a narrower interval than its FAIL and INCONCLUSIVE (an "
               "equivalence claim), so that with the truth on a bound the two wrong claims still add up "
               "to its error rate." if any(g.equivalence for g in report.gates) else "")
-    return (f"Confidence: the tables' ratio intervals are {100 * stats.DEFAULT_CONFIDENCE:g}% over all the "
-            f"runs each compares; a gate's is read at {shown}, its own confidence at the look that "
-            "decided it (an adaptive sweep's look spends only its share of the gate's error rate), so it is "
-            "wider and may straddle a bound the table's interval clears." + within)
+    return (f"Confidence: a row a gate judges states the gate's figure, its interval read at {shown}: the "
+            "gate's own confidence at the look that decided it (an adaptive sweep's look spends only its "
+            "share of the gate's error rate), over the runs that look compared; every other row's interval "
+            f"is {100 * stats.DEFAULT_CONFIDENCE:g}% over all the runs it compares." + within)
 
 
 def gates_table(report: Report) -> Table:

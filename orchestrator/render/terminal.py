@@ -22,6 +22,9 @@ from orchestrator.render.tables import (
     format_change_interval,
     format_number,
     one_line,
+    one_sided_lines,
+    process_lines,
+    process_table,
     suite_table,
     summary_lines,
     verdict_text,
@@ -48,6 +51,10 @@ def render_report(report: Report, width: int) -> RenderableType:
         for suite in report.suites:
             title = f"suite: {suite.metric}, {suite.side} / {report.baseline} (largest change first)"
             parts += _fitted(_suite(report, suite), title, width)
+        parts += [_line(text) for text in one_sided_lines(report)]
+        if report.processes:
+            parts += _fitted(_processes(report), "suite process (per suite run, not per case)", width)
+            parts += [_line(text) for text in process_lines(report)]
     else:
         for case in report.cases:
             parts += _fitted(_case(report, case), case, width)
@@ -81,9 +88,13 @@ def _fitted(columns: list[Column], title: str, width: int) -> list[RenderableTyp
 
 
 def report_verdict_line(report: Report) -> str:
-    """The report's verdict line, saying why when runs were not ok (exit 3)."""
+    """The report's verdict line, saying why when runs were not ok (exit 3) and how many of a suite's
+    cases were on one side only (not gated)."""
+    added = sum(len(cases.added) for cases in report.one_sided.values())
+    removed = sum(len(cases.removed) for cases in report.one_sided.values())
     problems = [f"{len(report.failures)} run(s) not ok" if len(report.failures) else "",
-                f"{report.missing} not run" if report.missing else ""]
+                f"{report.missing} not run" if report.missing else "",
+                f"{added} case(s) added, {removed} removed: not gated" if added or removed else ""]
     return verdict_line(report.gates, report.exit_code, ", ".join(p for p in problems if p) or None)
 
 
@@ -133,6 +144,17 @@ def _suite(report: Report, suite: SuiteSummary) -> list[Column]:
     drops = [None, 30, 31, None, 20, 10]  # case, baseline, side, ratio, interval, gate
     return [Column(name, [row[i] for row in contents.rows], shrink=i in (0, 4), drop=drops[i],
                    justify="right" if 0 < i < 4 else "left")
+            for i, name in enumerate(contents.header)]
+
+
+def _processes(report: Report) -> list[Column]:
+    """The suite process's table (``tables.process_table``, medians only): the other sides' medians
+    left out first, then the ratios but the first."""
+    contents = process_table(report, spread=False)
+    others = len(report.sides) - 1
+    drops = [None, None, *(30 + i for i in range(others)),
+             *(None if i == 0 else 10 + i for i in range(others))]
+    return [Column(name, [row[i] for row in contents.rows], drop=drops[i], shrink=i == 0 or i > others + 1)
             for i, name in enumerate(contents.header)]
 
 

@@ -1,7 +1,9 @@
 """``reports/<id>.verdicts.json``: every gate verdict with its interval and n, and the exit code, for CI.
 
 Numbers that do not exist (no interval) are ``null``. A verdict's ``waived`` flag (default false) is kept, and
-waived verdicts are counted apart.
+waived verdicts are counted apart. ``added`` and ``removed`` list a suite's cases on one side only
+(``{"case", "side"}``), which have no verdict. Format 2 added them; in format 1 such a case was a
+NO DATA verdict.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from orchestrator.analysis.report_model import Report
 from orchestrator.render.terminal import report_verdict_line
 from orchestrator.render.verdict_line import is_waived, verdict_counts
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def verdicts_text(report: Report) -> str:
@@ -32,6 +34,8 @@ def verdicts_document(report: Report) -> dict[str, Any]:
         "counts": verdict_counts(report.gates),
         "runs": {"ok": n_ok, "not_ok": len(report.failures), "not_run": report.missing},
         "verdicts": [_gate(g) for g in report.gates],
+        **{word: [{"case": c, "side": side} for side, cases in report.one_sided.items()
+                  for c in getattr(cases, word)] for word in ("added", "removed")},
     }
 
 

@@ -8,7 +8,6 @@ printed (a closed pipe cannot cost a file)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,10 +62,10 @@ def write_sweep_html(run: SweepRun, report: Report) -> Path:
     return write_text_atomic(reports_dir(run.results_root) / f"{run.sweep_id}.html", page.render())
 
 
-def show_report(run: SweepRun, *, html: bool = False, before_verdict: Callable[[int], None] | None = None
-                ) -> int:
+def show_report(run: SweepRun, *, html: bool = False, resume_hint: bool = False) -> int:
     """Write the report's files, print the compact report fitted to the terminal, where the files are,
-    and the verdict line last (``before_verdict(exit code)`` may print just above it); the exit code."""
+    and the verdict line last (with ``resume_hint``, just above it how to run again the runs that were
+    not ok or not run, when there are any); the exit code."""
     from orchestrator.render.console import terminal_console
     from orchestrator.render.terminal import render_report, report_verdict_line
 
@@ -76,8 +75,9 @@ def show_report(run: SweepRun, *, html: bool = False, before_verdict: Callable[[
     console.print(render_report(report, console.width))
     console.print(f"full report in {_shown(written[0].parent)}: " + ", ".join(p.name for p in written),
                   overflow="fold")
-    if before_verdict is not None:
-        before_verdict(report.exit_code)
+    if resume_hint and (report.missing or len(report.failures)):
+        console.print("to run again the runs that are not ok:")  # the command whole, on a line of its own
+        console.print(f"  shasweep run --resume {run.sweep_id} --results {run.results_root}", soft_wrap=True)
     console.print(report_verdict_line(report), overflow="fold")
     return report.exit_code
 

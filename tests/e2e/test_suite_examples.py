@@ -99,6 +99,28 @@ def test_pyperf_suite_fails_the_slowed_benchmark_and_never_the_others(tmp_path, 
     assert cases == ["checksum", "sort_words", "tokenize"], plan.stdout + plan.stderr
 
 
+def test_a_branch_that_adds_two_benchmarks_and_removes_one_exits_by_its_gates(tmp_path):
+    """HEAD removes sort_words, adds count_words and hash_words and slows tokenize: the one-sided cases
+    are listed as added and removed, never gated (no NO DATA, no exit 3, no resume hint), and the
+    sweep exits 1 by tokenize's gate alone."""
+    repo = tmp_path / "suite-repo"
+    make_suite_repo(repo, churn=True)
+    proc, runs, _, verdicts = run_example("pyperf", tmp_path, repo, "repeats=4", "max_repeats=8")
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == EXIT_GATE_FAILED and verdicts["tokenize"] == "FAIL", output
+    assert set(verdicts) == {"checksum", "tokenize"}, "only the common cases are gated"
+    assert set(runs.loc[runs["side"] == "new", "case"]) == {"checksum", "tokenize", "count_words",
+                                                            "hash_words"}
+    document = json.loads(next((tmp_path / "results" / "reports").glob("*.verdicts.json")).read_text())
+    assert document["added"] == [{"case": case, "side": "new"} for case in ("count_words", "hash_words")]
+    assert document["removed"] == [{"case": "sort_words", "side": "new"}]
+    assert document["counts"]["NO DATA"] == 0 and document["runs"]["not_ok"] == 0
+    assert "NO DATA" not in proc.stdout and "--resume" not in proc.stdout, output
+    markdown = next((tmp_path / "results" / "reports").glob("*.md")).read_text()
+    assert "geometric mean (2 common cases of 5" in markdown and "removed at new (1" in markdown
+    assert " ".join(proc.stdout.split()).endswith("exit 1 (2 case(s) added, 1 removed: not gated)"), output
+
+
 def test_pytest_benchmark_suite_reads_each_fullname_and_resume_counts_a_suite_run_once(tmp_path, suite_repo):
     repo, _ = suite_repo
     proc, runs, steps, verdicts = run_example("pytest-benchmark", tmp_path, repo, "repeats=2")

@@ -1,6 +1,7 @@
 """One ratio: for the same cells, the report's tables (terminal, Markdown, CSV, HTML), the gates,
 verdicts.json and ``compare`` give one figure, and where a gate's interval is read at another
-confidence than the tables' both say theirs and the report explains it in one line.
+confidence than 95 % the row it judges states the gate's interval, says its confidence, and the
+report explains it in one line.
 
 The results are those of an adaptive sweep (repeats 3, max_repeats 6): ``fast`` (4x the baseline)
 decided at the first look and stopped after 3 rounds, while ``twin`` (a tight gate) kept the baseline
@@ -77,12 +78,13 @@ def test_report_compare_gates_and_verdicts_json_give_one_ratio(root):
     gate = next(g for g in report.gates if g.side == "fast")
     assert row.ratio == pytest.approx(4.0), "median 400 over the baseline's median of the 3 rounds both ran"
     assert row.ratio == row.comparison.ratio == gate.ratio
+    assert row.comparison == gate.comparison, "the row states the gate's figure"
     figure = f"{row.ratio:.3f}"
 
     console = Console(width=160, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(render_report(report, 160))
     terminal = console.export_text()
-    assert f"{figure}  95% [" in terminal and f"| {figure} |" in report_markdown(report)
+    assert f"{figure}  97.5% [" in terminal and f"| {figure} |" in report_markdown(report)
     assert to_frame(report).set_index("side").loc["fast", "ratio"] == pytest.approx(row.ratio)
     assert f"<td>{figure}</td>" in sweep_html(root, report)
     document = json.loads(json.dumps(verdicts_document(report)))
@@ -101,8 +103,8 @@ def test_a_gate_read_at_another_confidence_says_so_and_the_report_explains(root)
     console = Console(width=160, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(render_report(report, 160))
     terminal = console.export_text()
-    assert "97.5% [" in terminal and "95% [" in terminal
-    note = "the tables' ratio intervals are 95% over all the runs each compares; a gate's is read at"
+    assert "97.5% [" in terminal and "95% [" not in terminal, "each gated row states its gate's interval"
+    note = "a row a gate judges states the gate's figure, its interval read at"
     for text in (terminal.replace("\n", " "), report_markdown(report),
                  html.unescape(sweep_html(root, report))):
         assert note in " ".join(text.split()), "one line explains why the two intervals differ"
