@@ -45,6 +45,34 @@ class Capability(enum.Flag):
 
 
 @dataclass(frozen=True)
+class SuiteDriver:
+    """How ``orchestrator.suitekit`` runs a suite tool's own command (docs/design.md, "Suites in
+    lockstep"): ``lockstep`` are the arguments that put it on the control channel, ``select`` those
+    that run only the cases listed in ``{select}`` with the tool itself; both inserted after the
+    command's leading ``{python}`` (``after_python``: a script run through a shim) or appended (pytest
+    reads ``-p`` anywhere in its arguments)."""
+
+    lockstep: tuple[str, ...]
+    select: tuple[str, ...]
+    after_python: bool
+
+    def render(self, command: tuple[str, ...] | list[str], args: tuple[str, ...]) -> tuple[str, ...]:
+        """``command`` with ``args`` (``lockstep`` or ``select``) put where the tool reads them."""
+        if self.after_python:
+            return (command[0], *args, *command[1:])
+        return (*command, *args)
+
+
+PYTEST_DRIVER = SuiteDriver(
+    lockstep=("-p", "no:benchmark", "-p", "no:codspeed", "-p", "orchestrator.suitekit.pytest_plugin",
+              "--shasweep-control={control}", "--shasweep-stream={stream}"),
+    select=("-p", "orchestrator.suitekit.pytest_select", "--shasweep-select={select}"), after_python=False)
+PYPERF_DRIVER = SuiteDriver(
+    lockstep=("-m", "orchestrator.suitekit.pyperf_shim", "--control", "{control}", "--stream", "{stream}"),
+    select=("-m", "orchestrator.suitekit.pyperf_select", "--select", "{select}"), after_python=True)
+
+
+@dataclass(frozen=True)
 class ProtocolInfo:
     """One protocol under one sweep's settings.
 
@@ -59,6 +87,7 @@ class ProtocolInfo:
     metrics: tuple[str, ...] | None
     throughput_unit: str | None = None  # what throughput counts per second; None: the bench's own unit
     throughput: bool = True
+    suite_driver: SuiteDriver | None = None  # a suite that runs in lockstep in its own process
 
     def has(self, capability: Capability) -> bool:
         """Whether every flag of ``capability`` is declared."""
@@ -107,14 +136,18 @@ SUITE_PHASES: dict[str, tuple[str, ...]] = {  # what each suite reader gives eve
     "pyperf": (TIME_METRIC,), "pytest-benchmark": (TIME_METRIC,), "gbench": (TIME_METRIC, CPU_TIME_METRIC)}
 _SUITE_STEPS: dict[str, Capability] = {  # every run has per-value samples (step rows)
     "pyperf": Capability.STEPS, "pytest-benchmark": Capability.NONE, "gbench": Capability.NONE}
+_SUITE_DRIVERS: dict[str, SuiteDriver] = {"pyperf": PYPERF_DRIVER, "pytest-benchmark": PYTEST_DRIVER}
 
 
 def _suite(name: str) -> Callable[[Mapping[str, object]], ProtocolInfo]:
     """A benchmark suite's output file: each benchmark its time per call, ``time_ms`` (lower is
     better); throughput is calls per second."""
     def declare(mapping: Mapping[str, object]) -> ProtocolInfo:
-        return ProtocolInfo(name, Capability.RESULT_DOCUMENT | Capability.MANY_CASES | _SUITE_STEPS[name],
-                            phases=SUITE_PHASES[name], metrics=(), throughput_unit="calls")
+        driver = _SUITE_DRIVERS.get(name)
+        control = Capability.CONTROL_CHANNEL if driver else Capability.NONE
+        return ProtocolInfo(name, Capability.RESULT_DOCUMENT | Capability.MANY_CASES | _SUITE_STEPS[name]
+                            | control, phases=SUITE_PHASES[name], metrics=(), throughput_unit="calls",
+                            suite_driver=driver)
     return declare
 
 

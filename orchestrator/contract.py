@@ -107,6 +107,10 @@ class LockstepSettings:
     fallback: str = "stop"  # stop | interleaved
     # the argv template without the control option, where the plan added it to envruntime's command
     plain_argv: tuple[str, ...] | None = None
+    step_ms: float = 10.0  # a suite's benchmarks: calls per step calibrated to take about this long
+    # a suite's command that runs only the cases listed in {select}, with the tool itself (its
+    # fallen-back cases: docs/design.md, "Suites in lockstep"); None: not a suite run in lockstep
+    select_argv: tuple[str, ...] | None = None
 
     @property
     def commanded_steps(self) -> int:

@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.capabilities import SUITE_CASE
+from orchestrator.capabilities import SUITE_CASE, describe
 from orchestrator.contract import LockstepSettings, PlannedRun, QuietLimits
 from orchestrator.errors import RefError
 from orchestrator.plan.integrity import command_digest
@@ -133,7 +133,7 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             side=side, ref=spec.sides[side].ref, sha=sha, case=case, algo=parts and parts.algo,
             task=parts and parts.task, sim=parts and parts.sim, variant=settings.variant, repeat=repeat,
             repo=str(resolved.repo),
-            argv_template=bench_argv(spec.command, settings.params, lockstep=spec.order is Order.lockstep),
+            argv_template=run_argv(spec, settings.params),
             params=dict(settings.params),
             env=dict(settings.env), timeout_s=spec.timeout_s, results_root=str(resolved.results_root),
             pythonpath=tuple(spec.pythonpath),
@@ -150,14 +150,27 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
     return runs
 
 
+def run_argv(spec: SweepSpec, params: dict) -> tuple[str, ...]:
+    """A run's argv template: the sweep's command, and in a lockstep sweep envruntime's with its control
+    option, or a suite's as ``orchestrator.suitekit`` runs it on the control channel."""
+    lockstep = spec.order is Order.lockstep
+    driver = describe(spec.protocol.value).suite_driver if lockstep else None
+    if driver is not None:
+        return driver.render(spec.command, driver.lockstep)
+    return bench_argv(spec.command, params, lockstep=lockstep)
+
+
 def lockstep_settings(spec: SweepSpec, params: dict) -> LockstepSettings | None:
-    """A run's ``lockstep`` settings (``contract.PlannedRun``): the sweep's blocks and fallback, and the
-    argv template without the control option where the plan added it (envruntime's command)."""
+    """A run's ``lockstep`` settings (``contract.PlannedRun``): the sweep's blocks and fallback, the
+    argv template without the control option where the plan added it (envruntime's command), and a
+    suite's command that runs only its fallen-back cases."""
     if spec.order is not Order.lockstep or spec.lockstep is None:
         return None
     plain = bench_argv(spec.command, params)
     blocks = spec.lockstep
+    driver = describe(spec.protocol.value).suite_driver
     return LockstepSettings(
         block_steps=blocks.block_steps, blocks=blocks.blocks, block_warmup=blocks.block_warmup,
-        fallback=blocks.fallback.value,
-        plain_argv=tuple(plain) if plain != bench_argv(spec.command, params, lockstep=True) else None)
+        fallback=blocks.fallback.value, step_ms=blocks.step_ms,
+        plain_argv=tuple(plain) if plain != bench_argv(spec.command, params, lockstep=True) else None,
+        select_argv=driver.render(spec.command, driver.select) if driver else None)

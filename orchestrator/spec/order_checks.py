@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from orchestrator.capabilities import Capability, describe
+from orchestrator.capabilities import Capability, SuiteDriver, describe
 from orchestrator.errors import SpecError
 from orchestrator.spec.bounds import check_at_most
 from orchestrator.spec.commands import is_envruntime_command, placeholders_in
@@ -12,6 +12,7 @@ from orchestrator.spec.schema import LockstepSpec, Order, SweepSpec
 
 MAX_BLOCKS = 10_000  # measured blocks a side per round
 MAX_BLOCK_STEPS = 1_000_000
+MAX_STEP_MS = 60_000.0  # a suite's step: calibrated to at most a minute
 
 
 def check_lockstep(spec: SweepSpec) -> None:
@@ -24,7 +25,8 @@ def check_lockstep(spec: SweepSpec) -> None:
         return
     spec.lockstep = spec.lockstep or LockstepSpec()
     info = describe(spec.protocol.value)
-    if not info.has(Capability.CONTROL_CHANNEL | Capability.STEPS):
+    suite = info.has(Capability.MANY_CASES)  # a suite without the channel (gbench) runs its processes apart
+    if not suite and not info.has(Capability.CONTROL_CHANNEL | Capability.STEPS):
         raise SpecError(f"lockstep needs a protocol whose bench reports steps and takes the control channel; "
                         f"protocol {spec.protocol.value} has no control channel (use v1)", "order")
     for name, minimum, most in (("blocks", 1, MAX_BLOCKS), ("block_steps", 1, MAX_BLOCK_STEPS),
@@ -33,9 +35,26 @@ def check_lockstep(spec: SweepSpec) -> None:
         if value < minimum:
             raise SpecError(f"must be >= {minimum}, got {value}", f"lockstep.{name}")
         check_at_most(value, most, f"lockstep.{name}")
-    if not is_envruntime_command(spec.command) and not _passes_control(spec.command):
+    if not (math.isfinite(spec.lockstep.step_ms) and 0 < spec.lockstep.step_ms <= MAX_STEP_MS):
+        raise SpecError(f"must be a number of ms in (0, {MAX_STEP_MS:g}], got {spec.lockstep.step_ms}",
+                        "lockstep.step_ms")
+    if info.suite_driver is not None:
+        _check_suite_command(spec, info.suite_driver)
+    elif not suite and not is_envruntime_command(spec.command) and not _passes_control(spec.command):
         raise SpecError("order: lockstep hands the bench its control FIFO as {control}; the command never "
                         "passes it (add e.g. \"--control\", \"{control}\")", "command")
+
+
+def _check_suite_command(spec: SweepSpec, driver: SuiteDriver) -> None:
+    """A suite's command as ``orchestrator.suitekit`` can run it in lockstep: a script's command starts
+    with ``{python}`` (the shim runs the script), and leaves ``{control}`` to the plan."""
+    if driver.after_python and (not spec.command or spec.command[0] != "{python}"):
+        raise SpecError(f"order: lockstep runs a {spec.protocol.value} script in its own process through "
+                        "shasweep's shim: the command must start with \"{python}\" (then the script or "
+                        "-m module)", "command[0]")
+    if _passes_control(spec.command):
+        raise SpecError("a suite's command runs in lockstep as it is; the plan adds the control channel "
+                        "itself: drop {control}", "command")
 
 
 def check_quiet(spec: SweepSpec) -> None:

@@ -85,6 +85,7 @@ class LockstepSpec:
     blocks: int = 8  # measured blocks per side and round
     block_warmup: int = 1  # warm-up steps before each measured block, in the same turn
     fallback: Fallback = Fallback.stop
+    step_ms: float = 10.0  # a suite's benchmarks: calls per step calibrated to take about this long
 
 
 @dataclass

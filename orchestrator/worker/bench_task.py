@@ -88,7 +88,7 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> Outcome:
     result = measure_run(run, log_dir, lock_path=lock_path, publish=publish,
                          cancelled=dask_cancel_check(run))
     if result.cases is not None:
-        outcome = _store_suite(run, result)
+        outcome = store_suite(run, result)
         publish(event(run, "finished", status=outcome.status, error=outcome.error, throughput=None,
                        wall_s=result.wall_s))
         return outcome
@@ -140,9 +140,10 @@ def lock_waiter(runs: list[PlannedRun], publish: Publisher) -> Callable[[Holder 
     return waiting
 
 
-def _store_suite(run: PlannedRun, result: RunResult) -> Outcome:
+def store_suite(run: PlannedRun, result: RunResult, **fields: object) -> Outcome:
     """Store each case of a suite run as a run of its own (and drop the suite run's own row a failed
-    attempt left); the suite run's outcome: ok when every case is, else the first case's failure."""
+    attempt left); the suite run's outcome (with ``fields``): ok when every case is, else the first
+    case's failure."""
     stored = [store_result(case_run, audit_result(case_run, case_result))[0]
               for case_run, case_result in result.cases or []]
     remove_run(run)
@@ -151,7 +152,7 @@ def _store_suite(run: PlannedRun, result: RunResult) -> Outcome:
         host_id=result.host.id, status=failed.status if failed else "ok",
         error=failed.error if failed else None, wall_s=result.wall_s, exit_code=result.exit_code,
         started_at=result.started_at.isoformat(), ended_at=result.ended_at.isoformat(),
-        log_dir=result.log_dir, cases=len(stored))
+        log_dir=result.log_dir, cases=len(stored), **fields)
 
 
 def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
@@ -222,9 +223,13 @@ class BenchSetup:
     values: dict[str, object]  # what the placeholders stood for
     procs: list[BenchProcess] = field(default_factory=list)
 
-    def start(self, argv: list[str] | None = None) -> BenchProcess:
-        proc = launch(argv or self.argv, cwd=self.tree, env=self.env, stdout_path=self.log_dir / "stdout.log",
-                      stderr_path=self.log_dir / "stderr.log", cpus=self.cpus)
+    def start(self, argv: list[str] | None = None, logs: str = "") -> BenchProcess:
+        """Launch one process of the run (``argv``: another command than the run's own; ``logs``: a
+        name for its own log files, ``stdout-<logs>.log``)."""
+        suffix = f"-{logs}" if logs else ""
+        proc = launch(argv or self.argv, cwd=self.tree, env=self.env,
+                      stdout_path=self.log_dir / f"stdout{suffix}.log",
+                      stderr_path=self.log_dir / f"stderr{suffix}.log", cpus=self.cpus)
         self.procs.append(proc)
         return proc
 

@@ -49,7 +49,10 @@ BLOCK_KEYS: tuple[str, ...] = ("block", "steps", "wall_s", "warmup", "started", 
 
 class RoundFailed(Exception):
     """A lockstep round cannot go on; ``side`` is the side at fault (None: not one side's); ``status``
-    is what that side's run is: failed, timeout (it did not answer in time) or cancelled."""
+    is what that side's run is: failed, timeout (it did not answer in time) or cancelled;
+    ``bad_input``: the sweep's input is at fault (the session ends the sweep with exit 2)."""
+
+    bad_input = False
 
     def __init__(self, message: str, side: str | None = None, status: str = "failed") -> None:
         super().__init__(message)
@@ -59,6 +62,8 @@ class RoundFailed(Exception):
 
 class NoControlChannel(RoundFailed):
     """A side's bench did not declare the control channel in its header (an older SHA)."""
+
+    bad_input = True
 
 
 @dataclass(frozen=True)
@@ -130,9 +135,11 @@ class Contestant:
     proc: BenchProcess | None = None
     channel: ControlChannel | None = None
     records: StreamState = field(default_factory=StreamState)
+    reads: type[StreamState] = StreamState  # what its stream is read as (a suite's: SuiteStreamState)
     cycles: dict[int, int] = field(default_factory=dict)  # measured block number -> its cycle
     ended: bool = False  # told to end and exited: no longer expected alive
-    durations: dict[tuple[int, bool], float] = field(default_factory=dict)  # (steps, warmup) -> last wall_s
+    # (steps, warmup, the command's other fields) -> the last such block's wall_s
+    durations: dict[tuple[int, bool, tuple], float] = field(default_factory=dict)
     parked: ParkedTime = field(default_factory=ParkedTime)
     parked_at: int | None = None  # its stream's size when it last parked; None: not parked
     _tail: LineTail | None = None
@@ -199,7 +206,7 @@ class LockstepRound:
         if contestant.channel is None:
             contestant.channel = ControlChannel(contestant.control_path)
         contestant.stream_path.unlink(missing_ok=True)
-        contestant.records = StreamState()
+        contestant.records = contestant.reads()
         contestant._tail = LineTail(contestant.stream_path)
         self._hand_to(contestant)
         contestant.proc = (start or contestant.start)()
@@ -212,15 +219,17 @@ class LockstepRound:
         its block record."""
         return self.blocks(contestant, [(steps, warmup, cycle)])[0]
 
-    def turn(self, contestant: Contestant, plan: BlockPlan, cycle: int) -> dict:
+    def turn(self, contestant: Contestant, plan: BlockPlan, cycle: int, extra: dict | None = None) -> dict:
         """``contestant``'s measured block of ``cycle`` after its warm-up steps; both commands are sent
         at once, so the process never parks between them. Returns the measured block's record."""
         warm = [(plan.block_warmup, True, None)] if plan.block_warmup else []
-        return self.blocks(contestant, [*warm, (plan.block_steps, False, cycle)])[-1]
+        return self.blocks(contestant, [*warm, (plan.block_steps, False, cycle)], extra)[-1]
 
-    def blocks(self, contestant: Contestant, commands: list[tuple[int, bool, int | None]]) -> list[dict]:
-        """Send ``contestant`` the blocks ``(steps, warmup, cycle)`` in one go and await them all;
-        their records, checked against the commands."""
+    def blocks(self, contestant: Contestant, commands: list[tuple[int, bool, int | None]],
+               extra: dict | None = None) -> list[dict]:
+        """Send ``contestant`` the blocks ``(steps, warmup, cycle)`` in one go (each command with the
+        fields of ``extra`` too: a suite's case and calls) and await them all; their records, checked
+        against the commands."""
         self._hand_to(contestant)
         numbers = []
         for steps, warmup, cycle in commands:
@@ -228,20 +237,23 @@ class LockstepRound:
             contestant._next_block += 1
             if cycle is not None:
                 contestant.cycles[number] = cycle
-            self._send(contestant, f"block {number}", cmd="run", steps=steps, block=number, warmup=warmup)
+            self._send(contestant, f"block {number}", cmd="run", steps=steps, block=number, warmup=warmup,
+                       **(extra or {}))
             numbers.append(number)
-        expected = sum(contestant.durations.get((steps, warmup), 0.0) for steps, warmup, _ in commands)
+        work = tuple(sorted((extra or {}).items()))  # what a block of steps does: its duration's key
+        expected = sum(contestant.durations.get((steps, warmup, work), 0.0) for steps, warmup, _ in commands)
         last, total = numbers[-1], sum(steps for steps, _, _ in commands)
         which = f"block {last}" if len(numbers) == 1 else f"blocks {numbers[0]}-{last}"
-        self._await(contestant, lambda c: len(c.records.blocks) > last, f"the end of {which} ({total} steps)",
-                    expected)
+        of_case = f" of case {extra['case']!r}" if extra and "case" in extra else ""
+        self._await(contestant, lambda c: len(c.records.blocks) > last,
+                    f"the end of {which} ({total} steps){of_case}", expected)
         records = []
         for number, (steps, warmup, _) in zip(numbers, commands, strict=True):
             record = contestant.records.blocks[number]
             if (record.get("block"), record.get("steps"), record.get("warmup")) != (number, steps, warmup):
                 raise RoundFailed(f"{contestant.name()} answered block {number} ({steps} steps, warmup "
                                   f"{warmup}) with {json.dumps(record)[:200]}", contestant.side)
-            contestant.durations[(steps, warmup)] = float(record.get("wall_s") or 0.0)
+            contestant.durations[(steps, warmup, work)] = float(record.get("wall_s") or 0.0)
             self.on_block(contestant, record)
             records.append(record)
         assert contestant._tail is not None
@@ -287,6 +299,23 @@ class LockstepRound:
             if contestant._tail is not None:
                 contestant._tail.close()
 
+    def command(self, contestant: Contestant, what: str, **command: object) -> None:
+        """Give ``contestant`` the host and send it ``command`` (``what``: for messages); its answer is
+        the caller's to await (``wait_for``), after which it is parked again (``mark_parked``)."""
+        self._hand_to(contestant)
+        self._send(contestant, what, **command)
+
+    def wait_for(self, contestant: Contestant, done: Callable[[Contestant], bool], what: str,
+                 expected_s: float = 0.0) -> None:
+        """Read the streams until ``done(contestant)`` (``what``: the answer awaited, for messages);
+        RoundFailed as every wait of the round (an exit, the timeout, a cancel, a parked side working)."""
+        self._await(contestant, done, what, expected_s)
+
+    def mark_parked(self, contestant: Contestant) -> None:
+        """``contestant`` answered and blocks on its FIFO again: from now its stream stays as it is."""
+        assert contestant._tail is not None
+        contestant.parked_at = contestant._tail.offset
+
     # ------------------------------------------------------------------ waiting
     def _await(self, contestant: Contestant, done: Callable[[Contestant], bool], what: str,
                expected_s: float = 0.0, exiting: bool = False) -> None:
@@ -299,6 +328,8 @@ class LockstepRound:
             drained = self._drain(contestant)
             if done(contestant):
                 return
+            if (early := contestant.records.ended_early(contestant.name())) is not None:
+                raise RoundFailed(f"{early} (while the round awaited {what})", contestant.side)
             self._check_others(contestant, what, exiting, deadline)
             if time.monotonic() >= deadline:
                 raise RoundFailed(f"{contestant.name()} did not answer within timeout_s={self.timeout_s:g} "

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from orchestrator.capabilities import Capability, describe
 from orchestrator.contract import NO_STEPS, Outcome, PlannedRun, RunResult, host_id
 from orchestrator.errors import InvalidInputError, RunCancelledError, SchedulerLostError
 from orchestrator.worker import bench_task
@@ -44,9 +45,13 @@ from orchestrator.worker.lockstep_round import (
 from orchestrator.worker.log_trim import logs_in_use
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError
-from orchestrator.worker.protocols import make_reader
+from orchestrator.worker.protocols import BenchReader, make_reader
+from orchestrator.worker.protocols.suite_stream import SuiteStreamState
+from orchestrator.worker.protocols.v1_records import StreamState
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
+from orchestrator.worker.suite_results import suite_result
+from orchestrator.worker.suite_round import CALLS_FILE, SuiteRound, SuiteSeat, run_separately
 from orchestrator.worker.task_channel import Publisher, dask_cancel_check, dask_publisher, event, published
 from orchestrator.worker.worktrees import WorktreeError, WorktreePool
 
@@ -56,11 +61,12 @@ EXIT_INVALID_ARGS = 2  # the run protocol's exit code for invalid arguments
 
 @dataclass
 class _Player:
-    """One run of the round: its setup and its process's part in the round."""
+    """One run of the round: its setup, its process's part in the round and its protocol's reader."""
 
     run: PlannedRun
     setup: bench_task.BenchSetup
     contestant: Contestant
+    reader: BenchReader
 
 
 def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> list[Outcome]:
@@ -72,6 +78,9 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
                             cancelled=dask_cancel_check(runs[0]))
     outcomes = []
     for run in runs:
+        if results[run.run_key].cases is not None:  # a suite: every case a run of its own
+            outcomes.append(_store_suite_round(run, results[run.run_key], publish))
+            continue
         result, files = store_result(run, audit_result(run, results[run.run_key]))
         outcomes.append(run.outcome(
             host_id=result.host.id, status=result.status, error=result.error,
@@ -107,6 +116,14 @@ def measure_round(runs: list[PlannedRun], log_dirs: dict[str, Path], *, lock_pat
         return {run.run_key: failed_result(error, log_dirs[run.run_key]) for run in runs}
 
 
+def _store_suite_round(run: PlannedRun, result: RunResult, publish: Publisher) -> Outcome:
+    outcome = bench_task.store_suite(run, result, ran_in=result.ran_in, fallback=result.fallback,
+                                     no_control=False, lock_wait_s=result.lock_wait_s)
+    publish(event(run, "finished", status=outcome.status, error=outcome.error, throughput=None,
+                  wall_s=result.wall_s, ran_in=result.ran_in, outcome=published(outcome)))
+    return outcome
+
+
 def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,
                   publish: Publisher, cancelled) -> dict[str, RunResult]:
     asked = time.monotonic()
@@ -135,7 +152,9 @@ def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,
 def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Path], marker: Path,
           publish: Publisher, cancelled) -> dict[str, RunResult]:
     first = runs[0].repeat % len(runs)  # the round's start order rotates by round
-    players = [_player(run, trees[run.sha], log_dirs[run.run_key]) for run in runs[first:] + runs[:first]]
+    suite = describe(runs[0].protocol).has(Capability.MANY_CASES)
+    players = [_player(run, trees[run.sha], log_dirs[run.run_key], suite)
+               for run in runs[first:] + runs[:first]]
     note_running(marker, *(player.run.run_key for player in players))
     by_contestant = {id(player.contestant): player for player in players}
 
@@ -156,8 +175,13 @@ def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Pa
         publish(event(player.run, "started", total=plan.blocks * plan.block_steps))
     failure: RoundFailed | None = None
     fallback: str | None = None
+    seats = [SuiteSeat(p.run, p.setup, p.contestant, p.reader) for p in players] if suite else []
+    played: SuiteRound | None = None
     try:
-        fallback = _rounds_blocks(round_, players, plan, window)
+        if suite:
+            played = _suite_blocks(round_, seats, plan, runs, window)
+        else:
+            fallback = _rounds_blocks(round_, players, plan, window)
     except RoundFailed as exc:
         failure = exc
     finally:
@@ -165,17 +189,42 @@ def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Pa
         clear_note(marker)
     window.finish()
     ended_at, elapsed_s = datetime.now(UTC), time.monotonic() - began
+    if suite:
+        return {seat.run.run_key: suite_result(seat, failure, played, window, started_at, ended_at, elapsed_s)
+                for seat in seats}
     return {player.run.run_key: _result(player, failure, fallback, window, started_at, ended_at, elapsed_s)
             for player in players}
 
 
-def _player(run: PlannedRun, tree: Path, log_dir: Path) -> _Player:
-    reader = make_reader(run, log_dir)  # the v1 reader: where the stream goes (old files removed)
+def _player(run: PlannedRun, tree: Path, log_dir: Path, suite: bool) -> _Player:
+    reader = make_reader(run, log_dir)  # where the stream goes (old files removed)
     control = log_dir / CONTROL_FIFO
     setup = bench_task.set_up(run, tree, log_dir, reader, {"control": str(control)})
     contestant = Contestant(side=run.side, sha=run.sha, start=setup.start, stream_path=reader.stream_path,
-                            control_path=control)
-    return _Player(run, setup, contestant)
+                            control_path=control, reads=SuiteStreamState if suite else StreamState)
+    return _Player(run, setup, contestant, reader)
+
+
+def _suite_blocks(round_: LockstepRound, seats: list[SuiteSeat], plan: BlockPlan, runs: list[PlannedRun],
+                  window: MeasureWindow) -> SuiteRound:
+    """Play a suite's round (``worker.suite_round``), then run each side's fallen-back cases apart."""
+    settings = runs[0].lockstep
+    calls_path = bench_task.run_log_dir(runs[0]).parent / CALLS_FILE
+    played = SuiteRound(round_, seats, plan, declared=[run.side for run in runs], calls_path=calls_path)
+    window.begin()
+    if settings.select_argv is None:  # no control channel for this tool: every side's suite runs apart
+        played.whole = f"protocol {runs[0].protocol} has no control channel: each side's suite runs as a " \
+                       "separate process"
+        for seat in seats:
+            run_separately(seat, [], seat.run.argv_template, seat.run.timeout_s, round_.stopped)
+    else:
+        played.play()
+        for seat in seats:
+            seat.separate = [case for case in seat.selected if case in played.fallen]
+            if seat.separate:
+                run_separately(seat, seat.separate, settings.select_argv, seat.run.timeout_s, round_.stopped)
+    window.end()
+    return played
 
 
 def _rounds_blocks(round_: LockstepRound, players: list[_Player], plan: BlockPlan,
@@ -263,4 +312,4 @@ def _result(player: _Player, failure: RoundFailed | None, fallback: str | None, 
         usage=proc.usage if proc else None, pythonpath=setup.pythonpath, worktree=str(setup.tree.resolve()),
         audit_modules=setup.audit_modules(), ran_in="interleaved" if fallback else "lockstep",
         fallback=fallback, blocks=contestant.block_summaries() if ok else None,
-        bad_input=str(failure) if isinstance(failure, NoControlChannel) else None)
+        bad_input=str(failure) if failure is not None and failure.bad_input else None)

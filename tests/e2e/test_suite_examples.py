@@ -136,6 +136,26 @@ def test_pytest_benchmark_suite_reads_each_fullname_and_resume_counts_a_suite_ru
     assert "resuming 0 of 4 runs (the others are ok)" in again.stdout, again.stdout + again.stderr
 
 
+def test_pytest_benchmark_suite_in_lockstep_plays_each_benchmark_block_by_block(tmp_path, suite_repo):
+    repo, _ = suite_repo
+    # the example unchanged but for the order: the plan loads shasweep's plugin into its pytest command
+    proc, runs, steps, verdicts = run_example("pytest-benchmark", tmp_path, repo, "order=lockstep",
+                                              "repeats=3", "max_repeats=8", "lockstep.step_ms=5")
+    tokenize = "test_suitelib.py::test_suitelib[tokenize]"
+    assert verdicts[tokenize] == "FAIL", proc.stdout + proc.stderr  # 60 % more work
+    assert verdicts["test_suitelib.py::test_suitelib[checksum]"] != "FAIL", proc.stdout
+    assert (runs["status"] == "ok").all() and set(runs["ran_in"]) == {"lockstep"}, runs[["case", "error"]]
+    assert_one_process_per_side_and_round(runs, cases=2)  # sort_words ran in neither: not in cases
+    measured = steps[~steps["warmup"] & (steps["phase"] == "time_ms")]
+    assert measured.groupby("run_key").size().eq(8 * 5).all(), "lockstep's default 8 blocks of 5 steps"
+    for run in runs.itertuples():
+        blocks = [b for b in json.loads(run.blocks) if not b["warmup"]]
+        assert [b["cycle"] for b in blocks] == list(range(8))
+        assert json.loads(run.audit_modules)["suitelib"].startswith(run.worktree + "/")
+    argv = (Path(runs["log_dir"].iloc[0]) / "argv.txt").read_text().split("\n")
+    assert "orchestrator.suitekit.pytest_plugin" in argv and "no:benchmark" in argv
+
+
 @pytest.mark.skipif(not Path("/usr/include/benchmark/benchmark.h").exists() or not shutil.which("g++"),
                     reason="Google Benchmark (Debian's libbenchmark-dev) or g++ is not installed")
 def test_gbench_suite_compiles_per_sha_and_reads_the_repetitions(tmp_path, suite_repo):

@@ -40,7 +40,13 @@ def test_each_protocol_declares_what_it_provides():
     assert json.has(Capability.RESULT_DOCUMENT | Capability.JSON_MAPPING)
     assert not json.has(Capability.THROUGHPUT_WINDOW)
     assert describe("json", {**mapping, "measure_wall_s": "window_s"}).has(Capability.THROUGHPUT_WINDOW)
-    assert [name for name in PROTOCOLS if describe(name).has(Capability.CONTROL_CHANNEL)] == ["v1"]
+    assert [name for name in PROTOCOLS if describe(name).has(Capability.CONTROL_CHANNEL)] == [
+        "v1", "pyperf", "pytest-benchmark"], "the suites through orchestrator.suitekit"
+    assert describe("pyperf").suite_driver.render(("{python}", "b.py", "-o", "{result}"), ("-m", "x")) == (
+        "{python}", "-m", "x", "b.py", "-o", "{result}"), "the shim runs the script"
+    assert describe("pytest-benchmark").suite_driver.render(("pytest", "-q"), ("-p", "x")) == (
+        "pytest", "-q", "-p", "x"), "pytest reads -p anywhere"
+    assert describe("gbench").suite_driver is None and describe("v1").suite_driver is None
     assert [name for name in PROTOCOLS if describe(name).has(Capability.MANY_CASES)] == [
         "pyperf", "pytest-benchmark", "gbench"]
 

@@ -32,12 +32,16 @@ def case_results(run: PlannedRun, reader: SuiteReader, result: RunResult) -> Run
     cases = []
     for name in names:
         error = reader.select(name)
-        case_run = replace(run, case=name, run_key=suite_case_key(run.run_key, name), algo=None, task=None,
-                           sim=None, suite_cases=())
         if error is None:
             numbers = {"header": reader.header, "summary": reader.summary, "steps": reader.steps}
         else:
             numbers = {"header": None, "summary": None, "steps": []}
-        cases.append((case_run, replace(result, status="failed" if error else "ok", error=error,
+        cases.append((case_run(run, name), replace(result, status="failed" if error else "ok", error=error,
                                         suite_run_key=run.run_key, **numbers)))
     return replace(result, cases=cases)
+
+
+def case_run(run: PlannedRun, name: str) -> PlannedRun:
+    """The run of case ``name`` read from suite run ``run``: its key derived from the suite run's."""
+    return replace(run, case=name, run_key=suite_case_key(run.run_key, name), algo=None, task=None, sim=None,
+                   suite_cases=())

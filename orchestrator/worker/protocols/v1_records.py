@@ -49,11 +49,19 @@ class StreamState:
         if not isinstance(record, dict):
             raise ProtocolError(f"{self._where()} is not a JSON object: {text[:200]!r}")
         kind = record.get("kind")
-        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        handler = self.handler(kind) if isinstance(kind, str) else None
         if handler is None:
             return None
         handler(self, record)
         return record
+
+    def handler(self, kind: str) -> Callable[[StreamState, dict], None] | None:
+        """What takes a record of ``kind`` (None: a kind this reader does not know, ignored)."""
+        return _HANDLERS.get(kind)
+
+    def ended_early(self, name: str) -> str | None:
+        """Why the process ``name`` can no longer give what it was asked (a suite's failed case), or None."""
+        return None
 
     def _on_header(self, record: dict) -> None:
         if self.header is not None:

@@ -1,0 +1,112 @@
+"""A pytest-benchmark suite's lockstep round on the worker (``worker.round_task`` with
+``worker.suite_round``): real pytest processes through the plugin, real worktrees and Parquet files.
+Each benchmark is a case of its own, played block by block by the sides that have it; a benchmark
+that fails ends the round naming it and its side; an unsupported fixture attribute falls back or
+stops, as ``lockstep.fallback`` says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from fakebench.suite_repo import BASE_SUITE, make_suite_repo, suite_round
+
+from orchestrator.worker.cleanup import processes_with_run_key
+from orchestrator.worker.round_task import execute_round
+
+pytestmark = pytest.mark.slow
+
+SPIN = ["test_bench.py::test_spin[2000]", "test_bench.py::test_spin[3000]"]
+REMOVED, ADDED = "test_bench.py::test_removed", "test_bench.py::test_added"
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHASWEEP_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SHASWEEP_LOCK", raising=False)
+    monkeypatch.delenv("SHASWEEP_BENCH_CPUS", raising=False)
+
+
+def case_rows(results: Path) -> pd.DataFrame:
+    return pd.read_parquet(results / "runs").sort_values(["case", "side"]).reset_index(drop=True)
+
+
+def test_each_benchmark_is_a_lockstep_case_played_by_the_sides_that_have_it(tmp_path):
+    candidate = BASE_SUITE.replace("def test_removed(benchmark):", "def test_added(benchmark):")
+    repo = make_suite_repo(tmp_path, candidate)
+    outcomes = execute_round(suite_round(repo, tmp_path / "results"))
+    assert [o["status"] for o in outcomes] == ["ok", "ok"], [o["error"] for o in outcomes]
+    assert [o["cases"] for o in outcomes] == [3, 3]
+    rows = case_rows(tmp_path / "results")
+    assert list(zip(rows["case"], rows["side"], strict=True)) == [
+        (ADDED, "cand"), (REMOVED, "base"), (SPIN[0], "base"), (SPIN[0], "cand"), (SPIN[1], "base"),
+        (SPIN[1], "cand")], "a case one side lacks has rows on the other side only"
+    assert set(rows["status"]) == {"ok"} and set(rows["ran_in"]) == {"lockstep"} and rows["audited"].all()
+    assert (rows["steps"] == 6).all() and rows["time_ms"].gt(0).all()
+    calls = json.loads(next((tmp_path / "home" / "logs").glob("*/suite-calls.json")).read_text())
+    spans = []
+    for row in rows.itertuples():
+        blocks = json.loads(row.blocks)
+        measured = [b for b in blocks if not b["warmup"]]
+        assert [b["cycle"] for b in measured] == [0, 1, 2]
+        assert {b["calls"] for b in blocks} == {calls[row.case]}, "the same calls per step on every side"
+        assert row.time_ms == pytest.approx(sum(b["phases"]["time_ms"] for b in measured) / 3)
+        spans += [(b["started"], b["ended"]) for b in blocks]
+    spans.sort()
+    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), \
+        "one process at a time, block by block"
+    assert len(set(rows["suite_run_key"])) == 2 and rows["log_dir"].nunique() == 2
+
+
+def test_a_benchmark_that_raises_fails_the_round_naming_it_and_its_side(tmp_path):
+    broken = BASE_SUITE.replace("benchmark(lib.spin, 1000)", "benchmark(lambda: 1 / 0)")
+    repo = make_suite_repo(tmp_path, broken)
+    runs = suite_round(repo, tmp_path / "results")
+    outcomes = execute_round(runs)
+    assert [o["status"] for o in outcomes] == ["failed", "failed"]
+    assert f"benchmark {REMOVED!r} on side 'cand' (SHA {repo.shas[1][:12]})" in outcomes[1]["error"]
+    assert "ZeroDivisionError" in outcomes[1]["error"]
+    assert outcomes[0]["error"].startswith("killed with its lockstep round")
+    rows = case_rows(tmp_path / "results")
+    assert list(rows["case"]) == ["(suite)", "(suite)"], "no case kept: resume runs the round again whole"
+    assert not any(processes_with_run_key(run.run_key) for run in runs), "every process of it ended"
+
+
+def test_a_benchmark_that_never_answers_times_the_round_out(tmp_path):
+    stuck = BASE_SUITE.replace("benchmark(lib.spin, 1000)", "import time; benchmark(time.sleep, 600)")
+    repo = make_suite_repo(tmp_path, stuck)
+    runs = suite_round(repo, tmp_path / "results", timeout_s=8)
+    outcomes = execute_round(runs)
+    assert [o["status"] for o in outcomes] == ["failed", "timeout"]
+    assert "did not answer within timeout_s=8" in outcomes[1]["error"]
+    assert f"{REMOVED!r}" in outcomes[1]["error"]
+    assert not any(processes_with_run_key(run.run_key) for run in runs)
+
+
+# after its measured blocks, the test reads pytest-benchmark's statistics: not provided in lockstep
+UNSUPPORTED = BASE_SUITE.replace("benchmark(lib.spin, 1000)",
+                                 "benchmark(lib.spin, 1000)\n    assert benchmark.stats.stats.mean > 0")
+
+
+def test_an_unsupported_fixture_attribute_stops_the_sweep_under_fallback_stop(tmp_path):
+    repo = make_suite_repo(tmp_path, UNSUPPORTED)
+    outcomes = execute_round(suite_round(repo, tmp_path / "results"))
+    assert [o["status"] for o in outcomes] == ["failed", "failed"]
+    rows = case_rows(tmp_path / "results")
+    assert rows["bad_input"].notna().all()
+    bad_input = rows["bad_input"][0]
+    assert "uses benchmark.stats" in bad_input and "lockstep.fallback: stop" in bad_input
+
+
+def test_with_fallback_interleaved_that_case_runs_as_separate_processes(tmp_path):
+    repo = make_suite_repo(tmp_path, UNSUPPORTED)
+    outcomes = execute_round(suite_round(repo, tmp_path / "results", fallback="interleaved"))
+    assert [o["status"] for o in outcomes] == ["ok", "ok"], [o["error"] for o in outcomes]
+    rows = case_rows(tmp_path / "results")
+    removed = rows[rows["case"] == REMOVED]
+    assert set(removed["ran_in"]) == {"interleaved"} and removed["time_ms"].gt(0).all()
+    assert all("uses benchmark.stats" in reason for reason in removed["lockstep_fallback"])
+    assert set(rows[rows["case"] != REMOVED]["ran_in"]) == {"lockstep"}
+    assert set(removed["audit_source_unit"]) == {"s"}, "read from pytest-benchmark's own output"
