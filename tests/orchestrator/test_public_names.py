@@ -19,6 +19,8 @@ PACKAGE = ROOT / "orchestrator"
 DELIBERATE: dict[str, str] = {
     "main": "a program's entry point, the name a console script and `python -m` call: `cli.main` for "
             "shasweep, `worker.bench_spawn` for the launch helper the worker runs as its own program",
+    "pytest_addoption": "a pytest hook: pytest calls every plugin's by this name (suitekit's lockstep plugin "
+                        "and its plugin that selects the cases a suite runs apart)",
 }
 
 

@@ -37,8 +37,8 @@ def test_each_benchmark_is_a_lockstep_case_played_by_the_sides_that_have_it(tmp_
     candidate = BASE_SUITE.replace("def test_removed(benchmark):", "def test_added(benchmark):")
     repo = make_suite_repo(tmp_path, candidate)
     outcomes = execute_round(suite_round(repo, tmp_path / "results"))
-    assert [o["status"] for o in outcomes] == ["ok", "ok"], [o["error"] for o in outcomes]
-    assert [o["cases"] for o in outcomes] == [3, 3]
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
+    assert [o.cases for o in outcomes] == [3, 3]
     rows = case_rows(tmp_path / "results")
     assert list(zip(rows["case"], rows["side"], strict=True)) == [
         (ADDED, "cand"), (REMOVED, "base"), (SPIN[0], "base"), (SPIN[0], "cand"), (SPIN[1], "base"),
@@ -65,10 +65,10 @@ def test_a_benchmark_that_raises_fails_the_round_naming_it_and_its_side(tmp_path
     repo = make_suite_repo(tmp_path, broken)
     runs = suite_round(repo, tmp_path / "results")
     outcomes = execute_round(runs)
-    assert [o["status"] for o in outcomes] == ["failed", "failed"]
-    assert f"benchmark {REMOVED!r} on side 'cand' (SHA {repo.shas[1][:12]})" in outcomes[1]["error"]
-    assert "ZeroDivisionError" in outcomes[1]["error"]
-    assert outcomes[0]["error"].startswith("killed with its lockstep round")
+    assert [o.status for o in outcomes] == ["failed", "failed"]
+    assert f"benchmark {REMOVED!r} on side 'cand' (SHA {repo.shas[1][:12]})" in outcomes[1].error
+    assert "ZeroDivisionError" in outcomes[1].error
+    assert outcomes[0].error.startswith("killed with its lockstep round")
     rows = case_rows(tmp_path / "results")
     assert list(rows["case"]) == ["(suite)", "(suite)"], "no case kept: resume runs the round again whole"
     assert not any(processes_with_run_key(run.run_key) for run in runs), "every process of it ended"
@@ -79,9 +79,9 @@ def test_a_benchmark_that_never_answers_times_the_round_out(tmp_path):
     repo = make_suite_repo(tmp_path, stuck)
     runs = suite_round(repo, tmp_path / "results", timeout_s=8)
     outcomes = execute_round(runs)
-    assert [o["status"] for o in outcomes] == ["failed", "timeout"]
-    assert "did not answer within timeout_s=8" in outcomes[1]["error"]
-    assert f"{REMOVED!r}" in outcomes[1]["error"]
+    assert [o.status for o in outcomes] == ["failed", "timeout"]
+    assert "did not answer within timeout_s=8" in outcomes[1].error
+    assert f"{REMOVED!r}" in outcomes[1].error
     assert not any(processes_with_run_key(run.run_key) for run in runs)
 
 
@@ -93,7 +93,7 @@ UNSUPPORTED = BASE_SUITE.replace("benchmark(lib.spin, 1000)",
 def test_an_unsupported_fixture_attribute_stops_the_sweep_under_fallback_stop(tmp_path):
     repo = make_suite_repo(tmp_path, UNSUPPORTED)
     outcomes = execute_round(suite_round(repo, tmp_path / "results"))
-    assert [o["status"] for o in outcomes] == ["failed", "failed"]
+    assert [o.status for o in outcomes] == ["failed", "failed"]
     rows = case_rows(tmp_path / "results")
     assert rows["bad_input"].notna().all()
     bad_input = rows["bad_input"][0]
@@ -103,7 +103,7 @@ def test_an_unsupported_fixture_attribute_stops_the_sweep_under_fallback_stop(tm
 def test_with_fallback_interleaved_that_case_runs_as_separate_processes(tmp_path):
     repo = make_suite_repo(tmp_path, UNSUPPORTED)
     outcomes = execute_round(suite_round(repo, tmp_path / "results", fallback="interleaved"))
-    assert [o["status"] for o in outcomes] == ["ok", "ok"], [o["error"] for o in outcomes]
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
     rows = case_rows(tmp_path / "results")
     removed = rows[rows["case"] == REMOVED]
     assert set(removed["ran_in"]) == {"interleaved"} and removed["time_ms"].gt(0).all()

@@ -75,7 +75,7 @@ class SuiteStreamState(StreamState):
         self.case(_name(record, self._where())).calls = calls
 
     def _on_suite_step(self, record: dict) -> None:
-        StreamState._on_step(self, record)
+        super()._on_step(record)
         name = _name(record, self._where())
         step = self.steps.last
         assert step is not None
@@ -87,7 +87,7 @@ class SuiteStreamState(StreamState):
                 sums[phase] = sums.get(phase, 0.0) + value
 
     def _on_suite_block(self, record: dict) -> None:
-        StreamState._on_block(self, record)
+        super()._on_block(record)
         self.case(_name(record, self._where())).blocks.append(record)
 
     def _on_case_end(self, record: dict) -> None:
