@@ -95,11 +95,11 @@ class Session:
         self.ended = False  # told to end (or the worker went away): run no further case
         self.served = 0
 
-    def open(self, names: list[str]) -> list[str]:
-        """Write the header with every case ``names``; the cases the worker wants, in its order ([] when
-        told to end)."""
+    def open(self, names: list[str], separate: dict[str, str] | None = None) -> list[str]:
+        """Write the header with every case ``names`` (``separate``: those that run only as separate
+        processes, and why); the cases the worker wants, in its order ([] when told to end)."""
         self.channel.write(kind="header", protocol=PROTOCOL_VERSION, control=CONTROL_VERSION,
-                           suite=SUITE_VERSION, cases=names, audit=self.audit)
+                           suite=SUITE_VERSION, cases=names, separate=separate or {}, audit=self.audit)
         command = self.channel.command()
         if command["cmd"] == "end":
             self.ended = True

@@ -156,6 +156,34 @@ def test_pytest_benchmark_suite_in_lockstep_plays_each_benchmark_block_by_block(
     assert "orchestrator.suitekit.pytest_plugin" in argv and "no:benchmark" in argv
 
 
+def test_pyperf_script_in_lockstep_runs_in_its_process_and_a_bench_command_apart(tmp_path, suite_repo):
+    repo, _ = suite_repo
+    # 60 % more work is decided in 3 rounds; the others' gates may stay undecided (never FAIL)
+    # (pyperf's own options matter only to the separate process: one worker process of 2 values)
+    command = ["{python}", "{sweep_dir}/bench.py", "--processes", "1", "--values", "2", "--loops", "2",
+               "--quiet", "-o", "{result}"]
+    sweep = suite_sweep(tmp_path, order="lockstep", repeats=3, lockstep={"step_ms": 5}, command=command)
+    with (tmp_path / "bench.py").open("a") as bench:  # a benchmark pyperf times as a separate command
+        bench.write('runner.bench_command("startup", [sys.executable, "-c", "pass"])\n')
+    text = (tmp_path / "bench.py").read_text()
+    (tmp_path / "bench.py").write_text("import sys\n" + text)
+    proc = shasweep("run", str(sweep), f"repo={repo}", f"results={tmp_path / 'results'}", cwd=tmp_path,
+                    home=tmp_path / "home")
+    runs = pd.read_parquet(tmp_path / "results" / "runs")
+    verdicts = {row["case"]: row["verdict"] for row in gate_rows(tmp_path, *runs["case"].unique()).values()}
+    assert verdicts["tokenize"] == "FAIL", proc.stdout + proc.stderr  # 60 % more work, in lockstep
+    assert verdicts["checksum"] != "FAIL" and verdicts["sort_words"] != "FAIL", proc.stdout
+    assert (runs["status"] == "ok").all(), runs[["case", "error"]]
+    ran_in = runs.groupby("case")["ran_in"].agg(set).to_dict()
+    assert ran_in == {"tokenize": {"lockstep"}, "checksum": {"lockstep"}, "sort_words": {"lockstep"},
+                      "startup": {"interleaved"}}
+    startup = runs[runs["case"] == "startup"]
+    assert set(startup["lockstep_fallback"]) == {"pyperf's bench_command: runs as separate processes"}
+    report = next((tmp_path / "results" / "reports").glob("*.md")).read_text()
+    assert "startup: 6 runs interleaved (fell back: pyperf's bench_command" in report, report
+    assert "pyperf_shim" in (Path(runs["log_dir"].iloc[0]) / "argv.txt").read_text()
+
+
 @pytest.mark.skipif(not Path("/usr/include/benchmark/benchmark.h").exists() or not shutil.which("g++"),
                     reason="Google Benchmark (Debian's libbenchmark-dev) or g++ is not installed")
 def test_gbench_suite_compiles_per_sha_and_reads_the_repetitions(tmp_path, suite_repo):

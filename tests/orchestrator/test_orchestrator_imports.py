@@ -128,9 +128,9 @@ def test_a_drifted_quote_is_caught() -> None:
 
 def test_only_the_command_line_parses_arguments() -> None:
     """Below ``cli`` a sweep is driven by typed options (``session``), never an ``argparse.Namespace``
-    (``benchkit`` runs inside a bench and parses that bench's own arguments)."""
+    (``benchkit`` and ``suitekit`` run inside a bench and parse that bench's own arguments)."""
     users = [str(path.relative_to(ROOT)) for path in sorted(PACKAGE.rglob("*.py"))
-             if group_of(module_name(path)) not in ("cli", "benchkit")
+             if group_of(module_name(path)) not in ("cli", "benchkit", "suitekit")
              and any(target == "argparse" for _, target in imported_modules(path))]
     assert users == []
 
