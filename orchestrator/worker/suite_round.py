@@ -129,8 +129,8 @@ class SuiteRound:
     def _play_case(self, case: str) -> None:
         """Play ``case`` by the processes parked in it (unless it fell back), then move each on."""
         holders = [seat for seat in self.seats if seat.contestant.records.ready == case]
-        if holders and case not in self.fallen:
-            calls = self._calls(case, holders)
+        calls = self._calls(case, holders) if holders and case not in self.fallen else None
+        if calls is not None:
             extra = {"case": case, "calls": calls}
             for slot, index in enumerate(turn_order(len(holders), self.plan.blocks)):
                 self.round_.turn(holders[index].contestant, self.plan, slot // len(holders), extra)
@@ -139,9 +139,9 @@ class SuiteRound:
             self.round_.command(seat.contestant, f"the end of case {case!r}", cmd="next")
             self._advance(seat, case)
 
-    def _calls(self, case: str, holders: list[SuiteSeat]) -> int:
+    def _calls(self, case: str, holders: list[SuiteSeat]) -> int | None:
         """The case's calls per step: the sweep's, or calibrated now by the first holder in the
-        declared order (and kept for every later round)."""
+        declared order (and kept for every later round); None when the case fell back meanwhile."""
         known = _read_calls(self.calls_path)
         if isinstance(known.get(case), int) and known[case] >= 1:
             return known[case]
@@ -152,9 +152,10 @@ class SuiteRound:
         self.round_.wait_for(contestant, lambda c: c.records.case(case).calls is not None
                              or c.records.failure is not None, f"its calibration of {case!r}")
         self._check(first)
-        self.round_.mark_parked(contestant)
         calls = contestant.records.case(case).calls
-        assert calls is not None
+        if calls is None:  # it fell back (an unsupported attribute on the way): not played
+            return None
+        self.round_.mark_parked(contestant)
         _write_calls(self.calls_path, {**known, case: calls})
         return calls
 

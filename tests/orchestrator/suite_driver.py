@@ -36,7 +36,10 @@ class Driver:
                     f"--shasweep-control={control}", f"--shasweep-stream={stream}"], cwd, env)
 
     def send(self, **command: object) -> None:
-        self.channel.send(**command)
+        deadline = time.monotonic() + 10
+        while not self.channel.try_send(command):  # the FIFO is full: the process does not read it
+            assert time.monotonic() < deadline, f"no room for {command} in the control FIFO"
+            time.sleep(0.01)
 
     def next(self, *kinds: str, timeout_s: float = 60.0) -> dict:
         """The next record of one of ``kinds`` after the last one returned (others are skipped, and
