@@ -50,6 +50,7 @@ from orchestrator.worker.protocols.suite_stream import SuiteStreamState
 from orchestrator.worker.protocols.v1_records import StreamState
 from orchestrator.worker.run_audit import audit_result
 from orchestrator.worker.run_guard import failed_result, store_result
+from orchestrator.worker.suite_kit import with_kit
 from orchestrator.worker.suite_results import suite_result
 from orchestrator.worker.suite_round import CALLS_FILE, SuiteRound, SuiteSeat, run_separately
 from orchestrator.worker.task_channel import Publisher, dask_cancel_check, dask_publisher, event, published
@@ -200,6 +201,8 @@ def _player(run: PlannedRun, tree: Path, log_dir: Path, suite: bool) -> _Player:
     reader = make_reader(run, log_dir)  # where the stream goes (old files removed)
     control = log_dir / CONTROL_FIFO
     setup = bench_task.set_up(run, tree, log_dir, reader, {"control": str(control)})
+    if suite:  # the sweep's interpreter may lack shasweep: its plugin and shim come from the worker
+        setup.env = with_kit(setup.env)
     contestant = Contestant(side=run.side, sha=run.sha, start=setup.start, stream_path=reader.stream_path,
                             control_path=control, reads=SuiteStreamState if suite else StreamState)
     return _Player(run, setup, contestant, reader)

@@ -110,3 +110,19 @@ def test_with_fallback_interleaved_that_case_runs_as_separate_processes(tmp_path
     assert all("uses benchmark.stats" in reason for reason in removed["lockstep_fallback"])
     assert set(rows[rows["case"] != REMOVED]["ran_in"]) == {"lockstep"}
     assert set(removed["audit_source_unit"]) == {"s"}, "read from pytest-benchmark's own output"
+
+
+def test_a_suite_interpreter_without_shasweep_imports_the_worker_s_copy_of_the_kit(tmp_path):
+    import subprocess
+    import sys
+
+    from orchestrator.worker.suite_kit import kit_dir
+
+    kit = kit_dir(home=tmp_path)
+    assert kit_dir(home=tmp_path) == kit, "made once per version of its sources"
+    probe = ("import sys; sys.path.append(sys.argv[1]); import orchestrator.suitekit.serve, "
+             "orchestrator.benchkit.callgrind; print(orchestrator.__file__)")
+    found = subprocess.run([sys.executable, "-S", "-c", probe, str(kit)], capture_output=True, text=True,
+                           env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path)  # -S: no site-packages
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == str(kit / "orchestrator" / "__init__.py")
