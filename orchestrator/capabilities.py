@@ -233,10 +233,33 @@ SUITE_CASE = "(suite)"  # the case of a suite run: one bench run whose output ho
 DISCOVER = "*"  # ``cases: discover``: every benchmark the suite's output holds
 
 
+MAX_CASE_CHARS = 200  # a suite's case name, as rows and reports carry it
+
+
+def suite_case_name(name: str) -> str:
+    """A benchmark's name as a case: on one line (a control character, a line break included, is
+    written as its escape, ``\\n`` or ``\\x1b``), without surrounding blanks, at most
+    ``MAX_CASE_CHARS`` characters (a longer one keeps its start and a digest of the whole, so two stay
+    apart), never empty. What else it holds (``/``, ``..``, markup) is text: no case name becomes a
+    path, and every output escapes it."""
+    flat = "".join(char if char.isprintable() or char == " " else char.encode("unicode_escape").decode()
+                   for char in name).strip()
+    if len(flat) > MAX_CASE_CHARS:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        flat = f"{flat[:MAX_CASE_CHARS - 14]}..{digest}"
+    return flat or "(unnamed)"
+
+
 def case_matches(case: str, pattern: str) -> bool:
     """Whether ``case`` is ``pattern`` or matches it as a glob (``*``, ``?``, ``[...]``); the exact name
     wins, so a pytest id like ``test_x[1]`` names itself."""
     return case == pattern or fnmatch.fnmatchcase(case, pattern)
+
+
+def benchmark_selected(name: str, patterns: tuple[str, ...] | list[str]) -> bool:
+    """Whether some pattern of a suite's ``cases`` selects the benchmark ``name`` (as its case is named)."""
+    case = suite_case_name(name)
+    return any(case_matches(case, pattern) for pattern in patterns)
 
 
 def suite_case_key(suite_run_key: str, case: str) -> str:

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.capabilities import case_matches
+from orchestrator.capabilities import benchmark_selected
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import ProtocolError
 from orchestrator.worker.bench_task import BenchSetup, render_argv
@@ -105,7 +105,7 @@ class SuiteRound:
             raise RoundFailed(f"{contestant.name()}: {exc}", contestant.side) from None
         separate = header.get("separate") or {}
         patterns = seat.run.suite_cases
-        seat.selected = [name for name in collected if any(case_matches(name, p) for p in patterns)]
+        seat.selected = [name for name in collected if benchmark_selected(name, patterns)]
         for name in seat.selected:
             if isinstance(separate, dict) and name in separate:
                 self.fallen.setdefault(name, f"{separate[name]}: runs as separate processes")
@@ -118,7 +118,7 @@ class SuiteRound:
         for side in self.declared:
             order += [case for case in by_side.get(side, []) if case not in order]
         for i, pattern in enumerate(self.seats[0].run.suite_cases):
-            if not any(case_matches(case, pattern) for case in order):
+            if not any(benchmark_selected(case, [pattern]) for case in order):
                 names = sorted({name for seat in self.seats for name in seat.contestant.records.collected()})
                 shown = ", ".join(repr(n) for n in names[:10]) + (f" and {len(names) - 10} more"
                                                                  if len(names) > 10 else "")

@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import textwrap
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pandas as pd
 import pytest
@@ -182,6 +184,36 @@ def test_pyperf_script_in_lockstep_runs_in_its_process_and_a_bench_command_apart
     report = next((tmp_path / "results" / "reports").glob("*.md")).read_text()
     assert "startup: 6 runs interleaved (fell back: pyperf's bench_command" in report, report
     assert "pyperf_shim" in (Path(runs["log_dir"].iloc[0]) / "argv.txt").read_text()
+
+
+def test_a_benchmark_named_with_a_path_a_line_break_and_markup_is_a_safe_case(tmp_path, suite_repo):
+    repo, _ = suite_repo
+    (tmp_path / "bench.py").write_text(textwrap.dedent('''
+        import pyperf
+        import suitelib
+        runner = pyperf.Runner()
+        runner.bench_func("../../etc/passwd\\n<script>alert(1)</script> | `x` *y*", suitelib.checksum)
+    '''))
+    data = yaml.safe_load((EXAMPLES / "pyperf" / "sweep.yaml").read_text()) | {
+        "repeats": 2, "order": "lockstep", "lockstep": {"blocks": 2, "block_steps": 2, "step_ms": 2},
+        "aa": True, "sides": {"old": {"ref": "HEAD"}, "new": {"ref": "HEAD"}}}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(data))
+    results = tmp_path / "results"
+    proc = shasweep("run", str(tmp_path / "sweep.yaml"), f"repo={repo}", f"results={results}", cwd=tmp_path,
+                    home=tmp_path / "home")
+    runs = pd.read_parquet(results / "runs")
+    assert set(runs["case"]) == {"../../etc/passwd\\n<script>alert(1)</script> | `x` *y*"}, proc.stderr
+    assert (runs["status"] == "ok").all(), runs["error"]
+    assert sorted(p.name for p in (results / "runs").iterdir()) == [f"sweep={runs['sweep_id'][0]}"]
+    assert not (tmp_path / "etc").exists() and not (results.parent / "etc").exists()
+    html = next((results / "reports").glob("*.html")).read_text()
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    markdown = next((results / "reports").glob("*.md")).read_text()
+    assert "\\<script>" in markdown and "\\|" in markdown, "escaped: no HTML, no table cell break"
+    junit = shasweep("report", "latest", "--results", str(results), "--format", "junit", cwd=tmp_path,
+                     home=tmp_path / "home")
+    ElementTree.fromstring(junit.stdout)  # well-formed XML
+    assert "passwd\\n&lt;script&gt;alert(1)&lt;/script&gt;" in junit.stdout, "one line, no markup"
 
 
 @pytest.mark.skipif(not Path("/usr/include/benchmark/benchmark.h").exists() or not shutil.which("g++"),

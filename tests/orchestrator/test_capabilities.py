@@ -93,3 +93,15 @@ def test_the_guard_sees_a_compare():
     source = "def f(spec):\n    return spec.protocol == 'v1' or spec.p is Protocol.time\n"
     hits = _protocol_compares(source, "x")
     assert hits == ["x:2: spec.protocol == 'v1'", "x:2: spec.p is Protocol.time"]
+
+
+def test_a_benchmark_name_becomes_a_one_line_bounded_case_name():
+    from orchestrator.capabilities import MAX_CASE_CHARS, benchmark_selected, suite_case_name
+
+    assert suite_case_name("a\nb\tc\x1b[31m") == "a\\nb\\tc\\x1b[31m"
+    assert suite_case_name("  ../x/<b>y</b>  ") == "../x/<b>y</b>", "markup and paths stay text"
+    assert suite_case_name("") == "(unnamed)" and suite_case_name("\n") == "\\n"
+    long_a, long_b = "x" * 500 + "a", "x" * 500 + "b"
+    assert len(suite_case_name(long_a)) == MAX_CASE_CHARS
+    assert suite_case_name(long_a) != suite_case_name(long_b), "a digest of the whole keeps them apart"
+    assert benchmark_selected("a\nb", ["a\\nb"]) and benchmark_selected("a\nb", ["a*"])

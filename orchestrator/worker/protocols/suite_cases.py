@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from orchestrator.capabilities import DISCOVER, case_matches, suite_case_key
+from orchestrator.capabilities import DISCOVER, benchmark_selected, suite_case_key, suite_case_name
 from orchestrator.contract import NO_STEPS, PlannedRun, RunResult
 from orchestrator.worker.protocols.suite import SuiteReader
 
@@ -16,10 +16,10 @@ def select_cases(reader: SuiteReader, patterns: tuple[str, ...]) -> tuple[list[s
     pattern selects nothing (named as the sweep's ``cases[i]``), or None."""
     names = list(reader.benchmarks)
     for i, pattern in enumerate(patterns):
-        if pattern != DISCOVER and not any(case_matches(name, pattern) for name in names):
+        if pattern != DISCOVER and not any(benchmark_selected(name, [pattern]) for name in names):
             return [], (f"cases[{i}] {pattern!r}: no benchmark of the {reader.tool} output matches it; "
                         f"it has {reader.names_text()}")
-    return [name for name in names if any(case_matches(name, p) for p in patterns)], None
+    return [name for name in names if benchmark_selected(name, patterns)], None
 
 
 def case_results(run: PlannedRun, reader: SuiteReader, result: RunResult) -> RunResult:
@@ -42,6 +42,8 @@ def case_results(run: PlannedRun, reader: SuiteReader, result: RunResult) -> Run
 
 
 def case_run(run: PlannedRun, name: str) -> PlannedRun:
-    """The run of case ``name`` read from suite run ``run``: its key derived from the suite run's."""
-    return replace(run, case=name, run_key=suite_case_key(run.run_key, name), algo=None, task=None, sim=None,
+    """The run of benchmark ``name`` read from suite run ``run``: its case the name made safe
+    (``capabilities.suite_case_name``), its key derived from the suite run's."""
+    case = suite_case_name(name)
+    return replace(run, case=case, run_key=suite_case_key(run.run_key, case), algo=None, task=None, sim=None,
                    suite_cases=())
