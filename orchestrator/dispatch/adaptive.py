@@ -3,7 +3,9 @@
 ``run_until_decided`` is the sweep path every caller uses (``shasweep run``, ``--resume``, other
 verbs that run sweeps): it dispatches the planned runs and then, while any gate is INCONCLUSIVE,
 one more round of the undecided (case, side) cells and their baselines, in the sweep's order, until
-every gate is PASS or FAIL, ``max_repeats`` rounds ran, or the runs took ``budget_s`` seconds.
+every gate is PASS or FAIL, ``max_repeats`` rounds ran, the runs took ``budget_s`` seconds, or the
+next round would end after the caller's ``deadline`` (``shasweep ci --budget``: a wall-clock limit
+on the whole command, estimated from the last round's duration).
 
 The gates are read from the results as the report reads them (``report_model.sweep_gates``), and
 the decision for round ``r`` uses only the runs of rounds before ``r``, so resuming a stopped sweep
@@ -15,6 +17,7 @@ before the next round is decided.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +30,7 @@ from orchestrator.spec.record import AdaptiveSummary, SweepRecord
 # the analysis modules are imported there, not before the first run is dispatched.
 
 DECIDED, MAX_REACHED, BUDGET_SPENT = "every gate decided", "max_repeats reached", "budget_s spent"
+OUT_OF_TIME = "the time budget would not hold another round"
 
 
 @dataclass
@@ -38,16 +42,22 @@ class AdaptiveRounds:
     done: set[str] = field(default_factory=set)  # run keys already ok: not run again
     next_round: int = 0
     ended: str | None = None  # why no further round runs
+    deadline: float | None = None  # time.monotonic() by which the last round must have ended
 
     def __post_init__(self) -> None:
         self.next_round = self.next_round or self.record.spec.repeats
         self._plan = adaptive_plan(self.resolved, self.record.sweep_id)
+        self._asked = time.monotonic()  # when the runs before the next call were dispatched
+        self._rounds_since = self.next_round  # rounds those were
 
     def __call__(self) -> list[PlannedRun]:
         from orchestrator.analysis.report_model import load_runs, report_metrics
 
         spec = self.record.spec
         metrics = report_metrics(spec)
+        if self._out_of_time():
+            self.ended = OUT_OF_TIME
+            return []
         while self.next_round < spec.max_rounds:
             runs = load_runs(self.resolved.results_root, self.record.sweep_id, [*metrics, "wall_s"])
             if spec.budget_s is not None and runs["wall_s"].sum() >= spec.budget_s:
@@ -63,9 +73,17 @@ class AdaptiveRounds:
             batch = [run for run in self._plan if run.repeat == round_ and run.run_key not in self.done
                      and ((run.case, run.side) in cells or (run.suite_cases and run.side in sides))]
             if batch:
+                self._rounds_since = 1
                 return batch
         self.ended = self.ended or MAX_REACHED
         return []
+
+    def _out_of_time(self) -> bool:
+        """Whether another round, as long as the last ones took, would end after ``deadline``."""
+        now = time.monotonic()
+        round_s = (now - self._asked) / max(self._rounds_since, 1)
+        self._asked = now
+        return self.deadline is not None and now + round_s > self.deadline
 
     def summary(self) -> AdaptiveSummary:
         """What the record keeps: the planned range and why the sweep stopped adding rounds."""
@@ -112,14 +130,15 @@ def undecided_cells(record: SweepRecord, runs: Any) -> set[tuple[str, str]]:
 
 
 def run_until_decided(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRun], *,
-                      done: set[str] | None = None, **dispatch: Any
+                      done: set[str] | None = None, deadline: float | None = None, **dispatch: Any
                       ) -> tuple[SweepOutcome | None, AdaptiveSummary | None]:
     """Dispatch ``runs`` (``dispatch_runs``'s keyword arguments in ``dispatch``), then re-runs of
-    disturbed runs (``rerun_disturbed``) and adaptive rounds while the sweep is adaptive and a gate is
-    undecided. Returns the outcome (None when there was nothing to run) and, for an adaptive sweep,
+    disturbed runs (``rerun_disturbed``) and adaptive rounds while the sweep is adaptive, a gate is
+    undecided and another round would end before ``deadline`` (``time.monotonic()``; None: no limit).
+    Returns the outcome (None when there was nothing to run) and, for an adaptive sweep,
     ``AdaptiveRounds.summary`` for the record."""
     spec, done = record.spec, set(done or ())
-    rounds = AdaptiveRounds(resolved, record, done=done) if spec.adaptive else None
+    rounds = AdaptiveRounds(resolved, record, done=done, deadline=deadline) if spec.adaptive else None
     reruns = None
     if spec.rerun_disturbed:
         plan = [*build_plan(resolved, record.sweep_id), *adaptive_plan(resolved, record.sweep_id)]

@@ -29,6 +29,9 @@ class RunOptions:
     # there, when the client mostly waits); it has finished before the first run is dispatched, so it
     # never competes with a bench for the CPUs
     while_connecting: Callable[[], None] | None = None
+    # time.monotonic() by which the sweep should be done: no adaptive round starts that the last
+    # round's duration says would end later (``shasweep ci --budget``); None: no limit
+    deadline: float | None = None
 
     def security(self) -> Security | None:
         """The client's Dask ``Security``; ``InvalidInputError`` when ``tls`` and ``scheduler`` disagree."""

@@ -228,7 +228,7 @@ def _dispatch(resolved: ResolvedSweep, record: SweepRecord, runs: list[PlannedRu
             resolved, record, runs, done=done, scheduler=options.scheduler,
             continue_on_error=resolved.spec.continue_on_error, show_progress=options.progress,
             on_connect=connected, security=options.security(), hosts=resolved.spec.hosts,
-            reuse=options.reuse, check=check)
+            reuse=options.reuse, check=check, deadline=options.deadline)
     except InvalidInputError:  # found before dispatching: the caller decides what the record keeps
         raise
     except BaseException as exc:

@@ -9,6 +9,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -106,3 +107,16 @@ def test_a_killed_adaptive_sweep_resumed_completes_it(repo, tmp_path):
     ok_before = before[before["status"] == "ok"]
     assert after.loc[ok_before["run_key"], "started_at"].tolist() == ok_before["started_at"].tolist(), (
         "runs already ok were not run again")
+
+
+def test_a_deadline_stops_the_rounds_before_one_that_would_end_after_it(repo):
+    from orchestrator.dispatch.adaptive import OUT_OF_TIME
+    from orchestrator.session import RunOptions, plan_sweep, run_sweep
+
+    # a deadline already reached when the first look is taken: no adaptive round starts
+    run = run_sweep(plan_sweep("sweep.yaml"), RunOptions(progress=False, deadline=time.monotonic()))
+    record = run.record()
+    assert (record.adaptive.ended, record.adaptive.rounds) == (OUT_OF_TIME, REPEATS)
+    rows = pd.read_parquet(repo.path / "results" / "runs")
+    assert rows.groupby("side").size().to_dict() == {"base": REPEATS, "fast": REPEATS, "twin": REPEATS}
+    assert run.report().exit_code == EXIT_GATE_INCONCLUSIVE, "the twin gate stays undecided"
