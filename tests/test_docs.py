@@ -404,6 +404,14 @@ def test_cli_md_documents_every_verb_with_the_parser_s_usage_and_flags():
             f"docs/cli.md, {verb}: flag table {sorted(rows)}, parser {sorted(flags)}"
 
 
+def test_ci_md_documents_every_input_of_the_action_and_variable_of_the_gitlab_template():
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    job = yaml.safe_load((ROOT / "templates" / "gitlab-ci.yml").read_text())[".shasweep"]
+    rows = set(re.findall(r"^\|\s*`([\w-]+)`", doc("docs/ci.md").prose, re.MULTILINE))
+    wanted = set(action["inputs"]) | {name for name in job["variables"] if name.startswith("SHASWEEP_")}
+    assert wanted <= rows, f"docs/ci.md lacks a table row for {sorted(wanted - rows)}"
+
+
 # --- the sweep YAML ------------------------------------------------------------------------------------
 
 

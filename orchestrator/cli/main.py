@@ -35,6 +35,24 @@ TRY_EPILOG = """exit codes:
 """
 
 
+CI_EPILOG = """exit codes:
+  0  every gate passed (or nothing compared: the suite is new in this change)
+  1  a gate failed: the head is slower than a gate allows
+  2  invalid input: a ref or commit missing from the clone (a shallow clone: fetch-depth: 0), no suite
+     found (what was looked for is said), a budget too small for two rounds (the minimum is said),
+     [tool.shasweep] of pyproject.toml
+  3  a run failed or was interrupted, or a gate has NO DATA
+  4  inconclusive within the budget: treat as neutral, or run again with a larger --budget
+"""
+
+
+COMMENT_EPILOG = """exit codes:
+  0  the comment was posted or updated, or it cannot be here (no pull request, a fork, no token: said why)
+  2  invalid input (--body)
+  3  the API refused or could not be reached (said how)
+"""
+
+
 OTHER_EPILOG = """exit codes:
   0  done
   2  invalid input (arguments, sweep id, results root)
@@ -99,6 +117,10 @@ COMMANDS: dict[str, Command] = {
     "try": _command("run the bench once at one side's SHA on this host and show what shasweep reads from "
                     "it; records nothing", "trial", "try", epilog=TRY_EPILOG),
     "bisect": _command("find the first commit between --good and --bad whose gate FAILs", "bisect", "bisect"),
+    "ci": _command("gate a pull request: sweep the head against its merge base with the suite found, "
+                   "within a time budget, and write every CI output", "ci", "ci", epilog=CI_EPILOG),
+    "comment": _command("post shasweep ci's comment on the pull request, or update the one posted before",
+                        "ci", "comment", epilog=COMMENT_EPILOG),
     "report": _command("print and write the report of a stored sweep", "results", "report",
                        judges_gates=True),
     "list": _command("the recorded sweeps, newest first: status, runs, verdict counts", "sweeps", "list"),

@@ -66,11 +66,16 @@ def show_report(run: SweepRun, *, html: bool = False, resume_hint: bool = False)
     """Write the report's files, print the compact report fitted to the terminal, where the files are,
     and the verdict line last (with ``resume_hint``, just above it how to run again the runs that were
     not ok or not run, when there are any); the exit code."""
+    report = run.report()
+    print_report(run, report, write_report_files(run, report, html=html), resume_hint=resume_hint)
+    return report.exit_code
+
+
+def print_report(run: SweepRun, report: Report, written: list[Path], *, resume_hint: bool = False) -> None:
+    """Print ``report`` of ``run`` as ``show_report`` does, its files already ``written``."""
     from orchestrator.render.console import terminal_console
     from orchestrator.render.terminal import render_report, report_verdict_line
 
-    report = run.report()
-    written = write_report_files(run, report, html=html)
     console = terminal_console()
     console.print(render_report(report, console.width))
     console.print(f"full report in {_shown(written[0].parent)}: " + ", ".join(p.name for p in written),
@@ -79,7 +84,6 @@ def show_report(run: SweepRun, *, html: bool = False, resume_hint: bool = False)
         console.print("to run again the runs that are not ok:")  # the command whole, on a line of its own
         console.print(f"  shasweep run --resume {run.sweep_id} --results {run.results_root}", soft_wrap=True)
     console.print(report_verdict_line(report), overflow="fold")
-    return report.exit_code
 
 
 def export_report(run: SweepRun, fmt: str, *, side: str | None = None, out: Path | None = None

@@ -1,0 +1,201 @@
+"""What ``shasweep ci`` writes for a CI, from real reports of synthetic suites: the pull-request comment
+(under 4 kB whatever the suite; the gates' own ratios and decided intervals), the job summary
+(under 60 kB for 400 cases) and the step outputs."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from orchestrator.analysis.report_model import make_report
+from orchestrator.render.ci_comment import (
+    MARKER,
+    MAX_BYTES,
+    Compared,
+    changed_gates,
+    ci_comment,
+    note_comment,
+    report_values,
+)
+from orchestrator.render.ci_outputs import dotenv_text, github_output_text
+from orchestrator.render.gh_summary import gh_markdown
+from orchestrator.spec.record import SweepRecord
+from orchestrator.store.records import write_record
+
+SWEEP = "ci-20260101T000000"
+SHAS = {"base": "a" * 40, "head": "b" * 40}
+COMPARED = Compared(
+    head="b" * 40,
+    merge_base="a" * 40,
+    base_ref="origin/main",
+    suite="pytest-benchmark tests",
+    report="https://github.example/o/r/actions/runs/7",
+    budget="10m",
+)
+
+
+def write_suite(root, ratios: dict[str, float], rounds: int = 6, noise: float = 0.004) -> None:
+    """One results file of a ci sweep: ``ratios`` maps each case to head's time over base's."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for number, (case, ratio) in enumerate(ratios.items()):
+        for side, factor in (("base", 1.0), ("head", ratio)):
+            for i in range(rounds):
+                time_ms = 1.0 * factor * float(np.exp(rng.normal(0, noise)))
+                rows.append(
+                    {
+                        "sweep_id": SWEEP,
+                        "run_key": f"{side}-{number}-{i}",
+                        "side": side,
+                        "ref": side,
+                        "sha": SHAS[side],
+                        "case": case,
+                        "variant": "manager",
+                        "repeat": i,
+                        "order": i,
+                        "status": "ok",
+                        "error": None,
+                        "wall_s": 1.0,
+                        "params": "{}",
+                        "env": "{}",
+                        "time_ms": time_ms,
+                        "throughput": 1000 / time_ms,
+                        "protocol": "pytest-benchmark",
+                    }
+                )
+    path = root / "runs" / f"sweep={SWEEP}" / "all.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    spec = {
+        "name": "ci",
+        "baseline": "base",
+        "cases": ["*"],
+        "repeats": rounds,
+        "max_repeats": 40,
+        "sides": {s: {"ref": sha} for s, sha in SHAS.items()},
+        "order": "interleaved",
+        "order_seed": 0,
+        "metrics": ["time_ms"],
+        "protocol": "pytest-benchmark",
+        "command": ["{python}", "{result}"],
+        "gates": [{"metric": "time_ms", "max_ratio": 1.02}],
+    }
+    write_record(
+        root,
+        SweepRecord.from_json(
+            {
+                "sweep_id": SWEEP,
+                "created": "2026-01-01T00:00:00+00:00",
+                "status": "finished",
+                "repo": "/repo",
+                "planned_runs": len(rows),
+                "spec": spec,
+                "adaptive": {
+                    "repeats": 3,
+                    "max_repeats": 40,
+                    "rounds": rounds,
+                    "ended": "every gate decided",
+                },
+                "sides": {s: {"ref": sha, "sha": sha, "variant": "manager"} for s, sha in SHAS.items()},
+                "host": {"cpu_model": "Test CPU", "cpu_logical": 2},
+            }
+        ),
+    )
+
+
+def suite_of(size: int, slower: int = 1, faster: int = 1, name: str = "bench/test_x.py::test_{}") -> dict:
+    ratios = {name.format(i): 1.0 for i in range(size)}
+    for i in range(slower):
+        ratios[name.format(i)] = 1.10 + 0.01 * i
+    for i in range(slower, slower + faster):
+        ratios[name.format(i)] = 0.9
+    return ratios
+
+
+@pytest.fixture(scope="module")
+def report400(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ci400")
+    write_suite(root, suite_of(400))
+    return make_report(root, SWEEP)
+
+
+def test_the_comment_lists_the_changes_with_the_gates_figures(report400):
+    text = ci_comment(report400, COMPARED)
+    lines = text.splitlines()
+    counts = Counter(g.verdict for g in report400.gates)
+    assert counts["FAIL"] == 1 and counts["PASS"] > 390
+    assert lines[0] == MARKER and lines[1] == (
+        f"### shasweep: FAIL — PASS {counts['PASS']} / FAIL 1 / "
+        f"INCONCLUSIVE {counts['INCONCLUSIVE']} (exit 1)"
+    )
+    fail = next(g for g in report400.gates if g.verdict == "FAIL")
+    c = fail.comparison
+    row = next(line for line in lines if "test\\_0 |" in line)
+    assert (
+        f"| {fail.ratio:.3f} | [{c.low:.3f}, {c.high:.3f}] at {100 * c.confidence:.4g} % | FAIL <= 1.02x |"
+        in row
+    )
+    faster = next(g for g in report400.gates if g.case.endswith("test_1"))
+    assert faster.verdict == "PASS" and "test\\_1 |" in text, "a clear change that passes is listed too"
+    beyond_noise = {g.case for g in report400.gates if g.comparison.low > 1 or g.comparison.high < 1}
+    assert f"No change beyond noise in {400 - len(beyond_noise)} cases." in text
+    assert lines[-1] == "Full report: <https://github.example/o/r/actions/runs/7>"
+    assert "`bbbbbbbbbbbb` against the merge base `aaaaaaaaaaaa` with origin/main" in text
+    assert len(text.encode()) <= MAX_BYTES
+
+
+def test_the_comment_stays_under_4_kb_whatever_changes(report400):
+    long = "bench/" + "deep/" * 40 + "test_x.py::test_{}[" + "p" * 300 + "]"
+    fail = next(g for g in report400.gates if g.verdict == "FAIL")
+    gates = [replace(fail, case=long.format(i)) for i in range(10_000)]
+    many = replace(report400, gates=gates, cases=[g.case for g in gates])
+    text = ci_comment(many, COMPARED)
+    assert len(text.encode()) <= MAX_BYTES
+    assert len(changed_gates(many.gates)) == 10_000
+    assert "more changed cases in the full report" in text and text.splitlines()[0] == MARKER
+    assert text.rstrip().endswith("Full report: <https://github.example/o/r/actions/runs/7>")
+
+
+def test_the_job_summary_of_400_cases_stays_under_60_kb(report400):
+    text = gh_markdown(report400)
+    assert len(text.encode()) < 60_000 and "All cases: 400 cases" in text
+
+
+def test_the_step_outputs_count_what_the_comment_says(report400):
+    values = report_values(report400)
+    counts = Counter(g.verdict for g in report400.gates)
+    beyond_noise = {g.case for g in report400.gates if g.comparison.low > 1 or g.comparison.high < 1}
+    assert values == {
+        "verdict": "FAIL",
+        "exit-code": "1",
+        "pass": str(counts["PASS"]),
+        "fail": "1",
+        "inconclusive": str(counts["INCONCLUSIVE"]),
+        "no-data": "0",
+        "waived": "0",
+        "changed": str(len(beyond_noise)),
+        "cases": "400",
+        "sweep-id": SWEEP,
+    }
+    assert github_output_text({"a": "1", "b": "x\ny"}).splitlines()[0] == "a=1"
+    delimited = github_output_text({"b": "x\ny"}).splitlines()
+    assert (
+        delimited[0].startswith("b<<SHASWEEP_")
+        and delimited[1:3] == ["x", "y"]
+        and delimited[3] == delimited[0][3:]
+    )
+    assert dotenv_text({"exit-code": "1", "report": "a\nb"}) == "SHASWEEP_EXIT_CODE=1\nSHASWEEP_REPORT=a b\n"
+
+
+def test_an_error_comment_is_one_escaped_line():
+    text = note_comment(
+        "ERROR — nothing compared (exit 2)", "--base: 'x' is not in this shallow clone: <b>", None
+    )
+    assert text.splitlines()[:2] == [MARKER, "### shasweep: ERROR — nothing compared (exit 2)"]
+    assert "<b>" not in text and math.isfinite(len(text))

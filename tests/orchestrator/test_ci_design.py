@@ -1,0 +1,77 @@
+"""The sweep ``shasweep ci`` designs (``session.ci_design``): the order each protocol allows, rounds
+sized by the budget, the gates, and the budget too small for one comparison."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.capabilities import Capability, describe
+from orchestrator.errors import InvalidInputError
+from orchestrator.plan.ci_commits import CiCommits
+from orchestrator.plan.suite_discovery import FoundSuite
+from orchestrator.session.ci_design import DEFAULT_MAX_RATIO, MAX_ROUNDS, SETUP_S, design_sweep
+from orchestrator.spec.ci_config import CiConfig
+
+COMMITS = CiCommits(base_ref="main", head_ref="HEAD", head="b" * 40, merge_base="a" * 40)
+PYTEST = FoundSuite("pytest-benchmark", ("bench",), 15)
+
+
+def design(found=PYTEST, config=None, budget_s=600.0, commits=COMMITS, history=None, repo=None):
+    return design_sweep(found, config or CiConfig(), commits, budget_s, repo, history)
+
+
+def test_a_pytest_suite_runs_its_benchmarks_only_in_rounds_the_budget_holds():
+    made = design()
+    spec = made.spec
+    assert spec.protocol.value == "pytest-benchmark" and spec.cases == ["*"]
+    assert spec.command[:7] == ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "bench"]
+    assert "--benchmark-only" in spec.command and "--benchmark-json={result}" in spec.command
+    assert {side: s.ref for side, s in spec.sides.items()} == {"base": "a" * 40, "head": "b" * 40}
+    assert spec.baseline == "base" and not spec.aa and spec.env == {"PYTHONHASHSEED": "0"}
+    assert [(g.metric, g.max_ratio) for g in spec.gates] == [("time_ms", DEFAULT_MAX_RATIO)]
+    rounds = int((600 - SETUP_S) // made.estimate.seconds)
+    assert (spec.repeats, spec.max_repeats) == (3, rounds)
+    lockstep = describe("pytest-benchmark").has(Capability.CONTROL_CHANNEL)
+    assert spec.order.value == ("lockstep" if lockstep else "interleaved")
+
+
+def test_a_protocol_with_the_control_channel_runs_in_lockstep():
+    spec = design(FoundSuite("benchkit", ("bench/a.py", "bench/b.py"), 2)).spec
+    assert spec.order.value == "lockstep" and spec.protocol.value == "v1"
+    assert spec.cases == ["bench/a.py", "bench/b.py"] and spec.command[:2] == ["{python}", "{case}"]
+    assert "{control}" in spec.command and spec.gates[0].metric == "step_ms"
+
+
+def test_codspeed_markers_need_lockstep():
+    marked = FoundSuite("pytest-benchmark", ("bench",), 15, marker_only=("bench/test_m.py",))
+    if describe("pytest-benchmark").has(Capability.CONTROL_CHANNEL):
+        assert design(marked).spec.order.value == "lockstep"
+    else:
+        with pytest.raises(InvalidInputError, match=r"bench/test_m\.py: pytest-codspeed's benchmark marker"):
+            design(marked)
+
+
+def test_the_project_gates_the_history_and_an_a_a_comparison():
+    config = CiConfig(gates=({"metric": "time_ms", "max_ratio": 1.1, "case": "*poly*"},), args=("-x",))
+    same = CiCommits(base_ref="main", head_ref="HEAD", head="a" * 40, merge_base="a" * 40)
+    made = design(config=config, commits=same, history=lambda command: 20.0 if "-x" in command else None)
+    assert made.spec.aa and [(g.max_ratio, g.case) for g in made.spec.gates] == [(1.1, "*poly*")]
+    assert made.estimate.seconds == 20.0 and made.spec.max_repeats == int((600 - SETUP_S) // 20)
+    assert design(budget_s=10_000.0).spec.max_repeats == MAX_ROUNDS
+
+
+def test_a_budget_too_small_for_two_rounds_says_the_minimum():
+    minimum = design().min_budget_s
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^--budget: 30s is less than the \d+s one comparison needs "
+        r"here: .* give --budget \d+s or more",
+    ):
+        design(budget_s=30.0)
+    assert design(budget_s=minimum).spec.repeats == 2
+
+
+def test_a_multi_script_pyperf_suite_runs_through_the_scripts_driver():
+    spec = design(FoundSuite("pyperf", ("bm_a.py", "bm_b.py"), 2)).spec
+    assert spec.command[:3] == ["{python}", "-m", "orchestrator.suitekit.pyperf_scripts"]
+    assert spec.order.value == "interleaved"
