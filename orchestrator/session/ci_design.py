@@ -7,9 +7,10 @@
 - ``order: lockstep`` where the suite's protocol takes the control channel (the sides' processes
   resident at once, taking turns block by block: the least noise), else ``interleaved`` rounds
   paired by round;
-- adaptive rounds: a first look after ``FIRST_LOOK`` rounds, then one round at a time while a gate
-  is undecided, up to the rounds the time budget holds (``max_repeats``); the command's deadline
-  stops them earlier if the rounds run slower than estimated;
+- adaptive rounds: a first look after ``MIN_ROUNDS`` rounds (the only ones planned, so a slow machine
+  overruns the budget by as little as it can), then one round at a time while a gate is undecided,
+  up to the rounds the time budget holds (``max_repeats``); the command's deadline stops them
+  earlier when the rounds run slower than estimated;
 - the project's gates (``tool.shasweep.gates``), else one: the time per call (per step) may grow by
   at most ``DEFAULT_MAX_RATIO``.
 """
@@ -36,8 +37,8 @@ SWEEP_NAME = "ci"
 BASE, HEAD = "base", "head"
 DEFAULT_MAX_RATIO = 1.02  # a slowdown the interval puts beyond 2 % fails the gate
 SETUP_S = 20.0  # the cluster's start and two checkouts: the budget's part outside the rounds
-MIN_ROUNDS = 2  # an interval needs two rounds
-FIRST_LOOK = 3  # rounds before the first look at the gates
+MIN_ROUNDS = 2  # an interval needs two rounds; the first look at the gates is after them, and every
+# later round is an adaptive one, which starts only when the deadline holds it
 MAX_ROUNDS = 100
 RUN_START_S = 3.0  # a suite process's start, imports and collection, when no earlier sweep says
 PER_BENCHMARK_S = {"pytest-benchmark": 0.25, "pyperf": 3.0, "gbench": 1.0, "benchkit": 5.0, "sweep": 5.0}
@@ -90,7 +91,7 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
             f"{SETUP_S:g} s to start, and {MIN_ROUNDS} rounds of ~{estimate.seconds:.1f} s "
             f"({estimate.source}); give --budget {_duration(math.ceil(minimum))} or more", "--budget")
     rounds = min(int((budget_s - SETUP_S) // estimate.seconds), MAX_ROUNDS)
-    repeats = min(FIRST_LOOK, rounds)
+    repeats = MIN_ROUNDS
     raw.update({"sides": {BASE: {"ref": commits.merge_base}, HEAD: {"ref": commits.head}}, "baseline": BASE,
                 "aa": commits.same, "timeout_s": min(float(raw.get("timeout_s", budget_s)), budget_s)})
     if found.kind != "sweep" or "max_repeats" not in raw:

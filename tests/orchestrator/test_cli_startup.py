@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -44,10 +45,22 @@ def test_importing_the_cli_loads_nothing_heavy():
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["plan", "--help"], ["run", "--help"],
-                                  ["try", "--help"], ["list", "--help"]])
+                                  ["try", "--help"], ["list", "--help"], ["ci", "--help"],
+                                  ["comment", "--help"]])
 def test_help_and_version_load_nothing_heavy(argv):
     loaded = loaded_modules(command(*argv))
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_ci_plan_and_locate_load_only_the_spec_stack(tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    from make_ci_repo import make_ci_repo
+
+    make_ci_repo(tmp_path / "repo")
+    for argv in (["ci", "--plan", "--base", "main", "--head", "slower"], ["ci", "--locate"]):
+        succeeded = f"from orchestrator.cli.main import main\nassert main({argv!r}) == 0"
+        loaded = loaded_modules(succeeded, cwd=tmp_path / "repo")
+        assert not loaded & set(HEAVY), (argv, sorted(loaded & set(HEAVY)))
 
 
 def test_list_on_an_empty_root_reads_no_sweep_file_stack(tmp_path):
