@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from orchestrator.errors import InvalidInputError
@@ -30,6 +30,8 @@ LOOKED_FOR = (f"a {SWEEP_FILE}, pytest-benchmark or pytest-codspeed tests (test_
               "(pyperf.Runner), "
               "benches using orchestrator.benchkit's Bench, Google Benchmark binaries (tool.shasweep.gbench)")
 MAX_FILE_BYTES = 2 << 20  # a larger file is not read (generated code, data)
+_DESCRIBED = {"pytest-benchmark": "pytest-benchmark tests", "pyperf": "pyperf scripts",
+              "benchkit": "benchkit benches", "gbench": "Google Benchmark binaries"}
 _SKIPPED_DIRS = {"site-packages", "node_modules", "__pycache__"}
 _TEST_FILE = re.compile(r"(test_[^/]*|[^/]*_test)\.py\Z")
 _TEST_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(([^)]*)\)", re.MULTILINE)
@@ -54,13 +56,13 @@ class FoundSuite:
     benchmarks: int
     marker_only: tuple[str, ...] = ()  # pytest files whose benchmarks are codspeed markers, no fixture
     also_found: tuple[str, ...] = ()  # other kinds of suite present, not run
+    in_tree: bool = True  # its paths are the commit's files (not a sweep file's, not binaries a build makes)
 
     def describe(self) -> str:
         """``pytest-benchmark tests in benchmarks (15 benchmark functions)``, for messages."""
         if self.kind == "sweep":
             return f"the sweep {self.paths[0]}"
-        what = {"pytest-benchmark": "pytest-benchmark tests", "pyperf": "pyperf scripts",
-                "benchkit": "benchkit benches", "gbench": "Google Benchmark binaries"}[self.kind]
+        what = _DESCRIBED[self.kind]
         return f"{what} in {', '.join(self.paths)} ({self.benchmarks} benchmark functions)"
 
 
@@ -72,7 +74,7 @@ def find_suite(repo: str, sha: str, config: CiConfig) -> FoundSuite:
         sweep = config.sweep or SWEEP_FILE
         if sweep not in names:
             raise InvalidInputError(f"{sweep!r} is not a file of commit {sha[:12]}", "tool.shasweep.sweep")
-        return FoundSuite("sweep", (sweep,), 0)
+        return FoundSuite("sweep", (sweep,), 0, in_tree=False)
     texts = _texts(repo, sha, [n for n in names if n.endswith(".py") and not _skipped(n)])
     found = [suite for suite in (_pytest_suite(texts, config), _pyperf_suite(texts), _benchkit_suite(texts),
                                  _gbench_suite(config)) if suite is not None]
@@ -84,14 +86,13 @@ def find_suite(repo: str, sha: str, config: CiConfig) -> FoundSuite:
         raise InvalidInputError(f"no benchmark suite ({kinds}) found in commit {sha[:12]}{where}; looked "
                                 f"for {LOOKED_FOR}")
     first = found[0]
-    return FoundSuite(first.kind, first.paths, first.benchmarks, first.marker_only,
-                      tuple(suite.describe() for suite in found[1:]))
+    return replace(first, also_found=tuple(suite.describe() for suite in found[1:]))
 
 
 def present_at(found: FoundSuite, repo: str, sha: str) -> tuple[str, ...]:
     """The paths of ``found`` commit ``sha`` has (the merge base may predate part of a suite). A
     sweep file and Google Benchmark binaries (built in each checkout) are the head's: all kept."""
-    if found.kind in ("sweep", "gbench"):
+    if not found.in_tree:
         return found.paths
     names = set(_tree(repo, sha, ()))
     return tuple(path for path in found.paths
@@ -129,7 +130,7 @@ def _benchkit_suite(texts: dict[str, str]) -> FoundSuite | None:
 
 
 def _gbench_suite(config: CiConfig) -> FoundSuite | None:
-    return FoundSuite("gbench", config.gbench, len(config.gbench)) if config.gbench else None
+    return FoundSuite("gbench", config.gbench, len(config.gbench), in_tree=False) if config.gbench else None
 
 
 def _top_directories(files: list[str]) -> list[str]:

@@ -41,13 +41,69 @@ MIN_ROUNDS = 2  # an interval needs two rounds; the first look at the gates is a
 # later round is an adaptive one, which starts only when the deadline holds it
 MAX_ROUNDS = 100
 RUN_START_S = 3.0  # a suite process's start, imports and collection, when no earlier sweep says
-PER_BENCHMARK_S = {"pytest-benchmark": 0.25, "pyperf": 3.0, "gbench": 1.0, "benchkit": 5.0, "sweep": 5.0}
+SWEEP_FILE_S = 5.0  # a project's own sweep: a run's time, when no earlier sweep says
 PYTEST_ARGS = ("--benchmark-only", "--benchmark-json={result}", "--benchmark-max-time=0.1",
                "--benchmark-timer=time.process_time")  # CPU time per call: a shared runner blurs it less
 PYPERF_ARGS = ("--quiet", "--processes", "2", "--values", "3")
 GBENCH_ARGS = ("--benchmark_out={result}", "--benchmark_out_format=json", "--benchmark_repetitions=3")
-GATE_METRIC = {"pytest-benchmark": TIME_METRIC, "pyperf": TIME_METRIC, "gbench": CPU_TIME_METRIC,
-               "benchkit": "step_ms"}
+ONE_HASH_SEED = {"PYTHONHASHSEED": "0"}  # a set's or dict's layout adds no per-process noise
+
+
+@dataclass(frozen=True)
+class SuiteCommand:
+    """How a kind of suite runs: its argv, its cases, and whether one process of the tool runs them
+    all (only then can lockstep keep it resident)."""
+
+    argv: list[str]
+    cases: Any
+    one_process: bool = True
+
+
+@dataclass(frozen=True)
+class SuiteKind:
+    """What a ci sweep of one kind of suite is: the protocol that reads it, the metric its default
+    gate bounds, a benchmark function's typical seconds (for the first round estimate), its command,
+    environment and params."""
+
+    protocol: str
+    gate_metric: str
+    per_benchmark_s: float
+    command: Callable[[FoundSuite, list[str]], SuiteCommand]
+    env: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _pytest_command(found: FoundSuite, args: list[str]) -> SuiteCommand:
+    return SuiteCommand(["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", *found.paths,
+                         *PYTEST_ARGS, *args], "discover")
+
+
+def _pyperf_command(found: FoundSuite, args: list[str]) -> SuiteCommand:
+    if len(found.paths) == 1:
+        return SuiteCommand(["{python}", found.paths[0], *PYPERF_ARGS, "-o", "{result}", *args], "discover")
+    return SuiteCommand(["{python}", "-m", "orchestrator.suitekit.pyperf_scripts", "--out", "{result}",
+                         *found.paths, "--", *PYPERF_ARGS, *args], "discover", one_process=False)
+
+
+def _gbench_command(found: FoundSuite, args: list[str]) -> SuiteCommand:
+    if len(found.paths) > 1:
+        raise InvalidInputError(f"names {len(found.paths)} binaries; a ci sweep runs one",
+                                "tool.shasweep.gbench")
+    return SuiteCommand([f"{{worktree}}/{found.paths[0]}", *GBENCH_ARGS, *args], "discover")
+
+
+def _benchkit_command(found: FoundSuite, args: list[str]) -> SuiteCommand:
+    return SuiteCommand(["{python}", "{case}", "--stream", "{stream}", "--control", "{control}", *args],
+                        list(found.paths))
+
+
+KINDS: dict[str, SuiteKind] = {
+    "pytest-benchmark": SuiteKind("pytest-benchmark", TIME_METRIC, 0.25, _pytest_command, ONE_HASH_SEED),
+    "pyperf": SuiteKind("pyperf", TIME_METRIC, 3.0, _pyperf_command),
+    "gbench": SuiteKind("gbench", CPU_TIME_METRIC, 1.0, _gbench_command),
+    "benchkit": SuiteKind("v1", "step_ms", 5.0, _benchkit_command, ONE_HASH_SEED,
+                          {"warmup": 2, "measure": 20}),
+}
 
 
 @dataclass(frozen=True)
@@ -80,7 +136,7 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
     rounds are sized by ``history(command)`` (a round's seconds in an earlier ci sweep of that
     command, None if there is none) or else by the suite's size. ``InvalidInputError`` naming
     ``--budget`` when not even ``MIN_ROUNDS`` rounds fit."""
-    raw = _sweep_file(found, repo) if found.kind == "sweep" else _suite_sweep(found, config)
+    raw = _suite_sweep(found, config) if found.kind in KINDS else _sweep_file(found, repo)
     earlier = history(list(raw.get("command", []))) if history else None
     estimate = (RoundEstimate(earlier, "the last ci sweep of this suite") if earlier
                 else _static_estimate(found))
@@ -94,7 +150,7 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
     repeats = MIN_ROUNDS
     raw.update({"sides": {BASE: {"ref": commits.merge_base}, HEAD: {"ref": commits.head}}, "baseline": BASE,
                 "aa": commits.same, "timeout_s": min(float(raw.get("timeout_s", budget_s)), budget_s)})
-    if found.kind != "sweep" or "max_repeats" not in raw:
+    if found.kind in KINDS or "max_repeats" not in raw:
         raw.update({"repeats": repeats, "max_repeats": max(rounds, repeats)})
     if config.gates:
         raw["gates"] = [dict(gate) for gate in config.gates]
@@ -106,46 +162,24 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
 
 def _suite_sweep(found: FoundSuite, config: CiConfig) -> dict[str, Any]:
     """The keys of a sweep of a found suite: protocol, command, cases, order, the default gate."""
-    protocol, command, cases = _command(found, config)
-    info = describe(protocol)
-    if found.marker_only and not info.has(Capability.CONTROL_CHANNEL):
+    kind = KINDS[found.kind]
+    command = kind.command(found, list(config.args))
+    control = describe(kind.protocol).has(Capability.CONTROL_CHANNEL)
+    if found.marker_only and not control:
         raise InvalidInputError(
             f"{', '.join(found.marker_only)}: pytest-codspeed's benchmark marker without the benchmark "
             "fixture is measured only in lockstep, which this shasweep does not run for pytest suites; "
             "take the benchmark fixture in those tests", "tool.shasweep.paths")
-    lockstep = info.has(Capability.CONTROL_CHANNEL) and not (found.kind == "pyperf" and len(found.paths) > 1)
     raw: dict[str, Any] = {
-        "name": SWEEP_NAME, "protocol": protocol, "command": command, "cases": cases,
-        "order": "lockstep" if lockstep else "interleaved", "results": config.results,
-        "gates": [{"metric": GATE_METRIC[found.kind], "max_ratio": DEFAULT_MAX_RATIO}],
-        "prepare": [list(argv) for argv in config.prepare]}
+        "name": SWEEP_NAME, "protocol": kind.protocol, "command": command.argv, "cases": command.cases,
+        "order": "lockstep" if control and command.one_process else "interleaved",
+        "results": config.results,
+        "gates": [{"metric": kind.gate_metric, "max_ratio": DEFAULT_MAX_RATIO}],
+        "prepare": [list(argv) for argv in config.prepare], "env": dict(kind.env),
+        "params": dict(kind.params)}
     if config.pythonpath:
         raw["pythonpath"] = list(config.pythonpath)
-    if found.kind == "benchkit":
-        raw["params"] = {"warmup": 2, "measure": 20}
-    if found.kind in ("pytest-benchmark", "benchkit"):
-        raw["env"] = {"PYTHONHASHSEED": "0"}  # one seed: a set's or dict's layout adds no per-process noise
     return raw
-
-
-def _command(found: FoundSuite, config: CiConfig) -> tuple[str, list[str], Any]:
-    """(protocol, command, cases) of each kind of suite."""
-    args = list(config.args)
-    if found.kind == "pytest-benchmark":
-        return ("pytest-benchmark", ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", *found.paths,
-                                     *PYTEST_ARGS, *args], "discover")
-    if found.kind == "pyperf":
-        if len(found.paths) == 1:
-            return "pyperf", ["{python}", found.paths[0], *PYPERF_ARGS, "-o", "{result}", *args], "discover"
-        return "pyperf", ["{python}", "-m", "orchestrator.suitekit.pyperf_scripts", "--out", "{result}",
-                          *found.paths, "--", *PYPERF_ARGS, *args], "discover"
-    if found.kind == "gbench":
-        if len(found.paths) > 1:
-            raise InvalidInputError(f"names {len(found.paths)} binaries; a ci sweep runs one",
-                                    "tool.shasweep.gbench")
-        return "gbench", [f"{{worktree}}/{found.paths[0]}", *GBENCH_ARGS, *args], "discover"
-    bench = ["{python}", "{case}", "--stream", "{stream}", "--control", "{control}", *args]
-    return "v1", bench, list(found.paths)
 
 
 def _sweep_file(found: FoundSuite, repo: Path) -> dict[str, Any]:
@@ -156,7 +190,7 @@ def _sweep_file(found: FoundSuite, repo: Path) -> dict[str, Any]:
 def _static_estimate(found: FoundSuite) -> RoundEstimate:
     """A round's time from the suite's size when no earlier sweep says: each side's process start
     and its benchmark functions at a typical time each."""
-    per = PER_BENCHMARK_S[found.kind]
+    per = KINDS[found.kind].per_benchmark_s if found.kind in KINDS else SWEEP_FILE_S
     seconds = 2 * (RUN_START_S + per * max(found.benchmarks, 1))
     return RoundEstimate(seconds, f"{found.benchmarks} benchmark functions at ~{per:g} s each, 2 sides")
 
