@@ -1,11 +1,13 @@
 """The pull-request comment of ``shasweep ci``: short, stable, under ``MAX_BYTES`` whatever the suite.
 
 A hidden marker first (a bot step finds its own comment by it and edits it in place), one verdict
-line, what was compared, then the changed cases: every gate verdict whose decided interval lies
-entirely above or below 1, or that FAILed, with its ratio and that interval (the gates' own figures:
-no other "change" is computed here), FAILs first, then the largest changes; "no change beyond noise
-in N cases" for the others; the undecided ones counted with what to do; a link or path to the full
-report. Text from cases and refs is escaped (``gh_summary.gh_text``).
+line, what was compared, then the clear changes (``analysis.decided``: a gate FAILed, or the
+figure's interval widened for the cases judged together lies entirely above or below 1), FAILs
+first, then the largest, each with its one figure: the ratio, and the interval of its claim (the
+gate's decided interval for a FAIL, the family-wise one that makes any other change clear), at the
+confidence it was read; "no change beyond noise in N cases" for the other compared cases; the cases
+added or removed (never gated) and the undecided ones counted; a link or path to the full report.
+Nothing here computes a change of its own. Text from cases and refs is escaped (``gh_text``).
 """
 
 from __future__ import annotations
@@ -13,15 +15,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from orchestrator.analysis.decided import DecidedFigure, clear_changes
 from orchestrator.analysis.report_model import Report
-from orchestrator.analysis.verdicts import GateVerdict, Verdict
+from orchestrator.analysis.verdicts import Verdict
 from orchestrator.render.gh_summary import gh_text
-from orchestrator.render.verdict_line import counts_text, is_waived, verdict_counts
+from orchestrator.render.terminal import report_verdict_line
+from orchestrator.render.verdict_line import is_waived, verdict_counts
 
 MARKER = "<!-- shasweep-ci -->"
 MAX_BYTES = 4000
 MAX_ROWS = 10
 MAX_CASE_CHARS = 90
+MAX_LISTED = 5  # added or removed cases named; the others counted
 VERDICT_WORDS = {0: "PASS", 1: "FAIL", 2: "ERROR", 3: "ERROR", 4: "INCONCLUSIVE"}
 COUNT_NAMES = {"PASS": "pass", "FAIL": "fail", "INCONCLUSIVE": "inconclusive", "NO DATA": "no-data",
                "WAIVED": "waived"}
@@ -41,15 +46,13 @@ class Compared:
 
 def ci_comment(report: Report, compared: Compared) -> str:
     """The comment's Markdown for a sweep that ran."""
-    word = VERDICT_WORDS.get(report.exit_code, "ERROR")
-    gates = report.gates
-    changed = changed_gates(gates)
-    quiet = len({g.case for g in gates} - {g.case for g in changed})
-    head = [MARKER, f"### shasweep: {word} — {counts_text(gates)} (exit {report.exit_code})", "",
-            _compared_line(report, compared), ""]
-    tail = [f"No change beyond noise in {quiet} case{_s(quiet)}." if quiet else "", *_undecided(gates),
-            *_not_ok(report), "", f"Full report: {_link(compared.report)}"]
-    rows = [_row(g) for g in changed[:MAX_ROWS]]
+    changed = changes(report)
+    quiet = len(report.decided) - len(changed)
+    head = [MARKER, f"### shasweep: {VERDICT_WORDS.get(report.exit_code, 'ERROR')} — "
+                    f"{gh_text(report_verdict_line(report))}", "", _compared_line(report, compared), ""]
+    tail = [f"No change beyond noise in {quiet} case{_s(quiet)}." if quiet else "", *_one_sided(report),
+            *_undecided(report), "", f"Full report: {_link(compared.report)}"]
+    rows = [_row(figure) for figure in changed[:MAX_ROWS]]
     more = len(changed) - len(rows)
     while rows:
         text = _join(head, rows, more, tail)
@@ -60,14 +63,24 @@ def ci_comment(report: Report, compared: Compared) -> str:
     return _join(head, rows, more, tail)
 
 
+def changes(report: Report) -> list[DecidedFigure]:
+    """The clear changes of ``report``, FAILs first, then the largest."""
+    def failed(figure: DecidedFigure) -> bool:
+        return figure.gate is not None and figure.gate.verdict == Verdict.FAIL
+
+    return sorted(clear_changes(report.decided), key=lambda f: (not failed(f), -f.size))
+
+
 def report_values(report: Report) -> dict[str, str]:
     """The step outputs of a sweep that ran, as the comment counts them: verdict, exit-code, the gate
-    verdicts' counts, changed (cases with a change beyond noise), cases and sweep-id."""
+    verdicts' counts, changed (clear changes), added and removed cases, cases and sweep-id."""
     counts = verdict_counts(report.gates)
-    changed = len({gate.case for gate in changed_gates(report.gates)})
+    one_sided = report.one_sided.values()
     return {"verdict": VERDICT_WORDS.get(report.exit_code, "ERROR"), "exit-code": str(report.exit_code),
             **{name: str(counts.get(key, 0)) for key, name in COUNT_NAMES.items()},
-            "changed": str(changed), "cases": str(len(report.cases)), "sweep-id": report.sweep_id}
+            "changed": str(len(changes(report))), "added": str(sum(len(s.added) for s in one_sided)),
+            "removed": str(sum(len(s.removed) for s in one_sided)), "cases": str(len(report.cases)),
+            "sweep-id": report.sweep_id}
 
 
 def note_comment(title: str, message: str, report: str | None = None) -> str:
@@ -77,59 +90,55 @@ def note_comment(title: str, message: str, report: str | None = None) -> str:
     return "\n".join([*lines, *(["", f"Full report: {_link(report)}"] if report else [])]) + "\n"
 
 
-def changed_gates(gates: list[GateVerdict]) -> list[GateVerdict]:
-    """The verdicts that FAILed or whose decided interval lies entirely above or below 1: FAILs
-    first, then the largest changes."""
-    def changed(gate: GateVerdict) -> bool:
-        c = gate.comparison
-        return gate.verdict == Verdict.FAIL or (c.has_interval and (c.low > 1 or c.high < 1))
-
-    def order(gate: GateVerdict) -> tuple[bool, float]:
-        size = abs(math.log(gate.ratio)) if gate.ratio > 0 and math.isfinite(gate.ratio) else math.inf
-        return gate.verdict != Verdict.FAIL, -size
-
-    return sorted((g for g in gates if changed(g)), key=order)
-
-
-def _row(gate: GateVerdict) -> str:
-    c = gate.comparison
+def _row(figure: DecidedFigure) -> str:
+    """case | metric | ratio | the interval of the row's claim | the gate's verdict and bound."""
+    gate = figure.gate
+    failed = gate is not None and gate.verdict == Verdict.FAIL
+    c = figure.comparison if failed or figure.family is None else figure.family
     interval = (f"[{c.low:.3f}, {c.high:.3f}] at {100 * c.confidence:.4g} %" if c.has_interval
                 else "no interval")
-    verdict = f"{gate.verdict} (waived)" if is_waived(gate) else str(gate.verdict)
-    ratio = "-" if math.isnan(gate.ratio) else f"{gate.ratio:.3f}"
-    cells = [gh_text(_short(gate.case)), gh_text(gate.metric), ratio, interval, f"{verdict} {gate.bound}"]
-    return "| " + " | ".join(cells) + " |"  # numbers, verdicts and bounds are ours: only names escaped
+    ratio = "-" if math.isnan(figure.ratio) else f"{figure.ratio:.3f}"
+    verdict = "-" if gate is None else f"{gate.verdict}{' (waived)' if is_waived(gate) else ''} {gate.bound}"
+    # numbers, verdicts and bounds are ours: only the names are escaped
+    return f"| {gh_text(_short(figure.case))} | {gh_text(figure.metric)} | {ratio} | {interval} | {verdict} |"
 
 
 def _join(head: list[str], rows: list[str], more: int, tail: list[str]) -> str:
     table = (["| case | metric | ratio head/base | interval | gate |", "|---|---|---|---|---|", *rows, ""]
              if rows else [])
-    extra = [f"… and {more} more changed case{_s(more)} in the full report.", ""] if more else []
+    extra = [f"… and {more} more clear change{_s(more)} in the full report.", ""] if more else []
     return "\n".join([*head, *table, *extra, *(line for line in tail if line)]) + "\n"
 
 
 def _compared_line(report: Report, compared: Compared) -> str:
     adaptive = report.record.adaptive
-    rounds = f"{adaptive.rounds} rounds ({adaptive.ended})" if adaptive and adaptive.ended else (
-        f"{adaptive.rounds} rounds" if adaptive else f"{report.record.spec.repeats} rounds")
+    rounds = adaptive.rounds if adaptive else report.record.spec.repeats
+    why = f" ({adaptive.ended})" if adaptive and adaptive.ended else ""
     same = " (the same commit: an A/A comparison, the machine against itself)" if (
         compared.head == compared.merge_base) else ""
     return (f"`{compared.head[:12]}` against the merge base `{compared.merge_base[:12]}` with "
             f"{gh_text(compared.base_ref)}{same}; {gh_text(compared.suite)}, "
-            f"{report.record.spec.order.value}, {rounds}, budget {gh_text(compared.budget)}.")
+            f"{report.record.spec.order.value}, {rounds} rounds{why}, budget {gh_text(compared.budget)}.")
 
 
-def _undecided(gates: list[GateVerdict]) -> list[str]:
-    count = sum(1 for g in gates if g.verdict == Verdict.INCONCLUSIVE)
+def _one_sided(report: Report) -> list[str]:
+    """The cases a side has alone or lacks: counted, the first ``MAX_LISTED`` named."""
+    lines = []
+    for cases in report.one_sided.values():
+        for word, names in (("Added", cases.added), ("Removed", cases.removed)):
+            if names:
+                shown = ", ".join(gh_text(_short(name)) for name in names[:MAX_LISTED])
+                others = f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else ""
+                lines.append(f"{word} (not gated): {len(names)} case{_s(len(names))}: {shown}{others}.")
+    return lines
+
+
+def _undecided(report: Report) -> list[str]:
+    count = sum(1 for g in report.gates if g.verdict == Verdict.INCONCLUSIVE)
     if not count:
         return []
     return [f"{count} gate{_s(count)} undecided within the budget (INCONCLUSIVE, exit 4): treat as neutral, "
             "or run again with a larger `--budget`."]
-
-
-def _not_ok(report: Report) -> list[str]:
-    failed = len(report.failures) + report.missing
-    return [f"{failed} run{_s(failed)} not ok: see the full report (exit 3)."] if failed else []
 
 
 def _link(report: str) -> str:

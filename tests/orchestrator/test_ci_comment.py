@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import replace
 
@@ -13,18 +12,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from orchestrator.analysis.decided import clear_changes
 from orchestrator.analysis.report_model import make_report
 from orchestrator.render.ci_comment import (
     MARKER,
     MAX_BYTES,
+    MAX_ROWS,
     Compared,
-    changed_gates,
+    changes,
     ci_comment,
     note_comment,
     report_values,
 )
 from orchestrator.render.ci_outputs import dotenv_text, github_output_text
-from orchestrator.render.gh_summary import gh_markdown
+from orchestrator.render.gh_summary import gh_markdown, gh_text
+from orchestrator.render.terminal import report_verdict_line
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store.records import write_record
 
@@ -40,12 +42,15 @@ COMPARED = Compared(
 )
 
 
-def write_suite(root, ratios: dict[str, float], rounds: int = 6, noise: float = 0.004) -> None:
+def write_suite(root, ratios: dict[str, float], rounds: int = 6, noise: float = 0.004,
+                one_sided: dict[str, str] | None = None) -> None:
     """One results file of a ci sweep: ``ratios`` maps each case to head's time over base's."""
     rng = np.random.default_rng(11)
     rows = []
     for number, (case, ratio) in enumerate(ratios.items()):
         for side, factor in (("base", 1.0), ("head", ratio)):
+            if (one_sided or {}).get(case, side) != side:
+                continue
             for i in range(rounds):
                 time_ms = 1.0 * factor * float(np.exp(rng.normal(0, noise)))
                 rows.append(
@@ -121,30 +126,33 @@ def suite_of(size: int, slower: int = 1, faster: int = 1, name: str = "bench/tes
 @pytest.fixture(scope="module")
 def report400(tmp_path_factory):
     root = tmp_path_factory.mktemp("ci400")
-    write_suite(root, suite_of(400))
+    ratios = {**suite_of(400), "bench/test_new.py::test_new": 1.0, "bench/test_old.py::test_old": 1.0}
+    write_suite(root, ratios, one_sided={"bench/test_new.py::test_new": "head",
+                                         "bench/test_old.py::test_old": "base"})
     return make_report(root, SWEEP)
 
 
-def test_the_comment_lists_the_changes_with_the_gates_figures(report400):
+def test_the_comment_lists_the_clear_changes_with_their_one_figure(report400):
     text = ci_comment(report400, COMPARED)
     lines = text.splitlines()
-    counts = Counter(g.verdict for g in report400.gates)
-    assert counts["FAIL"] == 1 and counts["PASS"] > 390
-    assert lines[0] == MARKER and lines[1] == (
-        f"### shasweep: FAIL — PASS {counts['PASS']} / FAIL 1 / "
-        f"INCONCLUSIVE {counts['INCONCLUSIVE']} (exit 1)"
-    )
-    fail = next(g for g in report400.gates if g.verdict == "FAIL")
-    c = fail.comparison
-    row = next(line for line in lines if "test\\_0 |" in line)
-    assert (
-        f"| {fail.ratio:.3f} | [{c.low:.3f}, {c.high:.3f}] at {100 * c.confidence:.4g} % | FAIL <= 1.02x |"
-        in row
-    )
-    faster = next(g for g in report400.gates if g.case.endswith("test_1"))
-    assert faster.verdict == "PASS" and "test\\_1 |" in text, "a clear change that passes is listed too"
-    beyond_noise = {g.case for g in report400.gates if g.comparison.low > 1 or g.comparison.high < 1}
-    assert f"No change beyond noise in {400 - len(beyond_noise)} cases." in text
+    verdict_line = gh_text(report_verdict_line(report400))
+    assert lines[0] == MARKER and lines[1] == f"### shasweep: FAIL — {verdict_line}"
+    assert "FAIL 1" in lines[1] and "exit 1" in lines[1]
+    figures = {f.case.split("::")[-1]: f for f in report400.decided}
+    fail, faster = figures["test_0"], figures["test_1"]
+    assert fail.gate.verdict == "FAIL" and faster.gate.verdict == "PASS" and faster.clear
+    c = fail.comparison  # the interval the gate decided on
+    assert (f"| bench/test\\_x.py::test\\_0 | time\\_ms | {fail.ratio:.3f} | [{c.low:.3f}, {c.high:.3f}] at "
+            f"{100 * c.confidence:.4g} % | FAIL <= 1.02x |") in lines
+    f = faster.family  # what makes a change that passed clear: the family-wise interval
+    interval = f"[{f.low:.3f}, {f.high:.3f}] at {100 * f.confidence:.4g} %"
+    assert f"| {faster.ratio:.3f} | {interval} | PASS <= 1.02x |" in text
+    assert lines.index(next(line for line in lines if "test\\_0 |" in line)) < lines.index(
+        next(line for line in lines if "test\\_1 |" in line)), "a FAIL first"
+    quiet = len(report400.decided) - len(clear_changes(report400.decided))
+    assert f"No change beyond noise in {quiet} cases." in text and quiet == 398
+    assert "Added (not gated): 1 case: bench/test\\_new.py::test\\_new." in lines
+    assert "Removed (not gated): 1 case: bench/test\\_old.py::test\\_old." in lines
     assert lines[-1] == "Full report: <https://github.example/o/r/actions/runs/7>"
     assert "`bbbbbbbbbbbb` against the merge base `aaaaaaaaaaaa` with origin/main" in text
     assert len(text.encode()) <= MAX_BYTES
@@ -152,50 +160,38 @@ def test_the_comment_lists_the_changes_with_the_gates_figures(report400):
 
 def test_the_comment_stays_under_4_kb_whatever_changes(report400):
     long = "bench/" + "deep/" * 40 + "test_x.py::test_{}[" + "p" * 300 + "]"
-    fail = next(g for g in report400.gates if g.verdict == "FAIL")
-    gates = [replace(fail, case=long.format(i)) for i in range(10_000)]
-    many = replace(report400, gates=gates, cases=[g.case for g in gates])
+    fail = next(f for f in report400.decided if f.gate is not None and f.gate.verdict == "FAIL")
+    figures = [replace(fail, case=long.format(i)) for i in range(10_000)]
+    many = replace(report400, decided=figures, cases=[f.case for f in figures])
     text = ci_comment(many, COMPARED)
     assert len(text.encode()) <= MAX_BYTES
-    assert len(changed_gates(many.gates)) == 10_000
-    assert "more changed cases in the full report" in text and text.splitlines()[0] == MARKER
+    rows = [line for line in text.splitlines() if line.startswith("| bench/")]
+    assert len(changes(many)) == 10_000 and len(rows) == MAX_ROWS and all(len(r) < 300 for r in rows)
+    assert "more clear changes in the full report" in text and text.splitlines()[0] == MARKER
     assert text.rstrip().endswith("Full report: <https://github.example/o/r/actions/runs/7>")
 
 
 def test_the_job_summary_of_400_cases_stays_under_60_kb(report400):
     text = gh_markdown(report400)
-    assert len(text.encode()) < 60_000 and "All cases: 400 cases" in text
+    assert len(text.encode()) < 60_000 and "All cases: 402 cases" in text
 
 
 def test_the_step_outputs_count_what_the_comment_says(report400):
     values = report_values(report400)
     counts = Counter(g.verdict for g in report400.gates)
-    beyond_noise = {g.case for g in report400.gates if g.comparison.low > 1 or g.comparison.high < 1}
-    assert values == {
-        "verdict": "FAIL",
-        "exit-code": "1",
-        "pass": str(counts["PASS"]),
-        "fail": "1",
-        "inconclusive": str(counts["INCONCLUSIVE"]),
-        "no-data": "0",
-        "waived": "0",
-        "changed": str(len(beyond_noise)),
-        "cases": "400",
-        "sweep-id": SWEEP,
-    }
+    assert values == {"verdict": "FAIL", "exit-code": "1", "pass": str(counts["PASS"]), "fail": "1",
+                      "inconclusive": str(counts["INCONCLUSIVE"]), "no-data": "0", "waived": "0",
+                      "changed": str(len(clear_changes(report400.decided))), "added": "1", "removed": "1",
+                      "cases": "402", "sweep-id": SWEEP}
     assert github_output_text({"a": "1", "b": "x\ny"}).splitlines()[0] == "a=1"
     delimited = github_output_text({"b": "x\ny"}).splitlines()
-    assert (
-        delimited[0].startswith("b<<SHASWEEP_")
-        and delimited[1:3] == ["x", "y"]
-        and delimited[3] == delimited[0][3:]
-    )
+    assert delimited[0].startswith("b<<SHASWEEP_") and delimited[1:3] == ["x", "y"]
+    assert delimited[3] == delimited[0][3:]
     assert dotenv_text({"exit-code": "1", "report": "a\nb"}) == "SHASWEEP_EXIT_CODE=1\nSHASWEEP_REPORT=a b\n"
 
 
 def test_an_error_comment_is_one_escaped_line():
-    text = note_comment(
-        "ERROR — nothing compared (exit 2)", "--base: 'x' is not in this shallow clone: <b>", None
-    )
+    why = "--base: 'x' is not in this shallow clone: <b>"
+    text = note_comment("ERROR — nothing compared (exit 2)", why, None)
     assert text.splitlines()[:2] == [MARKER, "### shasweep: ERROR — nothing compared (exit 2)"]
-    assert "<b>" not in text and math.isfinite(len(text))
+    assert "<b>" not in text and len(text.splitlines()) == 4
