@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.cli.python_option import add_python_argument, with_python
+from orchestrator.display import quantity, si_number, si_seconds
 
 if TYPE_CHECKING:
     from orchestrator.contract import RunResult
@@ -99,7 +100,6 @@ def _block_lines(result: RunResult, throughput_unit: str | None) -> list[str]:
         return [f"lockstep: ran without the control channel: {_CONTROL.sub('?', result.fallback or '')}"]
     if not result.blocks:
         return []
-    unit = f"{throughput_unit}/s" if throughput_unit else "per s"
     lines = [f"blocks: {len(result.blocks)}, this side alone in its lockstep round"]
     for block in result.blocks:
         steps, wall_s = block.get("steps"), block.get("wall_s")
@@ -109,27 +109,35 @@ def _block_lines(result: RunResult, throughput_unit: str | None) -> list[str]:
         if isinstance(steps, int) and steps > 0 and isinstance(wall_s, int | float):
             line += f" ({_ms(wall_s / steps)} a step)"
         if isinstance(throughput := block.get("throughput"), int | float):
-            line += f", throughput {throughput:.6g} {unit}"
+            line += f", throughput {_throughput(throughput, throughput_unit)}"
         lines.append(line)
     return lines
 
 
 def _ms(seconds: object) -> str:
-    return f"{seconds * 1000:.4g} ms" if isinstance(seconds, int | float) else "-"
+    return si_seconds(seconds) if isinstance(seconds, int | float) else "-"
+
+
+def _throughput(value: float, throughput_unit: str | None) -> str:
+    """``5.44 M calls/s``; a bench's own unit: ``5.44 M per s (the bench's unit)``."""
+    return quantity(value, "throughput", throughput_unit) if throughput_unit else f"{si_number(value)} per s"
 
 
 def _metric_lines(reading: Reading, throughput_unit: str | None) -> list[str]:
     """One line per metric: ``*`` marks the ones the gates and the report need."""
     if not reading.values:
         return []
-    unit = f"{throughput_unit}/s" if throughput_unit else "per s (the bench's unit)"
     width = max(len(name) for name in reading.values)
     lines = ["  metrics (* = a gate or the sweep's metrics need it):"]
     for name, value in reading.values.items():
         mark = "*" if name in reading.needed else " "
-        shown = "not reported" if value is None else f"{value:.6g}"
-        suffix = f" {unit}" if name == "throughput" and value is not None else ""
-        lines.append(f"    {mark} {json.dumps(name)[1:-1]:<{width}}  {shown}{suffix}")
+        if value is None:
+            shown = "not reported"
+        elif name == "throughput":
+            shown = _throughput(value, throughput_unit) + ("" if throughput_unit else " (the bench's unit)")
+        else:
+            shown = quantity(value, name)
+        lines.append(f"    {mark} {json.dumps(name)[1:-1]:<{width}}  {shown}")
     return lines
 
 

@@ -27,6 +27,7 @@ from rich.text import Text
 
 from orchestrator.contract import Outcome, PlannedRun
 from orchestrator.dashboard.board import eta_seconds
+from orchestrator.display import wrapped
 
 
 class EtaColumn(ProgressColumn):
@@ -74,8 +75,11 @@ class SweepProgress:
             self._progress.update(self._overall, total=self.total_runs)
 
     def say(self, text: str) -> None:
-        """Print a line (above the bars when they are shown), as the characters it is (no markup)."""
-        self._progress.console.print(text, highlight=False, markup=False)
+        """Print a line (above the bars when they are shown), as the characters it is (no markup): on a
+        terminal broken between phrases to fit it, else whole (``--no-progress`` into a log)."""
+        console = self._progress.console
+        for line in wrapped(text, console.width if console.is_terminal else None):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def handle_event(self, event: tuple[float, dict]) -> None:
         """``Client.subscribe_topic`` handler for the worker's progress messages."""

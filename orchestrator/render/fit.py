@@ -1,7 +1,10 @@
 """A table fitted to a terminal's width without ever splitting a word: long text columns (``shrink``:
 case names, metric names, errors) are first abbreviated with an ellipsis down to a comfortable width,
 then the columns the reader can spare are left out (``drop`` rank: the highest goes first), then the
-long text columns are abbreviated further; a cell is never wrapped onto a second line.
+long text columns are abbreviated further; a cell is never wrapped onto a second line. Case names
+lose the prefix they all share first (``shared_prefix``: a directory, a module), and what is still
+too long is cut in the middle (``cut="middle"``), so the part that tells them apart, a test's name
+or its parameters, stays.
 
 ``fit_table`` returns a rich table whose every column is ``no_wrap`` at an exact width, and the names
 of the columns it left out (the full report has them).
@@ -9,6 +12,8 @@ of the columns it left out (the full report has them).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rich.table import Table as RichTable
@@ -33,6 +38,8 @@ class Column:
     justify: str = "left"
     style: str = ""
     name: str = ""  # how the note of left-out columns names it (default: the header)
+    cut: str = "end"  # where an abbreviated cell loses its characters: "end" or "middle"
+    keep: int = COMFORTABLE  # characters it keeps (at most its natural width) before columns are left out
 
     @property
     def natural(self) -> int:
@@ -43,7 +50,7 @@ def fit_table(title: str, columns: list[Column], width: int) -> tuple[RichTable,
     """``columns`` as a table no wider than ``width`` (as far as dropping and shrinking allow), and the
     names of the columns left out."""
     widths = {id(c): c.natural for c in columns}
-    _shrink(columns, widths, width, COMFORTABLE)
+    _shrink(columns, widths, width, None)
     kept, dropped = list(columns), []
     while _width(kept, widths) > width:
         candidates = [c for c in kept if c.drop is not None]
@@ -61,18 +68,19 @@ def fit_table(title: str, columns: list[Column], width: int) -> tuple[RichTable,
         table.add_column(column.header, justify=column.justify, no_wrap=True, overflow="ellipsis",  # type: ignore[arg-type]
                          width=widths[id(column)], style=column.style)
     for row in zip(*(c.cells for c in kept), strict=True) if kept else []:
-        table.add_row(*(_abbreviated(cell, widths[id(c)]) for cell, c in zip(row, kept, strict=True)))
+        table.add_row(*(_abbreviated(cell, widths[id(c)], c.cut) for cell, c in zip(row, kept, strict=True)))
     return table, dropped
 
 
-def _shrink(columns: list[Column], widths: dict[int, int], width: int, floor: int) -> None:
-    """Narrow the text columns, widest first, none below ``floor`` (or its header), until the table
-    fits ``width`` or none can give more."""
+def _shrink(columns: list[Column], widths: dict[int, int], width: int, floor: int | None) -> None:
+    """Narrow the text columns, widest first, none below ``floor`` (None: each its own ``keep``) or its
+    header, until the table fits ``width`` or none can give more."""
     excess = _width(columns, widths) - width
     for column in sorted((c for c in columns if c.shrink), key=lambda c: -widths[id(c)]):
         if excess <= 0:
             return
-        cut = min(excess, widths[id(column)] - max(floor, len(column.header)))
+        least = column.keep if floor is None else floor
+        cut = min(excess, widths[id(column)] - max(least, len(column.header)))
         if cut > 0:
             widths[id(column)] -= cut
             excess -= cut
@@ -90,12 +98,31 @@ def _width(columns: list[Column], widths: dict[int, int]) -> int:
     return sum(widths[id(c)] for c in columns) + COLUMN_GAP * max(len(columns) - 1, 0)
 
 
-def _abbreviated(cell: str | Text, width: int) -> str | Text:
-    """``cell`` cut to ``width`` with an ellipsis at the end."""
+def _abbreviated(cell: str | Text, width: int, cut: str = "end") -> str | Text:
+    """``cell`` cut to ``width`` with an ellipsis at the end, or (``cut="middle"``, plain text) in the
+    middle, keeping a little more of its end than of its start."""
     if len(str(cell)) <= width:
         return cell
     if isinstance(cell, Text):
-        cut = cell.copy()
-        cut.truncate(width, overflow="ellipsis")
-        return cut
+        short = cell.copy()
+        short.truncate(width, overflow="ellipsis")
+        return short
+    if cut == "middle" and width >= 3:
+        head = (width - 1) // 2
+        return cell[:head] + ELLIPSIS + cell[len(cell) - (width - 1 - head):]
     return cell[:width - 1] + ELLIPSIS
+
+
+_SEPARATORS = ("::", "/")  # where a case name's parts end: a path's directories, a test's module
+
+
+def shared_prefix(names: Sequence[str]) -> str:
+    """The longest prefix every name shares that ends at a separator (``/`` of a path, ``::`` of a
+    pytest id) and leaves each name something: ``bench/test_enums.py::`` when every case is a test of
+    that module, ``bench/`` when they come from several; empty when none is shared."""
+    if not names:
+        return ""
+    common = os.path.commonprefix(list(names))
+    ends = [common.rfind(sep) + len(sep) for sep in _SEPARATORS if common.rfind(sep) >= 0]
+    prefix = common[:max(ends, default=0)]
+    return prefix if all(len(name) > len(prefix) for name in names) else ""

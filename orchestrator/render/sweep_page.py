@@ -20,7 +20,13 @@ from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
 from orchestrator.render import host_section, lockstep_section
 from orchestrator.render.forest import forest_plot, gate_bounds
 from orchestrator.render.page import Page
-from orchestrator.render.plots import breakdown_plot, lockstep_blocks_plot, per_run_plot, timeline_plot
+from orchestrator.render.plots import (
+    breakdown_plot,
+    lockstep_blocks_plot,
+    per_run_plot,
+    phase_medians,
+    timeline_plot,
+)
 from orchestrator.render.tables import (
     PROCESS_NOTE,
     Table,
@@ -146,9 +152,10 @@ def _case_section(page: Page, report: Report, case: str, runs: pd.DataFrame, ste
                *phase_plots(mine, report, case, paired)]
     case_steps = steps[(steps["phase"] == phase) & steps["run_key"].isin(mine["run_key"])]
     if len(case_steps):
+        shaded = " (warm-up shaded)" if case_steps["warmup"].any() else ""
         figures.append(timeline_plot(case_steps, mine, report.sides, phase,
-                                     f"{case}: {phase} per {_step_word(report.record.spec)} "
-                                     "(warm-up shaded)", x_label=_step_word(report.record.spec)))
+                                     f"{case}: {phase} per {_step_word(report.record.spec)}{shaded}",
+                                     x_label=_step_word(report.record.spec)))
     page.figures(figures)
     if report.lockstep is not None and "blocks" in mine:
         last = mine[mine["blocks"].notna()]
@@ -160,7 +167,8 @@ def _case_section(page: Page, report: Report, case: str, runs: pd.DataFrame, ste
 
 
 def phase_plots(runs: pd.DataFrame, report: Report, case: str, paired: bool) -> list[Model]:
-    """The phase breakdown per side (stacked medians); for a protocol whose phases each time the whole
+    """The phase breakdown per side (stacked medians), where the runs report two phases or more (one
+    phase is the whole step: nothing to break down); for a protocol whose phases each time the whole
     run (wall, user and sys time), one per-run plot of each instead: they are not parts of a whole."""
     spec = report.record.spec
     info = describe_stored(spec.protocol.value)
@@ -168,6 +176,8 @@ def phase_plots(runs: pd.DataFrame, report: Report, case: str, paired: bool) -> 
         return [per_run_plot(runs, report.sides, f"{case}: {phase} per run", metric=phase, paired=paired,
                              y_label=f"{phase} (ms per run)")
                 for phase in info.phases or () if phase in runs and runs[phase].notna().any()]
+    if len(phase_medians(runs, report.sides).columns) < 2:
+        return []
     unit = "ms per vector step" if is_envruntime_command(spec.command) else "ms per step"
     return [breakdown_plot(runs, report.sides, f"{case}: phase breakdown",
                            y_label=f"phase time ({unit}, median of run means)")]

@@ -5,6 +5,7 @@ formats every renderer shares, so Markdown, the terminal and HTML show the same 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from orchestrator.analysis import stats
@@ -20,6 +21,7 @@ from orchestrator.analysis.verdicts import (
     format_p,
 )
 from orchestrator.capabilities import Capability, describe_stored
+from orchestrator.display import quantity
 from orchestrator.spec.commands import is_envruntime_command, passes_variant
 from orchestrator.spec.identical_sides import aa_warnings
 from orchestrator.spec.record import AdaptiveSummary
@@ -150,8 +152,8 @@ def suite_table(report: Report, suite: SuiteSummary) -> Table:
     for case in suite.cases:
         base, mine = rows_by.get((case, report.baseline)), rows_by.get((case, suite.side))
         presence = report.presence(case, suite.side)
-        rows.append([case, format_number(base.summary.median) if base else "-",
-                     format_number(mine.summary.median) if mine else "-",
+        rows.append([case, quantity(base.summary.median, suite.metric) if base else "-",
+                     quantity(mine.summary.median, suite.metric) if mine else "-",
                      "-" if presence or not mine else _ratio(mine.ratio),
                      format_interval(mine.comparison) if mine and mine.comparison and not presence else "-",
                      presence or verdicts.get(case, "-")])
@@ -165,14 +167,15 @@ def suite_table(report: Report, suite: SuiteSummary) -> Table:
     return Table(header, rows)
 
 
-def one_sided_lines(report: Report) -> list[str]:
-    """Per side, the suite's cases it added or removed against the baseline: listed, never gated."""
+def one_sided_lines(report: Report, name: Callable[[str], str] = str) -> list[str]:
+    """Per side, the suite's cases it added or removed against the baseline: listed, never gated;
+    each case as ``name`` gives it."""
     lines = []
     for side, cases in report.one_sided.items():
         for word, names in (("added", cases.added), ("removed", cases.removed)):
             if names:
                 lines.append(f"{word} at {side} ({len(names)}, on one side only: not gated, not in the "
-                             f"geometric mean): {', '.join(names)}")
+                             f"geometric mean): {', '.join(map(name, names))}")
     return lines
 
 
@@ -208,7 +211,7 @@ def _process_summary(figure: ProcessFigure | None, spread: bool) -> str:
     if figure is None:
         return "-"
     if not spread:
-        return format_number(figure.summary.median)
+        return quantity(figure.summary.median, figure.metric)
     return f"{format_summary(figure.summary, figure.runs)} ({figure.runs} runs)"
 
 
@@ -285,7 +288,8 @@ def failures_table(report: Report) -> Table:
 
 
 def host_lines(report: Report) -> list[str]:
-    """The bench host's record, one ``key: value`` per line."""
+    """The bench host's record, one ``key: value`` per line, only what was measured (a key the host
+    could not tell, e.g. ``gpu_name`` on a host without a GPU, is left out)."""
     host = dict(report.record.host or {})
     if host and not is_envruntime_command(report.record.spec.command):
         # the worker's own package list is envruntime's; another repository's bench reports its own
@@ -296,8 +300,9 @@ def host_lines(report: Report) -> list[str]:
     # bench's real settings are in its audit, shown per side under "bench threads". Where the runs
     # ran is what each run recorded.
     for column in ("host_worker", "host_affinity", "host_cpu_governor", "host_gpu_name"):
-        host[column.removeprefix("host_")] = f"{_per_side(report, column)} (per run)"
-    return [f"{k}: {v}" for k, v in sorted(host.items()) if k != "threads"]
+        values = _per_side(report, column)
+        host[column.removeprefix("host_")] = None if values == "-" else f"{values} (per run)"
+    return [f"{k}: {v}" for k, v in sorted(host.items()) if k != "threads" and v not in (None, "", "-")]
 
 
 def format_summary(s: stats.Summary, ok_runs: int | None = None) -> str:

@@ -16,11 +16,12 @@ from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import Verdict
-from orchestrator.render.fit import Column, fit_table
+from orchestrator.capabilities import describe_stored
+from orchestrator.display import quantity
+from orchestrator.render.fit import COMFORTABLE, Column, fit_table, shared_prefix
 from orchestrator.render.tables import (
     confidence_note,
     format_change_interval,
-    format_number,
     one_line,
     one_sided_lines,
     process_lines,
@@ -47,11 +48,14 @@ def render_report(report: Report, width: int) -> RenderableType:
     parts += [_line(lines[0]), *(_line(w, style="yellow") for w in warning_lines(report)),
               _line(next(line for line in lines if line.startswith("runs: ")))]
     parts += _fitted(_sides(report), "sides", width)
+    prefix = shared_prefix(report.cases) if report.suites else ""
+    if prefix:
+        parts.append(_line(f"case names below without the prefix they all share: {prefix}", style="dim"))
     if report.suites:  # a benchmark suite: its cases in one table per side, largest change first
         for suite in report.suites:
             title = f"suite: {suite.metric}, {suite.side} / {report.baseline} (largest change first)"
-            parts += _fitted(_suite(report, suite), title, width)
-        parts += [_line(text) for text in one_sided_lines(report)]
+            parts += _fitted(_suite(report, suite, prefix), title, width)
+        parts += [_line(text) for text in one_sided_lines(report, lambda case: case.removeprefix(prefix))]
         if report.processes:
             parts += _fitted(_processes(report), "suite process (per suite run, not per case)", width)
             parts += [_line(text) for text in process_lines(report)]
@@ -59,7 +63,7 @@ def render_report(report: Report, width: int) -> RenderableType:
         for case in report.cases:
             parts += _fitted(_case(report, case), case, width)
     if report.gates:
-        parts += _fitted(_gates(report), "gates", width)
+        parts += _fitted(_gates(report, prefix), "gates", width)
         if (note := confidence_note(report)) is not None:
             parts.append(_line(note, style="dim"))
     if len(report.failures):
@@ -119,13 +123,14 @@ def _sides(report: Report) -> list[Column]:
 
 
 def _case(report: Report, case: str) -> list[Column]:
-    """metric, each side's median, then each other side's ratio to the baseline and its interval (left
-    out first: the other sides' medians, which their ratios restate, then the intervals, then the
-    ratios of all but the first other side)."""
+    """metric, each side's median (SI prefixes, 3 digits), then each other side's ratio to the baseline
+    and its interval (left out first: the other sides' medians, which their ratios restate, then the
+    intervals, then the ratios of all but the first other side)."""
     others = [s for s in report.sides if s != report.baseline]
     cells = {(r.side, r.metric): r for r in report.rows if r.case == case}
+    unit = describe_stored(report.record.spec.protocol.value).throughput_unit
     columns = [Column("metric", list(report.metrics), shrink=True)]
-    columns += [Column(side, [format_number(cells[side, m].summary.median) for m in report.metrics],
+    columns += [Column(side, [quantity(cells[side, m].summary.median, m, unit) for m in report.metrics],
                        justify="right", drop=None if side == report.baseline else 30 + i)
                 for i, side in enumerate([report.baseline, *others])]
     for i, side in enumerate(others):
@@ -137,13 +142,19 @@ def _case(report: Report, case: str) -> list[Column]:
     return columns
 
 
-def _suite(report: Report, suite: SuiteSummary) -> list[Column]:
-    """The suite's table (``tables.suite_table``): case names and intervals abbreviated, then the
-    medians left out, then the intervals, then the gate column."""
+def _suite(report: Report, suite: SuiteSummary, prefix: str = "") -> list[Column]:
+    """The suite's table (``tables.suite_table``), case names without ``prefix``: the medians left out
+    first (case names kept whole up to 48 characters), then case names (in the middle) and intervals
+    abbreviated, then the intervals, then the gate column left out."""
     contents = suite_table(report, suite)
     drops = [None, 30, 31, None, 20, 10]  # case, baseline, side, ratio, interval, gate
-    return [Column(name, [row[i] for row in contents.rows], shrink=i in (0, 4), drop=drops[i],
-                   justify="right" if 0 < i < 4 else "left")
+    names = [row[0].removeprefix(prefix) for row in contents.rows[:-1]]
+    total = len(suite.cases)
+    covered = f"{suite.common} of {total}" if suite.common < total else f"{total}"
+    names.append(f"geometric mean, {covered} cases")  # its rounds and pairing: in the Markdown
+    return [Column(name, names if i == 0 else [row[i] for row in contents.rows], shrink=i in (0, 4),
+                   drop=drops[i], justify="right" if 0 < i < 4 else "left", cut="middle" if i == 0 else "end",
+                   keep=48 if i == 0 else COMFORTABLE)
             for i, name in enumerate(contents.header)]
 
 
@@ -158,9 +169,9 @@ def _processes(report: Report) -> list[Column]:
             for i, name in enumerate(contents.header)]
 
 
-def _gates(report: Report) -> list[Column]:
+def _gates(report: Report, prefix: str = "") -> list[Column]:
     """verdict, metric, side, bound, ratio, interval, case (the interval left out first, then the
-    bound; case names abbreviated)."""
+    bound; case names without ``prefix``, abbreviated in the middle)."""
     gates = report.gates
     verdicts = [Text(verdict_text(g), style="dim" if g.waived else VERDICT_STYLES.get(g.verdict, ""))
                 for g in gates]
@@ -168,7 +179,7 @@ def _gates(report: Report) -> list[Column]:
             Column("side", [g.side for g in gates]), Column("bound", [g.bound for g in gates], drop=2),
             Column("ratio", [_ratio(g.ratio) for g in gates], justify="right"),
             Column("interval", [_interval(g.comparison) for g in gates], drop=3),
-            Column("case", [g.case for g in gates], shrink=True)]
+            Column("case", [g.case.removeprefix(prefix) for g in gates], shrink=True, cut="middle")]
 
 
 def _ratio(value: float) -> str:

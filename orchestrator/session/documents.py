@@ -4,6 +4,8 @@ where the caller says."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +15,22 @@ from orchestrator.store.atomic import write_text_atomic
 
 if TYPE_CHECKING:
     from orchestrator.render.page import Page
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_STEM = 80  # characters of a name taken from a case, before its hash
+
+
+def file_stem(text: str) -> str:
+    """``text`` (a case name: ``bench/test_x.py::test_y[Color red]``) as part of a file name that any
+    shell, URL and file system takes as it is: a ``/`` becomes ``_``, any other run of characters but
+    letters, digits, ``.``, ``_`` and ``-`` one ``_``, at most ``MAX_STEM`` of them; where more than
+    the ``/`` changed, 8 hex digits of the text's SHA-1 follow, so two cases never share a file."""
+    plain = text.replace("/", "_")
+    stem = _UNSAFE.sub("_", plain).strip("._-") or "_"
+    if stem == plain and len(stem) <= MAX_STEM:
+        return stem
+    return f"{stem[:MAX_STEM]}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator.display import wrapped
 from orchestrator.errors import InvalidInputError
 from orchestrator.session.recorded import SweepRun, reports_dir
 from orchestrator.store.atomic import write_text_atomic
@@ -78,12 +79,14 @@ def print_report(run: SweepRun, report: Report, written: list[Path], *, resume_h
 
     console = terminal_console()
     console.print(render_report(report, console.width))
-    console.print(f"full report in {_shown(written[0].parent)}: " + ", ".join(p.name for p in written),
-                  overflow="fold")
+    width = console.width if console.is_terminal else None
+    files = ", ".join(p.name for p in written)
+    lines = wrapped(f"full report in {_shown(written[0].parent)}: {files}", width)
     if resume_hint and (report.missing or len(report.failures)):
-        console.print("to run again the runs that are not ok:")  # the command whole, on a line of its own
-        console.print(f"  shasweep run --resume {run.sweep_id} --results {run.results_root}", soft_wrap=True)
-    console.print(report_verdict_line(report), overflow="fold")
+        lines += ["to run again the runs that are not ok:",  # the command whole, on a line of its own
+                  f"  shasweep run --resume {run.sweep_id} --results {run.results_root}"]
+    for line in [*lines, *wrapped(report_verdict_line(report), width)]:
+        console.print(line, soft_wrap=True)
 
 
 def export_report(run: SweepRun, fmt: str, *, side: str | None = None, out: Path | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.session.documents import Document
+from orchestrator.session.documents import Document, file_stem
 from orchestrator.session.recorded import locate_results, reports_dir
 
 if TYPE_CHECKING:
@@ -27,11 +27,11 @@ def case_history(case: str, results_root: str | Path = "results", *, side: str |
 
 
 def history_document(history: CaseHistory, results_root: Path) -> Document:
-    """The history as Markdown and as a page (default ``reports/history-<case>-<metric>.html``, a
-    ``/`` in the case written ``_``)."""
+    """The history as Markdown and as a page (default ``reports/history-<case>-<metric>.html``, the
+    case as ``documents.file_stem`` writes it)."""
     from orchestrator.render.history import history_markdown, history_page
 
     query = history.query
-    name = f"history-{query.case.replace('/', '_')}-{query.metric}.html"
+    name = f"history-{file_stem(query.case)}-{file_stem(query.metric)}.html"
     return Document(history_markdown(history), lambda: history_page(history),
                     reports_dir(results_root) / name)

@@ -254,11 +254,14 @@ def _start(work: Callable[[], None] | None) -> threading.Thread | None:
 
 
 def say(text: str) -> None:
-    """One line: on a terminal wrapped to its width (a long path folded, not cut); piped, as is."""
+    """One line: on a terminal wrapped to its width between phrases (``display.wrapped``: a path or a
+    command stays whole); piped, as is."""
+    from orchestrator.display import wrapped
     from orchestrator.render.console import terminal_console
 
     console = terminal_console()
     if console.is_terminal:
-        console.print(text, overflow="fold")
+        for line in wrapped(text, console.width):
+            console.print(line, soft_wrap=True)
     else:
         print(text, flush=True)

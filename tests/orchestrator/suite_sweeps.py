@@ -52,7 +52,8 @@ class SuiteSweep:
     def _write_row(self, root: Path, side: str, r: int, suite_key: str, case: str, order: str,
                    benchmarks: int) -> None:
         time_ms = self.time_ms(case, side, r)
-        row = {"sweep_id": self.sweep_id, "run_key": f"{suite_key}-{case}", "suite_run_key": suite_key,
+        key = f"{suite_key}-{self.cases[side].index(case)}"
+        row = {"sweep_id": self.sweep_id, "run_key": key, "suite_run_key": suite_key,
                "side": side, "ref": side, "sha": SHAS[side], "case": case, "variant": None, "repeat": r,
                "order": r, "status": "ok", "error": None, "wall_s": 1.0, "params": "{}", "env": "{}",
                "time_ms": time_ms, "throughput": 1000 / time_ms, "protocol": "pyperf",

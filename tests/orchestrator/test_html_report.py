@@ -20,6 +20,7 @@ SWEEP = "ab-20260101T000000"
 GATES = [{"metric": "throughput", "min_ratio": 1.5, "max_ratio": None, "case": None, "side": None},
          {"metric": "physics_ms", "max_ratio": 0.4, "min_ratio": None, "case": None, "side": None}]
 FIGURES_PER_CASE = 3  # throughput per run, phase breakdown, per-step timeline
+FIGURES_ONE_PHASE = 2  # a case whose runs report one phase: no breakdown of it
 FOREST_PLOTS = 2  # one per gate metric
 
 
@@ -35,15 +36,18 @@ def write_steps(root, sweep_id: str, key: str, phase_ms: dict[str, float], warmu
 
 
 def make_results(root) -> None:
-    """Go2: 3 + 3 ok runs and a candidate run that loaded the wrong SHA; G1: baseline runs only."""
+    """Go2: 3 + 3 ok runs and a candidate run that loaded the wrong SHA; G1: baseline runs only, which
+    report one phase and no warm-up steps."""
     write_sweep(root, SWEEP, GATES, [GO2, G1])
     write_go2_runs(root, SWEEP)
     write_run(root, SWEEP, "c3", "cand", GO2, throughput=150.0, physics_ms=5.0, audit_git_sha=SHAS["base"])
     for i in range(3):
         write_run(root, SWEEP, f"g1b{i}", "base", G1, throughput=50.0 + i, physics_ms=3.0)
-    for key in ("b0", "b1", "b2", "c0", "c1", "c2", "c3", "g1b0", "g1b1", "g1b2"):
+    for key in ("b0", "b1", "b2", "c0", "c1", "c2", "c3"):
         env_step_ms = 12.0 if key.startswith("b") else 7.0
         write_steps(root, SWEEP, key, {"env_step_ms": env_step_ms, "physics_ms": 5.0})
+    for key in ("g1b0", "g1b1", "g1b2"):
+        write_steps(root, SWEEP, key, {"env_step_ms": 7.0}, warmup=0)
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +76,13 @@ def test_the_page_is_self_contained(page):
     assert "Bokeh.embed.embed_items" in page and len(page) > 500_000, "BokehJS is inlined"
 
 
-def test_every_case_has_its_three_plots(page):
-    assert page.count("data-root-id=") == 2 * FIGURES_PER_CASE + FOREST_PLOTS
+def test_every_case_has_its_plots_and_no_breakdown_of_one_phase_nor_shading_without_warm_up(page):
+    assert page.count("data-root-id=") == FIGURES_PER_CASE + FIGURES_ONE_PHASE + FOREST_PLOTS
     for title in ("throughput per run", "phase breakdown", "env_step_ms per vector step (warm-up shaded)"):
-        assert page.count(f"{GO2}: {title}") == 1 and page.count(f"{G1}: {title}") == 1
+        assert page.count(f"{GO2}: {title}") == 1
+    assert page.count(f"{G1}: throughput per run") == 1 and f"{G1}: phase breakdown" not in page
+    assert page.count(f"{G1}: env_step_ms per vector step") == 1 and f"{G1}: env_step_ms per vector step (" \
+        not in page, "no warm-up step: nothing is shaded, and the title does not say it is"
 
 
 def test_verdicts_and_audit_failures_are_highlighted(page):

@@ -21,19 +21,21 @@ BASE = {"capabilities", "errors"}  # what every group of the orchestrator's own 
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "capabilities": set(),
+    "display": set(),  # numbers and lines for a terminal: the standard library only
     "contract": BASE,
     "spec": BASE,
     "store": {"spec", "contract"} | BASE,
     "worker": {"store", "contract"} | BASE,
     "plan": {"spec", "store", "contract"} | BASE,
     "dashboard": {"contract"} | BASE,
-    "dispatch": {"plan", "worker", "store", "spec", "analysis", "dashboard", "contract"} | BASE,
+    "dispatch": {"plan", "worker", "store", "spec", "analysis", "dashboard", "contract", "display"} | BASE,
     "analysis": {"store", "spec", "contract"} | BASE,  # and MODULE_EXCEPTIONS
-    "render": {"analysis", "spec", "contract"} | BASE,  # renders the models it is given: loads nothing
+    # renders the models it is given: loads nothing
+    "render": {"analysis", "spec", "contract", "display"} | BASE,
     "session": {"spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard",
-                "contract"} | BASE,
+                "contract", "display"} | BASE,
     # parses arguments, calls session, prints what it returns: never store, analysis or render itself
-    "cli": {"session", "spec", "plan", "dispatch", "worker", "dashboard", "contract"} | BASE,
+    "cli": {"session", "spec", "plan", "dispatch", "worker", "dashboard", "contract", "display"} | BASE,
     "benchkit": set(),  # a bench's own helper: the standard library only
     "suitekit": {"benchkit"},  # inside a suite's bench process: the standard library, pytest, pyperf
     "__init__": set(),

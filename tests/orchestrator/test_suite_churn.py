@@ -74,7 +74,7 @@ def test_one_sided_cases_are_added_or_removed_and_not_gated(churned):
 def test_every_output_lists_them(churned):
     report = make_report(churned, SWEEP)
     text = terminal(report)
-    assert "geometric mean (2 common cases of 5, 4 rounds" in text
+    assert "geometric mean, 2 of 5 cases" in text
     listed = ("added at new (2, on one side only: not gated, not in the geometric mean): "
               "count_words, hash_words")
     assert listed in " ".join(text.split())

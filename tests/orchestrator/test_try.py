@@ -4,6 +4,7 @@ library of examples/, a src-layout package, benches that fail in the ways newcom
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -191,6 +192,13 @@ def test_a_suite_run_shows_every_case_it_read(tmp_path, monkeypatch, capsys):
     cases = [line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith("case ")]
     assert len(cases) == 3 and any("tokenize" in c for c in cases), out
     assert out.count("* time_ms") == 3
+    # numbers for a reader: a time with its unit, a rate with an SI prefix, 3 digits, never an exponent
+    times = [line.split("* time_ms", 1)[1].split() for line in out.splitlines() if "* time_ms" in line]
+    assert all(unit in ("s", "ms", "µs", "ns") and re.fullmatch(r"\d{1,3}(\.\d{1,2})?", value)
+               for value, unit in times), out
+    rates = [line.split("throughput", 1)[1].strip() for line in out.splitlines() if line.strip().startswith(
+        "throughput")]
+    assert len(rates) == 3 and all(rate.endswith("calls/s") and "e+" not in rate for rate in rates), out
     tokenize = next(c for c in cases if "tokenize" in c)
     assert main(["try", sweep, "--case", tokenize]) == EXIT_OK
     assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("case ")] == [
