@@ -107,9 +107,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keep", type=Path, help="keep the repository and results here")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO_ROOT))
-    import pandas as pd
-
     from orchestrator.cli.main import main as shasweep
+    from orchestrator.store.query import read_runs
 
     with contextlib.ExitStack() as stack:
         root = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bisect-overhead-")))
@@ -122,7 +121,7 @@ def main(argv: list[str]) -> int:
         with contextlib.redirect_stdout(io.StringIO()) as out:
             code = shasweep(["bisect", str(sweep), "--good", shas[0], "--bad", shas[-1], "--no-progress"])
         wall = time.perf_counter() - started
-        runs = pd.read_parquet(root / "results" / "runs", columns=["sweep_id", "wall_s", "reused_from"])
+        runs = read_runs(root / "results", columns=["sweep_id", "wall_s", "reused_from"])  # all files
         reused = int(runs["reused_from"].notna().sum())
         runs = runs[runs["reused_from"].isna()]  # a reused run's wall_s was spent by an earlier step
         in_runs = float(runs["wall_s"].sum())

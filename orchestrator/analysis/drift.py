@@ -145,9 +145,11 @@ def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],
 
 
 def _with_command(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` with a missing command (older rows) as ``UNRECORDED_COMMAND``."""
-    command = runs["command"] if "command" in runs else pd.Series(None, index=runs.index, dtype=object)
-    return runs.assign(command=command.fillna(UNRECORDED_COMMAND))
+    """``runs`` with a missing command (older rows) as ``UNRECORDED_COMMAND`` and no variant (a
+    command that does not pass one) as ``""``: both are part of the identity, never unknown."""
+    missing = pd.Series(None, index=runs.index, dtype=object)
+    command, variant = (runs[name] if name in runs else missing for name in ("command", "variant"))
+    return runs.assign(command=command.fillna(UNRECORDED_COMMAND), variant=variant.fillna(""))
 
 
 def _metric_drift(mine: pd.DataFrame, past: pd.DataFrame, metric: str, first_run: pd.Series,

@@ -277,7 +277,8 @@ def reported_metrics(runs: pd.DataFrame) -> list[str]:
     """``throughput`` and every float column of the runs that some ok run reported besides the run's
     own bookkeeping: the phases (``*_ms``) first, then the other metrics, each in column order."""
     ok = runs[runs["status"] == "ok"] if "status" in runs else runs
-    own = {"throughput", "wall_s", "measure_wall_s", "steps", "exit_code", "repeat", "order", "lock_wait_s"}
+    own = {"throughput", "wall_s", "measure_wall_s", "steps", "exit_code", "repeat", "order", "lock_wait_s",
+           "format_version"}
     numeric = [c for c in ok.columns if c not in own and not c.startswith(("host_", "audit_"))
                and pd.api.types.is_float_dtype(ok[c]) and ok[c].notna().any()]
     return ["throughput", *[c for c in numeric if c.endswith("_ms")],

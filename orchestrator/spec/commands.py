@@ -44,7 +44,7 @@ def is_envruntime_command(command: list[str] | tuple[str, ...]) -> bool:
 
 def passes_variant(command: list[str] | tuple[str, ...]) -> bool:
     """Whether ``command`` gives the bench the sweep's ``variant`` (``{variant}``): only then does a
-    plan, a report or a history speak of variants."""
+    run have a variant (its row a ``variant`` column), and a plan, a report or a history speak of it."""
     try:
         return any("variant" in placeholders_in(str(arg), "command") for arg in command)
     except SpecError:  # a stored command of an older sweep: its placeholders were checked then

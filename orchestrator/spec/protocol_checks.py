@@ -20,7 +20,7 @@ RESERVED_COLUMNS: frozenset[str] = frozenset((
     "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant", "repeat", "order",
     "status", "error", "started_at", "ended_at", "wall_s", "throughput", "measure_wall_s", "exit_code",
     "steps", "log_dir", "params", "env", "protocol", "sweep", "ran_in", "lockstep_fallback", "blocks",
-    "quiet_wait_s", "quiet_load", "quiet_steal", "quiet_met", "python",
+    "quiet_wait_s", "quiet_load", "quiet_steal", "quiet_met", "python", "format_version",
 ))
 
 

@@ -1,7 +1,9 @@
 """The sweep record ``<results>/sweeps/<id>.json`` as a typed object, ``SweepRecord``.
 
-``SweepRecord.from_json`` reads a record written by any shasweep so far and applies every
-compatibility default once (``spec_from_json``, ``_compatible``); ``to_json`` writes today's format.
+``SweepRecord.from_json`` reads a record written by any shasweep so far (its ``format_version``,
+``spec.results_format``; none before versions existed) and applies every compatibility default once
+(``spec_from_json``, ``_compatible``); one of a newer version is refused. ``to_json`` writes today's
+format, its version first.
 Readers take the typed record and never restate a default. The file (paths, locks, atomic writes)
 is ``store.records``' job; how a record changes as a sweep moves on is ``plan.lifecycle``'s.
 """
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import InvalidInputError
 from orchestrator.spec.deprecated import DEPRECATED_KEYS
+from orchestrator.spec.results_format import FORMAT_VERSION, RECORD_KEY, checked_version
 from orchestrator.spec.schema import REPORT_METRICS, Spending, SweepSpec
 
 if TYPE_CHECKING:
@@ -155,15 +158,17 @@ class SweepRecord:
         return self.sides.get(label) or SideRecord()
 
     @classmethod
-    def from_json(cls, raw: object) -> SweepRecord:
-        """The record of a parsed JSON file; ``InvalidInputError`` names the first key of an
-        unexpected shape."""
-        return _parsed(_record_adapter(), _compatible(raw), "")
+    def from_json(cls, raw: object, where: str = "the sweep record") -> SweepRecord:
+        """The record of a parsed JSON file (``where``: its path); ``InvalidInputError`` names the first
+        key of an unexpected shape, ``NewerFormatError`` the file of a newer format version."""
+        return _parsed(_record_adapter(), _compatible(raw, where), "")
 
     def to_json(self) -> dict[str, Any]:
-        """The record as today's shasweep writes it (plain JSON values, the file's key order)."""
+        """The record as today's shasweep writes it (plain JSON values, its format version first, the
+        file's key order)."""
         written = _record_adapter().dump_python(self, mode="json")
-        return {key: value for key, value in written.items() if value or key not in ONLY_WHEN_SET}
+        return {RECORD_KEY: FORMAT_VERSION,
+                **{key: value for key, value in written.items() if value or key not in ONLY_WHEN_SET}}
 
 
 def spec_from_json(raw: object) -> SweepSpec:
@@ -178,11 +183,13 @@ def spec_to_json(spec: SweepSpec) -> dict[str, Any]:
     return _spec_adapter().dump_python(spec, mode="json")
 
 
-def _compatible(raw: object) -> dict[str, Any]:
-    """``raw`` with the defaults of keys older records lack and malformed log entries skipped."""
+def _compatible(raw: object, where: str) -> dict[str, Any]:
+    """``raw`` of a version this shasweep reads, with the defaults of keys older records lack and
+    malformed log entries skipped."""
     if not isinstance(raw, Mapping):
         raise InvalidInputError(f"a sweep record is a JSON object, got {type(raw).__name__}")
     record = dict(raw)
+    checked_version(record.pop(RECORD_KEY, None), where)  # every version so far reads as below
     record["spec"] = _compatible_spec(record.get("spec"))
     outcomes = record.get("outcomes")
     record["outcomes"] = [o for o in outcomes if isinstance(o, Mapping) and isinstance(o.get("run_key"), str)

@@ -18,6 +18,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from orchestrator.errors import InvalidInputError, UnknownSweepError
+from orchestrator.spec.results_format import FORMAT_VERSION, RECORD_KEY, checked_version
 from orchestrator.store.records import creation_order, reserve_id, stored_sequence, write_json
 
 
@@ -34,11 +35,14 @@ def reserve_bisect_id(results_root: Path, name: str, now: datetime) -> str:
 
 
 def write_bisect(results_root: Path, bisect_id: str, record: dict[str, Any]) -> Path:
-    return write_json(bisect_path(results_root, bisect_id), record)
+    """Write ``record`` atomically, this shasweep's format version first."""
+    versioned = {RECORD_KEY: FORMAT_VERSION, **{k: v for k, v in record.items() if k != RECORD_KEY}}
+    return write_json(bisect_path(results_root, bisect_id), versioned)
 
 
 def read_bisect(results_root: Path, bisect_id: str) -> dict[str, Any]:
-    """The stored record of ``bisect_id``; ``UnknownSweepError`` (exit 2) naming the file otherwise."""
+    """The stored record of ``bisect_id`` (its format version checked and left out);
+    ``UnknownSweepError`` (exit 2) naming the file otherwise, ``NewerFormatError`` for a newer one."""
     path = bisect_path(results_root, bisect_id)
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -48,6 +52,7 @@ def read_bisect(results_root: Path, bisect_id: str) -> dict[str, Any]:
         raise UnknownSweepError(f"bisect record {path} is unreadable: {exc}") from None
     if not isinstance(record, dict):
         raise UnknownSweepError(f"bisect record {path} is not a JSON object")
+    checked_version(record.pop(RECORD_KEY, None), str(path))  # every version so far reads alike
     return record
 
 

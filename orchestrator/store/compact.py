@@ -45,10 +45,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from orchestrator.errors import InvalidInputError
+from orchestrator.spec.results_format import metadata_version, with_version
 from orchestrator.store import index
 from orchestrator.store.atomic import copy_tree, fsync_dir, fsync_file, move_file, write_text_atomic
 from orchestrator.store.damaged import READ_ERRORS, warn_damaged
-from orchestrator.store.parquet import WRITE_OPTIONS
+from orchestrator.store.parquet import WRITE_OPTIONS, write_table
 from orchestrator.store.partitions import (
     KINDS,
     RUN_KEYS_METADATA,
@@ -292,6 +293,7 @@ def _read_all(held: dict[str, Holdings]) -> tuple[dict[str, pa.Table], dict[str,
                 warn_damaged(path, exc)
                 bad.append(path)
                 continue
+            metadata_version(table.schema.metadata, str(path))  # never rewrite a newer file as ours
             if keys is not None:
                 table = table.filter(pc.is_in(table.column("run_key"), pa.array(keys, pa.string())))
             parts.append(table.replace_schema_metadata(None))
@@ -378,7 +380,7 @@ def _stage(root: Path, sweep_id: str, token: str, runs: pa.Table, steps: pa.Tabl
         if key in singles:
             for kind, table in (("runs", runs), ("steps", steps)):
                 one = table.filter(pc.equal(table.column("run_key"), key))
-                pq.write_table(one, new[kind] / f"{key}.parquet", **WRITE_OPTIONS)
+                write_table(one, new[kind] / f"{key}.parquet", WRITE_OPTIONS)
     _verify(new, len(order), steps.num_rows)
     for directory in new.values():
         for path in directory.iterdir():
@@ -392,7 +394,7 @@ def _write_part(path: Path, table: pa.Table, keys: list[str]) -> None:
     statistics = [name for name in table.column_names if name in FILTERED_COLUMNS]
     with pq.ParquetWriter(path, table.schema, write_statistics=statistics, store_schema=False) as writer:
         writer.write_table(table, row_group_size=PART_ROW_GROUP)
-        writer.add_key_value_metadata({RUN_KEYS_METADATA: json.dumps(keys)})
+        writer.add_key_value_metadata(with_version({RUN_KEYS_METADATA: json.dumps(keys).encode()}))
 
 
 def _verify(new: dict[str, Path], runs: int, steps: int) -> None:

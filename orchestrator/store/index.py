@@ -30,12 +30,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
+from orchestrator.spec.results_format import metadata_version, with_version
 from orchestrator.store.atomic import write_with
 from orchestrator.store.damaged import READ_ERRORS, read_table_skipping
+from orchestrator.store.migrations import stored_passes_variant
 from orchestrator.store.partitions import (
     Holdings,
     data_files,
@@ -44,6 +45,7 @@ from orchestrator.store.partitions import (
     partition_dir,
     retrying,
     sweep_partitions,
+    versioned_dataset,
 )
 from orchestrator.store.records import client_alive, record_summary
 
@@ -84,7 +86,9 @@ def _deltas(root: str | Path) -> list[Path]:
 
 
 def settings_digest(variant: object, params: object, env: object, command: object) -> str:
-    """16 hex digits identifying a run's settings: variant, params, env, bench command (as stored)."""
+    """16 hex digits identifying a run's settings: variant (where its command passes one), params,
+    env, bench command (as stored)."""
+    variant = variant if stored_passes_variant(command) else None
     text = "\0".join("" if value is None else str(value) for value in (variant, params, env, command))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -136,7 +140,7 @@ def _sources(held: Holdings) -> list[dict]:
 
 def _reader(schema: pa.Schema) -> Callable[[list[Path]], pa.Table]:
     def read(paths: list[Path]) -> pa.Table:
-        return ds.dataset([str(p) for p in paths], format="parquet", schema=schema).to_table()
+        return versioned_dataset(paths, schema).to_table()
     return read
 
 
@@ -152,7 +156,7 @@ def write_delta(root: str | Path, rows: pa.Table) -> None:
     """Add ``rows`` (every row of the partitions they name) to the index; fold when deltas pile up."""
     directory = index_dir(root) / "delta"
     name = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}.parquet"
-    write_with(directory / name, lambda tmp: pq.write_table(rows.cast(INDEX_SCHEMA), tmp))
+    write_with(directory / name, lambda tmp: pq.write_table(_versioned(rows.cast(INDEX_SCHEMA)), tmp))
     if len(_deltas(root)) >= FOLD_AT:
         fold(root, wait=False)
 
@@ -192,7 +196,12 @@ def rebuild(root: str | Path) -> pa.Table:
 
 def _write_base(root: str | Path, table: pa.Table) -> None:
     table = table.sort_by([("case", "ascending"), ("sweep_id", "ascending"), ("side", "ascending")])
-    write_with(_base(root), lambda tmp: pq.write_table(table, tmp, row_group_size=16384))
+    write_with(_base(root), lambda tmp: pq.write_table(_versioned(table), tmp, row_group_size=16384))
+
+
+def _versioned(table: pa.Table) -> pa.Table:
+    """``table`` with this shasweep's format version in its footer."""
+    return table.replace_schema_metadata(with_version(table.schema.metadata))
 
 
 _MARK_COLUMNS = ["sweep_id", "partition_inode", "partition_mtime_ns", "indexed_ns"]
@@ -238,6 +247,7 @@ def _marks(sources: list[Path]) -> dict[str, dict]:
     marks: dict[str, dict] = {}
     for position, path in enumerate(sources):
         try:
+            metadata_version(pq.read_schema(path).metadata, str(path))  # refused when newer
             table = pq.read_table(path, columns=_MARK_COLUMNS, schema=INDEX_SCHEMA)
         except FileNotFoundError:
             raise

@@ -26,17 +26,18 @@ from orchestrator.contract import (
     summary_metrics,
     summary_phase_means,
 )
+from orchestrator.spec.commands import passes_variant
+from orchestrator.spec.results_format import FORMAT_VERSION, RECORD_KEY, with_version
 from orchestrator.store.atomic import move_file, remove_stale_temps, staged, stale_temps, write_in_order
 from orchestrator.store.step_log import WRITE_OPTIONS, StepLog
 
-# A runs file holds the columns its run has: the plan's and the worker's (always, null when unknown)
-# and what the bench reported (each phase mean, each metric, each key of its header audit), so a
-# foreign bench's rows carry nothing of envruntime's (docs/design.md, "Results", the runs columns).
-_PLAN_STRINGS: tuple[str, ...] = (
-    "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant",
-)
+# A runs file holds the columns its run has: the plan's and the worker's (null when unknown), those
+# that apply to the run only where they do, and what the bench reported (each phase mean, each metric,
+# each key of its header audit), so a foreign bench's rows carry nothing of envruntime's
+# (docs/design.md, "Results", the runs columns).
+_PLAN_STRINGS: tuple[str, ...] = ("sweep_id", "run_key", "side", "ref", "sha", "case")
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
-# How the wait for a quiet host before the run ended (worker.quiet); null without a quiet: key.
+# How the wait for a quiet host before the run ended (worker.quiet); only with a quiet: key.
 QUIET_COLUMNS: dict[str, pa.DataType] = {"quiet_wait_s": pa.float64(), "quiet_load": pa.float64(),
                                          "quiet_steal": pa.float64(), "quiet_met": pa.bool_()}
 # A run's own one-row file: a dictionary page per column only adds to it (and to the time to write it).
@@ -115,9 +116,12 @@ def write_steps(run: PlannedRun, steps: StepSource, path: Path) -> None:
 
 
 def write_table(table: pa.Table, path: Path, options: dict) -> None:
-    """``table`` as Parquet at ``path`` through a buffered stream (``WRITE_BUFFER_BYTES``)."""
-    with pa.output_stream(str(path), compression=None, buffer_size=WRITE_BUFFER_BYTES) as sink:
-        pq.write_table(table, sink, **options)
+    """``table`` as Parquet at ``path`` through a buffered stream (``WRITE_BUFFER_BYTES``), its footer
+    carrying this shasweep's format version (key-value metadata: the files store no Arrow schema)."""
+    with (pa.output_stream(str(path), compression=None, buffer_size=WRITE_BUFFER_BYTES) as sink,
+          pq.ParquetWriter(sink, table.schema, **options) as writer):
+        writer.write_table(table)
+        writer.add_key_value_metadata(with_version())
 
 
 def run_table(run: PlannedRun, result: RunResult) -> pa.Table:
@@ -133,12 +137,11 @@ def run_row(run: PlannedRun, result: RunResult) -> dict[str, object]:
 
 
 def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, pa.DataType]]:
-    """Every column of ``run``'s row: its value and Arrow type."""
-    columns: dict[str, tuple[object, pa.DataType]] = {name: (getattr(run, name), pa.string())
-                                                      for name in _PLAN_STRINGS}
+    """Every column of ``run``'s row: its value and Arrow type; a column that does not apply to the
+    run is left out (docs/design.md, "Results": a foreign bench's row has no variant, a run of a sweep
+    that is not lockstep no blocks, ...)."""
+    columns = _plan_columns(run)
     columns |= {
-        "repeat": (run.repeat, pa.int64()),
-        "order": (run.order, pa.int64()),
         "status": (result.status, pa.string()),
         "error": (result.error, pa.string()),
         "started_at": (result.started_at, _TIMESTAMP),
@@ -154,11 +157,9 @@ def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, p
         "bench_max_rss_mib": (result.usage.max_rss_mib if result.usage else None, pa.float64()),
         "rss_source": (result.usage.rss_source if result.usage else None, pa.string()),
         "audited": (result.audited, pa.bool_()),
-        "reused_from": (None, pa.string()),  # measured by this run; store.reuse sets it on a copy
         "lock_wait_s": (result.lock_wait_s, pa.float64()),
-        "suite_run_key": (result.suite_run_key, pa.string()),
-        "bad_input": (result.bad_input, pa.string()),
     }
+    columns |= _when_set({"suite_run_key": result.suite_run_key, "bad_input": result.bad_input})
     columns |= {"protocol": (run.protocol, pa.string()), "worktree": (result.worktree, pa.string()),
                 "python": (run.python, pa.string())}  # the sweep's interpreter; null: the worker's own
     columns |= {name: (value, pa.float64()) for name, value in summary_phase_means(result.summary).items()}
@@ -167,20 +168,37 @@ def run_columns(run: PlannedRun, result: RunResult) -> dict[str, tuple[object, p
     columns |= {f"audit_{name}": (value, pa.string())
                 for name, value in flatten_audit((result.header or {}).get("audit")).items()}
     modules = None if result.audit_modules is None else json.dumps(result.audit_modules, sort_keys=True)
-    columns["audit_modules"] = (modules, pa.string())  # measured by the worker, never the bench's word
+    columns |= _when_set({"audit_modules": modules})  # measured by the worker, never the bench's word
     columns |= {
         "params": (json.dumps(run.params, sort_keys=True), pa.string()),
         "env": (json.dumps(run.env, sort_keys=True), pa.string()),
         "pythonpath": (None if result.pythonpath is None else json.dumps(result.pythonpath), pa.string()),
         "command": (json.dumps(list(run.argv_template)), pa.string()),  # the argv template, placeholders kept
-        "ran_in": (result.ran_in, pa.string()),
-        "lockstep_fallback": (result.fallback, pa.string()),
-        "blocks": (None if result.blocks is None else json.dumps(result.blocks, allow_nan=False),  # JSON only
-                   pa.string()),
     }
-    quiet = result.quiet.columns() if result.quiet else {}
-    columns |= {name: (quiet.get(name), kind) for name, kind in QUIET_COLUMNS.items()}
+    if result.ran_in is not None:  # a lockstep sweep's run
+        blocks = None if result.blocks is None else json.dumps(result.blocks, allow_nan=False)  # JSON only
+        columns |= {"ran_in": (result.ran_in, pa.string()),
+                    "lockstep_fallback": (result.fallback, pa.string()), "blocks": (blocks, pa.string())}
+    if result.quiet is not None:  # the sweep waits for a quiet host
+        columns |= {name: (value, QUIET_COLUMNS[name]) for name, value in result.quiet.columns().items()}
+    columns[RECORD_KEY] = (FORMAT_VERSION, pa.int64())  # the row's format (null: written before it)
     return columns
+
+
+def _plan_columns(run: PlannedRun) -> dict[str, tuple[object, pa.DataType]]:
+    """The columns the plan decides: identity and order; ``variant`` only where the command passes
+    ``{variant}``, ``algo``/``task``/``sim`` only for a case of the form ``algo/task/sim``."""
+    columns: dict[str, tuple[object, pa.DataType]] = {name: (getattr(run, name), pa.string())
+                                                      for name in _PLAN_STRINGS}
+    parts = {"algo": run.algo, "task": run.task, "sim": run.sim}
+    if passes_variant(run.argv_template):
+        parts["variant"] = run.variant
+    return columns | _when_set(parts) | {"repeat": (run.repeat, pa.int64()), "order": (run.order, pa.int64())}
+
+
+def _when_set(values: dict[str, str | None]) -> dict[str, tuple[object, pa.DataType]]:
+    """The text columns of ``values`` that have a value."""
+    return {name: (value, pa.string()) for name, value in values.items() if value is not None}
 
 
 def run_steps_table(run: PlannedRun, steps: StepLog) -> pa.Table:
@@ -211,7 +229,7 @@ def _host_types() -> dict[str, pa.DataType]:
 def write_parquet_atomic(table: pa.Table, path: Path) -> None:
     """Write ``table`` to ``path`` via a dot-prefixed temporary file, fsync and a rename."""
     with staged(path) as tmp:
-        pq.write_table(table, tmp, **WRITE_OPTIONS)
+        write_table(table, tmp, WRITE_OPTIONS)
 
 
 def _results_dirs(results_root: str | Path) -> list[Path]:

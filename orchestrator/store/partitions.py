@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from orchestrator.spec.results_format import metadata_version
 from orchestrator.store.damaged import READ_ERRORS, warn_damaged
 
 KINDS: tuple[str, ...] = ("runs", "steps")
@@ -90,9 +93,11 @@ def data_files(directory: Path) -> list[os.DirEntry]:
 
 
 def part_run_keys(path: Path) -> list[str] | None:
-    """The run keys a compacted file's footer lists; None (warned) when the footer is damaged."""
+    """The run keys a compacted file's footer lists; None (warned) when the footer is damaged;
+    ``NewerFormatError`` when the file is of a newer format version."""
     try:
         metadata = pq.read_metadata(path).metadata or {}
+        metadata_version(metadata, str(path))
         keys = json.loads(metadata[RUN_KEYS_METADATA])
     except FileNotFoundError:
         raise
@@ -100,6 +105,15 @@ def part_run_keys(path: Path) -> list[str] | None:
         warn_damaged(path, exc)
         return None
     return [str(key) for key in keys]
+
+
+def versioned_dataset(paths: list[Path], schema: pa.Schema) -> ds.Dataset:
+    """The dataset of ``paths`` read as ``schema``, each file's format version checked from its
+    footer (which the read then reuses): ``NewerFormatError`` naming a file of a newer version."""
+    dataset = ds.dataset([str(path) for path in paths], format="parquet", schema=schema)
+    for fragment in dataset.get_fragments():
+        metadata_version(fragment.physical_schema.metadata, fragment.path)
+    return dataset
 
 
 @dataclass

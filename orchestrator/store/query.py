@@ -18,11 +18,12 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from orchestrator.spec.results_format import metadata_version
 from orchestrator.store import index
 from orchestrator.store.damaged import READ_ERRORS, is_readable, read_table_skipping, warn_damaged
+from orchestrator.store.migrations import NEEDED_FOR, migrated_runs
 from orchestrator.store.partitions import (
     Holdings,
     T,
@@ -31,6 +32,7 @@ from orchestrator.store.partitions import (
     partition_dir,
     retrying,
     sweep_partitions,
+    versioned_dataset,
 )
 
 STEP_COLUMNS: tuple[str, ...] = ("sweep_id", "run_key", "step", "warmup", "phase", "ms")
@@ -212,7 +214,9 @@ def with_suite_cases(root: str | Path, sweep_id: str, run_keys: Iterable[str]) -
 def _single_status(path: Path) -> str | None:
     """The status in a one-run file (named by its key); None (warned) when it cannot be read."""
     try:
-        return pq.read_table(path, columns=["status"]).column("status")[0].as_py()
+        table = pq.read_table(path, columns=["status"])
+        metadata_version(table.schema.metadata, str(path))
+        return table.column("status")[0].as_py()
     except FileNotFoundError:
         raise
     except (*READ_ERRORS, IndexError, KeyError) as exc:
@@ -322,11 +326,15 @@ def _keys_without_steps(runs: Holdings, steps: Holdings) -> set[str]:
 def _read(files: dict[Path, list[str] | None], columns: Columns = None,
           expression: pc.Expression | None = None, filter_fields: Sequence[pa.Field] = ()) -> pa.Table:
     """The rows of ``files`` (each: the keys to read from it, None for all) matching ``expression``,
-    as one table of ``columns``; damaged files are skipped with a warning. Files are read
+    as one table of ``columns``, older rows migrated to today's shape (``store.migrations``); damaged
+    files are skipped with a warning. Files are read
     ``READ_CHUNK`` at a time: a dataset keeps every file's parsed footer until it is done."""
     paths = sorted(files)
     schema = _schema_of(paths, columns)
-    scan = _with_fields(schema, filter_fields)
+    needed = [pa.field(NEEDED_FOR[name], pa.string()) for name in schema.names
+              if name in NEEDED_FOR and NEEDED_FOR[name] not in schema.names]  # to migrate older rows
+    scan = _with_fields(schema, [*filter_fields, *needed])
+    names = [*schema.names, *(field.name for field in needed)]
     tables = []
     for start in range(0, len(paths), READ_CHUNK):
         chunk = paths[start:start + READ_CHUNK]
@@ -337,19 +345,19 @@ def _read(files: dict[Path, list[str] | None], columns: Columns = None,
             if keys is not None:
                 term = pc.field("run_key").isin(keys)
                 condition = term if condition is None else condition & term
-            table = read_table_skipping(group, _dataset_reader(scan, schema.names, condition))
+            table = read_table_skipping(group, _dataset_reader(scan, names, condition))
             if table is not None and table.num_rows:
                 tables.append(table)
     if not tables:
         return schema.empty_table()
-    return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    return migrated_runs(table).select(schema.names)
 
 
 def _dataset_reader(schema: pa.Schema, names: list[str], condition: pc.Expression | None
                     ) -> Callable[[list[Path]], pa.Table]:
     def read(paths: list[Path]) -> pa.Table:
-        dataset = ds.dataset([str(path) for path in paths], format="parquet", schema=schema)
-        return dataset.to_table(columns=names, filter=condition)
+        return versioned_dataset(paths, schema).to_table(columns=names, filter=condition)
     return read
 
 
@@ -369,7 +377,9 @@ def _unified(paths: list[Path]) -> pa.Schema | None:
     schemas = []
     for path in paths:
         try:
-            schemas.append(pq.read_schema(path))
+            schema = pq.read_schema(path)
+            metadata_version(schema.metadata, str(path))
+            schemas.append(schema)
         except FileNotFoundError:
             raise
         except READ_ERRORS as exc:

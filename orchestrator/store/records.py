@@ -31,6 +31,7 @@ from filelock import FileLock, Timeout
 
 from orchestrator.errors import InvalidInputError, UnknownSweepError
 from orchestrator.spec.record import SweepRecord
+from orchestrator.spec.results_format import RECORD_KEY, NewerFormatError, checked_version
 from orchestrator.store.atomic import write_text_atomic
 
 APPEND_ONLY: tuple[str, ...] = ("waivers",)  # record keys holding logs that only ``append_entry`` grows
@@ -184,6 +185,7 @@ def append_entry(results_root: Path, sweep_id: str, key: str, entry: dict[str, A
         raise ValueError(f"{key!r} is not an append-only log of the sweep record")
     with _record_lock(results_root, sweep_id):
         record = read_record_json(results_root, sweep_id)
+        checked_version(record.get(RECORD_KEY), str(record_path(results_root, sweep_id)))  # never a newer one
         record[key] = [*record.get(key, []), entry]
         _replace_record(results_root, sweep_id, record)
     return _typed(results_root, sweep_id, record)
@@ -245,7 +247,9 @@ def record_summary(results_root: Path, sweep_id: str) -> tuple[str | None, str |
 
 def _typed(results_root: Path, sweep_id: str, raw: object) -> SweepRecord:
     try:
-        return SweepRecord.from_json(raw)
+        return SweepRecord.from_json(raw, str(record_path(results_root, sweep_id)))
+    except NewerFormatError:
+        raise
     except InvalidInputError as exc:
         raise InvalidInputError(f"the sweep record {record_path(results_root, sweep_id)} has an unexpected "
                                 f"shape: {exc}") from None

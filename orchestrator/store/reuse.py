@@ -20,11 +20,11 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from orchestrator.contract import Outcome, PlannedRun
+from orchestrator.spec.commands import passes_variant
 from orchestrator.store.atomic import write_in_order
-from orchestrator.store.parquet import WRITE_OPTIONS, RunFiles, run_files
+from orchestrator.store.parquet import WRITE_OPTIONS, RunFiles, run_files, write_table
 from orchestrator.store.query import Where, read_runs, runs_table, steps_table
 
 # Readers across sweeps (drift, history, noise estimates) count a measurement once: a copy is not
@@ -64,7 +64,8 @@ class RunPool:
         runs = self._pool()
         if runs.empty:
             return None
-        wanted = {"status": "ok", "sha": run.sha, "case": run.case, "variant": run.variant,
+        wanted = {"status": "ok", "sha": run.sha, "case": run.case,
+                  **({"variant": run.variant} if passes_variant(run.argv_template) else {}),  # else none
                   "repeat": run.repeat, "params": json.dumps(run.params, sort_keys=True),
                   "env": json.dumps(run.env, sort_keys=True), "command": json.dumps(list(run.argv_template)),
                   "protocol": run.protocol, "host_id": host_id}
@@ -96,8 +97,8 @@ def copy_run(results_root: Path, sweep_id: str, run_key: str, run: PlannedRun, o
     steps = _with_columns(steps, {"sweep_id": (run.sweep_id, pa.string()),
                                   "run_key": (run.run_key, pa.string())})
     files = run_files(run)
-    write_in_order([(files.steps, lambda tmp: pq.write_table(steps, tmp, **WRITE_OPTIONS)),
-                    (files.runs, lambda tmp: pq.write_table(row, tmp, **WRITE_OPTIONS))])
+    write_in_order([(files.steps, lambda tmp: write_table(steps, tmp, WRITE_OPTIONS)),
+                    (files.runs, lambda tmp: write_table(row, tmp, WRITE_OPTIONS))])
     return files
 
 

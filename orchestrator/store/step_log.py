@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from orchestrator.contract import StepRecord
+from orchestrator.spec.results_format import with_version
 
 ROW_GROUP_ROWS = 65_536  # (step, phase) rows held in memory before they go to the spool
 STEP_PHASES: tuple[str, ...] = ("collector_step_ms", "env_step_ms")  # the whole step, where a bench has it
@@ -147,6 +148,7 @@ class StepLog:
         if self._writer is None:
             assert self.spool is not None
             self._writer = pq.ParquetWriter(str(self.spool), STEPS_SCHEMA, **WRITE_OPTIONS)
+            self._writer.add_key_value_metadata(with_version())
         self._writer.write_table(self.table(self.sweep_id, self.run_key))
         self._rows = ([], [], [], [])
 

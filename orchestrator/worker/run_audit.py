@@ -42,6 +42,7 @@ from typing import Any
 
 from orchestrator.capabilities import Capability, describe, describe_stored
 from orchestrator.contract import AUDIT_FAILED, PlannedRun, RunResult
+from orchestrator.store.migrations import stored_passes_variant
 from orchestrator.store.parquet import run_row
 from orchestrator.store.step_log import StepLog
 from orchestrator.worker.module_audit import module_reasons
@@ -146,7 +147,8 @@ def _module_reasons(run: Mapping[str, Any]) -> list[str]:
 
 def _plan_reasons(run: Mapping[str, Any], planned: Mapping[str, Any], check_measure: bool) -> list[str]:
     reasons = []
-    for key in ("sha", "variant"):
+    checked = ("sha", "variant") if stored_passes_variant(run.get("command")) else ("sha",)  # else none
+    for key in checked:
         if key in planned and _text(run.get(key)) != planned[key]:
             reasons.append(f"{key} {_text(run.get(key))!r} is not the sweep's {planned[key]!r}")
     params = _json_object(run.get("params"))

@@ -29,6 +29,7 @@ from fakebench.waits import wait_for  # noqa: E402
 
 from orchestrator.cli.main import main  # noqa: E402
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED  # noqa: E402
+from orchestrator.store.query import read_runs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -76,7 +77,7 @@ def test_finds_the_step_within_log2_plus_two_shas(tmp_path, monkeypatch, capsys,
     assert all(s["sha"] in repo.shas and s["mark"] in ("good", "bad") for s in record["steps"])
     shas = benchmarked_shas(repo)
     assert len(shas) <= math.ceil(math.log2(n)) + 2
-    runs = pd.read_parquet(repo.path / "results" / "runs", columns=["sha", "repeat", "reused_from"])
+    runs = read_runs(repo.path / "results", columns=["sha", "repeat", "reused_from"])  # every file's columns
     good = runs[runs["sha"] == repo.shas[0]]
     measured = good[good["reused_from"].isna()]
     assert not measured["repeat"].duplicated().any(), "the good commit is measured once per round"
@@ -98,8 +99,8 @@ def test_remeasure_good_measures_good_in_every_step(tmp_path, monkeypatch, capsy
     assert f"first bad commit: {repo.shas[5]}" in capsys.readouterr().out
     record = the_record(repo)
     assert record["remeasure_good"] is True
-    runs = pd.read_parquet(repo.path / "results" / "runs", columns=["sha", "reused_from"])
-    assert runs["reused_from"].isna().all()
+    runs = read_runs(repo.path / "results", columns=["sha", "reused_from"])
+    assert runs["reused_from"].isna().all(), "no copy: no file has the column"
     assert (runs["sha"] == repo.shas[0]).sum() == 3 * len(record["steps"]), "3 good rounds in every step"
     assert main(["bisect", "--resume", record["bisect_id"], "--remeasure-good"]) == EXIT_INVALID
     assert "--remeasure-good" in capsys.readouterr().err

@@ -59,7 +59,7 @@ def test_cli_markdown_and_html(root, capsys):
     assert main([*argv, "--format", "html", "--out", str(out)]) == EXIT_OK
     printed = capsys.readouterr().out
     assert "2 runs of sac/g1_walk_flat/mujoco, side cand (1 ok) in 2 sweeps" in printed
-    assert "| 2026-01-02 00:00:00 | s1 | cand | bbbbbbbbbbbb | P1 | ok | 150 |" in printed
+    assert "| 2026-01-02 00:00:00 | s1 | cand | bbbbbbbbbbbb | manager | P1 | ok | 150 |" in printed
     assert "- P1: params {" in printed and "; command [" in printed
     page = out.read_text(encoding="utf-8")
     assert page.count("data-root-id=") == 1 and '<td class="fail">audit_failed</td>' in page

@@ -15,6 +15,11 @@ from orchestrator.store.query import Where, read_runs
 from orchestrator.store.step_log import StepLog
 from orchestrator.worker.hostinfo import collect_host
 
+# what a foreign bench's run (a command without {variant}, a case without parts, neither lockstep nor
+# quiet nor a suite, measured in its sweep) has none of: its row has no such column
+NOT_ITS_OWN = ("variant", "algo", "task", "sim", "reused_from", "suite_run_key", "bad_input",
+               "audit_modules", "ran_in", "lockstep_fallback", "blocks", "quiet_wait_s", "quiet_load",
+               "quiet_steal", "quiet_met")
 DOCUMENTED = ["sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant", "repeat",
               "order", "status", "error", "started_at", "ended_at", "wall_s", "throughput", "physics_ms",
               "host_cpu_model", "host_gpu_name", "audit_git_sha", "audit_module_file", "params", "env"]
@@ -23,7 +28,7 @@ DOCUMENTED = ["sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task
 def planned(tmp_path, key: str, sweep: str = "s1") -> PlannedRun:
     return PlannedRun(sweep_id=sweep, run_key=key, order=0, side="base", ref="main", sha="a" * 40,
                       case="sac/g1_walk_flat/mujoco", algo="sac", task="g1_walk_flat", sim="mujoco",
-                      variant="manager", repeat=0, repo="/nowhere", argv_template=("{python}",),
+                      variant="manager", repeat=0, repo="/nowhere", argv_template=("{python}", "{variant}"),
                       params={"num_envs": 8}, env={"X": "1"}, results_root=str(tmp_path / "results"))
 
 
@@ -82,17 +87,19 @@ def test_a_root_of_foreign_and_envruntime_runs_reads_whole(tmp_path):
     import duckdb
 
     foreign = dataclasses.replace(planned(tmp_path, "a-foreign", "s1"), case="tokenize", algo=None, task=None,
-                                  sim=None, protocol="time")
+                                  sim=None, protocol="time", argv_template=("{python}", "bench.py"))
     timed = dataclasses.replace(outcome(), header=None, summary={
         "throughput": 5.0, "phase_means_ms": {"wall_ms": 200.0, "user_ms": 150.0, "sys_ms": 10.0},
         "metrics": {"max_rss_mib": 30.0}})
     files = write_run(foreign, timed)
     assert not {"physics_ms", "audit_git_sha", "audit_env_class"} & set(pq.read_schema(files.runs).names)
+    assert not set(NOT_ITS_OWN) & set(pq.read_schema(files.runs).names), "only the fields the run has"
     write_run(planned(tmp_path, "b-envruntime", "s1"), outcome(extra_phase="update_state.command.compute_ms"))
     root = tmp_path / "results" / "runs"
     df = pd.read_parquet(root)
     assert sorted(df["run_key"]) == ["a-foreign", "b-envruntime"] and set(DOCUMENTED) - set(df.columns) <= {
-        "physics_ms", "audit_git_sha", "audit_module_file"}, "every row, the first file's columns"
+        "physics_ms", "audit_git_sha", "audit_module_file", "variant", "algo", "task", "sim"}, \
+        "every row, the first file's columns"
     union = read_runs(tmp_path / "results").set_index("run_key")
     assert union.loc["b-envruntime", "physics_ms"] == 2.0 and pd.isna(union.loc["a-foreign", "physics_ms"])
     assert union.loc["a-foreign", "wall_ms"] == 200.0 and pd.isna(union.loc["b-envruntime", "wall_ms"])

@@ -46,7 +46,7 @@ def opened(monkeypatch):
         seen.extend(Path(p) for p in (source if isinstance(source, list) else [source]))
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(query.ds, "dataset", dataset)
+    monkeypatch.setattr(ds, "dataset", dataset)
     return seen
 
 

@@ -24,6 +24,7 @@ from orchestrator.spec.record import (
     spec_from_json,
     spec_to_json,
 )
+from orchestrator.spec.results_format import FORMAT_VERSION, RECORD_KEY
 from orchestrator.spec.schema import (
     DEFAULT_COMMAND,
     REPORT_METRICS,
@@ -72,9 +73,11 @@ def test_todays_records_round_trip(path):
              for label, side in kept["spec"]["sides"].items()}
     assert all(sides[label][k] == getattr(SideSpec(ref=""), k) for label in sides for k in sides[label]
                if k not in kept["spec"]["sides"][label]), "so do side keys"
-    assert again == {**kept, "spec": {**kept["spec"], **added, "gates": gates, "sides": sides}}, (
-        "today's format, the deprecated keys dropped, gate and side keys added since at their defaults")
-    assert list(again) == list(written), "in the file's key order"
+    assert again == {RECORD_KEY: FORMAT_VERSION, **kept,
+                     "spec": {**kept["spec"], **added, "gates": gates, "sides": sides}}, (
+        "today's format, its version first, the deprecated keys dropped, gate and side keys added since "
+        "at their defaults")
+    assert list(again) == [RECORD_KEY, *written], "in the file's key order"
     assert SweepRecord.from_json(record.to_json()) == record
 
 
