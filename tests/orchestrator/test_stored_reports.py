@@ -1,9 +1,12 @@
-"""Reports of a stored results root are byte-identical from release to release.
+"""Reports of a stored results root are byte-identical from release to release, for a root of every
+results format version.
 
-``tests/data/roots/unversioned`` is a results root written by ``shasweep run`` of the fake benches
-before records carried a format version: two sweeps of one case (the second with a waiver), one with
-a failed run, one lockstep sweep. Every read verb's output of it (report in each format, compare,
-history, list, status) is checked in under ``tests/data/roots/unversioned-outputs``, rendered by the
+``tests/data/roots/<version>`` is a results root written by ``shasweep run`` of the fake benches
+(``tests/data/roots/write_root.py``): two sweeps of one case (the second with a waiver), one with a
+failed run, one lockstep sweep. ``unversioned`` was written before records carried a format version
+(version 1), ``v2`` by format version 2 (a foreign bench's rows without variant, algo/task/sim or
+columns that do not apply). Every read verb's output of each (report in each format, compare,
+history, list, status) is checked in under ``tests/data/roots/<version>-outputs``, rendered by the
 code of that time; a change of the read side that changes one byte of them fails here.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,55 +22,67 @@ import pytest
 from orchestrator.cli.main import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "roots"
-ROOT = DATA / "unversioned"
-EXPECTED = DATA / "unversioned-outputs"
-SWEEPS = ("fixture-20261206T112704", "fixture-b-20261206T112721", "fixture-fail-20261206T112735",
-          "fixture-lockstep-20261206T112742")
-CASE = "sac/fake/none"
-# name of the output -> the command line that prints it (``--results`` added)
-COMMANDS: dict[str, list[str]] = {
-    **{f"report-{sweep}": ["report", sweep] for sweep in SWEEPS},
-    **{f"{fmt}-{sweep}": ["report", sweep, "--format", fmt]
-       for sweep in SWEEPS for fmt in ("gh", "junit", "bmf")},
-    "compare": ["compare", SWEEPS[0], SWEEPS[1]],
-    "compare-failed": ["compare", SWEEPS[1], SWEEPS[2], "--highlight", "2"],
-    "history": ["history", "--case", CASE],
-    "history-steps": ["history", "--case", CASE, "--metric", "physics_ms", "--steps", "--side", "new"],
-    "history-lockstep": ["history", "--case", "fake", "--last", "1"],
-    "list": ["list"],
-    "status": ["status", SWEEPS[2]],
+# each checked-in root and its sweeps: the first two of one case, a failed run, a lockstep sweep
+ROOTS: dict[str, tuple[str, ...]] = {
+    "unversioned": ("fixture-20261206T112704", "fixture-b-20261206T112721", "fixture-fail-20261206T112735",
+                    "fixture-lockstep-20261206T112742"),
+    "v2": ("fixture-20261206T122716", "fixture-b-20261206T122736", "fixture-fail-20261206T122747",
+           "fixture-lockstep-20261206T122759"),
 }
-# the files ``report`` writes, besides what it prints
-WRITTEN: tuple[str, ...] = tuple(f"{sweep}.{ext}" for sweep in SWEEPS
-                                 for ext in ("md", "csv", "verdicts.json"))
+CASE = "sac/fake/none"
 
 
-def outputs(root: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
+def commands(sweeps: tuple[str, ...]) -> dict[str, list[str]]:
+    """Name of each output -> the command line that prints it (``--results`` added)."""
+    return {
+        **{f"report-{sweep}": ["report", sweep] for sweep in sweeps},
+        **{f"{fmt}-{sweep}": ["report", sweep, "--format", fmt]
+           for sweep in sweeps for fmt in ("gh", "junit", "bmf")},
+        "compare": ["compare", sweeps[0], sweeps[1]],
+        "compare-failed": ["compare", sweeps[1], sweeps[2], "--highlight", "2"],
+        "history": ["history", "--case", CASE],
+        "history-steps": ["history", "--case", CASE, "--metric", "physics_ms", "--steps", "--side", "new"],
+        "history-lockstep": ["history", "--case", "fake", "--last", "1"],
+        "list": ["list"],
+        "status": ["status", sweeps[2]],
+    }
+
+
+def written(sweeps: tuple[str, ...]) -> tuple[str, ...]:
+    """The files ``report`` writes, besides what it prints."""
+    return tuple(f"{sweep}.{ext}" for sweep in sweeps for ext in ("md", "csv", "verdicts.json"))
+
+
+def outputs(root: Path, sweeps: tuple[str, ...], read: Callable[[], tuple[str, str]]) -> dict[str, str]:
     """Every output of the read verbs on ``root`` (the working directory its parent), the root's path
-    written as ``<results>``; each command's exit code on its first line."""
+    written as ``<results>``; each command's exit code on its first line. ``read``: what was printed
+    since it was last called (stdout, stderr)."""
     found = {}
-    for name, argv in COMMANDS.items():
+    for name, argv in commands(sweeps).items():
         code = main([*argv, "--results", str(root)])
-        out, err = capsys.readouterr()
+        out, err = read()
         found[name] = f"exit {code}\n{out}{err}".replace(str(root), "<results>")
-    for name in WRITTEN:
+    for name in written(sweeps):
         found[name] = (root / "reports" / name).read_text(encoding="utf-8").replace(str(root), "<results>")
     return found
 
 
-@pytest.fixture
-def stored_outputs(tmp_path, monkeypatch, capsys) -> dict[str, str]:
-    """The outputs of a copy of the fixture root (reading may fold its index: never the checked-in one)."""
+@pytest.fixture(params=sorted(ROOTS))
+def stored_outputs(request, tmp_path, monkeypatch, capsys) -> tuple[str, dict[str, str]]:
+    """A checked-in root's name and the outputs of a copy of it (reading may fold its index: never the
+    checked-in one)."""
     root = tmp_path / "results"
-    shutil.copytree(ROOT, root)
+    shutil.copytree(DATA / request.param, root)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "120")  # the terminal report's width
     monkeypatch.setattr(socket, "gethostname", lambda: "fixture-host")  # JUnit's hostname attribute
-    return outputs(root, capsys)
+    return request.param, outputs(root, ROOTS[request.param], lambda: tuple(capsys.readouterr()))
 
 
 def test_every_read_verb_prints_what_it_printed_when_the_root_was_written(stored_outputs):
-    expected = {path.name: path.read_text(encoding="utf-8") for path in sorted(EXPECTED.iterdir())}
-    assert sorted(stored_outputs) == sorted(expected)
-    for name, text in stored_outputs.items():
-        assert text == expected[name], f"{name} differs from {EXPECTED / name}"
+    name, found = stored_outputs
+    expected_dir = DATA / f"{name}-outputs"
+    expected = {path.name: path.read_text(encoding="utf-8") for path in sorted(expected_dir.iterdir())}
+    assert sorted(found) == sorted(expected)
+    for output, text in found.items():
+        assert text == expected[output], f"{output} differs from {expected_dir / output}"
