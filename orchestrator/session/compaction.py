@@ -73,10 +73,10 @@ def compact_sweeps(sweep_ids: Sequence[str] = (), *, every: bool = False,
     for sweep_id in wanted:
         done, skipped = None, None
         try:
-            with records.sweep_lock(root, sweep_id):
+            with records.sweep_lock(root, sweep_id, doing="compact"):
                 if compact.needs_compaction(root, sweep_id):
                     done = compact.compact_sweep(root, sweep_id)
-        except InvalidInputError as exc:  # being run: its client compacts it when it ends
+        except InvalidInputError as exc:  # being run (its client compacts it when it ends) or compacted
             if not every:
                 raise
             skipped = str(exc)

@@ -14,7 +14,9 @@ writers never need each other's lock. Folding deltas into the base and ``rebuild
 ``index/.lock``. Readers (``current``) trust a partition's rows while its directory's fingerprint is
 unchanged; one written within ``RACY_NS`` of its indexing (timestamps are coarse) is trusted only
 if its files and sizes are still the indexed ones. Any other partition is scanned, and, unless its
-sweep is still running, named in one warning and indexed anew.
+sweep is still running, named in one warning and indexed anew. An index file that is not a
+regular file (a FIFO, a link: pyarrow calls it missing) is named in one warning and left out, as a
+damaged one is; ``rebuild`` removes it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -78,11 +81,32 @@ def _base(root: str | Path) -> Path:
 
 
 def _deltas(root: str | Path) -> list[Path]:
+    """The delta files, oldest first (what is not a regular file left out, named in a warning)."""
+    return [path for path in _delta_entries(root) if _regular(path)]
+
+
+def _delta_entries(root: str | Path) -> list[Path]:
     directory = index_dir(root) / "delta"
     try:
         return sorted(p for p in directory.iterdir() if p.suffix == ".parquet" and not p.name.startswith("."))
     except FileNotFoundError:
         return []
+
+
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file; anything else there is named once on stderr (the index is a
+    cache: ``shasweep index --rebuild`` removes it). False when nothing is there."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return False
+    if S_ISREG(mode):
+        return True
+    if str(path) not in _warned:
+        _warned.add(str(path))
+        print(f"shasweep: warning: skipping {path} of the results index: not a regular file "
+              "(`shasweep index --rebuild` removes it)", file=sys.stderr, flush=True)
+    return False
 
 
 def settings_digest(variant: object, params: object, env: object, command: object) -> str:
@@ -185,7 +209,7 @@ def rebuild(root: str | Path) -> pa.Table:
     """Index every partition of the root from its files, replacing the index; returns it."""
     index_dir(root).mkdir(parents=True, exist_ok=True)
     with FileLock(index_dir(root) / ".lock", timeout=LOCK_TIMEOUT_S):
-        deltas = _deltas(root)
+        deltas = _delta_entries(root)  # whatever is there, regular or not
         tables = [scan_partition(root, sweep_id, stat) for sweep_id, stat in sweep_partitions(root).items()]
         table = pa.concat_tables(tables) if tables else INDEX_SCHEMA.empty_table()
         _write_base(root, table)
@@ -221,8 +245,9 @@ class _Stored:
     def load(cls, root: str | Path) -> _Stored:
         def read() -> _Stored:
             base, deltas = _base(root), _deltas(root)
-            sources = [base, *deltas] if base.exists() else deltas
-            return cls(Path(root), sources, base.exists(), _marks(sources))
+            has_base = _regular(base)
+            sources = [base, *deltas] if has_base else deltas
+            return cls(Path(root), sources, has_base, _marks(sources))
 
         return retrying(read)  # a delta folded meanwhile: list again
 

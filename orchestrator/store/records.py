@@ -21,6 +21,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -107,20 +108,50 @@ def lock_path(results_root: Path, sweep_id: str) -> Path:
     return sweeps_dir(results_root) / f".{sweep_id}.lock"
 
 
+def _holder_note_path(results_root: Path, sweep_id: str) -> Path:
+    return sweeps_dir(results_root) / f".{sweep_id}.lock.holder"
+
+
 @contextmanager
-def sweep_lock(results_root: Path, sweep_id: str) -> Iterator[None]:
-    """Hold the sweep's lock while dispatching it; ``InvalidInputError`` if another process holds it
+def sweep_lock(results_root: Path, sweep_id: str, doing: str = "run") -> Iterator[None]:
+    """Hold the sweep's lock while ``doing`` it (``run``: dispatching or resuming it; ``compact``), noted
+    beside the lock; ``InvalidInputError`` saying what the holder does if another process holds it
     (waiting ``SWEEP_LOCK_WAIT_S`` first: ``client_alive``'s probe holds it for a moment)."""
     lock = FileLock(lock_path(results_root, sweep_id), timeout=SWEEP_LOCK_WAIT_S)
     try:
         lock.acquire()
     except Timeout:
-        raise InvalidInputError(f"sweep {sweep_id!r} is being run by another shasweep process "
-                                f"(it holds {lock.lock_file})") from None
+        doing, pid = _holder_doing(results_root, sweep_id)
+        raise InvalidInputError(f"sweep {sweep_id!r} {doing} by another shasweep process ("
+                                f"{f'pid {pid}, ' if pid else ''}holding {lock.lock_file}); try again once "
+                                "it is done") from None
+    note = _holder_note_path(results_root, sweep_id)
     try:
+        temp = note.with_name(f"{note.name}.{os.getpid()}")
+        temp.write_text(json.dumps({"doing": doing, "pid": os.getpid()}), encoding="utf-8")
+        os.replace(temp, note)
         yield
     finally:
+        note.unlink(missing_ok=True)
         lock.release()
+
+
+_DOING = {"run": "is being run", "compact": "is being compacted"}
+
+
+def _holder_doing(results_root: Path, sweep_id: str) -> tuple[str, int | None]:
+    """What the process holding the sweep's lock does and its pid, from its note (another process's
+    text: read capped, only a known word and a number taken)."""
+    try:
+        fd = os.open(_holder_note_path(results_root, sweep_id), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            note = json.loads(os.read(fd, 4096)) if stat.S_ISREG(os.fstat(fd).st_mode) else {}
+        finally:
+            os.close(fd)
+        doing, pid = _DOING[note["doing"]], int(note["pid"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return "is being run or compacted", None
+    return doing, pid
 
 
 def client_alive(results_root: Path, sweep_id: str) -> bool:
@@ -147,6 +178,7 @@ def discard(results_root: Path, sweep_id: str) -> None:
     """Remove the record and locks of a sweep that was reserved but never dispatched."""
     record_path(results_root, sweep_id).unlink(missing_ok=True)
     lock_path(results_root, sweep_id).unlink(missing_ok=True)
+    _holder_note_path(results_root, sweep_id).unlink(missing_ok=True)
     _record_lock_path(results_root, sweep_id).unlink(missing_ok=True)
 
 

@@ -15,7 +15,7 @@ import yaml
 from drill_helpers import MISBEHAVE, client, finish, record_of
 from fakebench.fakerepo import FakeRepo, git, make_fake_repo
 
-from orchestrator.errors import EXIT_RUN_FAILED
+from orchestrator.errors import EXIT_OK, EXIT_RUN_FAILED
 
 MARKUP_CASE = "[/x] *a* <script>alert(1)</script>"
 MARKUP_REF = "<b>bold</b>"  # a branch name git accepts
@@ -82,6 +82,34 @@ def test_a_bench_that_floods_its_stream_is_stopped_at_its_timeout_not_after_read
     walls = pd.read_parquet(repo.path / "results" / "runs").set_index("case")["wall_s"]
     assert walls["flood"] < 45, "the deadline was asked between chunks, not after the whole backlog"
     assert runs["env"]["status"] == "ok", "the next run had the host"
+
+
+def test_lone_surrogates_in_what_a_bench_writes_are_stored_and_shown_as_their_escapes(tmp_path):
+    """JSON's ``\\udc80`` pairs with nothing: decoded, no file or terminal could take it (the run failed
+    with a bare UnicodeEncodeError or UnicodeDecodeError); it is kept as the text of its escape."""
+    repo = make_fake_repo(tmp_path)
+    code, out = run_drill(repo, tmp_path, misbehaving_sweep(repo, ["surrogates"]), "--no-progress")
+    assert code == EXIT_OK and "Traceback" not in out and "Unicode" not in out, out
+    runs = pd.read_parquet(repo.path / "results" / "runs")
+    assert list(runs["status"]) == ["ok"] and runs["audit_note"].tolist() == ["\\udc80"]
+    assert runs["physics\\udc80_ms"].tolist() == [1.0] and runs["size\\udc80"].tolist() == [3.0]
+    steps = pd.read_parquet(repo.path / "results" / "steps")
+    assert set(steps["phase"]) == {"physics\\udc80_ms"}
+
+
+def test_a_suite_benchmark_named_with_a_lone_surrogate_is_a_case_named_with_its_escape(tmp_path):
+    repo = make_fake_repo(tmp_path)
+    suite = misbehaving_sweep(repo, ["*"], "surrogate-suite", protocol="pyperf", name="suite")
+    proc = client(repo, ["run", str(suite), "--no-progress"], tmp_path / "home", tmp_path / "suite.out",
+                  SHASWEEP_LOCK=str(tmp_path / "bench.lock"))
+    assert finish(proc, timeout_s=240) == EXIT_OK, (tmp_path / "suite.out").read_text()
+    out = (tmp_path / "suite.out").read_text()
+    assert "bench\\udc80mark" in out and "Unicode" not in out, out
+    sweep_id = record_of(repo, "suite")["sweep_id"]
+    cases = pd.read_parquet(repo.path / "results" / "runs" / f"sweep={sweep_id}")
+    assert sorted(cases["case"]) == ["bench\\udc80mark", "plain"] and set(cases["status"]) == {"ok"}
+    md = (repo.path / "results" / "reports" / f"{sweep_id}.md").read_text()
+    assert "bench\\\\udc80mark" in md, "the Markdown escapes the backslash it shows"
 
 
 def test_markup_in_a_benchs_errors_a_case_name_and_a_ref_is_shown_as_text_everywhere(tmp_path):

@@ -13,9 +13,10 @@ A value of another kind than its shape expects is built whole, for the reader to
 
 The document is parsed with ijson's C backend (yajl), in strict JSON. What it refuses (``NaN`` and
 ``Infinity`` tokens, which Google Benchmark writes for some counters; an integer beyond 64 bits; a
-number beyond a double; a byte-order mark) is read again whole with Python's ``json`` as before,
-when the file holds at most ``WHOLE_READ_BYTES``, and shaped the same way; a larger one fails
-naming the file and what the parser said.
+number beyond a double; a byte-order mark; the escape of a lone UTF-16 surrogate) is read again
+whole with Python's ``json`` as before, when the file holds at most ``WHOLE_READ_BYTES``, and shaped
+the same way (a lone surrogate written as its escape: ``surrogates``); a larger one fails naming the
+file and what the parser said.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import ijson
 
+from orchestrator.worker.protocols import surrogates
 from orchestrator.worker.protocols.samples import Samples
 from orchestrator.worker.safe_files import NotRegularFileError, TooLargeError, read_regular, regular_file
 
@@ -60,7 +62,7 @@ def read_shaped(path: Path, shape: object, *, max_bytes: int, samples_limit: int
                 return _Builder(events, samples_limit).document(shape)
             except (_TooDeep, RecursionError):
                 raise DocumentError(f"result document {path} is nested too deeply to parse") from None
-            except ijson.JSONError as exc:
+            except (ijson.JSONError, UnicodeDecodeError) as exc:  # the latter: a lone surrogate's escape
                 refused = " ".join(str(exc).split())[:200]
     except NotRegularFileError as exc:
         raise DocumentError(f"result document: {exc}") from None
@@ -84,11 +86,12 @@ def read_whole(path: Path, max_bytes: int) -> object:
     if text is None:
         raise DocumentError(f"bench exited 0 without writing its result document {path} ({{result}})")
     try:
-        return json.loads(text)
+        document = json.loads(text)
     except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, and an int of too many digits
         raise DocumentError(f"result document {path} is not valid JSON: {exc}") from None
     except RecursionError:
         raise DocumentError(f"result document {path} is nested too deeply to parse") from None
+    return surrogates.escaped(document) if surrogates.may_hold(text) else document
 
 
 def shaped(value: object, shape: object, samples_limit: int) -> object:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from orchestrator.contract import PROTOCOL_VERSION, StepRecord
 from orchestrator.errors import ProtocolError
 from orchestrator.store.step_log import StepLog
+from orchestrator.worker.protocols import surrogates
 
 MAX_PHASES = 256  # phase timings one step may report (each becomes rows and, as a mean, a column)
 
@@ -48,6 +49,8 @@ class StreamState:
             raise ProtocolError(f"{self._where()} is nested too deeply to parse: {text[:200]!r}") from None
         if not isinstance(record, dict):
             raise ProtocolError(f"{self._where()} is not a JSON object: {text[:200]!r}")
+        if surrogates.may_hold(text):
+            record = surrogates.escaped(record)  # a lone one no file could store, written as its escape
         kind = record.get("kind")
         handler = self.handler(kind) if isinstance(kind, str) else None
         if handler is None:

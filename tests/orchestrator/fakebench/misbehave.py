@@ -12,6 +12,9 @@ Run from the worktree (its cwd), so ``git rev-parse HEAD`` there is the SHA unde
   result document ``{"fps": 100.0}``.
 * ``--mode markup``: writes its header, then rich markup, Markdown and HTML to stderr and exits 1.
 * ``--mode flood``: writes its header, then 150 MiB of blank lines to its stream, then sleeps.
+* ``--mode surrogates``: a normal run whose header's audit, a phase's name and the summary's metric
+  name hold a lone UTF-16 surrogate (JSON's ``\udc80``); ``surrogate-suite`` writes
+  a pyperf result document, one of whose two benchmarks is named with one.
 """
 
 import argparse
@@ -21,6 +24,7 @@ import subprocess
 import sys
 import time
 
+LONE = "\udc80"  # a UTF-16 surrogate that pairs with nothing: json.dumps writes it as its escape
 MARKUP = "[/x] [bold red]not bold[/] <script>alert(1)</script> *not emphasis* `not code` | not a cell"
 
 
@@ -36,15 +40,20 @@ def main() -> int:
     parser.add_argument("--stream", required=True)
     parser.add_argument("--mode", required=True,
                         choices=["daemon", "deep-json", "env", "fifo-stream", "fifo-result", "zero-result",
-                                 "json-ok", "markup", "flood"])
+                                 "json-ok", "markup", "flood", "surrogates", "surrogate-suite"])
     parser.add_argument("--pid-file", default="")
     parser.add_argument("--result", default="")
     args = parser.parse_args()
     if args.mode == "fifo-stream":
         os.mkfifo(args.stream)
         time.sleep(600)
-    if args.mode in ("fifo-result", "zero-result", "json-ok"):
-        if args.mode == "fifo-result":
+    if args.mode in ("fifo-result", "zero-result", "json-ok", "surrogate-suite"):
+        if args.mode == "surrogate-suite":
+            with open(args.result, "w") as result:
+                json.dump({"version": "1.0", "metadata": {"unit": "second"}, "benchmarks": [
+                    {"metadata": {"name": f"bench{LONE}mark"}, "runs": [{"values": [0.001, 0.0011]}]},
+                    {"metadata": {"name": "plain"}, "runs": [{"values": [0.002, 0.0021]}]}]}, result)
+        elif args.mode == "fifo-result":
             os.mkfifo(args.result)
         elif args.mode == "zero-result":
             os.symlink("/dev/zero", args.result)
@@ -57,10 +66,11 @@ def main() -> int:
         def emit(record: object) -> None:
             stream.write(json.dumps(record) + "\n")
 
+        lone = LONE if args.mode == "surrogates" else ""
         emit({"kind": "header", "protocol": 1,
               "case": {"algo": "sac", "task": "fake", "sim": "none", "variant": "manager"},
               "params": {"num_envs": 8, "warmup": 0, "measure": 2},
-              "audit": {"module_file": _module_file(), "git_sha": sha, "pid": os.getpid(),
+              "audit": {"module_file": _module_file(), "git_sha": sha, "pid": os.getpid(), "note": lone,
                         "malloc_trim_threshold": os.environ.get("MALLOC_TRIM_THRESHOLD_")}})
         if args.mode == "daemon":
             daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
@@ -80,9 +90,9 @@ def main() -> int:
             stream.write('{"kind": "step", "step": 0, "phases": ' + "[" * 10_000 + "]" * 10_000 + "}\n")
             time.sleep(600)
         for step in range(2):
-            emit({"kind": "step", "step": step, "warmup": False, "phases": {"physics_ms": 1.0}})
+            emit({"kind": "step", "step": step, "warmup": False, "phases": {f"physics{lone}_ms": 1.0}})
         emit({"kind": "summary", "throughput": 8000.0, "measure_wall_s": 0.002,
-              "phase_means_ms": {"physics_ms": 1.0}})
+              "phase_means_ms": {f"physics{lone}_ms": 1.0}, "metrics": {f"size{lone}": 3.0}})
     return 0
 
 
