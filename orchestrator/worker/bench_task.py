@@ -40,7 +40,7 @@ from orchestrator.worker.bench_output import failure_detail, log_paths
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, note_running
 from orchestrator.worker.disturbance import MeasureWindow, cpu_settings
 from orchestrator.worker.hostinfo import collect_host, parse_cpus
-from orchestrator.worker.log_trim import logs_in_use
+from orchestrator.worker.log_trim import logs_in_use, trim_sweep_logs
 from orchestrator.worker.machine_lock import Holder, LockDirError, host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError, ensure_prepared
 from orchestrator.worker.proc import BenchProcess, launch, with_reported_rss
@@ -81,12 +81,21 @@ def execute_run(run: PlannedRun, *, lock_path: str | None = None) -> Outcome:
     """Run ``run`` to completion under the host lock and store it; returns its outcome.
 
     Failures of the bench (exit code, protocol, SHA mismatch, timeout) are outcomes, not
-    exceptions: they are written to Parquet like any run. So is any error on the worker's side.
+    exceptions: they are written to Parquet like any run. So is any error on the worker's side. Once
+    it is stored, the sweep's logs are trimmed to their cap (``log_trim.trim_sweep_logs``).
     """
     publish = dask_publisher()
     log_dir = run_log_dir(run)
     result = measure_run(run, log_dir, lock_path=lock_path, publish=publish,
                          cancelled=dask_cancel_check(run))
+    try:
+        return _stored(run, result, log_dir, publish)
+    finally:
+        trim_sweep_logs(log_dir.parent)
+
+
+def _stored(run: PlannedRun, result: RunResult, log_dir: Path, publish: Publisher) -> Outcome:
+    """Store ``result`` of ``run`` (a suite's cases each as a run), publish it finished; its outcome."""
     if result.cases is not None:
         outcome = store_suite(run, result)
         publish(event(run, "finished", status=outcome.status, error=outcome.error, throughput=None,

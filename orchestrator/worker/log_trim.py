@@ -1,8 +1,14 @@
-"""Bench logs (``$SHASWEEP_HOME/logs/<sweep>/<run_key>/``) trimmed by age and total size.
+"""Bench logs (``$SHASWEEP_HOME/logs/<sweep>/<run_key>/``) trimmed by age and total size, and each
+sweep's kept within a cap as it runs.
 
-A run's log directory holds the bench's stdout, stderr and stream; a chatty bench writes tens of
-MB per run. ``shasweep gc`` removes run directories older than a maximum age, then the oldest
-ones until the total is under a maximum size, and then the sweep directories left empty.
+A run's log directory holds the bench's stdout, stderr, stream and result document; a chatty bench
+writes tens of MB per run, a pytest-benchmark suite's result hundreds (one sweep left 738 MB).
+``shasweep gc`` removes run directories older than a maximum age, then the oldest ones until the
+total is under a maximum size, and then the sweep directories left empty. The worker itself keeps
+each sweep's logs under ``SHASWEEP_SWEEP_LOGS_MIB`` (default 256) after every run or round it stores
+(``trim_sweep_logs``): the oldest runs' files larger than 64 KiB are trimmed, largest first, until
+the sweep fits: a log keeps its last 64 KiB (where a failure's message is), any other file (a result
+document, a stream: their numbers are in the results) goes; ``trimmed.txt`` says what went.
 
 A run in progress keeps its directory: the bench task holds a shared ``flock`` on it from before it
 waits for the host lock until the bench is done (``logs_in_use``), and ``gc`` removes a directory
@@ -14,14 +20,21 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.worker.safe_files import read_tail, write_regular
+
 DEFAULT_MAX_AGE_S = 14 * 86400.0
 DEFAULT_MAX_MIB = 2048.0
+SWEEP_LOGS_VAR = "SHASWEEP_SWEEP_LOGS_MIB"  # the cap of one sweep's logs on a worker host
+DEFAULT_SWEEP_MAX_MIB = 256.0
+TAIL_BYTES = 64 * 1024  # what a trimmed log keeps, and the smallest file trimmed
+TRIM_NOTE = "trimmed.txt"
 
 
 @dataclass(frozen=True)
@@ -33,10 +46,10 @@ class RunLogs:
     size: int
 
 
-def run_logs(logs_root: Path) -> list[RunLogs]:
-    """Every run log directory, oldest first."""
+def run_logs(logs_root: Path, sweep: str | None = None) -> list[RunLogs]:
+    """Every run log directory (of ``sweep`` only, when given) that no run holds, oldest first."""
     found = []
-    for run_dir in logs_root.glob("*/*"):
+    for run_dir in (logs_root / sweep).glob("*") if sweep else logs_root.glob("*/*"):
         if not run_dir.is_dir() or run_dir.is_symlink() or in_use(run_dir):
             continue
         files = [p for p in run_dir.rglob("*") if p.is_file() and not p.is_symlink()]
@@ -99,6 +112,81 @@ def remove_logs(doomed: list[tuple[RunLogs, str]]) -> None:
             parent.rmdir()
         except OSError:  # not empty
             pass
+
+
+def sweep_logs_cap() -> float:
+    """The per-sweep cap in MiB: ``$SHASWEEP_SWEEP_LOGS_MIB`` (a positive number), else the default."""
+    try:
+        cap = float(os.environ.get(SWEEP_LOGS_VAR, DEFAULT_SWEEP_MAX_MIB))
+    except ValueError:
+        return DEFAULT_SWEEP_MAX_MIB
+    return cap if cap > 0 else DEFAULT_SWEEP_MAX_MIB
+
+
+def trim_sweep_logs(sweep_dir: Path, max_mib: float | None = None) -> list[Path]:
+    """Keep ``sweep_dir`` (one sweep's run log directories) within ``max_mib`` (default
+    ``sweep_logs_cap``): while it is over, the oldest run directory no run holds has its files over
+    ``TAIL_BYTES`` trimmed, largest first (a ``*.log`` to its last ``TAIL_BYTES``, anything else
+    removed), each noted in its ``trimmed.txt``. Returns the files trimmed. Best effort: a file that
+    vanishes or cannot be read ends the trimming until the next run (a run's outcome never waits on it)."""
+    budget = (sweep_logs_cap() if max_mib is None else max_mib) * 2**20
+    try:
+        runs = run_logs(sweep_dir.parent, sweep_dir.name)
+        total = sum(p.stat().st_size for p in sweep_dir.rglob("*") if p.is_file() and not p.is_symlink())
+    except OSError:
+        return []
+    trimmed: list[Path] = []
+    for logs in runs:  # oldest first; a run in progress is not listed
+        if total <= budget:
+            break
+        with _removal_lock(logs.path) as free:
+            if not free:
+                continue
+            try:
+                freed, files = _trim_run(logs.path, total - budget, budget)
+            except OSError:  # a file gone or unreadable: the next run trims again
+                continue
+            total -= freed
+            trimmed += files
+    return trimmed
+
+
+def _trim_run(run_dir: Path, excess: float, budget: float) -> tuple[int, list[Path]]:
+    """Trim ``run_dir``'s large files, largest first, until ``excess`` bytes are freed; (freed, files)."""
+    large = sorted((p for p in run_dir.rglob("*") if p.is_file() and not p.is_symlink()
+                    and p.name != TRIM_NOTE and p.stat().st_size > TAIL_BYTES),
+                   key=lambda p: -p.stat().st_size)
+    freed, notes, files = 0, [], []
+    for path in large:
+        if freed >= excess:
+            break
+        size = path.stat().st_size
+        if path.suffix == ".log":
+            kept = read_tail(path, TAIL_BYTES)
+            write_regular(path, kept)
+            notes.append(f"{path.relative_to(run_dir)}: kept its last {len(kept)} of {size} bytes")
+            freed += size - len(kept)
+        else:
+            path.unlink(missing_ok=True)
+            notes.append(f"{path.relative_to(run_dir)}: removed ({size} bytes)")
+            freed += size
+        files.append(path)
+    if notes:
+        why = f" (the sweep's logs were over {SWEEP_LOGS_VAR}={budget / 2**20:g} MiB)\n"
+        _append_note(run_dir / TRIM_NOTE, "".join(line + why for line in notes))
+    return freed, files
+
+
+def _append_note(path: Path, text: str) -> None:
+    """Append ``text`` to the regular file ``path`` (made if missing); a link or FIFO a bench left
+    there is not written through."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError:
+        return
+    with os.fdopen(fd, "ab") as note:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            note.write(text.encode())
 
 
 @contextmanager

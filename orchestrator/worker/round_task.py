@@ -42,7 +42,7 @@ from orchestrator.worker.lockstep_round import (
     NoControlChannel,
     RoundFailed,
 )
-from orchestrator.worker.log_trim import logs_in_use
+from orchestrator.worker.log_trim import logs_in_use, trim_sweep_logs
 from orchestrator.worker.machine_lock import host_lock_path, machine_lock
 from orchestrator.worker.prepare import PrepareError
 from orchestrator.worker.protocols import BenchReader, make_reader
@@ -93,6 +93,7 @@ def execute_round(runs: list[PlannedRun], *, lock_path: str | None = None) -> li
         publish(event(run, "finished", status=result.status, error=result.error,
                                   throughput=result.throughput, wall_s=result.wall_s, ran_in=result.ran_in,
                                   outcome=published(outcomes[-1])))
+    trim_sweep_logs(log_dirs[runs[0].run_key].parent)  # the round stored: its sweep's logs to their cap
     return outcomes
 
 
