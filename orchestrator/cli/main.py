@@ -15,6 +15,7 @@ from typing import Any
 from orchestrator.cli.closed_pipes import tolerate_closed_pipes
 from orchestrator.cli.signals import stop_signals_interrupt
 from orchestrator.errors import EXIT_RUN_FAILED, ShasweepError, interruption
+from orchestrator.printable import printable
 
 EPILOG = """exit codes:
   0  all runs ok and every gate passed
@@ -197,7 +198,7 @@ def _run(args: argparse.Namespace) -> int:
 def _fail(message: str, code: int) -> int:
     """``message`` as one line on stderr; returns ``code``."""
     one_line = " ".join(line.strip() for line in message.splitlines() if line.strip())
-    print(f"shasweep: error: {one_line}", file=sys.stderr)
+    print(f"shasweep: error: {printable(one_line)}", file=sys.stderr)
     return code
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from orchestrator.printable import printable
 from orchestrator.session.status import CANCEL_WAIT_S, cancel_sweep, sweep_status
 
 
@@ -24,17 +25,22 @@ def add_cancel_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     """Print runs done/running/queued and the current step of a sweep."""
     status = sweep_status(args.sweep_id, args.results, scheduler=args.scheduler)
-    print("\n".join(status.lines()))
+    print(_shown(status.lines()))
     return 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     """Cancel a running sweep: its running bench is killed, its queued runs never start."""
     status = cancel_sweep(args.sweep_id, args.results, scheduler=args.scheduler, wait_s=args.wait_s,
-                          say=lambda line: print(line, flush=True))
+                          say=lambda line: print(printable(line), flush=True))
     if status is not None and status.lines():
-        print("\n".join(status.lines()))
+        print(_shown(status.lines()))
     return 0
+
+
+def _shown(lines: list[str]) -> str:
+    """The status's lines, each ``printable`` (a case name may hold anything)."""
+    return "\n".join(printable(line) for text in lines for line in text.splitlines())
 
 
 def _common_arguments(parser: argparse.ArgumentParser) -> None:

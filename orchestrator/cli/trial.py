@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.cli.python_option import add_python_argument, with_python
 from orchestrator.display import quantity, si_number, si_seconds
+from orchestrator.printable import printable
 
 if TYPE_CHECKING:
     from orchestrator.contract import RunResult
     from orchestrator.session.trial import Reading, TrialResult
 
 HEADER_VALUE_CHARS = 160  # of each header key's value on its line (the stream log has all of it)
-# C0 and C1 control characters but newline and tab: bench output must not steer the terminal
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def add_try_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +95,7 @@ def _block_lines(result: RunResult, throughput_unit: str | None) -> list[str]:
     """A lockstep trial's blocks as the worker read them, one line each (its side ran alone), or why
     the side ran without the control channel."""
     if result.ran_in == "interleaved":
-        return [f"lockstep: ran without the control channel: {_CONTROL.sub('?', result.fallback or '')}"]
+        return [f"lockstep: ran without the control channel: {printable(result.fallback or '')}"]
     if not result.blocks:
         return []
     lines = [f"blocks: {len(result.blocks)}, this side alone in its lockstep round"]
@@ -142,5 +140,5 @@ def _metric_lines(reading: Reading, throughput_unit: str | None) -> list[str]:
 
 
 def _error(result: RunResult) -> str:
-    """``result``'s error with control characters (escape sequences of bench output) shown as ``?``."""
-    return _CONTROL.sub("?", result.error or "(no error recorded)")
+    """``result``'s error line by line, each ``printable`` (bench output must not steer the terminal)."""
+    return "\n".join(printable(line) for line in (result.error or "(no error recorded)").splitlines())

@@ -28,6 +28,7 @@ from rich.text import Text
 from orchestrator.contract import Outcome, PlannedRun
 from orchestrator.dashboard.board import eta_seconds
 from orchestrator.display import wrapped
+from orchestrator.printable import printable
 
 
 class EtaColumn(ProgressColumn):
@@ -75,10 +76,11 @@ class SweepProgress:
             self._progress.update(self._overall, total=self.total_runs)
 
     def say(self, text: str) -> None:
-        """Print a line (above the bars when they are shown), as the characters it is (no markup): on a
-        terminal broken between phrases to fit it, else whole (``--no-progress`` into a log)."""
+        """Print a line (above the bars when they are shown), as the characters it is (no markup,
+        ``printable``): on a terminal broken between phrases to fit it, else whole (``--no-progress``
+        into a log)."""
         console = self._progress.console
-        for line in wrapped(text, console.width if console.is_terminal else None):
+        for line in wrapped(printable(text), console.width if console.is_terminal else None):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def handle_event(self, event: tuple[float, dict]) -> None:
@@ -101,7 +103,7 @@ class SweepProgress:
             elif msg.get("event") == "step" and key == self._current_key and self._current is not None:
                 phase = "warm-up" if msg.get("warmup") else "measure"
                 self._progress.update(self._current, completed=msg.get("done", 0),
-                                      description=f"{label} [{phase}]")
+                                      description=printable(f"{label} [{phase}]"))
 
     def run_finished(self, outcome: Outcome) -> None:
         """Advance the sweep bar and print one line for the finished run."""
@@ -130,7 +132,7 @@ class SweepProgress:
             self._current = None
         self._current_key = key
         if description is not None:
-            self._current = self._progress.add_task(description, total=total)
+            self._current = self._progress.add_task(printable(description), total=total)
 
 
 def _waiting_text(msg: dict) -> str:

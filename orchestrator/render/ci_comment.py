@@ -7,7 +7,8 @@ first, then the largest, each with its one figure: the ratio, and the interval o
 gate's decided interval for a FAIL, the family-wise one that makes any other change clear), at the
 confidence it was read; "no change beyond noise in N cases" for the other compared cases; the cases
 added or removed (never gated) and the undecided ones counted; a link or path to the full report.
-Nothing here computes a change of its own. Text from cases and refs is escaped (``gh_text``).
+Nothing here computes a change of its own. Text from cases and refs renders as the characters it is
+(``markdown.md_text``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from orchestrator.analysis.decided import DecidedFigure, clear_changes
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.verdicts import Verdict
-from orchestrator.render.gh_summary import gh_text
+from orchestrator.render.markdown import md_text
 from orchestrator.render.terminal import report_verdict_line
 from orchestrator.render.verdict_line import is_waived, verdict_counts
 
@@ -49,7 +50,7 @@ def ci_comment(report: Report, compared: Compared) -> str:
     changed = changes(report)
     quiet = len(report.decided) - len(changed)
     head = [MARKER, f"### shasweep: {VERDICT_WORDS.get(report.exit_code, 'ERROR')} — "
-                    f"{gh_text(report_verdict_line(report))}", "", _compared_line(report, compared), ""]
+                    f"{md_text(report_verdict_line(report))}", "", _compared_line(report, compared), ""]
     tail = [f"No change beyond noise in {quiet} case{_s(quiet)}." if quiet else "", *_one_sided(report),
             *_undecided(report), "", f"Full report: {_link(compared.report)}"]
     rows = [_row(figure) for figure in changed[:MAX_ROWS]]
@@ -86,7 +87,7 @@ def report_values(report: Report) -> dict[str, str]:
 def note_comment(title: str, message: str, report: str | None = None) -> str:
     """The comment when ``shasweep ci`` compared nothing: a title (``ERROR — nothing compared (exit
     2)``) and why, in one line."""
-    lines = [MARKER, f"### shasweep: {title}", "", gh_text(message)[:1500]]
+    lines = [MARKER, f"### shasweep: {title}", "", md_text(message)[:1500]]
     return "\n".join([*lines, *(["", f"Full report: {_link(report)}"] if report else [])]) + "\n"
 
 
@@ -100,7 +101,7 @@ def _row(figure: DecidedFigure) -> str:
     ratio = "-" if math.isnan(figure.ratio) else f"{figure.ratio:.3f}"
     verdict = "-" if gate is None else f"{gate.verdict}{' (waived)' if is_waived(gate) else ''} {gate.bound}"
     # numbers, verdicts and bounds are ours: only the names are escaped
-    return f"| {gh_text(_short(figure.case))} | {gh_text(figure.metric)} | {ratio} | {interval} | {verdict} |"
+    return f"| {md_text(_short(figure.case))} | {md_text(figure.metric)} | {ratio} | {interval} | {verdict} |"
 
 
 def _join(head: list[str], rows: list[str], more: int, tail: list[str]) -> str:
@@ -117,8 +118,8 @@ def _compared_line(report: Report, compared: Compared) -> str:
     same = " (the same commit: an A/A comparison, the machine against itself)" if (
         compared.head == compared.merge_base) else ""
     return (f"`{compared.head[:12]}` against the merge base `{compared.merge_base[:12]}` with "
-            f"{gh_text(compared.base_ref)}{same}; {gh_text(compared.suite)}, "
-            f"{report.record.spec.order.value}, {rounds} rounds{why}, budget {gh_text(compared.budget)}.")
+            f"{md_text(compared.base_ref)}{same}; {md_text(compared.suite)}, "
+            f"{report.record.spec.order.value}, {rounds} rounds{why}, budget {md_text(compared.budget)}.")
 
 
 def _one_sided(report: Report) -> list[str]:
@@ -127,7 +128,7 @@ def _one_sided(report: Report) -> list[str]:
     for cases in report.one_sided.values():
         for word, names in (("Added", cases.added), ("Removed", cases.removed)):
             if names:
-                shown = ", ".join(gh_text(_short(name)) for name in names[:MAX_LISTED])
+                shown = ", ".join(md_text(_short(name)) for name in names[:MAX_LISTED])
                 others = f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else ""
                 lines.append(f"{word} (not gated): {len(names)} case{_s(len(names))}: {shown}{others}.")
     return lines
@@ -145,7 +146,7 @@ def _link(report: str) -> str:
     """An autolink for a URL (``<``, ``>`` and blanks percent-encoded), else the path as text."""
     if report.startswith(("https://", "http://")):
         return "<" + report.replace("<", "%3C").replace(">", "%3E").replace(" ", "%20") + ">"
-    return gh_text(report)
+    return md_text(report)
 
 
 def _short(case: str) -> str:

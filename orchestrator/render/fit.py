@@ -7,17 +7,20 @@ too long is cut in the middle (``cut="middle"``), so the part that tells them ap
 or its parameters, stays.
 
 ``fit_table`` returns a rich table whose every column is ``no_wrap`` at an exact width, and the names
-of the columns it left out (the full report has them).
+of the columns it left out (the full report has them). Its title, headers and text cells are shown
+``printable``.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rich.table import Table as RichTable
 from rich.text import Text
+
+from orchestrator.printable import printable
 
 ELLIPSIS = "…"
 COLUMN_GAP = 2  # rich's padding between two columns of a table without edges
@@ -49,6 +52,7 @@ class Column:
 def fit_table(title: str, columns: list[Column], width: int) -> tuple[RichTable, list[str]]:
     """``columns`` as a table no wider than ``width`` (as far as dropping and shrinking allow), and the
     names of the columns left out."""
+    columns = [_printable(c) for c in columns]
     widths = {id(c): c.natural for c in columns}
     _shrink(columns, widths, width, None)
     kept, dropped = list(columns), []
@@ -61,7 +65,8 @@ def fit_table(title: str, columns: list[Column], width: int) -> tuple[RichTable,
         dropped.append(victim.name or victim.header)
     _shrink(kept, widths, width, MIN_SHRUNK)
     _widen(kept, widths, width)  # what leaving columns out freed goes back to the abbreviated ones
-    heading = Text(title, style="bold", no_wrap=True, overflow="ellipsis")  # a long case name: cut, not split
+    # a long case name: cut, not split
+    heading = Text(printable(title), style="bold", no_wrap=True, overflow="ellipsis")
     table = RichTable(title=heading, title_justify="left", box=None, pad_edge=False, header_style="bold",
                       show_edge=False)
     for column in kept:
@@ -70,6 +75,12 @@ def fit_table(title: str, columns: list[Column], width: int) -> tuple[RichTable,
     for row in zip(*(c.cells for c in kept), strict=True) if kept else []:
         table.add_row(*(_abbreviated(cell, widths[id(c)], c.cut) for cell, c in zip(row, kept, strict=True)))
     return table, dropped
+
+
+def _printable(column: Column) -> Column:
+    """``column`` with its header and text cells ``printable`` (a styled ``Text`` is the report's own)."""
+    return replace(column, header=printable(column.header),
+                   cells=[c if isinstance(c, Text) else printable(c) for c in column.cells])
 
 
 def _shrink(columns: list[Column], widths: dict[int, int], width: int, floor: int | None) -> None:

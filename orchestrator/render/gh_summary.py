@@ -5,24 +5,23 @@ side, a change when its gate FAILed or its interval, widened for the cases judge
 entirely above or below 1; largest first), the cases a side added or removed, then the full table
 (every metric as the report states it: a gated row as its gate decided it) in a collapsed
 ``<details>``. The whole stays under ``MAX_BYTES`` (a PR comment holds 65,536 characters): rows that
-do not fit are left out and counted. Text from cases and benches is escaped.
+do not fit are left out and counted. Text from cases and benches renders as the characters it is
+(``markdown.md_text``).
 """
 
 from __future__ import annotations
 
 import math
-import re
 
 from orchestrator.analysis.decided import clear_changes
 from orchestrator.analysis.report_model import MetricRow, Report
 from orchestrator.analysis.stats import Comparison
 from orchestrator.analysis.verdicts import format_interval
+from orchestrator.render.markdown import md_text
 from orchestrator.render.tables import format_number, one_sided_lines, verdict_text
 from orchestrator.render.terminal import report_verdict_line
 
 MAX_BYTES = 60_000
-_MD_SPECIAL = re.compile(r"[\\`*_{}\[\]<>()#+!|~&]")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 HEADER = ["case", "side", "metric", "{baseline} median", "median", "ratio", "interval", "gate"]
 
 
@@ -30,7 +29,7 @@ def gh_markdown(report: Report, max_bytes: int = MAX_BYTES) -> str:
     """The summary of ``report``, at most ``max_bytes`` UTF-8 bytes."""
     compared = [r for r in report.rows if r.comparison is not None]
     changed = clear_changes(report.decided)
-    head = [f"### shasweep {gh_text(report.sweep_id)}: {gh_text(report_verdict_line(report))}", ""]
+    head = [f"### shasweep {md_text(report.sweep_id)}: {md_text(report_verdict_line(report))}", ""]
     rows_by = {(r.case, r.side, r.metric): r for r in report.rows}
     gates = {(g.gate, g.case, g.side, g.metric): g for g in report.gates}
 
@@ -41,13 +40,13 @@ def gh_markdown(report: Report, max_bytes: int = MAX_BYTES) -> str:
         cells = [case, side, metric, format_number(base.summary.median if base else math.nan),
                  format_number(row.summary.median), ratio,
                  "-" if comparison is None or one_sided else format_interval(comparison), one_sided or gate]
-        return "| " + " | ".join(gh_text(c) for c in cells) + " |"
+        return "| " + " | ".join(md_text(c) for c in cells) + " |"
 
     def gate_of(r: MetricRow) -> str:
         verdict = gates.get((r.gate, r.case, r.side, r.metric))
         return verdict_text(verdict) if verdict else "-"
 
-    header = [h.format(baseline=gh_text(report.baseline)) for h in HEADER]
+    header = [h.format(baseline=md_text(report.baseline)) for h in HEADER]
     table_head = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     reserve = 400  # the lines after each table
     parts = head + _headline(report, len(changed)) + [""]
@@ -57,7 +56,7 @@ def gh_markdown(report: Report, max_bytes: int = MAX_BYTES) -> str:
         shown = _fit(rows, max_bytes - 2 * reserve - _size(parts + table_head))
         parts += table_head + shown + _more(len(changed) - len(shown)) + [""]
     if one_sided := one_sided_lines(report):
-        parts += [*(f"- {gh_text(text)}" for text in one_sided), ""]
+        parts += [*(f"- {md_text(text)}" for text in one_sided), ""]
     parts += [f"<details><summary>All cases: {len(report.cases)} cases, {len(compared)} comparisons"
               "</summary>", "", *table_head]
     shown = _fit([line(r.case, r.side, r.metric, r.comparison, gate_of(r)) for r in compared],
@@ -76,12 +75,6 @@ def _headline(report: Report, changes: int) -> list[str]:
                 f"case{'s' if k != 1 else ''} (a gate FAILed, or {judged} lies entirely above or below 1):"]
     return [f"No clear change in {k} compared case{'s' if k != 1 else ''}: no gate FAILed and {judged} "
             "includes 1."]
-
-
-def gh_text(text: object) -> str:
-    """``text`` as literal Markdown on one line: no HTML, link, emphasis, code or table break."""
-    escaped = _MD_SPECIAL.sub(r"\\\g<0>", " ".join(str(text).split()))
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", escaped)
 
 
 def _fit(lines: list[str], budget: int) -> list[str]:

@@ -5,8 +5,9 @@ One ``<testcase>`` per gate verdict (``classname`` ``shasweep.<sweep>.<metric>``
 <case> [<side>] <bound>``): PASS passes; FAIL fails with the ratio, the bound and the interval in its
 ``message``; INCONCLUSIVE, NO DATA (or any other verdict) and a waived FAIL are skipped with the reason.
 Every run that is not ok is a testcase with an ``<error>``; every case a suite side added or removed
-(on one side only, not gated) a skipped testcase saying so. Text from benches and cases is escaped as
-XML; characters XML 1.0 cannot hold are written as ``\\xNN``.
+(on one side only, not gated) a skipped testcase saying so. Text from benches and cases is
+``printable`` and escaped as XML; the few other characters XML 1.0 cannot hold are written as their
+escapes too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import xml.etree.ElementTree as ET
 
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.verdicts import GateVerdict, Verdict, format_interval, format_n, format_p
+from orchestrator.printable import printable
 from orchestrator.render.verdict_line import is_waived
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -79,6 +81,6 @@ def _one_line(text: object) -> str:
 
 
 def _text(text: object) -> str:
-    """``text`` with the characters XML 1.0 cannot hold written as ``\\xNN`` (ElementTree escapes
-    the rest)."""
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """``text`` ``printable``, and U+FFFE and U+FFFF, which XML 1.0 cannot hold either, as their
+    escapes (ElementTree escapes the rest)."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", printable(text))

@@ -12,6 +12,7 @@ import pandas as pd
 from orchestrator.analysis import drift, stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.suites import SuiteSummary
+from orchestrator.printable import printable
 from orchestrator.render import host_section, lockstep_section
 from orchestrator.render.tables import (
     GATES_NOTE,
@@ -33,19 +34,24 @@ from orchestrator.render.tables import (
 )
 from orchestrator.render.waiver_tables import WAIVERS_NOTE, gates_line, waivers_table
 
-# Escaped with a backslash: code spans, emphasis, table cells, escapes themselves; '<' where it could open
-# HTML or an autolink (before a letter, '/', '!' or '?'); '_' only at a word's edge (inside a word, as
-# in physics_ms, it never emphasises); '](' (a link). Harmless inside a line, so left alone: '<=', '->',
-# '~' (as in HEAD~1), '&'.
-_MD_SPECIAL = re.compile(r"[\\`*|]|<(?=[A-Za-z/!?])")
+# Escaped with a backslash: code spans, emphasis, strikethrough ('~': GFM strikes HEAD~1 and HEAD~2
+# through), table cells, escapes themselves; '<' where it could open HTML or an autolink (before a
+# letter, '/', '!' or '?'); '&' where it starts an entity; '_' only at a word's edge (inside a word, as
+# in physics_ms, it never emphasises); '](' (a link); GFM's extended autolinks: the ':' of '://' and
+# the '.' of 'www.'. Harmless inside a line, so left alone: '<=', '->'.
+_MD_SPECIAL = re.compile(r"[\\`*|~]|<(?=[A-Za-z/!?])|&(?=#?\w+;)|:(?=//)|(?i:(?<=www))\.")
+# In a code span of their own: '@' (an e-mail address is found in the text after escapes are read,
+# and GitHub makes a mention of '@name' likewise) and '#' before a digit (GitHub's issue links).
+_LINKED_MARKS = re.compile(r"@|#(?=[0-9])")
 _INTRAWORD_SAFE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def to_frame(report: Report) -> pd.DataFrame:
-    """The metric table in long form (the CSV), with each side's interval, p-value and drift."""
+    """The metric table in long form (the CSV), with each side's interval, p-value and drift; case and
+    side names ``printable``."""
     drifts = {(d.case, d.side, d.metric): d for d in report.drift}
     return pd.DataFrame([{
-        "sweep_id": report.sweep_id, "case": r.case, "side": r.side,
+        "sweep_id": report.sweep_id, "case": printable(r.case), "side": printable(r.side),
         "sha": report.record.side(r.side).sha,
         "baseline": r.side == report.baseline, "metric": r.metric,
         "n_ok": report.counts[r.case, r.side][0], "n_failed": report.counts[r.case, r.side][1],
@@ -85,10 +91,13 @@ def report_markdown(report: Report) -> str:
 
 
 def md_text(text: object) -> str:
-    """``text`` as literal Markdown: whatever a bench, a ref, a case name or a record holds renders as
-    the characters it is, never as HTML, a link, code, emphasis or a table cell break."""
-    flat = " ".join(str(text).splitlines())
-    return _INTRAWORD_SAFE.sub(r"\\\g<0>", _MD_SPECIAL.sub(r"\\\g<0>", flat)).replace("](", "]\\(")
+    """``text`` as literal Markdown on one line, for every Markdown shasweep writes (the report, ``gh``,
+    ``compare``, ``history``, a pull request's comment, the site): whatever a bench, a ref, a case name
+    or a record holds renders as the characters it is (``printable``), never as HTML, a link, a
+    mention, code, emphasis or a table cell break."""
+    flat = printable(" ".join(str(text).splitlines()))
+    escaped = _INTRAWORD_SAFE.sub(r"\\\g<0>", _MD_SPECIAL.sub(r"\\\g<0>", flat)).replace("](", "]\\(")
+    return _LINKED_MARKS.sub(r"`\g<0>`", escaped)
 
 
 def md_items(lines: list[str]) -> str:

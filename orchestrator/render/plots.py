@@ -17,6 +17,7 @@ from bokeh.transform import jitter
 
 from orchestrator.analysis.block_pairs import parse_blocks
 from orchestrator.contract import block_spans
+from orchestrator.printable import printable
 
 # Stacked in this order; update_state_ms is replaced by its update_state.* breakdown when reported.
 BREAKDOWN_PHASES: tuple[str, ...] = (
@@ -206,8 +207,8 @@ def metric_label(metric: str) -> str:
 
 
 def _figure(title: str, *, y_label: str, x_label: str = "", **kwargs: object) -> figure:
-    fig = figure(title=title, width=WIDTH, height=HEIGHT, tools="pan,box_zoom,wheel_zoom,reset,save",
-                 **kwargs)
+    fig = figure(title=printable(title), width=WIDTH, height=HEIGHT,
+                 tools="pan,box_zoom,wheel_zoom,reset,save", **kwargs)
     fig.yaxis.axis_label, fig.xaxis.axis_label = y_label, x_label
     if kwargs.get("y_axis_type") != "log":
         fig.y_range.start = 0
@@ -241,8 +242,8 @@ def lockstep_blocks_plot(runs: pd.DataFrame, sides: list[str], title: str) -> fi
         "block": [s["block"] for s in spans],
         "cycle": ["warm-up" if s["warmup"] else str(s["cycle"]) for s in spans],
         "wall_ms": [1000 * (s["wall_s"] or 0.0) for s in spans]})
-    fig = figure(title=title, y_range=[s for s in sides if s in set(runs["side"])], height=HEIGHT // 2 + 60,
-                 width=1120, x_axis_label="s since the round's first block",
+    fig = figure(title=printable(title), y_range=[s for s in sides if s in set(runs["side"])],
+                 height=HEIGHT // 2 + 60, width=1120, x_axis_label="s since the round's first block",
                  tools="pan,wheel_zoom,box_zoom,reset")
     fig.quad(left="left", right="right", bottom="bottom", top="top", color="color", alpha="alpha",
              source=source)

@@ -18,6 +18,7 @@ from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import Verdict
 from orchestrator.capabilities import describe_stored
 from orchestrator.display import quantity
+from orchestrator.printable import printable
 from orchestrator.render.fit import COMFORTABLE, Column, fit_table, shared_prefix
 from orchestrator.render.tables import (
     confidence_note,
@@ -78,8 +79,9 @@ def render_report(report: Report, width: int) -> RenderableType:
 
 
 def _line(text: str, style: str = "") -> Text:
-    """A line of prose: wrapped between words; a word longer than the line is cut with an ellipsis."""
-    return Text(text, style=style, overflow="ellipsis")
+    """A line of prose (``printable``): wrapped between words; a word longer than the line is cut with
+    an ellipsis."""
+    return Text(printable(text), style=style, overflow="ellipsis")
 
 
 def _fitted(columns: list[Column], title: str, width: int) -> list[RenderableType]:

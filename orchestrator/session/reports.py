@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from orchestrator.display import wrapped
 from orchestrator.errors import InvalidInputError
+from orchestrator.printable import printable
 from orchestrator.session.recorded import SweepRun, reports_dir
 from orchestrator.store.atomic import write_text_atomic
 
@@ -81,7 +82,7 @@ def print_report(run: SweepRun, report: Report, written: list[Path], *, resume_h
     console.print(render_report(report, console.width))
     width = console.width if console.is_terminal else None
     files = ", ".join(p.name for p in written)
-    lines = wrapped(f"full report in {_shown(written[0].parent)}: {files}", width)
+    lines = wrapped(printable(f"full report in {_shown(written[0].parent)}: {files}"), width)
     if resume_hint and (report.missing or len(report.failures)):
         lines += ["to run again the runs that are not ok:",  # the command whole, on a line of its own
                   f"  shasweep run --resume {run.sweep_id} --results {run.results_root}"]

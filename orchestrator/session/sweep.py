@@ -18,6 +18,7 @@ from orchestrator.plan import lifecycle
 from orchestrator.plan.expand import ResolvedSweep, build_plan, resolve_sweep
 from orchestrator.plan.integrity import with_digest
 from orchestrator.plan.roots import check_writable
+from orchestrator.printable import printable
 from orchestrator.session.options import RunOptions
 from orchestrator.session.recorded import SweepRun, locate_results
 from orchestrator.spec.identical_sides import aa_warnings
@@ -254,12 +255,12 @@ def _start(work: Callable[[], None] | None) -> threading.Thread | None:
 
 
 def say(text: str) -> None:
-    """One line: on a terminal wrapped to its width between phrases (``display.wrapped``: a path or a
-    command stays whole); piped, as is."""
+    """One line, ``printable``: on a terminal wrapped to its width between phrases (``display.wrapped``:
+    a path or a command stays whole); piped, as is."""
     from orchestrator.display import wrapped
     from orchestrator.render.console import terminal_console
 
-    console = terminal_console()
+    text, console = printable(text), terminal_console()
     if console.is_terminal:
         for line in wrapped(text, console.width):
             console.print(line, soft_wrap=True)

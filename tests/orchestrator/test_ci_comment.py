@@ -25,7 +25,8 @@ from orchestrator.render.ci_comment import (
     report_values,
 )
 from orchestrator.render.ci_outputs import dotenv_text, github_output_text
-from orchestrator.render.gh_summary import gh_markdown, gh_text
+from orchestrator.render.gh_summary import gh_markdown
+from orchestrator.render.markdown import md_text
 from orchestrator.render.terminal import report_verdict_line
 from orchestrator.spec.record import SweepRecord
 from orchestrator.store.records import write_record
@@ -135,7 +136,7 @@ def report400(tmp_path_factory):
 def test_the_comment_lists_the_clear_changes_with_their_one_figure(report400):
     text = ci_comment(report400, COMPARED)
     lines = text.splitlines()
-    verdict_line = gh_text(report_verdict_line(report400))
+    verdict_line = md_text(report_verdict_line(report400))
     assert lines[0] == MARKER and lines[1] == f"### shasweep: FAIL — {verdict_line}"
     assert "FAIL 1" in lines[1] and "exit 1" in lines[1]
     figures = {f.case.split("::")[-1]: f for f in report400.decided}

@@ -22,20 +22,23 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "capabilities": set(),
     "display": set(),  # numbers and lines for a terminal: the standard library only
+    "printable": set(),  # text from outside made safe to print or write: the standard library only
     "contract": BASE,
     "spec": BASE,
     "store": {"spec", "contract"} | BASE,
     "worker": {"store", "contract"} | BASE,
     "plan": {"spec", "store", "contract"} | BASE,
     "dashboard": {"contract"} | BASE,
-    "dispatch": {"plan", "worker", "store", "spec", "analysis", "dashboard", "contract", "display"} | BASE,
+    "dispatch": {"plan", "worker", "store", "spec", "analysis", "dashboard", "contract", "display",
+                 "printable"} | BASE,
     "analysis": {"store", "spec", "contract"} | BASE,  # and MODULE_EXCEPTIONS
     # renders the models it is given: loads nothing
-    "render": {"analysis", "spec", "contract", "display"} | BASE,
+    "render": {"analysis", "spec", "contract", "display", "printable"} | BASE,
     "session": {"spec", "plan", "dispatch", "worker", "store", "analysis", "render", "dashboard",
-                "contract", "display"} | BASE,
+                "contract", "display", "printable"} | BASE,
     # parses arguments, calls session, prints what it returns: never store, analysis or render itself
-    "cli": {"session", "spec", "plan", "dispatch", "worker", "dashboard", "contract", "display"} | BASE,
+    "cli": {"session", "spec", "plan", "dispatch", "worker", "dashboard", "contract", "display",
+            "printable"} | BASE,
     "benchkit": set(),  # a bench's own helper: the standard library only
     "suitekit": {"benchkit"},  # inside a suite's bench process: the standard library, pytest, pyperf
     "__init__": set(),
