@@ -53,6 +53,7 @@ from envruntime.bench.protocol import StreamWriter, control_commands
 from envruntime.collect.actors import ALGOS
 from envruntime.collect.collector import Collector, make_collector
 from envruntime.collect.policy import ACTIONS, DEVICES, CudaUnavailableError, torch_device
+from envruntime.envs.kernel_threads import policy_from_env
 from envruntime.envs.vecenv import VecEnv
 from envruntime.kernels.parallel import threading_layer
 from envruntime.tasks import TASKS, VARIANTS, make_env
@@ -167,6 +168,10 @@ def configure_threads(threads: int) -> int:
     torch_threads = os.environ.get(TORCH_THREADS_ENV, str(DEFAULT_TORCH_THREADS))
     if not torch_threads.isdigit() or int(torch_threads) <= 0:
         raise InvalidArgument(f"{TORCH_THREADS_ENV} must be a positive integer, got {torch_threads!r}")
+    try:
+        policy_from_env()
+    except ValueError as exc:
+        raise InvalidArgument(str(exc)) from None
     torch.set_num_threads(int(torch_threads))
     numba.set_num_threads(min(resolved, numba.config.NUMBA_NUM_THREADS))
     threading_layer()  # start Numba's workers now (outside the measured window) so the audit names the layer
@@ -185,6 +190,7 @@ class _Measured:
         self.collector, self.writer = collector, writer
         self.next_step, self.steps, self.wall_s = 0, 0, 0.0
         self.sums: dict[str, float] = {}
+        self.kernel_threads = 0  # the row kernels' thread counts, summed over the measured steps
 
     def block(self, steps: int, warmup: bool, block: int | None = None) -> None:
         """``steps`` steps; a commanded ``block`` also synchronises the devices and writes its record."""
@@ -194,6 +200,7 @@ class _Measured:
             self.writer.step(self.next_step, warmup, result.phases, result.resets, block)
             self.next_step += 1
             if not warmup:
+                self.kernel_threads += self.collector.env.kernel_threads.last
                 for phase, ms in result.phases.items():
                     self.sums[phase] = self.sums.get(phase, 0.0) + ms
         if block is not None:
@@ -228,6 +235,7 @@ def run(config: BenchConfig, env: VecEnv, threads: int, writer: StreamWriter) ->
         measure_wall_s=measured.wall_s,
         phase_means_ms={phase: total / measured.steps for phase, total in measured.sums.items()},
         peak_rss_mb=peak_rss_mb(),
+        metrics={"kernel_threads": measured.kernel_threads / measured.steps},
     )
 
 

@@ -29,7 +29,7 @@ VERSIONED_DISTRIBUTIONS: dict[str, str] = {
 OPTIONAL_DISTRIBUTIONS: dict[str, str] = {"mujoco_warp": "mujoco-warp"}
 THREAD_ENV_VARS: tuple[str, ...] = (
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
-    "NUMBA_THREADING_LAYER", "OMP_WAIT_POLICY", "ENVRUNTIME_SERIAL_KERNELS",
+    "NUMBA_THREADING_LAYER", "OMP_WAIT_POLICY", "ENVRUNTIME_SERIAL_KERNELS", "ENVRUNTIME_KERNEL_THREADS",
 )
 GIT_TIMEOUT_S = 10
 
@@ -79,12 +79,15 @@ def _numba_layer() -> str | None:
 
 
 def thread_settings(env: VecEnv) -> dict[str, Any]:
-    """Effective thread counts of torch, Numba and the backend, the env vars, and the affinity."""
+    """Effective thread counts of torch, Numba and the backend, the env vars, and the affinity; the
+    row kernels' policy and the counts it may use (each step's is in the summary's ``kernel_threads``)."""
     settings: dict[str, Any] = {
         "torch": torch.get_num_threads(),
         "numba": numba.get_num_threads(),
         "numba_layer": _numba_layer(),
         "backend": getattr(env.backend, "threads", None),
+        "kernel_policy": env.kernel_threads.policy,
+        "kernel_rungs": list(env.kernel_threads.rungs),
     }
     settings.update({name: os.environ.get(name) for name in THREAD_ENV_VARS})
     settings["affinity"] = sorted(os.sched_getaffinity(0))

@@ -35,6 +35,7 @@ import numpy as np
 
 from envruntime.backends.base import Backend
 from envruntime.backends.reset_staging import ResetStaging
+from envruntime.envs.kernel_threads import KernelThreads, kernel_ms
 from envruntime.envs.vecenv import ENV_PHASES, StepResult, elapsed_ms, final_obs_of, record_backend_phases
 from envruntime.kernels.action import record_action_and_targets
 
@@ -106,6 +107,7 @@ class DirectEnv:
         self.push_time_left = np.zeros(n)
         self._staging = ResetStaging(self.default_qpos, self.default_qvel, n)
         self.timings: dict[str, float] = dict.fromkeys(ENV_PHASES, 0.0)
+        self.kernel_threads = KernelThreads.from_env(getattr(backend, "threads", None))
 
     def _init_observations(self, noise_amp: np.ndarray, critic_dim: int) -> None:
         """Allocate the actor (``len(noise_amp)`` columns, uniform noise of that amplitude) and
@@ -199,6 +201,7 @@ class DirectEnv:
         if action.shape != self.action.shape:
             raise ValueError(f"action must have shape {self.action.shape}, got {action.shape}")
         b, t, cfg = self.backend, self.timings, self.cfg
+        threads = self.kernel_threads.begin()
         t0 = time.perf_counter()
         record_action_and_targets(
             action, self.action, self.prev_action, cfg.action_clip, cfg.action_scale, self.ctrl_offset,
@@ -222,6 +225,7 @@ class DirectEnv:
         record_backend_phases(t, b, elapsed_ms(t0, t1))
         t["update_state_ms"] = elapsed_ms(t2, t3) + elapsed_ms(t4, t5)
         t["reset_done_ms"] = elapsed_ms(t3, t4)
+        self.kernel_threads.end(threads, kernel_ms(t))
         return StepResult(
             obs=self.obs, reward=self.reward, terminated=self.terminated, truncated=self.truncated,
             final_obs=final_obs_of(self.obs, self._final_rows, k), done_rows=done_rows,

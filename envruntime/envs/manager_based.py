@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from envruntime.backends.base import Backend
+from envruntime.envs.kernel_threads import KernelThreads, kernel_ms
 from envruntime.envs.vecenv import StepResult, elapsed_ms, final_obs_of, record_backend_phases
 from envruntime.managers.action import ActionManager
 from envruntime.managers.command import CommandManager
@@ -131,6 +132,7 @@ class ManagerBasedEnv:
         self._stage_keys = tuple(dict.fromkeys((*UPDATE_STATE_STAGES, *self._command_stages.values())))
         phases = ("apply_action_ms", "physics_ms", "d2h_ms", "update_state_ms", *self._stage_keys)
         self.timings: dict[str, float] = dict.fromkeys((*phases, "reset_done_ms"), 0.0)
+        self.kernel_threads = KernelThreads.from_env(getattr(backend, "threads", None))
 
     def _reset_rows(self, rows: np.ndarray) -> None:
         self.event_manager.reset(rows)
@@ -154,6 +156,7 @@ class ManagerBasedEnv:
     def step(self, action: np.ndarray) -> StepResult:
         """Advance one control step; see the module docstring for the order."""
         t = self.timings
+        threads = self.kernel_threads.begin()
         t0 = time.perf_counter()
         self.action_manager.process(action)
         t1 = time.perf_counter()
@@ -189,6 +192,7 @@ class ManagerBasedEnv:
         t["update_state.observation.compute_ms"] = elapsed_ms(t7, t8)
         t["update_state_ms"] = sum(t[key] for key in self._stage_keys)
         t["reset_done_ms"] = elapsed_ms(t4, t5)
+        self.kernel_threads.end(threads, kernel_ms(t))
         tm = self.termination_manager
         return StepResult(obs=obs, reward=reward, terminated=tm.terminated, truncated=tm.truncated,
                           final_obs=final_obs_of(obs, self._final_rows, k), done_rows=done_rows)

@@ -15,6 +15,9 @@ next observation of env ``r`` is therefore ``obs[g][r]`` unless ``r`` is in ``do
 belong to the env: ``apply_action_ms``, ``physics_ms``, ``d2h_ms``, ``update_state_ms`` (and its
 ``update_state.<manager>.<stage>_ms`` breakdown), ``reset_done_ms``. Every key appears on every
 step, with 0.0 where the phase did not run.
+
+``kernel_threads`` picks, step by step, how many threads the env's row kernels run on
+(``envruntime.envs.kernel_threads``); its ``last`` is the count of the last ``step``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from envruntime.backends.base import Backend
+from envruntime.envs.kernel_threads import KernelThreads
 
 ENV_PHASES: tuple[str, ...] = (
     "apply_action_ms",
@@ -59,6 +63,7 @@ class VecEnv(Protocol):
     backend: Backend
     manager_names: tuple[str, ...]  # managers this env built, in construction order; () for direct
     timings: dict[str, float]
+    kernel_threads: KernelThreads
 
     def reset(self, seed: int) -> dict[str, np.ndarray]:
         """Reset every env (seeding the env's random generator) and return the first observation."""

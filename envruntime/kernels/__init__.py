@@ -21,5 +21,7 @@ May import numpy, numba and other ``envruntime.kernels`` modules only."""
 # (max 22 ms) with the default ``omp`` settings, 0.22 ms with ``OMP_WAIT_POLICY=PASSIVE`` and
 # 0.27-0.5 ms with the ``workqueue`` layer (MotrixSim: 0.57 ms median, max 18 ms, against 0.22 ms
 # passive). ``parallel.py`` therefore sets ``OMP_WAIT_POLICY=PASSIVE`` unless the user set it,
-# before Numba loads libgomp, and prefers ``omp`` then ``workqueue`` over ``tbb`` (whose workers
-# also spin); ``numba.set_num_threads`` is applied by the bench from ``--threads``.
+# before Numba loads libgomp, and prefers ``omp`` then ``workqueue`` over ``tbb``; the bench sets
+# ``numba.set_num_threads`` from ``--threads``, and each env step then runs its kernels on as many of
+# those threads as pay on the host at that moment (``envruntime.envs.kernel_threads``; the layers
+# measured on a busy host are in ``parallel.py``).

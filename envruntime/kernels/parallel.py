@@ -16,6 +16,23 @@ earlier ``parallel=True`` try. So ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (s
 loads libgomp at its first parallel launch) and the layer is chosen from ``omp`` then
 ``workqueue`` (both sleep when idle), before ``tbb``. A user's own ``OMP_WAIT_POLICY``,
 ``NUMBA_THREADING_LAYER`` or ``NUMBA_THREADING_LAYER_PRIORITY`` is left alone.
+
+On a busy host no layer keeps a fixed thread count cheap (measured in one process, each count's
+``update_state_ms`` beside the others', on the 2-core VM with two CPU-bound neighbours):
+
+* ``omp`` passive: every region wakes its workers and waits for all of them (Numba's ``omp for``
+  splits the rows statically), so a worker left waiting for a CPU holds the region up: Go2 manager
+  at N=256, 2 threads cost 6.0x 1 thread; at N=2048 0.50x (the work outweighs the wake-ups).
+  ``numba.set_parallel_chunksize`` only cuts the rows into more pieces, still split statically.
+* ``omp`` spinning (``OMP_WAIT_POLICY=ACTIVE``): the workers compete with the neighbours for the
+  cores even between regions: G1 motion tracking at N=4096, 8.5x.
+* ``workqueue``: the calling thread never computes and every region wakes every pool thread twice,
+  so even 1 thread costs a wake-up: 1 thread at N=256 took about 10x ``omp``'s 1 thread (two runs).
+* ``tbb`` (pip's ``tbb``, loaded by hand: Numba finds ``libtbb.so.12`` only on the loader's path):
+  the caller takes the work no worker stole, 1.14x at N=256, but 1.41x at N=2048.
+
+So the layer stays ``omp`` with passive waits, and what adapts is the thread count: each env step
+chooses it from what its kernels cost (``envruntime.envs.kernel_threads``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from envruntime.backends.mujoco_backend import MujocoBackend
+from envruntime.envs.kernel_threads import KernelThreads
 from envruntime.envs.vecenv import dense_final_obs
 from envruntime.kernels.parallel import threading_layer
 from envruntime.tasks import TASKS, VARIANTS
@@ -25,6 +26,7 @@ def rollout(task: str, variant: str, arrays: dict[str, np.ndarray]) -> None:
     cfg = getattr(module, CFG_CLASSES[task])(episode_length_s=0.3)  # time-outs, besides the falls
     factory = module.make_manager_env if variant == "manager" else module.make_direct_env
     env = factory(MujocoBackend(module.XML_PATH, num_envs=N, threads=1), cfg)
+    env.kernel_threads = KernelThreads(numba.get_num_threads(), policy="fixed")  # every step on all of them
     rng = np.random.default_rng(7)
     amplitude = np.where(np.arange(N) % 2 == 0, 3.0, 0.3)[:, None]  # even rows act wildly and fall
     try:

@@ -76,6 +76,7 @@ def test_manager_run_streams_every_record_type(tmp_path: Path) -> None:
             "numba", "affinity"} <= threads.keys()
     assert threads["affinity"] == sorted(os.sched_getaffinity(0))
     assert threads["numba_layer"] in ("omp", "workqueue") and threads["OMP_WAIT_POLICY"] is not None
+    assert (threads["kernel_policy"], threads["kernel_rungs"]) == ("adaptive", [1, 2])
     assert audit["collector"] == {"actions": "actor", "device": "cpu", "device_name": "cpu",
                                   "actor_class": "SacActor"}
 
@@ -95,6 +96,7 @@ def test_manager_run_streams_every_record_type(tmp_path: Path) -> None:
     assert summary["phase_means_ms"]["physics_ms"] == pytest.approx(sum(measured) / MEASURE)
     assert summary["throughput"] == pytest.approx(NUM_ENVS * MEASURE / summary["measure_wall_s"])
     assert summary["peak_rss_mb"] > 0
+    assert 1.0 <= summary["metrics"]["kernel_threads"] <= 2.0  # the row kernels' mean count, measured steps
 
 
 @pytest.mark.slow
@@ -233,6 +235,13 @@ def test_bad_torch_threads_env_exits_2(tmp_path: Path, monkeypatch: pytest.Monke
     stream = tmp_path / "run.ndjson"
     assert bench.main(bench_argv(stream)) == 2
     assert "ENVRUNTIME_TORCH_THREADS must be a positive integer" in read_records(stream)[0]["message"]
+
+
+def test_bad_kernel_thread_policy_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVRUNTIME_KERNEL_THREADS", "spin")
+    stream = tmp_path / "run.ndjson"
+    assert bench.main(bench_argv(stream)) == 2
+    assert "ENVRUNTIME_KERNEL_THREADS must be one of adaptive, fixed" in read_records(stream)[0]["message"]
 
 
 def test_missing_engine_exits_2_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
