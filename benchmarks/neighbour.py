@@ -11,24 +11,42 @@ seconds) so a run can be matched against them. It runs for ``--duration-s`` seco
 SIGTERM / SIGINT; its workers stop with it, and on their own when it dies.
 
     python benchmarks/neighbour.py --seed 1 --log /tmp/neighbour.jsonl &
+
+A benchmark runs it beside a block with ``running`` (``from neighbour import running``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import multiprocessing as mp
 import os
 import random
 import signal
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 CHUNK_S = 0.005  # how long a worker works between looks at its switch
 MEMORY_BYTES = 64 * 1024 * 1024
 KINDS = ("cpu", "memory", "mixed")
+
+
+@contextlib.contextmanager
+def running(seed: int, log: Path | None = None, *options: str) -> Iterator[subprocess.Popen]:
+    """This script in a child process (``--seed``, ``--log`` and any other ``options``) for the
+    ``with`` block; then SIGTERM, and its workers stop with it."""
+    argv = [sys.executable, __file__, "--seed", str(seed), *(["--log", str(log)] if log else []), *options]
+    proc = subprocess.Popen(argv)
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait()
 
 
 def worker(busy, kind, parent: int) -> None:

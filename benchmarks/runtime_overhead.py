@@ -37,6 +37,7 @@ import numpy as np
 
 from envruntime.backends import default_threads, make_backend
 from envruntime.bench.cli import DEFAULT_TORCH_THREADS, TORCH_THREADS_ENV
+from envruntime.envs.kernel_threads import POLICY_ENV
 from envruntime.tasks import make_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,6 +61,7 @@ class OverheadConfig:
     seed: int = 0
     actions: str = "actor"  # the bench's --actions: actor | pregenerated
     device: str = "cpu"  # the bench's --device for the actor
+    kernel_policy: str = ""  # ENVRUNTIME_KERNEL_THREADS of the bench; "": its default (adaptive)
 
 
 def task_decimation(task: str, sim: str, threads: int) -> int:
@@ -137,6 +139,8 @@ def run_collector(cfg: OverheadConfig, variant: str, num_envs: int, measure: int
         env = dict(os.environ)
         if cfg.torch_threads:
             env[TORCH_THREADS_ENV] = str(cfg.torch_threads)
+        if cfg.kernel_policy:
+            env[POLICY_ENV] = cfg.kernel_policy
         # cwd=REPO puts this checkout first on sys.path for ``-m``
         proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False)
         records = [json.loads(line) for line in stream.read_text().splitlines()] if stream.exists() else []
