@@ -73,10 +73,14 @@ def check_runs(runs: pd.DataFrame, head: str, results: Path, planned: int) -> No
 
 
 def test_smoke_sweep_passes_its_gate(tmp_path):
-    # 3 rounds: a t-interval from 2 (1 degree of freedom) is too wide for tiny, noisy runs to decide
-    code, sweep_id, runs = run_sweep("smoke.yaml", tmp_path, 6, "repeats=3",
+    # 3 rounds: a t-interval from 2 (1 degree of freedom) is too wide for tiny, noisy runs to decide;
+    # one measured block of 3 steps a side per lockstep round (check_runs counts 3 measured steps)
+    code, sweep_id, runs = run_sweep("smoke.yaml", tmp_path, 6, "repeats=3", "lockstep.blocks=1",
+                                     "lockstep.block_steps=3",
                                      "gates=[{metric: throughput, min_ratio: 0.01}]")
-    assert runs.sort_values("order")["side"].tolist() == ["manager", "direct"] * 3
+    assert (runs["ran_in"] == "lockstep").all(), "smoke's rounds run both sides' processes at once"
+    assert sorted(runs.groupby("repeat")["side"].apply(sorted).tolist()) == [["direct", "manager"]] * 3
+    assert runs["kernel_threads"].between(1.0, 1.0).all(), "params.threads=1: the kernels' one rung"
     assert (runs["variant"] == runs["side"]).all(), "smoke's side labels are the variants they run"
     assert runs.loc[runs["variant"] == "manager", "update_state.command.compute_ms"].notna().all()
     report = make_report(tmp_path, sweep_id)
