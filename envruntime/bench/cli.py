@@ -20,14 +20,17 @@ its ``block``), synchronises the devices (the actor's CUDA, MJWarp) and writes a
 
 ``--threads 0`` (the default) means every CPU of the affinity mask for the physics backend and
 Numba's parallel kernels (capped at ``NUMBA_NUM_THREADS``; see ``envruntime.kernels.parallel`` for
-the threading layer and its wait policy). The actor's torch uses
-``ENVRUNTIME_TORCH_THREADS`` threads, default 1: the actor runs between physics steps on the same
+the threading layer and its wait policy); each env step runs its kernels on as many of those as pay
+(``envruntime.envs.kernel_threads``; ``ENVRUNTIME_KERNEL_THREADS=fixed``: all of them), and the
+summary's ``metrics.kernel_threads`` is their mean count over the measured steps. The actor's torch
+uses ``ENVRUNTIME_TORCH_THREADS`` threads, default 1: the actor runs between physics steps on the same
 cores, and torch's OpenMP workers spin-wait after each forward while the physics pool needs those
 cores (measured on a 2-core host at N=4096: 2 torch threads made ``policy_ms`` 3-8x and
 ``physics_ms`` up to 2x that of 1 thread). Raise it on hosts with cores to spare.
 
 Exit codes: 0 ok; 2 invalid arguments (unknown task/sim/algo/variant/actions/device, a
-non-positive count, ``--device cuda`` where torch sees no CUDA device) or a task/engine not
+non-positive count, ``--device cuda`` where torch sees no CUDA device, a bad
+``ENVRUNTIME_TORCH_THREADS`` or ``ENVRUNTIME_KERNEL_THREADS``) or a task/engine not
 installed, with an ``error`` record when the stream can be opened and the valid values on stderr;
 1 a failure during the run, with an ``error`` record carrying the traceback tail.
 """
