@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -46,6 +47,7 @@ DEFAULT_SCHEDULER_PORT = 8786
 DEFAULT_DASHBOARD_ADDRESS = f"{LOCALHOST}:8787"
 _GPU_LIST = re.compile(r"[A-Za-z0-9-]+(,[A-Za-z0-9-]+)*\Z")  # indices or GPU UUIDs
 _RESOURCE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+CLOSE_TIMEOUT_S = 30.0  # closing a server (a worker tells its scheduler, if it has one)
 
 logger = logging.getLogger("shasweep")
 
@@ -174,7 +176,7 @@ async def serve_scheduler(config: SchedulerConfig) -> None:
         board = page_url(f"http://{dashboard_host}:{scheduler.http_server.port}/status")
         _say(f"shasweep scheduler at {server.address}, live board {board}")
 
-    await _serve(scheduler, started)
+    await _serve(scheduler, started, "starting")
 
 
 async def serve_worker(config: WorkerConfig, claim: HostClaim) -> None:
@@ -200,21 +202,35 @@ async def serve_worker(config: WorkerConfig, claim: HostClaim) -> None:
              f"resource {config.resource}=1, CPUs {format_cpus(os.sched_getaffinity(0))}, "
              f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}")
 
-    await _serve(worker, started)
+    await _serve(worker, started, f"connecting to its scheduler at {config.scheduler}")
 
 
-async def _serve(server: Server, on_started: Callable[[Server], None]) -> None:
-    """Start ``server``, call ``on_started``, and run until a signal or the server closes itself."""
+async def _serve(server: Server, on_started: Callable[[Server], None], starting_what: str) -> None:
+    """Start ``server``, call ``on_started``, and run until a signal or the server closes itself. A
+    signal ends the start too (``starting_what`` says what it was doing): a worker whose scheduler
+    cannot be reached retries for good, and must still stop when told."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with server:
+    stopping = asyncio.ensure_future(stop.wait())
+    starting = asyncio.ensure_future(server.start())
+    try:
+        await asyncio.wait({stopping, starting}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            _say(f"shasweep: stopped by a signal while {starting_what}")
+            return
+        starting.result()  # a failure to start raises here
         on_started(server)
-        waiters = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(server.finished())}
-        _, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        for task in pending:
+        finished = asyncio.ensure_future(server.finished())
+        await asyncio.wait({stopping, finished}, return_when=asyncio.FIRST_COMPLETED)
+        finished.cancel()
+    finally:
+        for task in (stopping, starting):
             task.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(server.close(), CLOSE_TIMEOUT_S)
 
 
 def _cpus(text: str | None) -> frozenset[int] | None:

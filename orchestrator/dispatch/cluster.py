@@ -96,9 +96,13 @@ def _quiet(logger_name: str) -> Iterator[None]:
 
 
 def check_scheduler_address(address: str, option: str) -> str:
-    """``address`` if it looks like ``tcp://HOST:PORT``; else ``InvalidInputError`` naming ``option``."""
+    """``address`` if it looks like ``tcp://HOST:PORT`` with a port one can connect to (1-65535); else
+    ``InvalidInputError`` naming ``option``."""
     if not _ADDRESS.match(address):
         raise InvalidInputError(f"{option} {address!r} is not an address like tcp://HOST:PORT")
+    port = int(address.rpartition(":")[2])
+    if not 1 <= port <= 65535:
+        raise InvalidInputError(f"{option} {address!r}: port {port} is not a port number (1-65535)")
     return address
 
 

@@ -1,24 +1,35 @@
 """Drills of what happens to ``shasweep`` from outside while it runs: a reader of its output that leaves,
-SIGTERM and SIGHUP, a cancel the bench worker cannot hear, and a scheduler that dies mid-run. Each
-ends with one clear line, a recorded outcome, the documented exit code and no process left behind."""
+SIGTERM and SIGHUP, a cancel the bench worker cannot hear, a scheduler that dies mid-run, and a
+worker whose scheduler never answers. Each ends with one clear line, a recorded outcome, the
+documented exit code and no process left behind."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import socket
 import subprocess
 from pathlib import Path
 
 import pandas as pd
 import psutil
 import pytest
-from drill_helpers import bench_pids, client, finish, lab_cluster, record_of, slow_sweep, write_sweep
+from drill_helpers import (
+    bench_pids,
+    client,
+    finish,
+    lab_cluster,
+    record_of,
+    shasweep_argv,
+    slow_sweep,
+    write_sweep,
+)
 from fakebench.fakerepo import FakeRepo, make_fake_repo
 from fakebench.waits import is_gone, wait_for
 from filelock import FileLock
 
-from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
+from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED
 
 
 def closed_pipe() -> int:
@@ -205,3 +216,44 @@ def test_losing_the_scheduler_mid_run_is_one_line_a_failed_run_and_a_resumable_s
                                scheduler.address], home, tmp_path / "resume.out")
         assert finish(resume) == EXIT_OK, (tmp_path / "resume.out").read_text()
     assert record_of(repo)["status"] == "finished"
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then let go)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_worker_whose_scheduler_is_unreachable_stops_on_a_signal_to_its_group(tmp_path, signum):
+    address = f"tcp://127.0.0.1:{closed_port()}"
+    out = tmp_path / "worker.out"
+    with open(out, "wb") as sink:  # its own session, as a supervisor starts it; the signal goes to the group
+        worker = subprocess.Popen(shasweep_argv("worker", address), stdout=sink, stderr=sink,
+                                  start_new_session=True,
+                                  env={**os.environ, "SHASWEEP_HOST_ID": f"unreachable-{tmp_path.name}"})
+    try:
+        wait_for(lambda: "Waiting to connect to:" in out.read_text(), "the worker to try its scheduler")
+        os.killpg(worker.pid, signum)
+        code = worker.wait(timeout=60)  # it went on retrying for good, past SIGTERM and SIGINT
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+    said = out.read_text()
+    assert code == EXIT_OK and f"stopped by a signal while connecting to its scheduler at {address}" in said
+    assert "Traceback" not in said, said
+
+
+@pytest.mark.parametrize("argv", [["worker", "tcp://127.0.0.1:99999"],
+                                  ["run", "drill.yaml", "--scheduler", "tcp://127.0.0.1:99999"],
+                                  ["worker", "tcp://127.0.0.1:0"]])
+def test_a_scheduler_address_whose_port_is_no_port_is_bad_input(tmp_path, argv):
+    repo = make_fake_repo(tmp_path)
+    write_sweep(repo)
+    done = subprocess.run(shasweep_argv(*argv), cwd=repo.path, capture_output=True, text=True, timeout=120)
+    port = argv[-1].rpartition(":")[2]
+    assert done.returncode == EXIT_INVALID, done
+    assert f"port {port} is not a port number (1-65535)" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
