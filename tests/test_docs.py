@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import pytest
 import yaml
-from omegaconf import MISSING, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 from orchestrator.cli.main import _take_late_overrides, build_parser
-from orchestrator.spec import schema
+from orchestrator.spec import interpreters, schema
 from orchestrator.spec.bisect_sweep import load_bisect_spec
 from orchestrator.spec.load import load_spec, spec_from_config
 from orchestrator.worker import machine_lock
@@ -340,7 +341,24 @@ def test_every_shasweep_command_in_a_shell_block_parses():
     assert not failures, "commands the parser rejects:\n" + "\n".join(failures)
 
 
-def test_the_sweep_files_of_the_commands_load_with_their_overrides():
+@pytest.fixture
+def readers_interpreters(monkeypatch):
+    """The docs name interpreters of the reader's machine (``~/venvs/mylib``, ``/opt/venvs/py312``):
+    their blocks are checked for their keys and values, any absolute interpreter path accepted."""
+    def absolute_only(path: str, key: str) -> None:
+        if not os.path.isabs(path):
+            raise AssertionError(f"{key}: {path!r} did not resolve to an absolute path")
+    monkeypatch.setattr(interpreters, "check_python", absolute_only)
+
+
+def documented_sweep(stem: str) -> DictConfig | None:
+    """The sweep a docs YAML block shows under ``name: <stem>`` (a command runs it as ``<stem>.yaml``)."""
+    blocks = [yaml.safe_load(b) for d in docs() for b in yaml_blocks(d.name)]
+    found = [b for b in blocks if isinstance(b, dict) and b.get("name") == stem and "sides" in b]
+    return OmegaConf.create(found[0]) if found else None
+
+
+def test_the_sweep_files_of_the_commands_load_with_their_overrides(readers_interpreters):
     checked = 0
     for _, words in doc_commands():
         args = parse(words[1:])
@@ -350,8 +368,12 @@ def test_the_sweep_files_of_the_commands_load_with_their_overrides():
         path = ROOT / sweep
         if args.command == "bisect":
             load_bisect_spec(path, args.overrides, args.good, args.bad)
-        else:
+        elif path.exists():
             load_spec(path, args.overrides)
+        else:
+            shown = documented_sweep(Path(sweep).stem)
+            assert shown is not None, f"shasweep {args.command} {sweep}: neither a file nor a docs block"
+            spec_from_config(shown, args.overrides)
         checked += 1
     assert checked >= 5
 
@@ -441,7 +463,7 @@ def default_of(f: dataclasses.Field) -> object:
     return value.value if hasattr(value, "value") else value
 
 
-def test_sweep_yaml_md_reference_block_loads_and_shows_the_defaults():
+def test_sweep_yaml_md_reference_block_loads_and_shows_the_defaults(readers_interpreters):
     raw = yaml.safe_load(next(b for b in yaml_blocks("docs/sweep-yaml.md") if b.startswith("name:")))
     spec_from_config(OmegaConf.create(raw))
     assert {f.name for f in dataclasses.fields(schema.SweepSpec)} <= set(raw), \
@@ -458,7 +480,7 @@ def test_sweep_yaml_md_reference_block_loads_and_shows_the_defaults():
     assert not wrong, "docs/sweep-yaml.md's reference block shows another default:\n" + "\n".join(wrong)
 
 
-def test_every_complete_sweep_yaml_block_loads():
+def test_every_complete_sweep_yaml_block_loads(readers_interpreters):
     blocks = [yaml.safe_load(b) for d in docs() for b in yaml_blocks(d.name)]
     complete = [b for b in blocks if isinstance(b, dict) and {"name", "sides", "cases"} <= set(b)]
     assert complete
