@@ -78,12 +78,13 @@ def write(name: str) -> None:
     target, expected = HERE / name, HERE / f"{name}-outputs"
     if target.exists() or expected.exists():
         raise SystemExit(f"{target} exists: a checked-in root is never written again")
-    work = Path(tempfile.mkdtemp(prefix="shasweep-fixture-"))
-    results = work / "results"
-    ids = run_sweeps(work, results)
-    target.mkdir()
-    for part in ("runs", "steps", "sweeps", "index"):
-        shutil.copytree(results / part, target / part, ignore=shutil.ignore_patterns(".*"))
+    with tempfile.TemporaryDirectory(prefix="shasweep-fixture-") as work:
+        results = Path(work) / "results"
+        ids = run_sweeps(Path(work), results)
+        target.mkdir()
+        for part in ("runs", "steps", "sweeps", "index"):
+            shutil.copytree(results / part, target / part, ignore=shutil.ignore_patterns(".*"))
+        os.chdir(HERE)
     write_outputs(target, tuple(ids))
     print("sweeps:", ", ".join(ids))
 
@@ -91,10 +92,22 @@ def write(name: str) -> None:
 def write_outputs(root: Path, ids: tuple[str, ...]) -> None:
     """Every read verb's output of a copy of ``root`` (reading may fold its index), as the test reads
     it, into ``<root>-outputs``."""
+    with tempfile.TemporaryDirectory(prefix="shasweep-read-") as work:
+        copy = Path(work) / "results"
+        shutil.copytree(root, copy)
+        os.chdir(work)
+        found = _read_verbs(copy, ids)
+        os.chdir(HERE)
     expected = root.parent / f"{root.name}-outputs"
-    copy = Path(tempfile.mkdtemp(prefix="shasweep-read-")) / "results"
-    shutil.copytree(root, copy)
-    os.chdir(copy.parent)
+    shutil.rmtree(expected, ignore_errors=True)
+    expected.mkdir()
+    for output, text in found.items():
+        (expected / output).write_text(text, encoding="utf-8")
+
+
+def _read_verbs(copy: Path, ids: tuple[str, ...]) -> dict[str, str]:
+    """``test_stored_reports.outputs`` of ``copy`` as the test sees them (its terminal width and host
+    name), printed output captured."""
     os.environ["COLUMNS"] = "120"
     socket.gethostname = lambda: "fixture-host"
     out, err = io.StringIO(), io.StringIO()
@@ -107,11 +120,7 @@ def write_outputs(root: Path, ids: tuple[str, ...]) -> None:
         return texts
 
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        found = outputs(copy, ids, read)
-    shutil.rmtree(expected, ignore_errors=True)
-    expected.mkdir()
-    for output, text in found.items():
-        (expected / output).write_text(text, encoding="utf-8")
+        return outputs(copy, ids, read)
 
 
 if __name__ == "__main__":
