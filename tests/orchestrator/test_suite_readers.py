@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import statistics
 import subprocess
 import sys
 from dataclasses import replace
@@ -116,16 +115,11 @@ def test_pyperf_reads_every_worker_process_value_without_warmups(pyperf_output, 
         assert reader.summary["throughput"] == pytest.approx(1 / bench.mean(), rel=1e-12)
         assert reader.header["audit"]["source_unit"] == "second"
         assert reader.header["audit"]["versions"]["pyperf"] == pyperf.__version__
-    small, large = (reader_for("pyperf", name, tmp_path / f"r-{name}", pyperf_output)
-                    for name in ("sum_small", "sum_large"))
-    assert small.complete() is None and large.complete() is None
-    assert set(small.benchmarks) == {"sum_small", "sum_large"}
-    # sum(range(1000)) per call, not per loop of ten: inner_loops is honoured, so a call of the large
-    # sum takes a few times the small one's, not forty times (medians: a value the machine's load
-    # preempted moves a mean of six)
-    per_call = {name: statistics.median(s.phases["time_ms"] for s in reader.steps)
-                for name, reader in (("small", small), ("large", large))}
-    assert 2 < per_call["large"] / per_call["small"] < 30, per_call
+    large = next(b for b in suite.get_benchmarks() if b.get_name() == "sum_large")
+    # the values above are per call, not per loop of ten: the file says inner_loops, and the reader's
+    # values equal pyperf's own (which divides by it) exactly; a ratio of two timings would say the
+    # same only when the machine is idle
+    assert large.get_metadata()["inner_loops"] == 10
 
 
 def test_pyperf_memory_benchmarks_have_a_unit_that_is_not_a_time(tmp_path):
