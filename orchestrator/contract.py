@@ -10,6 +10,7 @@ Imports nothing of the orchestrator (see docs/design.md, "Code layout").
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 from collections.abc import Iterable, Iterator
@@ -374,9 +375,10 @@ class RunResult:
 def block_spans(blocks: Iterable[dict]) -> list[dict]:
     """A lockstep round's blocks (each with ``side``, ``started``, ``ended`` epoch seconds, ``warmup``)
     as spans from the round's first start, as the live board and the report draw them: ``side``,
-    ``left``, ``right`` (s), ``warmup``, ``block``, ``cycle``, ``wall_s``; blocks without times left out."""
+    ``left``, ``right`` (s), ``warmup``, ``block``, ``cycle``, ``wall_s``; blocks without finite times
+    left out (rows an older shasweep stored with ``Infinity`` there)."""
     timed = [b for b in blocks if all(isinstance(b.get(k), int | float) and not isinstance(b.get(k), bool)
-                                      for k in ("started", "ended"))]
+                                      and math.isfinite(b[k]) for k in ("started", "ended"))]
     origin = min((b["started"] for b in timed), default=0.0)
     return [{"side": b.get("side"), "left": b["started"] - origin, "right": b["ended"] - origin,
              "warmup": bool(b.get("warmup")), "block": b.get("block"), "cycle": b.get("cycle"),

@@ -13,6 +13,7 @@ from distributed import Client, LocalCluster
 from fakebench.fakerepo import make_fake_repo, make_run
 
 from orchestrator.contract import STATUSES as FINAL_STATUSES
+from orchestrator.contract import block_spans
 from orchestrator.dashboard import page_url
 from orchestrator.dashboard.board import MAX_SWEEPS, SweepBoard
 from orchestrator.dashboard.page import BoardPage, summary_html, table_data
@@ -198,6 +199,14 @@ def test_the_clients_outcome_ends_a_run_whose_worker_died():
     snap = board.snapshot("s1")
     assert [r["status"] for r in snap["runs"]] == ["failed", "running", "queued"]
     assert " #1 " in summary_html(snap) and "1/3 runs done" in summary_html(snap)
+
+
+def test_blocks_without_finite_times_are_left_off_the_timeline():
+    blocks = [{"side": "a", "block": 0, "started": 10.0, "ended": 11.0, "wall_s": 1.0},
+              {"side": "b", "block": 0, "started": float("inf"), "ended": float("-inf"), "wall_s": 1.0},
+              {"side": "b", "block": 1, "started": float("nan"), "ended": 12.0, "wall_s": 1.0}]
+    spans = block_spans(blocks)  # an older shasweep stored Infinity as a block's times
+    assert [(s["side"], s["left"], s["right"]) for s in spans] == [("a", 0.0, 1.0)]
 
 
 def test_a_lockstep_round_s_blocks_show_per_side_on_the_timeline():
