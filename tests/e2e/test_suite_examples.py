@@ -101,13 +101,18 @@ def test_pyperf_suite_fails_the_slowed_benchmark_and_never_the_others(tmp_path, 
     assert cases == ["checksum", "sort_words", "tokenize"], plan.stdout + plan.stderr
 
 
-def test_a_branch_that_adds_two_benchmarks_and_removes_one_exits_by_its_gates(tmp_path):
+@pytest.mark.parametrize("order", ["interleaved", "lockstep"])
+def test_a_branch_that_adds_two_benchmarks_and_removes_one_exits_by_its_gates(tmp_path, order):
     """HEAD removes sort_words, adds count_words and hash_words and slows tokenize: the one-sided cases
     are listed as added and removed, never gated (no NO DATA, no exit 3, no resume hint), and the
-    sweep exits 1 by tokenize's gate alone."""
+    sweep exits 1 by tokenize's gate alone; a process per side and round, or both resident in lockstep
+    rounds (where a case only one side has runs on that side alone)."""
     repo = tmp_path / "suite-repo"
     make_suite_repo(repo, churn=True)
-    proc, runs, _, verdicts = run_example("pyperf", tmp_path, repo, "repeats=4", "max_repeats=8")
+    proc, runs, _, verdicts = run_example("pyperf", tmp_path, repo, "repeats=4", "max_repeats=8",
+                                          f"order={order}")
+    ran_in = set(runs["ran_in"].dropna()) if "ran_in" in runs else set()
+    assert ran_in == ({"lockstep"} if order == "lockstep" else set()), ran_in
     output = proc.stdout + proc.stderr
     assert proc.returncode == EXIT_GATE_FAILED and verdicts["tokenize"] == "FAIL", output
     assert set(verdicts) == {"checksum", "tokenize"}, "only the common cases are gated"
