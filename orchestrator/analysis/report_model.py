@@ -39,7 +39,7 @@ from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates
 from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
 from orchestrator.capabilities import TIME_METRIC
 from orchestrator.errors import EXIT_RUN_FAILED
-from orchestrator.spec.protocol_checks import is_suite
+from orchestrator.spec.protocol_checks import is_metric_column, is_suite
 from orchestrator.spec.record import SweepRecord
 from orchestrator.spec.schema import SweepSpec
 from orchestrator.store import query
@@ -274,12 +274,11 @@ def report_metrics(spec: SweepSpec, runs: pd.DataFrame | None = None) -> list[st
 
 
 def reported_metrics(runs: pd.DataFrame) -> list[str]:
-    """``throughput`` and every float column of the runs that some ok run reported besides the run's
-    own bookkeeping: the phases (``*_ms``) first, then the other metrics, each in column order."""
+    """``throughput`` and every float column of the runs that some ok run reported and that holds a
+    metric (``spec.protocol_checks.is_metric_column``): the phases (``*_ms``) first, then the other
+    metrics, each in column order."""
     ok = runs[runs["status"] == "ok"] if "status" in runs else runs
-    own = {"throughput", "wall_s", "measure_wall_s", "steps", "exit_code", "repeat", "order", "lock_wait_s",
-           "format_version"}
-    numeric = [c for c in ok.columns if c not in own and not c.startswith(("host_", "audit_"))
+    numeric = [c for c in ok.columns if c != "throughput" and is_metric_column(c)
                and pd.api.types.is_float_dtype(ok[c]) and ok[c].notna().any()]
     return ["throughput", *[c for c in numeric if c.endswith("_ms")],
             *[c for c in numeric if not c.endswith("_ms")]]

@@ -15,13 +15,29 @@ from orchestrator.spec.schema import REPORT_METRICS, SweepSpec
 
 _DOTTED_PATH = re.compile(r"[^.\s]+(\.[^.\s]+)*\Z")
 _METRIC = re.compile(r"(throughput|[A-Za-z0-9_.]+_ms)\Z")  # a name a v1 bench may report
-# Run columns a ``json.metrics`` name must not take (the store writes these itself).
+# Every run column the store writes itself, whatever the bench reports (docs/design.md, "Results";
+# the host_* and audit_* columns aside): a bench phase or metric never takes one of these names, and
+# none of them is a bench metric but BENCH_PROCESS_METRICS (``is_metric_column``). A test checks that
+# the store's writer has no other column of its own.
 RESERVED_COLUMNS: frozenset[str] = frozenset((
     "sweep_id", "run_key", "side", "ref", "sha", "case", "algo", "task", "sim", "variant", "repeat", "order",
     "status", "error", "started_at", "ended_at", "wall_s", "throughput", "measure_wall_s", "exit_code",
-    "steps", "log_dir", "params", "env", "protocol", "sweep", "ran_in", "lockstep_fallback", "blocks",
-    "quiet_wait_s", "quiet_load", "quiet_steal", "quiet_met", "python", "format_version",
+    "steps", "log_dir", "bench_user_s", "bench_sys_s", "bench_max_rss_mib", "rss_source", "audited",
+    "reused_from", "lock_wait_s", "suite_run_key", "bad_input", "protocol", "worktree", "python",
+    "audit_modules", "params", "env", "pythonpath", "command", "ran_in", "lockstep_fallback", "blocks",
+    "quiet_wait_s", "quiet_load", "quiet_steal", "quiet_met", "format_version", "sweep",
 ))
+# The worker's measures of the bench process (``os.wait4``), reported beside the bench's own metrics.
+BENCH_PROCESS_METRICS: tuple[str, ...] = ("bench_user_s", "bench_sys_s", "bench_max_rss_mib")
+
+
+def is_metric_column(name: str) -> bool:
+    """Whether run column ``name`` holds a figure a report row or a gate may read: ``throughput``, the
+    worker's measures of the bench process, or what the bench reported (a phase, a metric): any column
+    the store does not write itself, nor a ``host_*`` or ``audit_*`` one."""
+    if name == "throughput" or name in BENCH_PROCESS_METRICS:
+        return True
+    return name not in RESERVED_COLUMNS and not name.startswith(("host_", "audit_"))
 
 
 def is_suite(spec: SweepSpec) -> bool:
