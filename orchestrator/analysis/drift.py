@@ -131,9 +131,10 @@ def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],
     first_run = history.groupby("sweep_id")["started_at"].min()
     earlier = history[history["sweep_id"].isin(first_run[first_run < start].index)]
     drifts = []
+    histories = dict(iter(earlier.groupby(keys, sort=False))) if len(earlier) else {}  # one pass, no masks
     for (side, *identity), mine in current.groupby(["side", *keys], sort=False):
-        past = earlier[(earlier[keys] == pd.Series(identity, index=keys)).all(axis=1)]
-        if past.empty:
+        past = histories.get(tuple(identity))
+        if past is None or past.empty:
             continue
         software = tuple(describe_changes(version_changes(reported_versions(past), reported_versions(mine))))
         for metric in metrics:

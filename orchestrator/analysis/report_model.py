@@ -10,6 +10,7 @@ failure counts as not ok. Rendering is ``orchestrator.render``'s.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import pyarrow as pa
 
 from orchestrator.analysis import drift, host_agreement, stats
 from orchestrator.analysis.block_pairs import LOCKSTEP_COLUMNS, LockstepView, lockstep_view
+from orchestrator.analysis.cells import by_cell, cell_counts, cell_summaries
 from orchestrator.analysis.decided import DecidedFigure, deciding_gate, judged_together
 from orchestrator.analysis.disturbed import COLUMNS as DISTURBANCE_COLUMNS
 from orchestrator.analysis.disturbed import disturbed_runs
@@ -109,6 +111,14 @@ class Report:
     # per compared (case, side), the one figure every output states and headlines (``analysis.decided``)
     decided: list[DecidedFigure] = field(default_factory=list)
 
+    @functools.cached_property
+    def _rows_by_cell(self) -> dict[tuple[str, str, str], MetricRow]:
+        return {(r.case, r.side, r.metric): r for r in self.rows}
+
+    def row(self, case: str, side: str, metric: str) -> MetricRow:
+        """The row of (case, side, metric), looked up (a report of 10,000 cases has 40,000 and more)."""
+        return self._rows_by_cell[case, side, metric]
+
     def presence(self, case: str, side: str) -> str | None:
         """``added`` or ``removed`` for a case ``side`` has alone or lacks; None otherwise."""
         one_sided = self.one_sided.get(side)
@@ -143,17 +153,16 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
     baseline, cases, sides = spec.baseline, sweep_cases(spec, runs), list(spec.sides)
     metrics = case_metrics(spec, report_metrics(spec, runs))
     ok = runs[runs["status"] == "ok"]
-    counts = {(c, s): (int(((ok["case"] == c) & (ok["side"] == s)).sum()),
-                       int(((runs["case"] == c) & (runs["side"] == s) & (runs["status"] != "ok")).sum()))
-              for c in cases for s in sides}
-    summaries = {(c, s, m): stats.summarize(ok.loc[(ok["case"] == c) & (ok["side"] == s), m])
-                 for c in cases for s in sides for m in metrics}
+    counts = cell_counts(runs, cases, sides)
+    summaries = cell_summaries(ok, cases, sides, metrics)
     comparer = sweep_comparer(spec, host_agreement.pairing_blocks(ok))
     one_sided = one_sided_cases(spec, runs, cases)
     waivers = waiver_log(record)
     gates = apply_waivers(evaluate_gates(spec.gates, cases, sides, comparer, Looks.of_spec(spec),
                                          not_gated=_one_sided_pairs(one_sided)), active_waivers(waivers))
-    rows = [_row(c, s, m, summaries, comparer, gates) for c in cases for m in metrics for s in sides]
+    judged = by_cell(gates)
+    rows = [_row(c, s, m, summaries, comparer, judged.get((c, s), [])) for c in cases for m in metrics
+            for s in sides]
     unwritten = _unwritten_outcomes(record, runs)
     not_ok = runs.loc[runs["status"] != "ok", list(FAILURE_COLUMNS)]
     failures = pd.concat([not_ok, unwritten], ignore_index=True) if len(unwritten) else not_ok
@@ -170,7 +179,7 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
         lockstep=lockstep_view(runs, baseline),
         one_sided=one_sided,
         processes=suite_processes(spec, runs, one_sided),
-        decided=_decided(spec, rows, gates, one_sided),
+        decided=_decided(spec, rows, judged, one_sided),
     )
 
 
@@ -201,18 +210,19 @@ def _row(case: str, side: str, metric: str, summaries: dict[tuple[str, str, str]
     return MetricRow(case, side, metric, summary, comparison.ratio, comparison)
 
 
-def _decided(spec: SweepSpec, rows: list[MetricRow], gates: list[GateVerdict],
+def _decided(spec: SweepSpec, rows: list[MetricRow], judged: dict[tuple[str, str], list[GateVerdict]],
              one_sided: dict[str, OneSided]) -> list[DecidedFigure]:
-    """Per compared (case, side), its one figure (``analysis.decided``): its deciding gate's metric,
-    else the sweep's primary metric; added and removed cases have none."""
-    by_cell = {(r.case, r.side, r.metric): r for r in rows if r.comparison is not None}
+    """Per compared (case, side), its one figure (``analysis.decided``): its deciding gate's metric
+    (``judged``: the gate verdicts per cell), else the sweep's primary metric; added and removed cases
+    have none."""
+    compared = {(r.case, r.side, r.metric): r for r in rows if r.comparison is not None}
     primary = primary_metric(spec, list(dict.fromkeys(r.metric for r in rows)))
     figures = []
-    for case, side in dict.fromkeys((r.case, r.side) for r in by_cell.values()):
+    for case, side in dict.fromkeys((r.case, r.side) for r in compared.values()):
         if side in one_sided and one_sided[side].presence(case):
             continue
-        gate = deciding_gate(gates, case, side)
-        row = by_cell.get((case, side, gate.metric if gate else primary))
+        gate = deciding_gate(judged.get((case, side), []), case, side)
+        row = compared.get((case, side, gate.metric if gate else primary))
         if row is not None and row.comparison is not None:
             figures.append(DecidedFigure(case, side, row.metric, row.comparison, gate))
     return judged_together(figures)

@@ -53,6 +53,7 @@ class Verdict(StrEnum):
 
 
 PAIRED_ORDERS: tuple[str, ...] = ("interleaved", "randomized", "lockstep")
+_NO_VALUES: tuple[np.ndarray, np.ndarray] = (np.array([], dtype=np.int64), np.array([], dtype=float))
 MAX_LOG_CHANGE = 700.0  # exp() of more overflows a float: such a change is reported as infinite
 
 
@@ -113,6 +114,8 @@ class Comparer:
     _values: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
     _by_cell: dict[tuple[str, str], pd.DataFrame] | None = field(default=None, repr=False)
     _blocks: dict[tuple[str, str], dict[int, list[dict]]] = field(default_factory=dict, repr=False)
+    _rounds: dict[str, int] | None = field(default=None, repr=False)
+    _metrics: set[str] = field(default_factory=set, repr=False)  # those ``_values`` holds every cell of
 
     def values(self, case: str, side: str, metric: str, rounds: int | None = None) -> pd.Series:
         """The metric of the ok runs of (case, side), indexed by repeat; missing values dropped."""
@@ -122,18 +125,25 @@ class Comparer:
     def _arrays(self, case: str, side: str, metric: str, rounds: int | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
         """(repeats, values) of ``values``, as arrays."""
-        key = (case, side, metric)
-        if key not in self._values:
-            mine = self._cells().get((case, side), self.runs.iloc[:0])
-            column = mine[metric] if metric in mine else pd.Series(np.nan, index=mine.index)
-            values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
-            finite = np.isfinite(values)
-            self._values[key] = (mine["repeat"].to_numpy()[finite], values[finite])
-        repeats, values = self._values[key]
+        if metric not in self._metrics:
+            self._values |= self._metric_arrays(metric)
+            self._metrics.add(metric)
+        repeats, values = self._values.get((case, side, metric), _NO_VALUES)
         if rounds is None:
             return repeats, values
         kept = repeats < rounds
         return repeats[kept], values[kept]
+
+    def _metric_arrays(self, metric: str) -> dict[tuple, tuple[np.ndarray, np.ndarray]]:
+        """(repeats, finite values) of ``metric`` for every (case, side) at once: one pass over the runs
+        (a pass per cell made a 10,000-benchmark suite's gates quadratic in its cases)."""
+        if metric not in self.runs or not len(self.runs):
+            return {}
+        values = pd.to_numeric(self.runs[metric], errors="coerce").to_numpy(dtype=float)
+        repeats, finite = self.runs["repeat"].to_numpy(), np.isfinite(values)
+        cells = self.runs.groupby(["case", "side"], sort=False).indices
+        return {(case, side, metric): (repeats[kept], values[kept])
+                for (case, side), rows in cells.items() for kept in [rows[finite[rows]]]}
 
     def _cells(self) -> dict[tuple[str, str], pd.DataFrame]:
         """The runs split by (case, side), once."""
@@ -143,8 +153,10 @@ class Comparer:
 
     def rounds_of(self, case: str) -> int:
         """Rounds of ``case`` that hold any run (the highest repeat + 1; 0 without runs)."""
-        repeats = [cell["repeat"].max() for (c, _), cell in self._cells().items() if c == case and len(cell)]
-        return int(max(repeats)) + 1 if repeats else 0
+        if self._rounds is None:
+            highest = self.runs.groupby("case", sort=False)["repeat"].max() if len(self.runs) else {}
+            self._rounds = {str(c): int(r) + 1 for c, r in dict(highest).items() if pd.notna(r)}
+        return self._rounds.get(case, 0)
 
     def pair(self, case: str, side: str, metric: str, rounds: int | None = None
              ) -> tuple[np.ndarray, np.ndarray, bool]:

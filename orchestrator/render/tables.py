@@ -130,7 +130,7 @@ def case_table(report: Report, case: str) -> Table:
     header = ["metric", f"{report.baseline} (baseline)", *others, *ratios, *intervals]
     rows = []
     for metric in report.metrics:
-        cells = {r.side: r for r in report.rows if r.case == case and r.metric == metric}
+        cells = {s: report.row(case, s, metric) for s in report.sides}
         rows.append([metric, *(format_summary(cells[s].summary, report.counts[case, s][0])
                                for s in [report.baseline, *others]),
                      *(report.presence(case, s) or _ratio(cells[s].ratio) for s in others),

@@ -24,7 +24,7 @@ from orchestrator.analysis.verdicts import (
     gates_exit_code,
 )
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_RUN_FAILED, SpecError
-from orchestrator.render.markdown import report_markdown
+from orchestrator.render.markdown import md_text, report_markdown
 from orchestrator.spec.load import load_spec
 from orchestrator.spec.schema import GateSpec, Spending
 
@@ -156,7 +156,7 @@ def test_report_shows_interval_p_value_n_detectable_and_verdict(tmp_path):
     md = report_markdown(report)
     interval = format_interval(c)
     assert (f"| >= 1.5x and <= 1.9x | 2.000 | **INCONCLUSIVE** | {interval} | {format_p(c)} | "
-            f"3 vs 3 unpaired | {format_detectable(report.gates[0])} |") in md
+            f"3 vs 3 unpaired | {md_text(format_detectable(report.gates[0]))} |") in md
     assert f"{interval} straddles 1.9" in md
     assert f"| 2.000 | {interval}, p {format_p(c)} |" in md, "the case table shows the interval too"
 
