@@ -22,7 +22,8 @@ PAD = 0.1  # of the drawn span, on each side, so no interval end or bound sits o
 def forest_plot(metric: str, verdicts: Sequence[GateVerdict], bounds: Sequence[float], title: str) -> figure:
     """One row per verdict of ``metric`` (``case · side``, gate number when several gates share it):
     the ratio as a dot, its interval as a bar; ``bounds`` as dashed vertical lines."""
-    labels = [_label(v, verdicts) for v in verdicts]
+    several = len({v.gate for v in verdicts}) > 1
+    labels = [_label(v, several) for v in verdicts]
     fig = figure(title=title, y_range=list(reversed(labels)), width=WIDTH,
                  height=max(MIN_HEIGHT, 70 + ROW_HEIGHT * len(labels)), tools="save,reset",
                  x_axis_label=f"{metric}: candidate / baseline (ratio of medians)")
@@ -51,9 +52,9 @@ def x_span(rows: Sequence[dict], bounds: Sequence[float]) -> tuple[float, float]
     return low - pad, high + pad
 
 
-def _label(verdict: GateVerdict, verdicts: Sequence[GateVerdict]) -> str:
+def _label(verdict: GateVerdict, several_gates: bool) -> str:
     label = f"{verdict.case} · {verdict.side}"
-    if len({v.gate for v in verdicts}) > 1:
+    if several_gates:
         label += f" (gate {verdict.gate})"
     return label
 

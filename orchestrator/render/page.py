@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
+from bokeh.document import Document
 from bokeh.embed import components
 from bokeh.model import Model
 from bokeh.resources import Resources
@@ -80,6 +81,11 @@ class Page:
     def render(self) -> str:
         """The complete HTML document."""
         figures = {f"plot{i}": b for i, b in enumerate(self._blocks) if isinstance(b, Model)}
+        if figures:  # one document for all, its model graph computed once (once per root: quadratic)
+            document = Document()
+            with document.models.freeze():
+                for figure in figures.values():
+                    document.add_root(figure)
         script, divs = components(figures) if figures else ("", {})
         names = iter(divs)
         body = "\n".join(divs[next(names)] if isinstance(b, Model) else b for b in self._blocks)

@@ -20,6 +20,7 @@ from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
 from orchestrator.render import host_section, lockstep_section
 from orchestrator.render.forest import forest_plot, gate_bounds
 from orchestrator.render.page import Page
+from orchestrator.render.page_limits import forest_rows, plotted_cases, summarised_steps
 from orchestrator.render.plots import (
     breakdown_plot,
     lockstep_blocks_plot,
@@ -97,8 +98,13 @@ def sweep_page(report: Report, plotted: PlottedRuns) -> Page:
     page.table(compact_sides_table(report))
     _suite_section(page, report)
     phase = timeline_phase(steps)
-    for case in report.cases:
+    shown = plotted_cases(report)
+    for case in shown:
         _case_section(page, report, case, runs, steps, phase)
+    if len(shown) < len(report.cases):
+        page.paragraph(f"{len(report.cases) - len(shown)} more cases are not drawn here (the {len(shown)} "
+                       "above are those whose gates did not pass, then the largest changes): the tables "
+                       "above hold each one's figures, the Markdown report its full table.", "note")
     if host_section.shown(report):
         page.heading("Hosts")
         page.paragraph(host_section.HOSTS_NOTE)
@@ -150,11 +156,13 @@ def _case_section(page: Page, report: Report, case: str, runs: pd.DataFrame, ste
     figures = [per_run_plot(mine, report.sides, f"{case}: throughput per run", paired=paired,
                             y_label=throughput_label(report.record.spec)),
                *phase_plots(mine, report, case, paired)]
-    case_steps = steps[(steps["phase"] == phase) & steps["run_key"].isin(mine["run_key"])]
+    mine_steps = steps[(steps["phase"] == phase) & steps["run_key"].isin(mine["run_key"])]
+    case_steps, width = summarised_steps(mine_steps)
     if len(case_steps):
         shaded = " (warm-up shaded)" if case_steps["warmup"].any() else ""
+        binned = f", median of each {width}" if width > 1 else ""
         figures.append(timeline_plot(case_steps, mine, report.sides, phase,
-                                     f"{case}: {phase} per {_step_word(report.record.spec)}{shaded}",
+                                     f"{case}: {phase} per {_step_word(report.record.spec)}{binned}{shaded}",
                                      x_label=_step_word(report.record.spec)))
     page.figures(figures)
     if report.lockstep is not None and "blocks" in mine:
@@ -195,8 +203,14 @@ def forest_plots(report: Report) -> list[Model]:
     """One forest plot per gate metric, in the order the gates list them."""
     spec_gates = report.record.spec.gates
     metrics = list(dict.fromkeys(g.metric for g in report.gates))
-    return [forest_plot(m, verdicts, gate_bounds(spec_gates, verdicts), f"gates on {m}")
-            for m in metrics for verdicts in [[g for g in report.gates if g.metric == m]]]
+    plots = []
+    for metric in metrics:
+        verdicts = [g for g in report.gates if g.metric == metric]
+        drawn = forest_rows(verdicts)
+        title = f"gates on {metric}" + (f": the {len(drawn)} of {len(verdicts)} furthest from passing"
+                                        if len(drawn) < len(verdicts) else "")
+        plots.append(forest_plot(metric, drawn, gate_bounds(spec_gates, drawn), title))
+    return plots
 
 
 def compact_sides_table(report: Report) -> Table:
