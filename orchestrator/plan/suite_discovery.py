@@ -36,6 +36,7 @@ _SKIPPED_DIRS = {"site-packages", "node_modules", "__pycache__"}
 _TEST_FILE = re.compile(r"(test_[^/]*|[^/]*_test)\.py\Z")
 _TEST_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(([^)]*)\)", re.MULTILINE)
 _FIXTURE = re.compile(r"\bbenchmark\b")
+_PARAMETRIZE = re.compile(r"\bparametrize\(\s*(?:'[^']*'|\"[^\"]*\")\s*,\s*[\[(]")
 _MARKER = re.compile(r"\bmark\.(?:codspeed_)?benchmark\b")
 _MODULE_MARKER = re.compile(r"^pytestmark\s*=.*\bmark\.(?:codspeed_)?benchmark\b", re.MULTILINE)
 _PYPERF = re.compile(r"^\s*(?:import pyperf\b|from pyperf import)", re.MULTILINE)
@@ -48,8 +49,8 @@ _BENCH_CALL = re.compile(r"\bBench\s*\(")
 @dataclass(frozen=True)
 class FoundSuite:
     """A suite found in a commit: its ``kind`` (``sweep`` or one of ``SUITE_KINDS``), the paths its
-    command runs (test paths, scripts, bench files, binaries, or the sweep file) and the benchmark
-    functions seen in them (a lower bound of its cases: a parametrized test is one)."""
+    command runs (test paths, scripts, bench files, binaries, or the sweep file) and the benchmarks
+    seen in them (a parametrized test counted once per item of its literal lists: about its cases)."""
 
     kind: str
     paths: tuple[str, ...]
@@ -59,11 +60,11 @@ class FoundSuite:
     in_tree: bool = True  # its paths are the commit's files (not a sweep file's, not binaries a build makes)
 
     def describe(self) -> str:
-        """``pytest-benchmark tests in benchmarks (15 benchmark functions)``, for messages."""
+        """``pytest-benchmark tests in benchmarks (about 15 benchmarks)``, for messages."""
         if self.kind == "sweep":
             return f"the sweep {self.paths[0]}"
         what = _DESCRIBED[self.kind]
-        return f"{what} in {', '.join(self.paths)} ({self.benchmarks} benchmark functions)"
+        return f"{what} in {', '.join(self.paths)} (about {self.benchmarks} benchmarks)"
 
 
 def find_suite(repo: str, sha: str, config: CiConfig) -> FoundSuite:
@@ -105,8 +106,9 @@ def _pytest_suite(texts: dict[str, str], config: CiConfig) -> FoundSuite | None:
     for name, text in texts.items():
         if not _TEST_FILE.search(name):
             continue
-        tests = _TEST_DEF.findall(text)
-        fixture = sum(1 for _, params in tests if _FIXTURE.search(params))
+        tests = list(_TEST_DEF.finditer(text))
+        fixture = sum(_parametrized(text, tests, i) for i, test in enumerate(tests)
+                      if _FIXTURE.search(test[2]))
         markers = len(tests) if _MODULE_MARKER.search(text) else len(_MARKER.findall(text))
         if fixture or markers:
             files[name] = max(fixture, markers)
@@ -116,6 +118,39 @@ def _pytest_suite(texts: dict[str, str], config: CiConfig) -> FoundSuite | None:
         return None
     paths = config.paths or _top_directories(list(files))
     return FoundSuite("pytest-benchmark", tuple(paths), sum(files.values()), tuple(marker_only))
+
+
+def _parametrized(text: str, tests: list[re.Match[str]], index: int) -> int:
+    """How many cases test ``index`` is: the product of the lengths of the literal lists its
+    ``parametrize`` decorators give (1 where a list is not literal)."""
+    start = tests[index - 1].end() if index else 0
+    decorators = text[start:tests[index].start()].rsplit("\n\n", 1)[-1]
+    cases = 1
+    for call in _PARAMETRIZE.finditer(decorators):
+        cases *= _items(decorators, call.end())
+    return cases
+
+
+def _items(text: str, start: int) -> int:
+    """The top-level items of the list or tuple literal opening at ``text[start - 1]`` (1 if it never
+    closes): commas at depth 1, outside strings, plus one unless the last is trailing."""
+    depth, quote, commas, last = 1, "", 0, ""
+    for char in text[start:]:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return commas + (last not in (",", ""))
+        elif char == "," and depth == 1:
+            commas += 1
+        if not char.isspace():
+            last = char
+    return 1
 
 
 def _pyperf_suite(texts: dict[str, str]) -> FoundSuite | None:

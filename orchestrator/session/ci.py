@@ -108,7 +108,7 @@ def earlier_round_s(root: Path, command: list[str]) -> float | None:
     if not (root / "sweeps").is_dir():
         return None
     ids = [name for name in records.sweeps_by_creation(root) if name.startswith(f"{SWEEP_NAME}-")]
-    for sweep_id in reversed(ids[-HISTORY_SWEEPS:]):
+    for sweep_id in ids[:HISTORY_SWEEPS]:  # the most recently created first
         try:
             record = records.read_record(root, sweep_id)
         except ShasweepError:

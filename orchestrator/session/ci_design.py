@@ -12,7 +12,9 @@
   up to the rounds the time budget holds (``max_repeats``); the command's deadline stops them
   earlier when the rounds run slower than estimated;
 - the project's gates (``tool.shasweep.gates``), else one: the time per call (per step) may grow by
-  at most ``DEFAULT_MAX_RATIO``.
+  at most ``DEFAULT_MAX_RATIO``, at the confidence ``1 - ALPHA / K`` for the suite's K benchmarks:
+  a pull request fails when any case does, so the cases share the error rate (15 gates at 95 %
+  each, with the noise at the bound, would FAIL somewhere in about a third of the sweeps).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from orchestrator.spec.schema import SweepSpec
 SWEEP_NAME = "ci"
 BASE, HEAD = "base", "head"
 DEFAULT_MAX_RATIO = 1.02  # a slowdown the interval puts beyond 2 % fails the gate
+ALPHA = 0.05  # the chance that some case of the suite is wrongly judged: shared by its cases (Bonferroni)
 SETUP_S = 20.0  # the cluster's start and two checkouts: the budget's part outside the rounds
 MIN_ROUNDS = 2  # an interval needs two rounds; the first look at the gates is after them, and every
 # later round is an adaptive one, which starts only when the deadline holds it
@@ -98,7 +101,7 @@ def _benchkit_command(found: FoundSuite, args: list[str]) -> SuiteCommand:
 
 
 KINDS: dict[str, SuiteKind] = {
-    "pytest-benchmark": SuiteKind("pytest-benchmark", TIME_METRIC, 0.25, _pytest_command, ONE_HASH_SEED),
+    "pytest-benchmark": SuiteKind("pytest-benchmark", TIME_METRIC, 0.5, _pytest_command, ONE_HASH_SEED),
     "pyperf": SuiteKind("pyperf", TIME_METRIC, 3.0, _pyperf_command),
     "gbench": SuiteKind("gbench", CPU_TIME_METRIC, 1.0, _gbench_command),
     "benchkit": SuiteKind("v1", "step_ms", 5.0, _benchkit_command, ONE_HASH_SEED,
@@ -174,7 +177,8 @@ def _suite_sweep(found: FoundSuite, config: CiConfig) -> dict[str, Any]:
         "name": SWEEP_NAME, "protocol": kind.protocol, "command": command.argv, "cases": command.cases,
         "order": "lockstep" if control and command.one_process else "interleaved",
         "results": config.results,
-        "gates": [{"metric": kind.gate_metric, "max_ratio": DEFAULT_MAX_RATIO}],
+        "gates": [{"metric": kind.gate_metric, "max_ratio": DEFAULT_MAX_RATIO,
+                   "confidence": round(1 - ALPHA / max(found.benchmarks, 1), 6)}],
         "prepare": [list(argv) for argv in config.prepare], "env": dict(kind.env),
         "params": dict(kind.params)}
     if config.pythonpath:
@@ -189,10 +193,10 @@ def _sweep_file(found: FoundSuite, repo: Path) -> dict[str, Any]:
 
 def _static_estimate(found: FoundSuite) -> RoundEstimate:
     """A round's time from the suite's size when no earlier sweep says: each side's process start
-    and its benchmark functions at a typical time each."""
+    and its benchmarks at a typical time each."""
     per = KINDS[found.kind].per_benchmark_s if found.kind in KINDS else SWEEP_FILE_S
     seconds = 2 * (RUN_START_S + per * max(found.benchmarks, 1))
-    return RoundEstimate(seconds, f"{found.benchmarks} benchmark functions at ~{per:g} s each, 2 sides")
+    return RoundEstimate(seconds, f"about {found.benchmarks} benchmarks at ~{per:g} s each, 2 sides")
 
 
 def _duration(seconds: float) -> str:

@@ -156,3 +156,49 @@ def test_a_suite_new_at_the_head_is_nothing_to_compare(tmp_path, monkeypatch, ca
     assert "nothing compared: the merge base" in capsys.readouterr().out
     assert outputs_env(repo)["SHASWEEP_VERDICT"] == "SKIPPED"
     assert "the suite is new here" in (repo / ".shasweep" / "ci" / "comment.md").read_text()
+
+
+def test_a_round_is_estimated_from_the_last_finished_ci_sweep_of_the_same_command(tmp_path):
+    from orchestrator.session.ci import earlier_round_s
+    from orchestrator.spec.record import SweepRecord
+    from orchestrator.store.records import write_record
+
+    command = ["{python}", "-m", "pytest", "bench", "--benchmark-json={result}"]
+    sweeps = [
+        ("ci-20260101T000000", "finished", 100.0, command),
+        ("ci-20260102T000000", "finished", 40.0, command),
+        ("ci-20260103T000000", "stopped", 5.0, command),
+        ("ci-20260104T000000", "finished", 7.0, ["other"]),
+    ]
+    for sequence, (sweep_id, status, wall_s, argv) in enumerate(sweeps):
+        spec = {
+            "name": "ci",
+            "baseline": "base",
+            "cases": ["*"],
+            "sides": {"base": {"ref": "a"}, "head": {"ref": "b"}},
+            "protocol": "pytest-benchmark",
+            "command": argv,
+            "repeats": 2,
+            "max_repeats": 9,
+            "gates": [{"metric": "time_ms", "max_ratio": 1.02}],
+        }
+        write_record(
+            tmp_path,
+            SweepRecord.from_json(
+                {
+                    "sweep_id": sweep_id,
+                    "sequence": sequence,
+                    "status": status,
+                    "planned_runs": 4,
+                    "spec": spec,
+                    "wall_s": wall_s,
+                    "adaptive": {"repeats": 2, "max_repeats": 9, "rounds": 4},
+                    "sides": {},
+                }
+            ),
+        )
+    assert earlier_round_s(tmp_path, command) == 10.0, (
+        "the newest finished sweep of that command: 40 s / 4 rounds"
+    )
+    assert earlier_round_s(tmp_path, ["never", "ran"]) is None
+    assert earlier_round_s(tmp_path / "empty", command) is None

@@ -29,6 +29,7 @@ def test_a_pytest_suite_runs_its_benchmarks_only_in_rounds_the_budget_holds():
     assert {side: s.ref for side, s in spec.sides.items()} == {"base": "a" * 40, "head": "b" * 40}
     assert spec.baseline == "base" and not spec.aa and spec.env == {"PYTHONHASHSEED": "0"}
     assert [(g.metric, g.max_ratio) for g in spec.gates] == [("time_ms", DEFAULT_MAX_RATIO)]
+    assert spec.gates[0].confidence == pytest.approx(1 - 0.05 / 15), "15 cases share the error rate"
     rounds = int((600 - SETUP_S) // made.estimate.seconds)
     assert (spec.repeats, spec.max_repeats) == (2, rounds)
     lockstep = describe("pytest-benchmark").has(Capability.CONTROL_CHANNEL)
@@ -64,8 +65,8 @@ def test_a_budget_too_small_for_two_rounds_says_the_minimum():
     minimum = design().min_budget_s
     with pytest.raises(
         InvalidInputError,
-        match=r"^--budget: 30s is less than the \d+s one comparison needs "
-        r"here: .* give --budget \d+s or more",
+        match=r"^--budget: 30s is less than the 1m2s one comparison needs here: about 20 s to start, and "
+        r"2 rounds of ~21\.0 s \(about 15 benchmarks at ~0\.5 s each, 2 sides\); give --budget 1m2s or more",
     ):
         design(budget_s=30.0)
     assert design(budget_s=minimum).spec.repeats == 2

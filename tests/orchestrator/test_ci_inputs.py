@@ -259,3 +259,43 @@ def test_the_paths_the_merge_base_lacks_are_left_out(tmp_path):
     found = find_suite(str(repo), new, CiConfig())
     assert found.paths == ("bench", "perf_test.py")
     assert present_at(found, str(repo), old) == ("bench",)
+
+
+PARAMETRIZED = '''import pytest
+
+from lib import CASES
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+@pytest.mark.parametrize("kind", ("a", "b,c"))
+def test_grid(benchmark, size, kind):
+    benchmark(len, "x" * size)
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        (1, 2),
+        (3, 4),
+    ],
+)
+def test_pairs(benchmark, pair):
+    benchmark(sum, pair)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_from_a_name(benchmark, case):
+    benchmark(len, case)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_not_a_benchmark(n):
+    assert n
+'''
+
+
+def test_a_parametrized_benchmark_counts_once_per_item_of_its_literal_lists(tmp_path):
+    repo = tmp_path / "repo"
+    sha = make_repo(repo, {"bench/test_grid.py": PARAMETRIZED})
+    # 3 x 2 (the comma inside "b,c" is in a string), 2 (a trailing comma), 1 (not a literal): 9
+    assert find_suite(str(repo), sha, CiConfig()).benchmarks == 9
