@@ -58,6 +58,7 @@ class FoundSuite:
     marker_only: tuple[str, ...] = ()  # pytest files whose benchmarks are codspeed markers, no fixture
     also_found: tuple[str, ...] = ()  # other kinds of suite present, not run
     in_tree: bool = True  # its paths are the commit's files (not a sweep file's, not binaries a build makes)
+    src_layout: bool = False  # the commit has a top-level src/ (its packages are imported from there)
 
     def describe(self) -> str:
         """``pytest-benchmark tests in benchmarks (about 15 benchmarks)``, for messages."""
@@ -86,8 +87,8 @@ def find_suite(repo: str, sha: str, config: CiConfig) -> FoundSuite:
         kinds = config.suite or ", ".join(SUITE_KINDS)
         raise InvalidInputError(f"no benchmark suite ({kinds}) found in commit {sha[:12]}{where}; looked "
                                 f"for {LOOKED_FOR}")
-    first = found[0]
-    return replace(first, also_found=tuple(suite.describe() for suite in found[1:]))
+    src = _git(repo, "cat-file", "-t", f"{sha}:src", check=False).strip() == b"tree"
+    return replace(found[0], also_found=tuple(suite.describe() for suite in found[1:]), src_layout=src)
 
 
 def present_at(found: FoundSuite, repo: str, sha: str) -> tuple[str, ...]:
@@ -182,9 +183,10 @@ def _skipped(name: str) -> bool:
     return any(part.startswith(".") or part in _SKIPPED_DIRS for part in parts[:-1])
 
 
-def _git(repo: str, *args: str, data: bytes | None = None) -> bytes:
+def _git(repo: str, *args: str, data: bytes | None = None, check: bool = True) -> bytes:
+    """git's output; unless ``check`` is off, a failure is an input error naming the command."""
     done = subprocess.run(["git", "-C", repo, *args], input=data, capture_output=True, check=False)
-    if done.returncode != 0:
+    if done.returncode != 0 and check:
         raise InvalidInputError(f"git {args[0]} failed in {repo}: "
                                 f"{done.stderr.decode(errors='replace').strip()}")
     return done.stdout

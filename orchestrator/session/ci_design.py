@@ -181,8 +181,8 @@ def _suite_sweep(found: FoundSuite, config: CiConfig) -> dict[str, Any]:
                    "confidence": round(1 - ALPHA / max(found.benchmarks, 1), 6)}],
         "prepare": [list(argv) for argv in config.prepare], "env": dict(kind.env),
         "params": dict(kind.params)}
-    if config.pythonpath:
-        raw["pythonpath"] = list(config.pythonpath)
+    if config.pythonpath or found.src_layout:  # a src layout's packages are imported from src/
+        raw["pythonpath"] = list(config.pythonpath or ("src", "."))
     return raw
 
 

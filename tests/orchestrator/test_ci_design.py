@@ -36,6 +36,13 @@ def test_a_pytest_suite_runs_its_benchmarks_only_in_rounds_the_budget_holds():
     assert spec.order.value == ("lockstep" if lockstep else "interleaved")
 
 
+def test_a_src_layout_is_first_on_the_pythonpath_unless_the_project_says_otherwise():
+    src = FoundSuite("pytest-benchmark", ("bench",), 15, src_layout=True)
+    assert design(src).spec.pythonpath == ["src", "."]
+    assert design(src, config=CiConfig(pythonpath=("lib",))).spec.pythonpath == ["lib"]
+    assert design().spec.pythonpath == ["."]
+
+
 def test_a_protocol_with_the_control_channel_runs_in_lockstep():
     spec = design(FoundSuite("benchkit", ("bench/a.py", "bench/b.py"), 2)).spec
     assert spec.order.value == "lockstep" and spec.protocol.value == "v1"

@@ -299,3 +299,7 @@ def test_a_parametrized_benchmark_counts_once_per_item_of_its_literal_lists(tmp_
     sha = make_repo(repo, {"bench/test_grid.py": PARAMETRIZED})
     # 3 x 2 (the comma inside "b,c" is in a string), 2 (a trailing comma), 1 (not a literal): 9
     assert find_suite(str(repo), sha, CiConfig()).benchmarks == 9
+    assert not find_suite(str(repo), sha, CiConfig()).src_layout
+    (repo / "src").mkdir()
+    src = commit(repo, {repo / "src" / "__init__.py": ""}, "a src layout")
+    assert find_suite(str(repo), src, CiConfig()).src_layout
