@@ -58,7 +58,7 @@ def post_comment(body_path: Path, *, token_env: str | None = None,
     why = _why_not(context, environ.get(name), name)
     if why is not None:
         return CommentOutcome("not posted", f"comment not posted: {why}; it is in {body_path}")
-    api = _GitHub(context, environ[name]) if context.provider == "github" else _GitLab(context, environ[name])
+    api = _comments(context, environ[name])
     try:
         existing = api.find()
         if existing is None:
@@ -103,29 +103,34 @@ def _failure(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-class _Api:
-    """JSON requests to one API with one set of headers."""
+@dataclass(frozen=True)
+class _Comments:
+    """Where a forge keeps a pull request's comments: the list (``GET`` paged, ``POST`` creates) and
+    one comment (``update`` with ``edit``, ``PATCH`` or ``PUT``), below ``base`` with ``headers``."""
 
-    def __init__(self, base: str, headers: dict[str, str]) -> None:
-        self.base = base.rstrip("/")
-        self.headers = {"User-Agent": "shasweep", "Content-Type": "application/json", **headers}
-        self.opener = urllib.request.build_opener(_NoRedirect)
+    base: str
+    headers: dict[str, str]
+    listing: str
+    one: str  # with {id}
+    edit: str
+    what: str  # for messages: o/r#5, merge request !12
 
     def call(self, method: str, path: str, data: dict[str, Any] | None = None) -> Any:
-        request = urllib.request.Request(self.base + path, method=method, headers=self.headers,
+        headers = {"User-Agent": "shasweep", "Content-Type": "application/json", **self.headers}
+        request = urllib.request.Request(self.base.rstrip("/") + path, method=method, headers=headers,
                                          data=None if data is None else json.dumps(data).encode())
-        with self.opener.open(request, timeout=TIMEOUT_S) as answer:
+        with urllib.request.build_opener(_NoRedirect).open(request, timeout=TIMEOUT_S) as answer:
             raw = answer.read(MAX_ANSWER_BYTES + 1)
         if len(raw) > MAX_ANSWER_BYTES:
             raise ValueError(f"the answer to {method} {path} is over {MAX_ANSWER_BYTES >> 20} MiB")
         return json.loads(raw) if raw.strip() else None
 
-    def find_marked(self, path: str) -> int | None:
-        """The id of the first comment listed at ``path`` (paged) whose body holds the marker."""
+    def find(self) -> int | None:
+        """The id of the first comment listed (paged) whose body holds the marker."""
         for page in range(1, MAX_PAGES + 1):
-            listed = self.call("GET", f"{path}?per_page={PER_PAGE}&page={page}")
+            listed = self.call("GET", f"{self.listing}?per_page={PER_PAGE}&page={page}")
             if not isinstance(listed, list):
-                raise ValueError(f"GET {path} did not answer a list")
+                raise ValueError(f"GET {self.listing} did not answer a list")
             for item in listed:
                 ours = isinstance(item, dict) and MARKER in str(item.get("body", ""))
                 if ours and isinstance(item.get("id"), int):
@@ -134,39 +139,24 @@ class _Api:
                 return None
         return None
 
+    def create(self, body: str) -> None:
+        self.call("POST", self.listing, {"body": body})
 
-class _GitHub(_Api):
-    def __init__(self, context: CiContext, token: str) -> None:
-        super().__init__(context.api_url or "", {"Authorization": f"Bearer {token}",
+    def update(self, comment: int, body: str) -> None:
+        self.call(self.edit, self.one.format(id=comment), {"body": body})
+
+
+def _comments(context: CiContext, token: str) -> _Comments:
+    """GitHub's issue comments of the pull request, or GitLab's notes of the merge request."""
+    if context.provider == "github":
+        repo = "/".join(urllib.parse.quote(part, safe="") for part in (context.repository or "").split("/"))
+        return _Comments(context.api_url or "", {"Authorization": f"Bearer {token}",
                                                  "Accept": "application/vnd.github+json",
-                                                 "X-GitHub-Api-Version": "2022-11-28"})
-        self.repo = "/".join(urllib.parse.quote(part, safe="")
-                             for part in (context.repository or "").split("/"))
-        self.what = f"{context.repository}#{context.change}"
-        self.issue = f"/repos/{self.repo}/issues/{context.change}/comments"
-
-    def find(self) -> int | None:
-        return self.find_marked(self.issue)
-
-    def create(self, body: str) -> None:
-        self.call("POST", self.issue, {"body": body})
-
-    def update(self, comment: int, body: str) -> None:
-        self.call("PATCH", f"/repos/{self.repo}/issues/comments/{comment}", {"body": body})
-
-
-class _GitLab(_Api):
-    def __init__(self, context: CiContext, token: str) -> None:
-        super().__init__(context.api_url or "", {"PRIVATE-TOKEN": token})
-        project = urllib.parse.quote(context.repository or "", safe="")
-        self.notes = f"/projects/{project}/merge_requests/{context.change}/notes"
-        self.what = f"merge request !{context.change}"
-
-    def find(self) -> int | None:
-        return self.find_marked(self.notes)
-
-    def create(self, body: str) -> None:
-        self.call("POST", self.notes, {"body": body})
-
-    def update(self, comment: int, body: str) -> None:
-        self.call("PUT", f"{self.notes}/{comment}", {"body": body})
+                                                 "X-GitHub-Api-Version": "2022-11-28"},
+                         f"/repos/{repo}/issues/{context.change}/comments",
+                         f"/repos/{repo}/issues/comments/{{id}}", "PATCH",
+                         f"{context.repository}#{context.change}")
+    project = urllib.parse.quote(context.repository or "", safe="")
+    notes = f"/projects/{project}/merge_requests/{context.change}/notes"
+    return _Comments(context.api_url or "", {"PRIVATE-TOKEN": token}, notes, f"{notes}/{{id}}", "PUT",
+                     f"merge request !{context.change}")

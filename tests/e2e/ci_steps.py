@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,21 +69,20 @@ def evaluate(expression: str, context: dict[str, object]) -> object:
             left = (str(left) == str(atom())) == equal
         return left
 
-    def both() -> object:
-        left = compare()
-        while position < len(tokens) and tokens[position] == "&&":
+    def joined(operator: str, operand: Callable[[], object]) -> object:
+        """``a && b`` is b when a is truthy, else a; ``a || b`` is a when a is truthy, else b."""
+        left = operand()
+        while position < len(tokens) and tokens[position] == operator:
             take()
-            right = compare()
-            left = right if left else left
+            right = operand()
+            left = (right if left else left) if operator == "&&" else (left or right)
         return left
 
+    def both() -> object:
+        return joined("&&", compare)
+
     def either() -> object:
-        left = both()
-        while position < len(tokens) and tokens[position] == "||":
-            take()
-            right = both()
-            left = left if left else right
-        return left
+        return joined("||", both)
 
     return either()
 
