@@ -21,7 +21,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 DEFAULT_PROTOCOL = "v1"  # a sweep without a ``protocol`` key, a row stored before the column
 ENTRY_POINT_GROUP = "shasweep.protocols"  # where a package registers a protocol of its own
@@ -88,10 +88,18 @@ class ProtocolInfo:
     throughput_unit: str | None = None  # what throughput counts per second; None: the bench's own unit
     throughput: bool = True
     suite_driver: SuiteDriver | None = None  # a suite that runs in lockstep in its own process
+    # phases its runs report only in a lockstep sweep: what the suite channel measures itself (CPU time)
+    lockstep_phases: tuple[str, ...] = ()
 
     def has(self, capability: Capability) -> bool:
         """Whether every flag of ``capability`` is declared."""
         return capability in self.capabilities
+
+    def in_lockstep(self) -> ProtocolInfo:
+        """This protocol as a lockstep sweep runs it: its ``lockstep_phases`` reported too."""
+        if not self.lockstep_phases or self.phases is None:
+            return self
+        return replace(self, phases=(*self.phases, *self.lockstep_phases), lockstep_phases=())
 
     @property
     def provides(self) -> frozenset[str] | None:
@@ -106,7 +114,12 @@ class UnknownProtocolError(ValueError):
     """A protocol name no reader declares."""
 
 
-TIMED_PHASES: tuple[str, ...] = ("wall_ms", "user_ms", "sys_ms")
+# CPU time (docs/design.md, "Phase names"): the same name means the same clock in every protocol.
+CPU_METRIC = "cpu_ms"  # the bench process's CPU time (every thread, user + system) per step, call or run
+THREAD_CPU_METRIC = "thread_cpu_ms"  # the CPU time of the thread that ran the step, per step or call
+CPU_PHASES: tuple[str, ...] = (CPU_METRIC, THREAD_CPU_METRIC)  # figures of a step, not parts of its wall
+
+TIMED_PHASES: tuple[str, ...] = ("wall_ms", "user_ms", "sys_ms", CPU_METRIC)
 TIMED_METRICS: tuple[str, ...] = ("max_rss_mib",)
 
 
@@ -131,7 +144,7 @@ def _time(mapping: Mapping[str, object]) -> ProtocolInfo:
 
 
 TIME_METRIC = "time_ms"  # a suite benchmark's time per call (lower is better), whatever tool wrote it
-CPU_TIME_METRIC = "cpu_time_ms"  # gbench's CPU time per iteration
+CPU_TIME_METRIC = "cpu_time_ms"  # gbench's own CPU time per iteration (its thread's unless told otherwise)
 SUITE_PHASES: dict[str, tuple[str, ...]] = {  # what each suite reader gives every benchmark
     "pyperf": (TIME_METRIC,), "pytest-benchmark": (TIME_METRIC,), "gbench": (TIME_METRIC, CPU_TIME_METRIC)}
 _SUITE_STEPS: dict[str, Capability] = {  # every run has per-value samples (step rows)
@@ -141,13 +154,14 @@ _SUITE_DRIVERS: dict[str, SuiteDriver] = {"pyperf": PYPERF_DRIVER, "pytest-bench
 
 def _suite(name: str) -> Callable[[Mapping[str, object]], ProtocolInfo]:
     """A benchmark suite's output file: each benchmark its time per call, ``time_ms`` (lower is
-    better); throughput is calls per second."""
+    better); throughput is calls per second. Where shasweep's suite channel drives the tool (lockstep),
+    it times the calls itself and reports their CPU time per call too."""
     def declare(mapping: Mapping[str, object]) -> ProtocolInfo:
         driver = _SUITE_DRIVERS.get(name)
         control = Capability.CONTROL_CHANNEL if driver else Capability.NONE
         return ProtocolInfo(name, Capability.RESULT_DOCUMENT | Capability.MANY_CASES | _SUITE_STEPS[name]
                             | control, phases=SUITE_PHASES[name], metrics=(), throughput_unit="calls",
-                            suite_driver=driver)
+                            suite_driver=driver, lockstep_phases=CPU_PHASES if driver else ())
     return declare
 
 

@@ -10,7 +10,9 @@ actor on the GPU (``policy_ms`` then includes both transfers and a synchronise).
 the actor on the CPU and are recorded in the header's params and in ``audit.collector``.
 
 Records go to ``--stream`` (a file or FIFO), never stdout: a ``header`` (case, params, audit), one
-``step`` per vector step (``warmup`` flagged, every phase, ``resets``), then a ``summary``
+``step`` per vector step (``warmup`` flagged, every phase, ``resets``; the step's CPU time besides its
+wall phases: ``cpu_ms``, the process's, every thread's, the backend's and the kernels' pools included,
+and ``thread_cpu_ms``, the main thread's), then a ``summary``
 (throughput = num_envs * measured steps / measured wall seconds, phase means over measured
 steps, peak RSS). With ``--control FIFO`` (a lockstep sweep, docs/design.md "Run protocol") the
 header says ``"control": 1``, the env is built and reset, and then the steps come from the FIFO's
@@ -44,7 +46,7 @@ import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from time import perf_counter, time
+from time import perf_counter, process_time, thread_time, time
 from typing import NoReturn
 
 import numba
@@ -199,12 +201,15 @@ class _Measured:
         """``steps`` steps; a commanded ``block`` also synchronises the devices and writes its record."""
         started, start = time(), perf_counter()
         for _ in range(steps):
+            cpu, thread = process_time(), thread_time()
             result = self.collector.step()
-            self.writer.step(self.next_step, warmup, result.phases, result.resets, block)
+            thread, cpu = thread_time() - thread, process_time() - cpu
+            phases = {**result.phases, "cpu_ms": cpu * 1000.0, "thread_cpu_ms": thread * 1000.0}
+            self.writer.step(self.next_step, warmup, phases, result.resets, block)
             self.next_step += 1
             if not warmup:
                 self.kernel_threads += self.collector.env.kernel_threads.last
-                for phase, ms in result.phases.items():
+                for phase, ms in phases.items():
                     self.sums[phase] = self.sums.get(phase, 0.0) + ms
         if block is not None:
             self.collector.synchronize()

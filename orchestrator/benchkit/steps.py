@@ -1,8 +1,10 @@
 """Steps and their phases as the bench helper times them. The whole step's wall time is always
-``step_ms``; a phase is reported explicitly, by timing part of the step (``Recorder.phase``, the
-helper's ``bench.phase``) or by returning ``Phases`` from it. Any other return value is ignored: a
-step's result is the code under test's, never a report. ``Recorder`` runs blocks of steps, writes
-their records and sums the measured window for the summary. The standard library only.
+``step_ms``, and its CPU time always ``cpu_ms`` (the process's: every thread's user and system time,
+``time.process_time``) and ``thread_cpu_ms`` (the thread that ran the step, ``time.thread_time``); a
+phase is reported explicitly, by timing part of the step (``Recorder.phase``, the helper's
+``bench.phase``) or by returning ``Phases`` from it. Any other return value is ignored: a step's
+result is the code under test's, never a report. ``Recorder`` runs blocks of steps, writes their
+records and sums the measured window for the summary. The standard library only.
 """
 
 from __future__ import annotations
@@ -16,16 +18,20 @@ from contextlib import contextmanager
 from orchestrator.benchkit.channel import RecordWriter, RunCommand
 
 STEP_PHASE = "step_ms"  # the whole step, always reported
+CPU_PHASE = "cpu_ms"  # the process's CPU time during the step (every thread), always reported
+THREAD_CPU_PHASE = "thread_cpu_ms"  # the CPU time of the thread that ran the step, always reported
+_OWN_PHASES = (STEP_PHASE, CPU_PHASE, THREAD_CPU_PHASE)  # what the helper times itself
 _PHASE_NAME = re.compile(r"[A-Za-z_][\w.]{0,100}_ms")
 
 
 def phase_name(name: object) -> str:
     """``name`` if it may name a phase: letters, digits, ``_`` and ``.``, ending in ``_ms`` (a step's
-    timings are milliseconds), not ``step_ms``; else ValueError."""
+    timings are milliseconds), not one the helper times itself (``step_ms``, ``cpu_ms``,
+    ``thread_cpu_ms``); else ValueError."""
     if not isinstance(name, str) or not _PHASE_NAME.fullmatch(name):
         raise ValueError(f"phase name {name!r}: letters, digits, '_' and '.', ending in '_ms'")
-    if name == STEP_PHASE:
-        raise ValueError(f"phase name {STEP_PHASE!r} is the whole step, timed by the helper itself")
+    if name in _OWN_PHASES:
+        raise ValueError(f"phase name {name!r} is the whole step's wall or CPU time, timed by the helper")
     return name
 
 
@@ -98,18 +104,21 @@ class Recorder:
             self.writer.block(command, wall_s, started, time.time())
 
     def _one(self, step: Callable[[], object]) -> dict[str, float]:
-        """Run ``step`` once: the phases it reported, then ``step_ms``."""
+        """Run ``step`` once: the phases it reported, then ``step_ms``, ``cpu_ms`` and ``thread_cpu_ms``
+        (the CPU clocks read outside the wall clock's span, so ``step_ms`` times the step alone)."""
         self._open = phases = {}
+        c0, t0 = time.process_time(), time.thread_time()
         s0 = time.perf_counter()
         try:
             returned = step()
         finally:
             elapsed_ms = (time.perf_counter() - s0) * 1000.0
+            thread_ms, cpu_ms = (time.thread_time() - t0) * 1000.0, (time.process_time() - c0) * 1000.0
             self._open = None
         if isinstance(returned, Phases):
             for name, ms in returned.items():
                 phases[name] = phases.get(name, 0.0) + ms
-        phases[STEP_PHASE] = elapsed_ms
+        phases[STEP_PHASE], phases[CPU_PHASE], phases[THREAD_CPU_PHASE] = elapsed_ms, cpu_ms, thread_ms
         return phases
 
     def summary(self) -> None:

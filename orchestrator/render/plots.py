@@ -16,6 +16,7 @@ from bokeh.plotting import figure
 from bokeh.transform import jitter
 
 from orchestrator.analysis.block_pairs import parse_blocks
+from orchestrator.capabilities import CPU_PHASES
 from orchestrator.contract import block_spans
 from orchestrator.printable import printable
 
@@ -101,9 +102,11 @@ def _pad_y(fig: figure, values: pd.Series) -> None:
 
 def breakdown_phases(runs: pd.DataFrame) -> list[str]:
     """The phases a breakdown stacks: envruntime's, with update_state split into its sub-phases; for a
-    bench that reports none of those, every ``*_ms`` phase it reported."""
+    bench that reports none of those, every ``*_ms`` phase it reported but its CPU time, which is a
+    figure of the whole step, not a part of it."""
     if not any(p in runs and runs[p].notna().any() for p in BREAKDOWN_PHASES):
-        return [c for c in runs.columns if c.endswith("_ms") and runs[c].notna().any()]
+        return [c for c in runs.columns
+                if c.endswith("_ms") and c not in CPU_PHASES and runs[c].notna().any()]
     subphases = sorted(c for c in runs.columns
                        if c.startswith(SUBPHASE_PREFIX) and c.endswith("_ms") and runs[c].notna().any())
     phases = []

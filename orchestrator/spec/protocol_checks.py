@@ -8,10 +8,10 @@ import difflib
 import re
 from collections.abc import Iterable
 
-from orchestrator.capabilities import Capability, ProtocolInfo, UnknownProtocolError, describe
+from orchestrator.capabilities import CPU_PHASES, Capability, ProtocolInfo, UnknownProtocolError, describe
 from orchestrator.errors import SpecError
 from orchestrator.spec.commands import PARAM_NAME, is_envruntime_command
-from orchestrator.spec.schema import REPORT_METRICS, SweepSpec
+from orchestrator.spec.schema import REPORT_METRICS, Order, SweepSpec
 
 _DOTTED_PATH = re.compile(r"[^.\s]+(\.[^.\s]+)*\Z")
 _METRIC = re.compile(r"(throughput|[A-Za-z0-9_.]+_ms)\Z")  # a name a v1 bench may report
@@ -47,9 +47,10 @@ def is_suite(spec: SweepSpec) -> bool:
 
 
 def protocol_info(spec: SweepSpec) -> ProtocolInfo:
-    """The sweep's protocol under its ``json`` mapping: what its runs report (``provides``: None where
-    only the bench knows, until its first ok run)."""
-    return describe(spec.protocol.value, vars(spec.json) if spec.json is not None else {})
+    """The sweep's protocol under its ``json`` mapping and its order: what its runs report
+    (``provides``: None where only the bench knows, until its first ok run)."""
+    info = describe(spec.protocol.value, vars(spec.json) if spec.json is not None else {})
+    return info.in_lockstep() if spec.order is Order.lockstep else info
 
 
 def check_registered(spec: SweepSpec) -> None:
@@ -104,7 +105,19 @@ def check_metric(metric: str, key: str, info: ProtocolInfo) -> None:
     if metric not in provided:
         valid = ", ".join(sorted(provided)) or "none"
         raise SpecError(f"metric {metric!r} is not reported by protocol {info.name} under this sweep's "
-                        f"settings; valid: {valid}{did_you_mean(metric, provided)}", key)
+                        f"settings; valid: {valid}{did_you_mean(metric, provided)}{_cpu_hint(metric, info)}",
+                        key)
+
+
+def _cpu_hint(metric: str, info: ProtocolInfo) -> str:
+    """Where CPU time per step is to be had, for a gate that asks it of a protocol that lacks it."""
+    if metric not in CPU_PHASES:
+        return ""
+    if metric in info.lockstep_phases:
+        return f"; {metric} is measured by shasweep's suite channel, in order: lockstep"
+    return (f"; {metric} comes from a bench that reports it per step (the bench helper, envruntime's "
+            "bench), from protocol time (cpu_ms per measured run), from a suite in order: lockstep, "
+            "or from a json mapping that names it")
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

@@ -1,14 +1,16 @@
 """A run's step records as they arrive, in bounded memory.
 
-The steps go into long-format rows (``step, warmup, phase, ms``: the steps table of
-docs/design.md, "Results"); every ``ROW_GROUP_ROWS`` rows are written to a Parquet spool file as
-one row group, so a worker holds at most one row group of a run however many steps its bench
-reports. What the run's row, its disturbance columns and its audit need of the steps is kept as they
-pass: how many there were and how many measured, the least time the measured steps can have taken
-(each one lasts at least its longest phase), and the CV of the measured steps' time (the whole-step
-phase where the bench reports one in every measured step, else the sum of its top-level phases;
-Welford's running variance). The steps file is the spool, finished and moved into place
-(``move_spool``), or, when the rows never filled a row group, the rows written at once (``table``).
+The steps go into long-format rows (``step, warmup, phase, ms``: the steps table of docs/design.md,
+"Results"); every ``ROW_GROUP_ROWS`` rows are written to a Parquet spool file as one row group, so a
+worker holds at most one row group of a run however many steps its bench reports. What the run's row,
+its disturbance columns and its audit need of the steps is kept as they pass: how many there were and
+how many measured, the least time the measured steps can have taken (each one lasts at least its
+longest phase), and the CV of the measured steps' time (the whole-step phase where the bench reports
+one in every measured step, else the sum of its top-level phases; Welford's running variance). A step's
+CPU time (``capabilities.CPU_PHASES``) is a figure of the step, not a part of its wall time (a step on
+several threads uses more CPU than wall time): neither counts. The steps file is the spool, finished
+and moved into place (``move_spool``), or, when the rows never filled a row group, the rows written at
+once (``table``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from orchestrator.capabilities import CPU_PHASES
 from orchestrator.contract import StepRecord
 from orchestrator.spec.results_format import with_version
 
@@ -114,13 +117,14 @@ class StepLog:
 
     def _measure(self, phases: dict[str, float]) -> None:
         self.measured += 1
-        self.longest_phase_ms += max(phases.values(), default=0.0)
+        walls = {name: ms for name, ms in phases.items() if name not in CPU_PHASES}
+        self.longest_phase_ms += max(walls.values(), default=0.0)
         for name in list(self._whole):
-            if name in phases:
-                self._whole[name].add(phases[name])
+            if name in walls:
+                self._whole[name].add(walls[name])
             else:
                 del self._whole[name]
-        self._top_level.add(sum(ms for name, ms in phases.items() if "." not in name))
+        self._top_level.add(sum(ms for name, ms in walls.items() if "." not in name))
 
     def step_cv(self) -> float | None:
         """CV (std / mean) of the measured steps' time; None with fewer than 2 measured steps."""

@@ -19,7 +19,6 @@ import asyncio
 import os
 import runpy
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ import pyperf
 
 from orchestrator.benchkit.bench import git_sha
 from orchestrator.suitekit.channel import Channel
-from orchestrator.suitekit.serve import FunctionTarget, Session, Target
+from orchestrator.suitekit.serve import FunctionTarget, Session, StepTimes, Stopwatch, Target
 
 TOOL = "pyperf"
 SEPARATE = "pyperf's bench_command"  # why such a case runs as separate processes
@@ -51,8 +50,8 @@ class TimeFuncTarget:
     def __init__(self, time_func: Callable[..., float], args: tuple, inner_loops: int) -> None:
         self.time_func, self.args, self.inner_loops = time_func, args, inner_loops
 
-    def step(self, calls: int) -> float:
-        return self.time_func(calls, *self.args)
+    def step(self, calls: int) -> StepTimes:
+        return StepTimes(self.time_func(calls, *self.args))  # what it timed is its own: no CPU time
 
 
 class AsyncTarget:
@@ -66,17 +65,17 @@ class AsyncTarget:
         self.func, self.args, self.inner_loops = func, args, inner_loops
         self.loop = (loop_factory or asyncio.new_event_loop)()
 
-    def step(self, calls: int) -> float:
-        func, args, timer = self.func, self.args, time.perf_counter
+    def step(self, calls: int) -> StepTimes:
+        func, args, watch = self.func, self.args, Stopwatch()
 
-        async def timed() -> float:
-            t0 = timer()
-            for _ in range(calls):
-                await func(*args)
-            return timer() - t0
+        async def timed() -> None:
+            with watch:
+                for _ in range(calls):
+                    await func(*args)
 
         asyncio.set_event_loop(self.loop)
-        return self.loop.run_until_complete(timed())
+        self.loop.run_until_complete(timed())
+        return watch.times()
 
     def close(self) -> None:
         asyncio.set_event_loop(None)

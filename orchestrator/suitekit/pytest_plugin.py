@@ -15,7 +15,6 @@ import importlib
 import inspect
 import os
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,7 @@ import pytest
 
 from orchestrator.benchkit.bench import git_sha
 from orchestrator.suitekit.channel import Channel, ChannelError
-from orchestrator.suitekit.serve import FunctionTarget, Session
+from orchestrator.suitekit.serve import FunctionTarget, Session, StepTimes, Stopwatch
 
 TOOL = "pytest-benchmark"
 # The real plugins this one stands in for: pytest's name for each, and the module whose options and
@@ -285,8 +284,8 @@ class _SetUpTarget:
         self.result: Any = None
         self.called = False
 
-    def step(self, calls: int) -> float:
-        total = 0.0
+    def step(self, calls: int) -> StepTimes:
+        watch = Stopwatch()
         for _ in range(calls):
             args, kwargs = self.args, self.kwargs
             if self.setup is not None:
@@ -295,13 +294,12 @@ class _SetUpTarget:
                     if args or kwargs:
                         raise TypeError("Can't use `args` or `kwargs` if `setup` returns the arguments.")
                     args, kwargs = given
-            t0 = time.perf_counter()
-            self.result = self.fn(*args, **kwargs)
-            total += time.perf_counter() - t0
+            with watch:
+                self.result = self.fn(*args, **kwargs)
             if self.teardown is not None:
                 self.teardown(*args, **kwargs)
         self.called = True
-        return total
+        return watch.times()
 
 
 @pytest.fixture

@@ -4,11 +4,14 @@ it is inside a case, whichever tool collected it.
 ``Session.open`` writes the header with every case collected and returns the cases the worker wants,
 in its order. ``Session.serve`` is called inside each case: it says so (a ``case`` record) and obeys
 the worker until ``next``: ``calibrate`` finds the calls per step, ``run`` runs a block of steps of
-that many calls, each step's time per call written as a step record (``time_ms``) and the block closed
-by a ``block`` record. ``case_end`` says how a case ended; ``finish`` writes the summary.
+that many calls, each step's time per call written as a step record (``time_ms``, and where the target
+timed the calls itself their CPU time per call: ``cpu_ms``, the process's, every thread's;
+``thread_cpu_ms``, the calling thread's) and the block closed by a ``block`` record. ``case_end`` says
+how a case ended; ``finish`` writes the summary.
 
 A ``Target`` is one benchmark as its tool defined it: ``step(calls)`` makes ``calls`` calls and
-returns their seconds (timed by the target: a pyperf ``time_func`` times itself). Under callgrind the
+returns their ``StepTimes`` (timed by the target with a ``Stopwatch``; a pyperf ``time_func`` times
+itself, so its steps have no CPU time: only what it timed is the benchmark). Under callgrind the
 measured steps' calls are the only thing counted (``callgrind.Marks``).
 """
 
@@ -17,24 +20,59 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from orchestrator.benchkit.callgrind import NoMarks, marks
 from orchestrator.benchkit.channel import CONTROL_VERSION, PROTOCOL_VERSION
 from orchestrator.suitekit.channel import MESSAGE_CHARS, SUITE_VERSION, Channel, ChannelError, finite_time
 
 TIME_METRIC = "time_ms"
+CPU_METRIC = "cpu_ms"  # the process's CPU time per call (every thread's user and system time)
+THREAD_CPU_METRIC = "thread_cpu_ms"  # the calling thread's CPU time per call
 MAX_CALIBRATION_TRIES = 40
 MAX_GROWTH = 1000  # a calibration step grows the calls at most this much at once
 
 
+class StepTimes(NamedTuple):
+    """What a step's calls took: ``seconds`` of wall time (as the target says: checked before use) and,
+    where the target timed the calls itself, the process's and the calling thread's CPU seconds over
+    the same spans (None where a tool times itself)."""
+
+    seconds: object
+    cpu_s: float | None = None
+    thread_cpu_s: float | None = None
+
+
+class Stopwatch:
+    """Wall and CPU time of the spans timed with it (``with watch:`` around the calls), added up; the
+    CPU clocks are read outside the wall clock's span, so the wall time is the calls' alone."""
+
+    def __init__(self) -> None:
+        self.wall_s = self.cpu_s = self.thread_cpu_s = 0.0
+        self._started = (0.0, 0.0, 0.0)
+
+    def __enter__(self) -> None:
+        cpu, thread = time.process_time(), time.thread_time()
+        self._started = (cpu, thread, time.perf_counter())
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter()
+        thread, cpu = time.thread_time(), time.process_time()
+        self.cpu_s += cpu - self._started[0]
+        self.thread_cpu_s += thread - self._started[1]
+        self.wall_s += wall - self._started[2]
+
+    def times(self) -> StepTimes:
+        return StepTimes(self.wall_s, self.cpu_s, self.thread_cpu_s)
+
+
 class Target(Protocol):
-    """One benchmark: ``step(calls)`` makes ``calls`` calls and returns their seconds."""
+    """One benchmark: ``step(calls)`` makes ``calls`` calls and returns what they took."""
 
     inner_loops: int  # what one call counts for (pyperf's inner_loops); the time per call divides by it
     fixed_calls: int | None  # calls per step the benchmark fixes itself (pedantic's iterations)
 
-    def step(self, calls: int) -> float: ...
+    def step(self, calls: int) -> StepTimes: ...
 
 
 class StepError(Exception):
@@ -51,15 +89,14 @@ class FunctionTarget:
         self.result: Any = None
         self.called = False
 
-    def step(self, calls: int) -> float:
-        fn, args, kwargs, timer = self.fn, self.args, self.kwargs, time.perf_counter
+    def step(self, calls: int) -> StepTimes:
+        fn, args, kwargs, watch = self.fn, self.args, self.kwargs, Stopwatch()
         result = None
-        t0 = timer()
-        for _ in range(calls):
-            result = fn(*args, **kwargs)
-        seconds = timer() - t0
+        with watch:
+            for _ in range(calls):
+                result = fn(*args, **kwargs)
         self.result, self.called = result, True
-        return seconds
+        return watch.times()
 
 
 def calibrate(target: Target, target_ms: float) -> int:
@@ -70,7 +107,7 @@ def calibrate(target: Target, target_ms: float) -> int:
     target.step(1)
     calls = 1
     for _ in range(MAX_CALIBRATION_TRIES):
-        ms = checked(target.step(calls), calls) * 1000.0
+        ms = checked(target.step(calls).seconds, calls) * 1000.0
         if ms >= 0.9 * target_ms:
             break
         growth = min(MAX_GROWTH, target_ms / ms if ms > 0 else MAX_GROWTH)
@@ -83,6 +120,15 @@ def checked(seconds: object, calls: int) -> float:
     if not finite_time(seconds):
         raise StepError(f"a step of {calls} calls took {seconds!r} s: not a finite time >= 0")
     return float(seconds)  # type: ignore[arg-type]
+
+
+def per_call_ms(times: StepTimes, seconds: float, calls: int) -> dict[str, float]:
+    """A step's phases: its time per call, and its CPU times per call where the target has them."""
+    phases = {TIME_METRIC: seconds * 1000.0 / calls}
+    if times.cpu_s is not None and times.thread_cpu_s is not None:
+        phases[CPU_METRIC] = times.cpu_s * 1000.0 / calls
+        phases[THREAD_CPU_METRIC] = times.thread_cpu_s * 1000.0 / calls
+    return phases
 
 
 class Session:
@@ -143,13 +189,13 @@ class Session:
         for _ in range(steps):
             if counted:
                 self.marks.start()
-            seconds = target.step(calls)
+            times = target.step(calls)
             if counted:
                 self.marks.stop()
-            total += checked(seconds, calls)
-            per_call_ms = seconds * 1000.0 / (calls * target.inner_loops)
+            seconds = checked(times.seconds, calls)
+            total += seconds
             self.channel.write(kind="step", step=self.next_step, warmup=warmup, block=block, case=case,
-                               phases={TIME_METRIC: per_call_ms})
+                               phases=per_call_ms(times, seconds, calls * target.inner_loops))
             self.next_step += 1
         if counted:
             self.marks.dump(f"shasweep block {block}")

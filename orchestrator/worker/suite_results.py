@@ -1,10 +1,11 @@
 """The rows of a suite's lockstep round (docs/design.md, "Suites in lockstep"): each side's suite run
 with its cases, each case a run of its own.
 
-A case played in lockstep takes its measured steps (``time_ms`` per call) and blocks from the side's
-stream (``SuiteStreamState``); a case that ran as a separate process takes the tool's own numbers
-from that process's output (its reader), ``ran_in: interleaved`` and why. A failed round leaves each
-side one failed row of its suite run (cases None), so ``--resume`` runs the round again whole.
+A case played in lockstep takes its measured steps (``time_ms`` per call, and ``cpu_ms`` and
+``thread_cpu_ms`` where the plugin timed the calls itself) and blocks from the side's stream
+(``SuiteStreamState``); a case that ran as a separate process takes the tool's own numbers from that
+process's output (its reader), ``ran_in: interleaved`` and why. A failed round leaves each side one
+failed row of its suite run (cases None), so ``--resume`` runs the round again whole.
 """
 
 from __future__ import annotations
@@ -68,14 +69,16 @@ def _played(seat: SuiteSeat, records: SuiteStreamState, name: str, base: RunResu
     case = records.case(name)
     steps = StepLog(StepRecord(step=i, warmup=step.warmup, phases=dict(step.phases))
                     for i, step in enumerate(case.steps))
-    per_call = [s.phases[TIME_METRIC] for s in case.steps if not s.warmup]
-    time_ms = fmean(per_call)
+    measured = [s.phases for s in case.steps if not s.warmup]
+    means = {phase: fmean(p[phase] for p in measured) for phase in measured[0]
+             if all(phase in p for p in measured)}  # each phase every measured step has
+    time_ms = means[TIME_METRIC]
     audit = {**((records.header or {}).get("audit") or {}), "source_unit": SOURCE_UNIT}
     extra = (case.end or {}).get("extra_info")
     if isinstance(extra, dict):
         audit["extra_info"] = extra
     summary = {"throughput": 1000.0 / time_ms if time_ms > 0 else None,
-               "phase_means_ms": {TIME_METRIC: time_ms}, "metrics": {}}
+               "phase_means_ms": means, "metrics": {}}
     return replace(base, header={"audit": audit}, summary=summary, steps=steps,
                    host=replace(base.host, **window.columns(steps)), suite_run_key=seat.run.run_key,
                    blocks=_blocks(seat, case))

@@ -104,7 +104,10 @@ def test_time_example_times_the_whole_command_and_prepares_each_sha_once(tmp_pat
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(runs) == 6 and (runs["status"] == "ok").all()
     assert steps.groupby("run_key")["step"].nunique().eq(3).all(), "warm-up runs are not recorded"
-    assert set(steps["phase"]) == {"wall_ms", "user_ms", "sys_ms"}
+    assert set(steps["phase"]) == {"wall_ms", "user_ms", "sys_ms", "cpu_ms"}
+    per_run = steps.pivot_table(index=["run_key", "step"], columns="phase", values="ms")
+    assert ((per_run["cpu_ms"] - per_run["user_ms"] - per_run["sys_ms"]).abs() < 1e-9).all(), \
+        "a measured run's CPU time is its user and system time"
     walls = steps[steps["phase"] == "wall_ms"].groupby("run_key")["ms"]
     by_key = runs.set_index("run_key")
     assert (by_key["wall_ms"] - walls.mean()).abs().max() < 1e-6
@@ -116,7 +119,7 @@ def test_time_example_times_the_whole_command_and_prepares_each_sha_once(tmp_pat
     assert len(list(home.rglob("*.prepare-*.log"))) == 2
     html = next((results / "reports").glob("*.html")).read_text()
     assert "runs / s" in html and "env steps" not in html
-    for phase in ("wall_ms", "user_ms", "sys_ms"):  # each its own metric: user and sys are not parts of wall
+    for phase in ("wall_ms", "user_ms", "sys_ms", "cpu_ms"):  # each its own metric, not parts of wall
         assert f"cli: {phase} per run" in html and f"{phase} (ms per run)" in html
     assert "phase breakdown" not in html and "vector step" not in html
     assert_looks_like_itself(results, runs)

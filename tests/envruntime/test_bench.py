@@ -154,6 +154,11 @@ def test_control_channel_runs_exactly_the_commanded_blocks(tmp_path: Path) -> No
     measured_steps = [s for s in steps if not s["warmup"]]
     assert summary["phase_means_ms"]["physics_ms"] == pytest.approx(
         sum(s["phases"]["physics_ms"] for s in measured_steps) / 5)
+    for name in ("cpu_ms", "thread_cpu_ms"):  # every step's CPU time: the process's, the main thread's
+        assert all(s["phases"][name] > 0 for s in steps)
+        mean = sum(s["phases"][name] for s in measured_steps) / 5
+        assert summary["phase_means_ms"][name] == pytest.approx(mean)
+    assert all(s["phases"]["cpu_ms"] >= s["phases"]["thread_cpu_ms"] for s in steps)
 
 
 def test_control_path_that_is_not_a_fifo_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

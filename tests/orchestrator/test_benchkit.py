@@ -3,10 +3,12 @@ examples/lockstep/ against the generated demo repository, plain and on a control
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "lockstep" / "bench.py"
+HELPER_PHASES = ["step_ms", "cpu_ms", "thread_cpu_ms"]  # what the helper times in every step itself
 HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "dask", "distributed", "torch")
 sys.path.insert(0, str(ROOT / "examples"))
 from make_demo_repo import make_demo_repo  # noqa: E402
@@ -59,8 +62,8 @@ def test_a_plain_run_writes_header_steps_and_summary(demo, tmp_path):
     assert summary["phase_means_ms"]["step_ms"] == pytest.approx(
         sum(s["phases"]["step_ms"] for s in steps[1:]) / 4)
     # the example's step returns demolib's word counts: a result, not timings
-    assert all(list(s["phases"]) == ["step_ms"] for s in steps)
-    assert list(summary["phase_means_ms"]) == ["step_ms"]
+    assert all(list(s["phases"]) == HELPER_PHASES for s in steps)
+    assert list(summary["phase_means_ms"]) == HELPER_PHASES
 
 
 def test_on_a_control_fifo_it_runs_the_commanded_blocks_until_end(demo, tmp_path):
@@ -82,7 +85,7 @@ def test_on_a_control_fifo_it_runs_the_commanded_blocks_until_end(demo, tmp_path
     assert [r["kind"] for r in found] == ["header", "step", "step", "block", "step", "step", "step", "block",
                                           "summary"]
     assert [r.get("block") for r in found if r["kind"] == "step"] == [0, 0, 1, 1, 1]
-    assert all(list(r["phases"]) == ["step_ms"] for r in found if r["kind"] == "step")
+    assert all(list(r["phases"]) == HELPER_PHASES for r in found if r["kind"] == "step")
     assert found[-1]["measure_wall_s"] == pytest.approx(found[-2]["wall_s"])
 
 
@@ -208,19 +211,45 @@ def test_phases_are_timed_or_returned_and_add_up_within_a_step():
 
     *steps, summary = recorded(step)
     for record in steps:
-        assert list(record["phases"]) == ["parse_ms", "io_ms", "step_ms"]
+        assert list(record["phases"]) == ["parse_ms", "io_ms", *HELPER_PHASES]
         assert 1004 <= record["phases"]["parse_ms"] < 1000 + record["phases"]["step_ms"]
         assert record["phases"]["io_ms"] == 1.5
-    assert set(summary["phase_means_ms"]) == {"parse_ms", "io_ms", "step_ms"}
+    assert set(summary["phase_means_ms"]) == {"parse_ms", "io_ms", *HELPER_PHASES}
 
 
 @pytest.mark.parametrize("returned", [b"\x00\x01", {"the": 4000}, [("a_ms", 1.0)], "text", 3.5, None])
 def test_any_other_return_value_is_ignored(returned):
     *steps, _ = recorded(lambda recorder: returned)
-    assert all(list(s["phases"]) == ["step_ms"] for s in steps)
+    assert all(list(s["phases"]) == HELPER_PHASES for s in steps)
 
 
-@pytest.mark.parametrize("name", ["step_ms", "parse", "parse ms", "", "9_ms", "a" * 120 + "_ms"])
+def test_a_step_s_cpu_time_is_the_process_s_and_its_own_thread_s():
+    """``cpu_ms`` counts every thread of the process, ``thread_cpu_ms`` the one that ran the step, and
+    neither counts a wait: a step that sleeps, one that hashes, one that waits for a thread to hash."""
+    def hashing(n: int = 3000) -> None:
+        for _ in range(n):
+            hashlib.sha256(b"\x5a" * 4096).digest()
+
+    def on_a_thread() -> None:
+        worker = threading.Thread(target=hashing)
+        worker.start()
+        worker.join()
+
+    kinds = {"sleeps": lambda recorder: time.sleep(0.02), "hashes": lambda recorder: hashing(),
+             "waits for a thread": lambda recorder: on_a_thread()}
+    phases = {kind: [s["phases"] for s in recorded(step)[:-1]] for kind, step in kinds.items()}
+    for step in phases["sleeps"]:
+        assert step["step_ms"] >= 20 and step["cpu_ms"] < step["step_ms"] / 4
+    for step in phases["hashes"]:
+        assert step["cpu_ms"] >= step["thread_cpu_ms"] > 0
+        assert step["thread_cpu_ms"] > 0.9 * step["cpu_ms"], "one thread did all the work"
+    for step, hashed in zip(phases["waits for a thread"], phases["hashes"], strict=True):
+        assert step["thread_cpu_ms"] < step["cpu_ms"] / 4, "the step's own thread only waited"
+        assert step["cpu_ms"] > hashed["cpu_ms"] / 4, "the other thread's work is the process's CPU time"
+
+
+@pytest.mark.parametrize("name", ["step_ms", "cpu_ms", "thread_cpu_ms", "parse", "parse ms", "", "9_ms",
+                                  "a" * 120 + "_ms"])
 def test_a_phase_name_is_checked(name):
     from orchestrator.benchkit import Phases
     from orchestrator.benchkit.steps import phase_name

@@ -31,7 +31,7 @@ def test_each_protocol_declares_what_it_provides():
                   | Capability.AUDIT_FIELDS)
     assert v1.provides is None, "v1's metrics are the bench's own: unknown until its first ok run"
     time = describe("time")
-    assert time.provides == {"throughput", "wall_ms", "user_ms", "sys_ms", "max_rss_mib"}
+    assert time.provides == {"throughput", "wall_ms", "user_ms", "sys_ms", "cpu_ms", "max_rss_mib"}
     assert time.has(Capability.MEASURE_PARAM) and not time.has(Capability.THROUGHPUT_WINDOW)
     assert time.throughput_unit == "runs"
     mapping = {"throughput": "fps", "phases": {"step_ms": "s"}, "metrics": {"score": "x.y"}}
@@ -49,6 +49,18 @@ def test_each_protocol_declares_what_it_provides():
     assert describe("gbench").suite_driver is None and describe("v1").suite_driver is None
     assert [name for name in PROTOCOLS if describe(name).has(Capability.MANY_CASES)] == [
         "pyperf", "pytest-benchmark", "gbench"]
+
+
+def test_a_suite_reports_cpu_time_per_call_only_where_the_suite_channel_times_its_calls():
+    """In lockstep shasweep's suite channel times each step's calls itself, wall and CPU; the tools'
+    own documents have no CPU time per call (gbench's own ``cpu_time_ms`` is its thread's, by default)."""
+    for name in ("pyperf", "pytest-benchmark"):
+        assert describe(name).provides == {"throughput", "time_ms"}
+        assert describe(name).in_lockstep().provides == {"throughput", "time_ms", "cpu_ms", "thread_cpu_ms"}
+    gbench = describe("gbench")
+    assert gbench.in_lockstep() == gbench and "cpu_ms" not in gbench.provides
+    assert describe("time").in_lockstep() == describe("time")
+    assert describe("v1").in_lockstep().provides is None
 
 
 def test_unknown_and_stored_names():

@@ -52,8 +52,8 @@ def write_yaml(tmp_path, sweep: dict, **changes) -> str:
     ({"metrics": ["throughput", "parse_sm"]}, "metrics[1]", "(did you mean 'parse_ms'?)"),
     ({"protocol": "time", "json": None, "command": ["sleep", "0.01"], "params": {"measure": 2},
       "gates": [{"metric": "max_rss_mb", "max_ratio": 1.1}]}, "gates[0].metric",
-     "not reported by protocol time under this sweep's settings; valid: max_rss_mib, sys_ms, throughput, "
-     "user_ms, wall_ms (did you mean 'max_rss_mib'?)"),
+     "not reported by protocol time under this sweep's settings; valid: cpu_ms, max_rss_mib, sys_ms, "
+     "throughput, user_ms, wall_ms (did you mean 'max_rss_mib'?)"),
     ({"json": {"phases": {"format_ms": "format.ms"}}, "gates": [{"metric": "throughput", "min_ratio": 0.9}]},
      "gates[0].metric", "'throughput' is not reported by protocol json"),
     ({"json": {"phases": {"format_ms": "format.ms"}}, "gates": []}, "json",
@@ -81,6 +81,43 @@ def test_plan_refuses_a_bad_within_gate_or_spending(tmp_path, capsys, gate, chan
     assert main(["plan", sweep]) == EXIT_INVALID
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"shasweep: error: {key}: ") and words in line, line
+
+
+SUITE_SWEEP = {"name": "suite", "sides": {"old": {"ref": "HEAD~1"}, "new": {"ref": "HEAD"}},
+               "baseline": "old", "cases": ["*"], "protocol": "pytest-benchmark",
+               "command": ["{python}", "-m", "pytest", "--benchmark-json={result}"]}
+CPU_GATE = [{"metric": "cpu_ms", "max_ratio": 1.05}]
+
+
+@pytest.mark.parametrize(("sweep", "changes", "words"), [
+    (SUITE_SWEEP, {}, "'cpu_ms' is not reported by protocol pytest-benchmark under this sweep's settings; "
+                      "valid: throughput, time_ms; cpu_ms is measured by shasweep's suite channel, in order: "
+                      "lockstep"),
+    (SUITE_SWEEP, {"protocol": "gbench", "command": ["./bench", "--benchmark_out={result}"]},
+     "valid: cpu_time_ms, throughput, time_ms (did you mean 'cpu_time_ms'?); cpu_ms comes from a bench that "
+     "reports it per step"),
+    (JSON_SWEEP, {}, "valid: format_ms, parse_ms, throughput; cpu_ms comes from a bench that reports it per "
+                     "step (the bench helper, envruntime's bench), from protocol time (cpu_ms per measured "
+                     "run), from a suite in order: lockstep, or from a json mapping that names it"),
+])
+def test_a_gate_on_cpu_ms_where_the_protocol_cannot_report_it_is_bad_input(tmp_path, capsys, sweep, changes,
+                                                                         words):
+    assert main(["plan", write_yaml(tmp_path, sweep, gates=CPU_GATE, **changes)]) == EXIT_INVALID
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("shasweep: error: gates[0].metric: ") and words in line, line
+
+
+@pytest.mark.parametrize(("sweep", "changes"), [
+    (SUITE_SWEEP, {"order": "lockstep"}),
+    (SUITE_SWEEP, {"order": "lockstep", "protocol": "pyperf",
+                   "command": ["{python}", "b.py", "-o", "{result}"],
+                   "gates": [{"metric": "thread_cpu_ms", "within": 0.03}]}),
+    (JSON_SWEEP, {"protocol": "time", "json": None, "command": ["sleep", "0.01"], "params": {"measure": 2}}),
+    (JSON_SWEEP, {"json": {"throughput": "calls_per_s", "phases": {"cpu_ms": "cpu.ms"}}}),
+])
+def test_a_gate_on_cpu_ms_loads_where_the_protocol_reports_it(tmp_path, sweep, changes):
+    spec = load_spec(write_yaml(tmp_path, sweep, **{"gates": CPU_GATE, **changes}))
+    assert spec.gates[0].metric in ("cpu_ms", "thread_cpu_ms")
 
 
 def test_a_within_gate_and_a_spending_name_load(tmp_path):

@@ -11,7 +11,13 @@ import yaml
 from fakebench.fakerepo import make_lockstep_repo
 
 from orchestrator.cli.main import main
-from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_INVALID, EXIT_OK, EXIT_RUN_FAILED
+from orchestrator.errors import (
+    EXIT_GATE_FAILED,
+    EXIT_GATE_INCONCLUSIVE,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_RUN_FAILED,
+)
 from orchestrator.store.records import latest_sweep_id, read_record
 
 pytestmark = pytest.mark.slow
@@ -94,3 +100,25 @@ def test_a_bench_failing_mid_round_fails_the_round_and_resume_runs_it_again_whol
     assert "resuming 2 of 2 runs" in capsys.readouterr().out
     again = runs_of(repo)
     assert list(again["status"]) == ["ok", "ok"] and list(again["run_key"]) == list(failed["run_key"])
+
+
+def test_a_gate_on_cpu_ms_reads_the_blocks_cpu_time_and_fails_1_5x_the_work(repo, capsys):
+    """The new commit does 1.5x the hashing per step: its CPU time per step (``cpu_ms``, which the bench
+    helper reports in every step) reads about 1.5 from the block pairs, whatever else the host does."""
+    code = main(sweep(repo, command=[*COMMAND, "--work", "hash"], repeats=3,
+                      gates=[{"metric": "cpu_ms", "max_ratio": 1.1}]))
+    out = capsys.readouterr().out
+    assert code == EXIT_GATE_FAILED, out
+    runs = runs_of(repo)
+    assert runs["cpu_ms"].gt(0).all() and runs["thread_cpu_ms"].gt(0).all()
+    for cell in runs["blocks"]:
+        measured = [b for b in json.loads(cell) if not b["warmup"]]
+        assert all(b["phases"]["cpu_ms"] > 0 for b in measured), "each block carries its CPU time per step"
+    report = read_record(repo.path / "results", latest_sweep_id(repo.path / "results"))
+    verdicts = json.loads(next((repo.path / "results" / "reports").glob("*.verdicts.json")).read_text())
+    (gate,) = verdicts["verdicts"]
+    assert gate["metric"] == "cpu_ms" and gate["verdict"] == "FAIL", gate
+    assert 1.3 < gate["ratio"] < 1.7 and "block-pair medians" in json.dumps(verdicts)
+    assert report.status == "finished"
+    md = next((repo.path / "results" / "reports").glob("*.md")).read_text()
+    assert "| 0 | cpu_ms | fake | new |" in md, "the gates table names the metric the gate read"

@@ -110,21 +110,25 @@ def test_a_side_that_never_answers_times_out_and_the_other_is_killed(tmp_path, r
     assert not any(processes_with_run_key(run.run_key) for run in runs)
 
 
+OWN = {"step_ms", "cpu_ms", "thread_cpu_ms"}  # what the bench helper times in every step itself
+
+
 def test_what_a_step_returns_is_not_a_phase_unless_it_is_phases(tmp_path, repo):
     """A step returning bytes (which crashed the round) or a dict of counts (which became 'phases')
-    reports only step_ms; one that times a phase and returns ``Phases`` reports exactly those."""
+    reports only the helper's own (step_ms and its CPU times); one that times a phase and returns
+    ``Phases`` reports exactly those besides."""
     outcomes = execute_round(round_runs(repo, tmp_path / "results", extra={"base": ("--returns", "bytes"),
                                                                            "cand": ("--returns", "counts")}))
     assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
     for outcome in outcomes:
         steps = pd.read_parquet(outcome.steps_file)
-        assert set(steps["phase"]) == {"step_ms"} and len(steps) == 1 + 3 * (1 + 2)  # warm-up, 3 turns
+        assert set(steps["phase"]) == OWN and len(steps) == 3 * (1 + 3 * (1 + 2))  # warm-up, 3 turns
         assert "the" not in pd.read_parquet(outcome.runs_file).columns
     outcomes = execute_round(round_runs(repo, tmp_path / "phased", extra={"base": ("--returns", "phases")}))
     assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
     steps = pd.read_parquet(outcomes[0].steps_file)
-    assert set(steps["phase"]) == {"step_ms", "spin_ms", "check_ms"}
+    assert set(steps["phase"]) == {*OWN, "spin_ms", "check_ms"}
     by_step = steps.pivot_table(index="step", columns="phase", values="ms")
     assert (by_step["check_ms"] == 0.25).all() and (by_step["spin_ms"] <= by_step["step_ms"]).all()
     blocks = json.loads(rows(outcomes)[0]["blocks"])
-    assert all(set(b["phases"]) == {"step_ms", "spin_ms", "check_ms"} for b in blocks)
+    assert all(set(b["phases"]) == {*OWN, "spin_ms", "check_ms"} for b in blocks)

@@ -45,6 +45,7 @@ def test_each_benchmark_is_a_lockstep_case_played_by_the_sides_that_have_it(tmp_
         (SPIN[1], "cand")], "a case one side lacks has rows on the other side only"
     assert set(rows["status"]) == {"ok"} and set(rows["ran_in"]) == {"lockstep"} and rows["audited"].all()
     assert (rows["steps"] == 6).all() and rows["time_ms"].gt(0).all()
+    assert rows["cpu_ms"].gt(0).all() and rows["thread_cpu_ms"].gt(0).all(), "CPU time per call, per case"
     calls = json.loads(next((tmp_path / "home" / "logs").glob("*/suite-calls.json")).read_text())
     spans = []
     for row in rows.itertuples():
@@ -53,6 +54,8 @@ def test_each_benchmark_is_a_lockstep_case_played_by_the_sides_that_have_it(tmp_
         assert [b["cycle"] for b in measured] == [0, 1, 2]
         assert {b["calls"] for b in blocks} == {calls[row.case]}, "the same calls per step on every side"
         assert row.time_ms == pytest.approx(sum(b["phases"]["time_ms"] for b in measured) / 3)
+        assert row.cpu_ms == pytest.approx(sum(b["phases"]["cpu_ms"] for b in measured) / 3), \
+            "each block carries its CPU time per call, as block_pairs reads it"
         spans += [(b["started"], b["ended"]) for b in blocks]
     spans.sort()
     assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), \

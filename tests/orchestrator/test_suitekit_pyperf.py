@@ -48,6 +48,7 @@ runner.bench_command("command", [sys.executable, "-c", "pass"])
 runner.bench_time_func("nan", lambda loops: float("nan"))
 runner.bench_func("raises", lambda: 1 / 0)
 '''
+CPU_TIMED = ["time_ms", "cpu_ms", "thread_cpu_ms"]  # where the shim times the calls itself
 NAMES = ["func", "time_func", "async", "timeit", "command", "nan", "raises"]
 
 
@@ -82,14 +83,17 @@ def test_the_script_s_benchmarks_are_collected_then_served_in_the_process(tmp_pa
         assert header["cases"] == NAMES and header["separate"] == {"command": "pyperf's bench_command"}
         assert header["audit"]["tool"] == "pyperf" and header["audit"]["versions"]["pyperf"]
         driver.send(cmd="cases", cases=["timeit", "func", "time_func", "async"])
-        for case in ("timeit", "func"):
-            assert all(s["phases"]["time_ms"] > 0 for s in serve(driver, case))
+        for case, phases in (("timeit", ["time_ms"]), ("func", CPU_TIMED)):
+            steps = serve(driver, case)
+            assert all(list(s["phases"]) == phases and s["phases"]["time_ms"] > 0 for s in steps)
             assert driver.next("case_end")["outcome"] == "passed"
         steps = serve(driver, "time_func", calls=10)
         assert driver.next("case_end")["outcome"] == "passed"
         assert all(0 < s["phases"]["time_ms"] for s in steps), "a time per inner loop"
-        serve(driver, "async", calls=5)
+        assert all(list(s["phases"]) == ["time_ms"] for s in steps), "a time_func times itself: no CPU time"
+        steps = serve(driver, "async", calls=5)
         assert driver.next("case_end")["outcome"] == "passed"
+        assert all(list(s["phases"]) == CPU_TIMED and s["phases"]["cpu_ms"] > 0 for s in steps)
         assert driver.next("summary")["cases"] == 4
         assert driver.finish() == 0, driver.output()
     finally:

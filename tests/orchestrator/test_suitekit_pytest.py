@@ -107,6 +107,8 @@ def test_the_plugin_collects_once_and_serves_each_benchmark_inside_its_test(suit
         assert calibrated["calls"] >= 1 and [b["calls"] for b in blocks] == [calibrated["calls"]] * 2
         steps = [r for r in driver.records if r["kind"] == "step"]
         assert len(steps) == 6 and all(s["case"] == NAMES[2] and s["phases"]["time_ms"] > 0 for s in steps)
+        assert all(s["phases"]["cpu_ms"] >= s["phases"]["thread_cpu_ms"] > 0 for s in steps), \
+            "the plugin times each step's calls on the CPU clocks too, per call"
         assert [s["step"] for s in steps] == list(range(6))
         assert [s["block"] for s in steps] == [0, 0, 0, 1, 1, 1]
         assert driver.next("case_end") == {"kind": "case_end", "case": NAMES[2], "outcome": "passed",
@@ -115,6 +117,8 @@ def test_the_plugin_collects_once_and_serves_each_benchmark_inside_its_test(suit
         assert driver.next("case_end")["outcome"] == "passed"  # its assert on the result held
         run_case(driver, NAMES[3])
         assert driver.next("case_end")["outcome"] == "passed"
+        pedantic = [r["phases"] for r in driver.records if r["kind"] == "step" and r["case"] == NAMES[3]]
+        assert all(p["cpu_ms"] > 0 for p in pedantic), "a setup's calls untimed, the target's timed"
         calibrated, blocks = run_case(driver, NAMES[4])
         assert calibrated["calls"] == 7, "pedantic's iterations fix the calls per step"
         assert driver.next("case_end")["outcome"] == "passed"

@@ -53,14 +53,14 @@ def test_try_reads_every_metric_and_writes_nothing_to_the_results_root(demo, tmp
     (results / "sweeps" / "earlier-20260101T000000.json").write_text('{"kept": "as it was"}')
     before = snapshot(results)
     code = main(["try", str(EXAMPLES / "time" / "sweep.yaml"), f"results={results}", "--side", "new",
-                 "params.measure=2", "gates=[{metric: wall_ms, max_ratio: 1.1}]"])
+                 "params.measure=2", "gates=[{metric: cpu_ms, max_ratio: 1.1}]"])
     out = capsys.readouterr().out
     assert code == EXIT_OK, out
     assert snapshot(results) == before, "try wrote to the results root"
     sha = git(demo, "rev-parse", "HEAD")
     assert f"try: side new (HEAD = {sha[:12]}), case cli, protocol time" in out
     assert "steps: 2 measured, 0 warm-up" in out
-    for name in ("throughput", "wall_ms", "user_ms", "sys_ms", "max_rss_mib"):
+    for name in ("throughput", "wall_ms", "user_ms", "sys_ms", "cpu_ms", "max_rss_mib"):
         assert any(line.strip().startswith(f"* {name} ") for line in out.splitlines()), (name, out)
     assert "runs/s" in out and "try: ok" in out
     log_dir = Path(next(line for line in out.splitlines() if line.startswith("logs: ")).split()[1])
@@ -223,7 +223,8 @@ def test_a_lockstep_sweep_is_tried_as_a_round_of_its_side_alone_and_shows_its_bl
     assert "steps: 20 measured, 6 warm-up" in out and "try: ok" in out
     listed = out.split("metrics (")[1].splitlines()[1:]
     names = [line.replace("*", " ").split()[0] for line in listed if line.startswith("    ")]
-    assert names == ["throughput", "step_ms"], "the word counts a step returns are no phases"
+    assert names == ["throughput", "step_ms", "cpu_ms", "thread_cpu_ms"], \
+        "the word counts a step returns are no phases"
 
 
 LOCKSTEP_BENCH = """import sys

@@ -2,7 +2,8 @@
 
 ``params.warmup`` unrecorded runs of the command (default 0), then ``params.measure`` measured ones
 (default 1), each a step row: ``wall_ms`` (spawn to reap), ``user_ms`` and ``sys_ms`` (CPU time of the
-process and the children it waited for, ``os.wait4``), as the launch helper measured them
+process and the children it waited for, ``os.wait4``) and ``cpu_ms``, their sum (the run's CPU time, as
+``cpu_ms`` is every thread's CPU time of a step in every protocol), as the launch helper measured them
 (``worker.proc``). The run's values are their means, and its ``max_rss_mib`` the mean peak RSS
 (null unless every measured run had one); ``throughput`` is measured runs per second of wall time.
 The first run that exits non-zero ends the bench run.
@@ -42,7 +43,7 @@ class TimedReader(BenchReader):
     def execute(self, start: Start, stop: StopSignal, on_step: OnStep) -> str | None:
         if (too_many := too_many_steps(self.run, self.measure)) is not None:
             return f"params.measure={self.measure}: {too_many}"
-        samples: list[tuple[float, float, float, float | None]] = []  # wall, user, sys ms; rss MiB
+        samples: list[tuple[float, float, float, float, float | None]] = []  # wall, user, sys, cpu ms; MiB
         for index in range(self.warmup + self.measure):
             if stop.expired():  # first asked here, in the task's thread (the watcher asks later)
                 return None
@@ -53,14 +54,15 @@ class TimedReader(BenchReader):
                 return None  # the verdict reads the exit code (or the timeout / cancellation)
             if index < self.warmup:
                 continue
-            sample = (usage.wall_s * 1000, usage.user_s * 1000, usage.sys_s * 1000, usage.max_rss_mib)
+            user_ms, sys_ms = usage.user_s * 1000, usage.sys_s * 1000
+            sample = (usage.wall_s * 1000, user_ms, sys_ms, user_ms + sys_ms, usage.max_rss_mib)
             samples.append(sample)
             step = StepRecord(step=len(samples) - 1, warmup=False,
-                              phases=dict(zip(TIMED_PHASES, sample[:3], strict=True)))
+                              phases=dict(zip(TIMED_PHASES, sample[:4], strict=True)))
             self.steps.append(step)
             on_step(step, len(self.steps))
         walls = [s[0] for s in samples]
-        peaks = [s[3] for s in samples]
+        peaks = [s[4] for s in samples]
         self.summary = {
             "throughput": len(samples) / (sum(walls) / 1000),
             "measure_wall_s": sum(walls) / 1000,

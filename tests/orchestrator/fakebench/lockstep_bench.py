@@ -7,7 +7,9 @@ process began (before its imports), so a test can tell when each process ran. Mi
 middle of step N, and ``--crash-file PATH`` does so only while PATH exists. ``--returns`` says what a
 step returns: nothing (default), ``bytes``, ``counts`` (a dict of counts, as a word counter would) or
 ``phases`` (the busy work timed as ``spin_ms`` with ``bench.phase``, and ``Phases(check_ms=...)``
-returned).
+returned). ``--work hash`` does a fixed amount of work instead of spinning for a time: ``step_ms`` x
+``HASHES_PER_MS`` SHA-256 digests of 4 KiB, so two commits' CPU time per step stands in the ratio of
+their ``step_ms`` however busy the host is.
 """
 
 import time
@@ -16,6 +18,7 @@ BORN = time.time()
 
 import argparse  # noqa: E402 - after BORN, so that it counts the start-up
 import contextlib  # noqa: E402
+import hashlib  # noqa: E402
 import os  # noqa: E402
 
 from orchestrator.benchkit import Bench, Phases  # noqa: E402
@@ -26,12 +29,15 @@ parser.add_argument("--wait-file")
 parser.add_argument("--crash-at-step", type=int, default=-1)
 parser.add_argument("--crash-file")
 parser.add_argument("--returns", choices=("none", "bytes", "counts", "phases"), default="none")
+parser.add_argument("--work", choices=("spin", "hash"), default="spin")
 args, rest = parser.parse_known_args()
 if args.no_control and "--control" in rest:
     del rest[rest.index("--control"):rest.index("--control") + 2]
 bench = Bench("fake/lockstep", module=__file__, options={"step_ms": 2.0}, argv=rest)
 bench.params["born"] = BORN
 steps_done = 0
+HASHES_PER_MS = 100
+BLOCK = b"\x5a" * 4096
 
 
 def step() -> object:
@@ -41,9 +47,13 @@ def step() -> object:
     while args.wait_file and not os.path.exists(args.wait_file):
         time.sleep(0.01)
     with bench.phase("spin_ms") if args.returns == "phases" else contextlib.nullcontext():
-        until = time.perf_counter() + bench.params["step_ms"] / 1000
-        while time.perf_counter() < until:
-            pass
+        if args.work == "hash":
+            for _ in range(round(bench.params["step_ms"] * HASHES_PER_MS)):
+                hashlib.sha256(BLOCK).digest()
+        else:
+            until = time.perf_counter() + bench.params["step_ms"] / 1000
+            while time.perf_counter() < until:
+                pass
     steps_done += 1
     return RETURNS[args.returns]()
 
