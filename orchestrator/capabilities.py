@@ -143,6 +143,7 @@ def _time(mapping: Mapping[str, object]) -> ProtocolInfo:
                         metrics=TIMED_METRICS, throughput_unit="runs")
 
 
+INSTRUCTIONS_METRIC = "instructions"  # instructions per step or call, counted under valgrind (instrument)
 TIME_METRIC = "time_ms"  # a suite benchmark's time per call (lower is better), whatever tool wrote it
 CPU_TIME_METRIC = "cpu_time_ms"  # gbench's own CPU time per iteration (its thread's unless told otherwise)
 SUITE_PHASES: dict[str, tuple[str, ...]] = {  # what each suite reader gives every benchmark

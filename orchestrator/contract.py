@@ -92,6 +92,10 @@ class HostRecord:
     load_before: float | None = None  # 1-minute load average before the first measured step
     load_after: float | None = None  # and after the last
     step_cv: float | None = None  # CV of the measured steps' time
+    # instrument: valgrind (docs/design.md, "Instruction counts"): what a count depends on beside the
+    # CPU model: valgrind's version and the bench interpreter's build
+    valgrind: str | None = None
+    interpreter: str | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -117,6 +121,18 @@ class LockstepSettings:
     def commanded_steps(self) -> int:
         """The measured steps a run of the round is commanded: blocks x block_steps."""
         return self.blocks * self.block_steps
+
+
+@dataclass(frozen=True)
+class InstrumentSettings:
+    """``instrument: valgrind``'s part of a run (docs/design.md, "Instruction counts"): the argv template
+    of the process run under callgrind after the measured ones, and whether its bench side marks the
+    measured steps (a suite through ``orchestrator.suitekit``, a bench of the bench helper) or the
+    whole process is counted."""
+
+    argv: tuple[str, ...]
+    marks: bool
+    tool: str = "valgrind"
 
 
 @dataclass(frozen=True)
@@ -182,6 +198,7 @@ class PlannedRun:
     max_steps: int | None = None  # a run reporting more steps fails (the sweep's max_steps); None: no cap
     max_result_mib: int | None = None  # the most MiB {result} may hold (the sweep's); None: the protocol's
     python: str | None = None  # the interpreter {python} names (the side's or sweep's); None: the worker's
+    instrument: InstrumentSettings | None = None  # instrument: valgrind; None: nothing counted
 
     def to_dict(self) -> dict:
         """Plain-dict form (for JSON and Parquet columns)."""

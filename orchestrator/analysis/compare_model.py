@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from orchestrator.analysis import stats
+from orchestrator.analysis.instructions import fingerprint_problem
 from orchestrator.analysis.legacy_audit import apply_audit
 from orchestrator.analysis.report_model import MetricRow, Report, load_runs, make_report
 from orchestrator.analysis.software import VersionChange, reported_versions, version_changes
@@ -132,8 +133,10 @@ def load_comparison(results_root: Path, before_id: str, after_id: str,
                     highlight_pct: float = DEFAULT_HIGHLIGHT_PCT) -> SweepComparison:
     """Read both sweeps' reports and runs under ``results_root`` and compare them."""
     before, after = make_report(results_root, before_id), make_report(results_root, after_id)
-    return compare_reports(before, after, _ok_runs(results_root, before), _ok_runs(results_root, after),
-                           highlight_pct)
+    before_runs, after_runs = _ok_runs(results_root, before), _ok_runs(results_root, after)
+    if (problem := fingerprint_problem(pd.concat([before_runs, after_runs], ignore_index=True))) is not None:
+        raise InvalidInputError(f"compare {before_id} {after_id}: {problem}", "instrument")
+    return compare_reports(before, after, before_runs, after_runs, highlight_pct)
 
 
 def _ok_runs(results_root: Path, report: Report) -> pd.DataFrame:

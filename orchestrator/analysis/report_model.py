@@ -25,6 +25,12 @@ from orchestrator.analysis.cells import by_cell, cell_counts, cell_summaries
 from orchestrator.analysis.decided import DecidedFigure, deciding_gate, judged_together
 from orchestrator.analysis.disturbed import COLUMNS as DISTURBANCE_COLUMNS
 from orchestrator.analysis.disturbed import disturbed_runs
+from orchestrator.analysis.instructions import (
+    FINGERPRINT_COLUMNS,
+    Disagreement,
+    disagreements,
+    fingerprint_problem,
+)
 from orchestrator.analysis.legacy_audit import AUDIT_INPUT_COLUMNS, apply_audit
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.software import SOFTWARE_COLUMNS
@@ -40,7 +46,7 @@ from orchestrator.analysis.suites import (
 from orchestrator.analysis.verdicts import Comparer, GateVerdict, evaluate_gates, gates_exit_code
 from orchestrator.analysis.waivers import Waiver, active_waivers, apply_waivers, waiver_log
 from orchestrator.capabilities import TIME_METRIC
-from orchestrator.errors import EXIT_RUN_FAILED
+from orchestrator.errors import EXIT_RUN_FAILED, InvalidInputError
 from orchestrator.spec.protocol_checks import is_metric_column, is_suite
 from orchestrator.spec.record import SweepRecord
 from orchestrator.spec.schema import SweepSpec
@@ -63,7 +69,7 @@ _STRING_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(
     ("run_key", "sweep_id", "side", "case", "sha", "status", "error", "suite_run_key", "bad_input",
      host_agreement.HOST_COLUMN,
      *AUDIT_COLUMNS, *RUN_SOURCE_COLUMNS, *AUDIT_INPUT_COLUMNS, *drift.IDENTITY_COLUMNS, *SOFTWARE_COLUMNS,
-     *LOCKSTEP_COLUMNS)))
+     *LOCKSTEP_COLUMNS, *FINGERPRINT_COLUMNS)))
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,8 @@ class Report:
     processes: list[ProcessFigure] = field(default_factory=list)  # a suite's per-process figures
     # per compared (case, side), the one figure every output states and headlines (``analysis.decided``)
     decided: list[DecidedFigure] = field(default_factory=list)
+    # instrument: the cases whose instruction count and time disagree (``analysis.instructions``)
+    count_disagreements: list[Disagreement] = field(default_factory=list)
 
     @functools.cached_property
     def _rows_by_cell(self) -> dict[tuple[str, str, str], MetricRow]:
@@ -150,6 +158,8 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
     ``history`` (``drift.load_earlier_runs``) holds earlier sweeps' runs to check drift against."""
     runs = apply_audit(runs, record)
     spec = record.spec
+    if (problem := fingerprint_problem(runs)) is not None:
+        raise InvalidInputError(f"sweep {record.sweep_id}: {problem}", "instrument")
     baseline, cases, sides = spec.baseline, sweep_cases(spec, runs), list(spec.sides)
     metrics = case_metrics(spec, report_metrics(spec, runs))
     ok = runs[runs["status"] == "ok"]
@@ -180,6 +190,7 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
         one_sided=one_sided,
         processes=suite_processes(spec, runs, one_sided),
         decided=_decided(spec, rows, judged, one_sided),
+        count_disagreements=disagreements(rows, baseline),
     )
 
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
+from orchestrator.benchkit.callgrind import NoMarks, marks
 from orchestrator.benchkit.channel import RecordWriter, RunCommand
 
 STEP_PHASE = "step_ms"  # the whole step, always reported
@@ -67,6 +68,7 @@ class Recorder:
 
     def __init__(self, writer: RecordWriter, items_per_step: float) -> None:
         self.writer, self.items_per_step = writer, items_per_step
+        self.marks = marks()  # under callgrind (instrument: valgrind): only the measured steps count
         self.next_step, self.measured, self.wall_s = 0, 0, 0.0
         self.phase_sums: dict[str, float] = {}
         self._open: dict[str, float] | None = None  # the running step's phases
@@ -88,15 +90,22 @@ class Recorder:
               command: RunCommand | None = None) -> None:
         """``steps`` steps; a commanded block's steps carry its number and end with its block record."""
         number = None if command is None else command.block
+        counted = not warmup and not isinstance(self.marks, NoMarks)
         started, t0 = time.time(), time.perf_counter()
         for _ in range(steps):
+            if counted:
+                self.marks.start()
             phases = self._one(step)
+            if counted:
+                self.marks.stop()
             self.writer.step(self.next_step, phases, warmup=warmup, block=number)
             self.next_step += 1
             if not warmup:
                 for name, ms in phases.items():
                     self.phase_sums[name] = self.phase_sums.get(name, 0.0) + ms
         wall_s = time.perf_counter() - t0
+        if counted:
+            self.marks.dump(f"shasweep block {number or 0}")
         if not warmup:
             self.measured += steps
             self.wall_s += wall_s

@@ -22,16 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.capabilities import SUITE_CASE, describe
-from orchestrator.contract import LockstepSettings, PlannedRun, QuietLimits
+from orchestrator.contract import InstrumentSettings, LockstepSettings, PlannedRun, QuietLimits
 from orchestrator.errors import RefError
 from orchestrator.plan.integrity import command_digest
 from orchestrator.plan.refs import check_directory, find_repo_root, repo_root, resolve_ref
 from orchestrator.plan.roots import check_results_root, results_root_for
 from orchestrator.spec.case_names import case_parts
 from orchestrator.spec.commands import bench_argv
+from orchestrator.spec.instrument_checks import marks_steps
 from orchestrator.spec.load import side_settings
 from orchestrator.spec.protocol_checks import is_suite
-from orchestrator.spec.schema import Order, RunSettings, SweepSpec
+from orchestrator.spec.schema import Instrument, Order, RunSettings, SweepSpec
 
 Cell = tuple[str, str, int]  # (case, side, repeat)
 @dataclass(frozen=True)
@@ -143,6 +144,7 @@ def _runs(resolved: ResolvedSweep, sweep_id: str, cells: list[Cell], first_order
             sweep_dir=str(resolved.sweep_dir or resolved.repo), submodules=spec.submodules,
             suite_cases=tuple(spec.cases) if case == SUITE_CASE else (),
             lockstep=lockstep_settings(spec, settings.params),
+            instrument=instrument_settings(spec, settings.params),
             quiet=QuietLimits(**vars(spec.quiet)) if spec.quiet is not None else None,
             max_steps=spec.max_steps, max_result_mib=spec.max_result_mib,
             python=spec.sides[side].python or spec.python,
@@ -174,3 +176,14 @@ def lockstep_settings(spec: SweepSpec, params: dict) -> LockstepSettings | None:
         fallback=blocks.fallback.value, step_ms=blocks.step_ms,
         plain_argv=tuple(plain) if plain != bench_argv(spec.command, params, lockstep=True) else None,
         select_argv=driver.render(spec.command, driver.select) if driver else None)
+
+
+def instrument_settings(spec: SweepSpec, params: dict) -> InstrumentSettings | None:
+    """A run's ``instrument`` settings: the command its instrumented process runs (a suite's through
+    ``orchestrator.suitekit``, on the control channel, whatever the order) and whether its bench side
+    marks the measured steps."""
+    if spec.instrument is Instrument.none:
+        return None
+    driver = describe(spec.protocol.value).suite_driver
+    argv = driver.render(spec.command, driver.lockstep) if driver else run_argv(spec, params)
+    return InstrumentSettings(argv=tuple(argv), marks=marks_steps(spec))

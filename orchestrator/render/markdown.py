@@ -13,7 +13,7 @@ from orchestrator.analysis import drift, stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.printable import printable
-from orchestrator.render import host_section, lockstep_section
+from orchestrator.render import count_section, host_section, lockstep_section
 from orchestrator.render.tables import (
     GATES_NOTE,
     PROCESS_NOTE,
@@ -83,7 +83,8 @@ def report_markdown(report: Report) -> str:
     """The human-readable report."""
     sections = [_summary_md(report), _sides_md(report), *(_suite_md(report, s) for s in report.suites),
                 _one_sided_md(report), _process_md(report), *(_case_md(report, c) for c in report.cases),
-                _gates_md(report), _lockstep_md(report), _waivers_md(report), _hosts_md(report),
+                _gates_md(report), _counts_md(report), _lockstep_md(report), _waivers_md(report),
+                _hosts_md(report),
                 _drift_md(report),
                 _disturbed_md(report), _failures_md(report),
                 _host_md(report)]
@@ -158,6 +159,13 @@ def _gates_md(report: Report) -> str:
     note = confidence_note(report)
     return ("## Gates\n\n" + GATES_NOTE + "\n\n" + (note + "\n\n" if note else "") + gates_line(report)
             + "\n\n" + markdown_table(table, bold))
+
+
+def _counts_md(report: Report) -> str:
+    if not count_section.has_counts(report):
+        return ""
+    return "## Instructions and time\n\n" + count_section.COUNT_NOTE + "\n\n" + md_items(
+        count_section.disagreement_lines(report))
 
 
 def _lockstep_md(report: Report) -> str:

@@ -17,7 +17,7 @@ from orchestrator.analysis.plotted_runs import TIMELINE_PHASES, PlottedRuns
 from orchestrator.analysis.report_model import Report
 from orchestrator.capabilities import Capability, describe_stored
 from orchestrator.errors import EXIT_GATE_INCONCLUSIVE, EXIT_OK
-from orchestrator.render import host_section, lockstep_section
+from orchestrator.render import count_section, host_section, lockstep_section
 from orchestrator.render.forest import forest_plot, gate_bounds
 from orchestrator.render.page import Page
 from orchestrator.render.page_limits import forest_rows, plotted_cases, summarised_steps
@@ -84,6 +84,10 @@ def sweep_page(report: Report, plotted: PlottedRuns) -> Page:
             page.paragraph(note, "note")
         page.figures(forest_plots(report))
         page.table(gates_table(report))
+    if count_section.has_counts(report):
+        page.heading("Instructions and time")
+        page.paragraph(count_section.COUNT_NOTE, "note")
+        page.items(count_section.disagreement_lines(report))
     if report.lockstep is not None:
         page.heading("Lockstep")
         page.paragraph(lockstep_section.LOCKSTEP_NOTE, "note")

@@ -33,6 +33,7 @@ from orchestrator.spec.bounds import (
 )
 from orchestrator.spec.commands import placeholders_in
 from orchestrator.spec.deprecated import drop_deprecated
+from orchestrator.spec.instrument_checks import check_instrument
 from orchestrator.spec.order_checks import check_lockstep, check_quiet
 from orchestrator.spec.overrides import apply_removals, plain_overrides
 from orchestrator.spec.schema import (
@@ -218,6 +219,7 @@ def validate(spec: SweepSpec) -> None:
     _check_hosts(spec.hosts)
     check_lockstep(spec)
     check_quiet(spec)
+    check_instrument(spec)
     info = protocol_checks.protocol_info(spec)  # what the protocol can do is checked: now what it reports
     for i, gate in enumerate(spec.gates):
         _check_gate(gate, spec, f"gates[{i}]", info)

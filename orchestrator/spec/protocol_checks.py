@@ -7,11 +7,19 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
-from orchestrator.capabilities import CPU_PHASES, Capability, ProtocolInfo, UnknownProtocolError, describe
+from orchestrator.capabilities import (
+    CPU_PHASES,
+    INSTRUCTIONS_METRIC,
+    Capability,
+    ProtocolInfo,
+    UnknownProtocolError,
+    describe,
+)
 from orchestrator.errors import SpecError
 from orchestrator.spec.commands import PARAM_NAME, is_envruntime_command
-from orchestrator.spec.schema import REPORT_METRICS, Order, SweepSpec
+from orchestrator.spec.schema import REPORT_METRICS, Instrument, Order, SweepSpec
 
 _DOTTED_PATH = re.compile(r"[^.\s]+(\.[^.\s]+)*\Z")
 _METRIC = re.compile(r"(throughput|[A-Za-z0-9_.]+_ms)\Z")  # a name a v1 bench may report
@@ -48,9 +56,13 @@ def is_suite(spec: SweepSpec) -> bool:
 
 def protocol_info(spec: SweepSpec) -> ProtocolInfo:
     """The sweep's protocol under its ``json`` mapping and its order: what its runs report
-    (``provides``: None where only the bench knows, until its first ok run)."""
+    (``provides``: None where only the bench knows, until its first ok run), ``instructions`` too
+    where the sweep counts them."""
     info = describe(spec.protocol.value, vars(spec.json) if spec.json is not None else {})
-    return info.in_lockstep() if spec.order is Order.lockstep else info
+    info = info.in_lockstep() if spec.order is Order.lockstep else info
+    if spec.instrument is Instrument.none:
+        return info
+    return replace(info, metrics=(*(info.metrics or ()), INSTRUCTIONS_METRIC))
 
 
 def check_registered(spec: SweepSpec) -> None:

@@ -97,6 +97,13 @@ class QuietSpec:
     max_wait_s: float = 60.0  # then run anyway (the run records that the limits were not met)
 
 
+class Instrument(Enum):
+    """What else each round measures (docs/design.md, "Instruction counts")."""
+
+    none = "none"
+    valgrind = "valgrind"  # one more process per side under callgrind: instructions per step or call
+
+
 class NoiseMode(Enum):
     """Whose run noise a gate's interval uses: see ``orchestrator.analysis.intervals``."""
 
@@ -271,6 +278,7 @@ class SweepSpec:
     lockstep: LockstepSpec | None = None  # order: lockstep's blocks (its defaults when not given)
     quiet: QuietSpec | None = None  # wait for a quiet host before each round; None: never wait
     submodules: bool = False  # check out the SHA's submodules (at the commits it records) in its worktree
+    instrument: Instrument = Instrument.none  # valgrind: count each round's instructions too
 
     @property
     def max_rounds(self) -> int:

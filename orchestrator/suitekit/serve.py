@@ -17,6 +17,7 @@ measured steps' calls are the only thing counted (``callgrind.Marks``).
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from collections.abc import Callable
@@ -99,6 +100,20 @@ class FunctionTarget:
         return watch.times()
 
 
+def target_identity(target: Target) -> dict[str, str]:
+    """Where the benchmarked function is defined (``target``: ``module:qualname``, ``target_file``), for
+    tools that change it on purpose (``benchmarks/known_truth.py``); {} where it cannot be told."""
+    function = getattr(target, "fn", None)
+    module, qualname = getattr(function, "__module__", None), getattr(function, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        return {}
+    try:
+        source = inspect.getsourcefile(function)  # type: ignore[arg-type]
+    except TypeError:  # a builtin
+        source = None
+    return {"target": f"{module}:{qualname}", **({"target_file": source} if source else {})}
+
+
 def calibrate(target: Target, target_ms: float) -> int:
     """The calls per step that take about ``target_ms`` (at least one), after one untimed call; the
     target's own ``fixed_calls`` where it fixes them."""
@@ -160,7 +175,7 @@ class Session:
 
     def serve(self, case: str, target: Target) -> None:
         """Inside ``case``: obey the worker until ``next`` (or ``end``)."""
-        self.channel.write(kind="case", case=case)
+        self.channel.write(kind="case", case=case, **target_identity(target))
         self.served += 1
         while True:
             command = self.channel.command()
@@ -200,7 +215,8 @@ class Session:
         if counted:
             self.marks.dump(f"shasweep block {block}")
         self.channel.write(kind="block", block=block, steps=steps, wall_s=total, warmup=warmup,
-                           started=started, ended=time.time(), case=case, calls=calls)
+                           started=started, ended=time.time(), case=case, calls=calls,
+                           inner_loops=target.inner_loops)
 
     def case_end(self, case: str, outcome: str, message: str | None = None, **extra: Any) -> None:
         """How ``case`` ended: passed, skipped, absent (its benchmark was never called), failed or

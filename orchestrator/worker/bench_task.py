@@ -232,11 +232,12 @@ class BenchSetup:
     values: dict[str, object]  # what the placeholders stood for
     procs: list[BenchProcess] = field(default_factory=list)
 
-    def start(self, argv: list[str] | None = None, logs: str = "") -> BenchProcess:
+    def start(self, argv: list[str] | None = None, logs: str = "", env: dict[str, str] | None = None
+              ) -> BenchProcess:
         """Launch one process of the run (``argv``: another command than the run's own; ``logs``: a
-        name for its own log files, ``stdout-<logs>.log``)."""
+        name for its own log files, ``stdout-<logs>.log``; ``env``: another environment)."""
         suffix = f"-{logs}" if logs else ""
-        proc = launch(argv or self.argv, cwd=self.tree, env=self.env,
+        proc = launch(argv or self.argv, cwd=self.tree, env=env or self.env,
                       stdout_path=self.log_dir / f"stdout{suffix}.log",
                       stderr_path=self.log_dir / f"stderr{suffix}.log", cpus=self.cpus)
         self.procs.append(proc)
@@ -307,7 +308,12 @@ def _run_bench(run: PlannedRun, tree: Path, log_dir: Path, publish: Publisher,
                        usage=with_reported_rss(procs[-1], reader.reported_peak_rss_mib()) if procs else None,
                        pythonpath=setup.pythonpath, worktree=str(tree.resolve()),
                        audit_modules=setup.audit_modules(), bad_input=reader.bad_input)
-    return reader.with_cases(result) if run.suite_cases and status == "ok" else result
+    result = reader.with_cases(result) if run.suite_cases and status == "ok" else result
+    if run.instrument is None:
+        return result
+    from orchestrator.worker.instrumented_run import with_instructions  # it builds on this module
+
+    return with_instructions(run, setup, reader, result, cancelled)
 
 
 def _step_publisher(run: PlannedRun, publish: Publisher, total: int | None) -> OnStep:

@@ -34,6 +34,8 @@ from orchestrator.errors import InvalidInputError, RunCancelledError, SchedulerL
 from orchestrator.worker import bench_task
 from orchestrator.worker.cleanup import clear_note, kill_leftover_run, note_running
 from orchestrator.worker.disturbance import MeasureWindow
+from orchestrator.worker.instrumented_run import count_v1_round, with_count
+from orchestrator.worker.instrumented_suite import count_suite
 from orchestrator.worker.lockstep_round import (
     BLOCK_KEYS,
     BlockPlan,
@@ -190,12 +192,29 @@ def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Pa
         round_.kill()  # each process's launch helper kills what it left, daemons included
         clear_note(marker)
     window.finish()
+    counts = _count_v1(players, plan, cancelled) if not suite and failure is None and fallback is None \
+        and runs[0].instrument is not None else {}
     ended_at, elapsed_s = datetime.now(UTC), time.monotonic() - began
     if suite:
         return {seat.run.run_key: suite_result(seat, failure, played, window, started_at, ended_at, elapsed_s)
                 for seat in seats}
-    return {player.run.run_key: _result(player, failure, fallback, window, started_at, ended_at, elapsed_s)
-            for player in players}
+    results = {player.run.run_key: _result(player, failure, fallback, window, started_at, ended_at, elapsed_s)
+               for player in players}
+    return {player.run.run_key: with_count(results[player.run.run_key], counts.get(player.run.run_key),
+                                           str(player.setup.values["python"])) for player in players}
+
+
+def _count_v1(players: list[_Player], plan: BlockPlan, cancelled) -> dict[str, float | RoundFailed]:
+    """instrument: each side's instructions per step, its bench alone under callgrind (run key ->
+    the count, or why there is none)."""
+    found: dict[str, float | RoundFailed] = {}
+    for player in players:
+        try:
+            found[player.run.run_key] = count_v1_round(player.run, player.setup, plan.block_steps,
+                                                       plan.warmup, cancelled)
+        except RoundFailed as exc:
+            found[player.run.run_key] = exc
+    return found
 
 
 def _player(run: PlannedRun, tree: Path, log_dir: Path, suite: bool) -> _Player:
@@ -228,6 +247,10 @@ def _suite_blocks(round_: LockstepRound, seats: list[SuiteSeat], plan: BlockPlan
             if seat.separate:
                 run_separately(seat, seat.separate, settings.select_argv, seat.run.timeout_s, round_.stopped)
     window.end()
+    if runs[0].instrument is not None and played.whole is None:  # after the measured processes
+        for seat in seats:
+            seat.instructions = count_suite(seat.run, seat.setup, seat.reader, plan.block_warmup,
+                                            played.declared, calls_path, round_.stopped)
     return played
 
 

@@ -14,10 +14,11 @@ from dataclasses import replace
 from datetime import datetime
 from statistics import fmean
 
-from orchestrator.capabilities import TIME_METRIC
+from orchestrator.capabilities import INSTRUCTIONS_METRIC, TIME_METRIC
 from orchestrator.contract import NO_STEPS, RunResult, StepRecord
 from orchestrator.store.step_log import StepLog
 from orchestrator.worker.disturbance import MeasureWindow
+from orchestrator.worker.instrumented import fingerprint
 from orchestrator.worker.lockstep_round import BLOCK_KEYS, RoundFailed
 from orchestrator.worker.protocols.suite_cases import case_results, case_run
 from orchestrator.worker.protocols.suite_stream import CaseRecords, SuiteStreamState
@@ -33,9 +34,12 @@ def suite_result(seat: SuiteSeat, failure: RoundFailed | None, suite: SuiteRound
     with it), else ok with its ``cases``."""
     contestant, setup = seat.contestant, seat.setup
     proc = contestant.proc
+    host = setup.host
+    if seat.run.instrument is not None:  # what the counts depend on besides the CPU model
+        host = replace(host, **fingerprint(str(setup.values["python"])))
     base = RunResult(
         status="ok", error=None, started_at=started_at, ended_at=ended_at, elapsed_s=elapsed_s,
-        exit_code=proc.returncode if proc else None, log_dir=str(setup.log_dir), host=setup.host,
+        exit_code=proc.returncode if proc else None, log_dir=str(setup.log_dir), host=host,
         usage=proc.usage if proc else None, pythonpath=setup.pythonpath, worktree=str(setup.tree.resolve()),
         audit_modules=setup.audit_modules(), ran_in="lockstep")
     if failure is not None or suite is None:
@@ -77,8 +81,10 @@ def _played(seat: SuiteSeat, records: SuiteStreamState, name: str, base: RunResu
     extra = (case.end or {}).get("extra_info")
     if isinstance(extra, dict):
         audit["extra_info"] = extra
+    counted = (seat.instructions or {}).get(name)
     summary = {"throughput": 1000.0 / time_ms if time_ms > 0 else None,
-               "phase_means_ms": means, "metrics": {}}
+               "phase_means_ms": means,
+               "metrics": {INSTRUCTIONS_METRIC: counted} if counted is not None else {}}
     return replace(base, header={"audit": audit}, summary=summary, steps=steps,
                    host=replace(base.host, **window.columns(steps)), suite_run_key=seat.run.run_key,
                    blocks=_blocks(seat, case))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,12 +28,12 @@ from orchestrator.contract import PlannedRun
 from orchestrator.errors import ProtocolError
 from orchestrator.worker.bench_task import BenchSetup, render_argv
 from orchestrator.worker.lockstep_round import BlockPlan, Contestant, LockstepRound, RoundFailed, turn_order
+from orchestrator.worker.process_wait import await_process
 from orchestrator.worker.protocols.suite import SuiteReader
 from orchestrator.worker.protocols.suite_stream import SUITE_VERSION, SuiteStreamState
 
 CALLS_FILE = "suite-calls.json"  # in the sweep's log directory: case -> calls per step
 SELECT_FILE = "select.json"  # in a run's log directory: the cases a separate process runs
-SEPARATE_POLL_S = 0.05
 
 
 class SuiteInputError(RoundFailed):
@@ -57,6 +56,7 @@ class SuiteSeat:
     cases: list[str] = field(default_factory=list)  # the cases it was told to play, in order
     separate: list[str] = field(default_factory=list)  # its cases run as a separate process
     separate_error: str | None = None  # why that process gave no cases
+    instructions: dict[str, float] | None = None  # instrument: case -> instructions per call
 
 
 @dataclass
@@ -218,19 +218,9 @@ def run_separately(seat: SuiteSeat, cases: list[str], argv_template: tuple[str, 
     select.write_text(json.dumps(cases))
     argv = render_argv(argv_template, {**seat.setup.values, "select": str(select)})
     proc = seat.setup.start(argv, logs="separate")
-    deadline = time.monotonic() + timeout_s
-    while proc.poll() is None:
-        if time.monotonic() > deadline or stopped():
-            proc.kill_group()
-            seat.separate_error = (f"its separate process of {len(cases)} cases did not end within "
-                                   f"timeout_s={timeout_s:g}" if not stopped() else "the sweep was cancelled")
-            return
-        time.sleep(SEPARATE_POLL_S)
-    if proc.returncode != 0:
-        seat.separate_error = (f"its separate process exited with code {proc.returncode} (logs: "
-                               f"{seat.setup.log_dir}/stdout-separate.log, stderr-separate.log)")
-        return
-    seat.separate_error = seat.reader.complete()
+    logs = f"{seat.setup.log_dir}/stdout-separate.log, stderr-separate.log"
+    seat.separate_error = await_process(proc, f"its separate process of {len(cases)} cases", timeout_s,
+                                        stopped, logs) or seat.reader.complete()
 
 
 def _read_calls(path: Path) -> dict:

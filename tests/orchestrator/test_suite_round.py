@@ -7,6 +7,7 @@ stops, as ``lockstep.fallback`` says."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -129,3 +130,21 @@ def test_a_suite_interpreter_without_shasweep_imports_the_worker_s_copy_of_the_k
                            env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path)  # -S: no site-packages
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == str(kit / "orchestrator" / "__init__.py")
+
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None,
+                    reason="valgrind (Debian package valgrind) is not installed")
+def test_instrument_counts_each_case_s_calls_under_callgrind_after_the_timed_round(tmp_path):
+    candidate = BASE_SUITE.replace("benchmark(lib.spin, 1000)", "benchmark(lib.spin, 1010)")  # 1 % more work
+    repo = make_suite_repo(tmp_path, candidate)
+    outcomes = execute_round(suite_round(repo, tmp_path / "results", instrument=True, timeout_s=600))
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
+    rows = case_rows(tmp_path / "results")
+    counts = rows.pivot(index="case", columns="side", values="instructions")
+    ratio = counts["cand"] / counts["base"]
+    assert abs(ratio[SPIN[0]] - 1) < 1e-3 and abs(ratio[SPIN[1]] - 1) < 1e-3, counts
+    assert ratio[REMOVED] == pytest.approx(1.01, abs=2e-3), counts
+    assert counts.loc[SPIN[1], "base"] / counts.loc[SPIN[0], "base"] == pytest.approx(1.5, rel=0.02)
+    assert rows["host_valgrind"].str.startswith("valgrind-").all() and rows["time_ms"].gt(0).all()
+    assert set(rows["ran_in"]) == {"lockstep"}, "the counts ride on the timed rows"

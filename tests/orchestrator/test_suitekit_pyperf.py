@@ -66,7 +66,8 @@ def shim(tmp_path: Path, *args: str) -> Driver:
 
 
 def serve(driver: Driver, case: str, calls: int | None = None) -> list[dict]:
-    assert driver.next("case", "case_end") == {"kind": "case", "case": case}
+    entered = driver.next("case", "case_end")
+    assert (entered["kind"], entered["case"]) == ("case", case)
     if calls is None:
         driver.send(cmd="calibrate", case=case, target_ms=2)
         calls = driver.next("calibrated")["calls"]
@@ -86,6 +87,9 @@ def test_the_script_s_benchmarks_are_collected_then_served_in_the_process(tmp_pa
         for case, phases in (("timeit", ["time_ms"]), ("func", CPU_TIMED)):
             steps = serve(driver, case)
             assert all(list(s["phases"]) == phases and s["phases"]["time_ms"] > 0 for s in steps)
+            if case == "func":  # where the benchmarked function is defined: tools may change it
+                entered = next(r for r in driver.records if r["kind"] == "case" and r["case"] == "func")
+                assert entered["target"] == "__main__:work" and entered["target_file"].endswith("bench.py")
             assert driver.next("case_end")["outcome"] == "passed"
         steps = serve(driver, "time_func", calls=10)
         assert driver.next("case_end")["outcome"] == "passed"

@@ -12,7 +12,7 @@ from pathlib import Path
 from fakebench.fakerepo import FakeRepo, git
 
 from orchestrator.capabilities import describe
-from orchestrator.contract import LockstepSettings, PlannedRun
+from orchestrator.contract import InstrumentSettings, LockstepSettings, PlannedRun
 
 LIBRARY = '''
 def spin(n):
@@ -53,7 +53,8 @@ def make_suite_repo(root: Path, candidate_suite: str | None = None) -> FakeRepo:
 
 
 def suite_round(repo: FakeRepo, results: Path, *, repeat: int = 0, fallback: str = "stop",
-                cases: tuple[str, ...] = ("*",), timeout_s: float = 30.0) -> list[PlannedRun]:
+                cases: tuple[str, ...] = ("*",), timeout_s: float = 30.0,
+                instrument: bool = False) -> list[PlannedRun]:
     """One lockstep round of the repository's suite, as the plan makes it (both sides, the pytest
     command with the plugin, the selection command for fallen-back cases)."""
     driver = describe("pytest-benchmark").suite_driver
@@ -70,5 +71,7 @@ def suite_round(repo: FakeRepo, results: Path, *, repeat: int = 0, fallback: str
             ref=side, sha=sha, case="(suite)", algo=None, task=None, sim=None, variant="manager",
             repeat=repeat, repo=str(repo.path), argv_template=driver.render(command, driver.lockstep),
             params={"threads": 1}, timeout_s=timeout_s, results_root=str(results),
-            protocol="pytest-benchmark", suite_cases=cases, lockstep=settings))
+            protocol="pytest-benchmark", suite_cases=cases, lockstep=settings,
+            instrument=InstrumentSettings(driver.render(command, driver.lockstep), marks=True)
+            if instrument else None))
     return [replace(run) for run in runs]
