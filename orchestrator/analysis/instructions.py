@@ -18,9 +18,11 @@ from orchestrator.analysis.stats import Comparison
 from orchestrator.capabilities import INSTRUCTIONS_METRIC, TIME_METRIC
 
 FINGERPRINT_COLUMNS: tuple[str, ...] = ("host_valgrind", "host_cpu_model", "host_interpreter")
-# How far an A/A count may move: measured 1e-7 between processes and rounds of a suite's benchmark
-# (PYTHONHASHSEED fixed); a count beyond 0.1 % of its baseline's has moved (benchmarks/instructions.py).
-COUNT_FLOOR = 0.001
+# How far a count moves without a change of its own work: between processes and rounds of one commit
+# 1e-6 (PYTHONHASHSEED fixed), but code added elsewhere (a function wrapped in the same module) moved
+# another benchmark's count by 0.14 %: the allocator's state at the measured calls differs. A count
+# more than 0.5 % from its baseline's has moved (benchmarks/instructions.py).
+COUNT_FLOOR = 0.005
 
 
 def fingerprint_problem(runs: pd.DataFrame) -> str | None:

@@ -35,6 +35,7 @@ PINNED_THREAD_VARS: tuple[str, ...] = (
 # ``env`` sets them) come after the pinned ones.
 THREAD_VARS: tuple[str, ...] = (*PINNED_THREAD_VARS, "ENVRUNTIME_TORCH_THREADS")
 _VERSION_CODE = "import platform; print(platform.python_version())"
+_BUILD_CODE = "import platform, sys; print(platform.python_implementation(), ' '.join(sys.version.split()))"
 VERSIONED_PACKAGES: tuple[str, ...] = ("numpy", "torch", "mujoco", "motrixsim", "mujoco-warp", "numba")
 def collect_host(env: dict[str, str] | None = None, cpus: set[int] | None = None,
                  python: str | None = None) -> HostRecord:
@@ -89,22 +90,34 @@ def parse_cpus(text: str) -> set[int]:
 def python_version(executable: str) -> str | None:
     """The version of the interpreter at ``executable`` (``3.12.1``), asked once per file (path, inode
     and mtime); None when it cannot say."""
+    return _ask_python(executable, _VERSION_CODE, 40)
+
+
+def python_build(executable: str) -> str | None:
+    """The build of the interpreter at ``executable``: its implementation and whole version line, with
+    the build's date and compiler (``CPython 3.11.7 (main, May 9 2026, 07:35:25) [GCC 12.2.0]``)."""
+    return _ask_python(executable, _BUILD_CODE, 200)
+
+
+def _ask_python(executable: str, code: str, most: int) -> str | None:
+    """What ``code`` prints in the interpreter at ``executable`` (at most ``most`` characters), asked
+    once per file (path, inode and mtime); None when it cannot say."""
     try:
         status = os.stat(executable)
     except OSError:
         return None
-    return _python_version(executable, status.st_ino, status.st_mtime_ns)
+    return _asked(executable, code, most, status.st_ino, status.st_mtime_ns)
 
 
-@functools.lru_cache(maxsize=16)
-def _python_version(executable: str, inode: int, mtime_ns: int) -> str | None:
+@functools.lru_cache(maxsize=32)
+def _asked(executable: str, code: str, most: int, inode: int, mtime_ns: int) -> str | None:
     try:
-        done = subprocess.run([executable, "-I", "-S", "-c", _VERSION_CODE], capture_output=True, text=True,
+        done = subprocess.run([executable, "-I", "-S", "-c", code], capture_output=True, text=True,
                               timeout=30, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    version = done.stdout.strip()
-    return version if done.returncode == 0 and 0 < len(version) <= 40 else None
+    answer = done.stdout.strip()
+    return answer if done.returncode == 0 and 0 < len(answer) <= most else None
 
 
 @functools.cache

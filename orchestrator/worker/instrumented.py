@@ -12,18 +12,18 @@ interpreter's build, recorded with every instrumented run.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.worker.hostinfo import python_build
+
 INSTRUMENT_VAR = "SHASWEEP_INSTRUMENT"  # as benchkit.callgrind reads it
 CALLGRIND = "callgrind"
 OUT_NAME = "callgrind.out"  # in the run's log directory; callgrind adds .<pid> and each dump's .<n>
 BLOCK_DUMP = re.compile(r"Client Request: shasweep block (\d+)\s*$")
-_BUILD_CODE = "import platform, sys; print(platform.python_implementation(), ' '.join(sys.version.split()))"
 
 
 class InstrumentError(RuntimeError):
@@ -100,13 +100,8 @@ def whole_count(dumps: list[Dump]) -> int:
 
 def fingerprint(python: str) -> dict[str, str | None]:
     """What a count depends on besides the CPU model: ``valgrind`` (its version) and ``interpreter``
-    (the build of the interpreter at ``python``, asked once per file)."""
-    try:
-        status = os.stat(python)
-        build = _build(python, status.st_ino, status.st_mtime_ns)
-    except OSError:
-        build = None
-    return {"valgrind": _valgrind_version(), "interpreter": build}
+    (the build of the interpreter at ``python``)."""
+    return {"valgrind": _valgrind_version(), "interpreter": python_build(python)}
 
 
 @functools.cache
@@ -117,13 +112,3 @@ def _valgrind_version() -> str | None:
     done = subprocess.run([valgrind, "--version"], capture_output=True, text=True, timeout=30,
                           stdin=subprocess.DEVNULL)
     return done.stdout.strip()[:80] or None
-
-
-@functools.lru_cache(maxsize=16)
-def _build(python: str, inode: int, mtime_ns: int) -> str | None:
-    try:
-        done = subprocess.run([python, "-I", "-S", "-c", _BUILD_CODE], capture_output=True, text=True,
-                              timeout=30, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip()[:200] or None if done.returncode == 0 else None

@@ -148,3 +148,26 @@ def test_instrument_counts_each_case_s_calls_under_callgrind_after_the_timed_rou
     assert counts.loc[SPIN[1], "base"] / counts.loc[SPIN[0], "base"] == pytest.approx(1.5, rel=0.02)
     assert rows["host_valgrind"].str.startswith("valgrind-").all() and rows["time_ms"].gt(0).all()
     assert set(rows["ran_in"]) == {"lockstep"}, "the counts ride on the timed rows"
+
+
+def test_a_suite_tool_without_the_channel_runs_each_side_apart_and_says_so(tmp_path):
+    from dataclasses import replace as changed
+
+    # a stand-in for a Google Benchmark binary: it writes the library's own JSON, as the real one does
+    fake = tmp_path / "fake_gbench.py"
+    source = Path(__file__).parent / "data" / "gbench_repetitions.json"
+    fake.write_text(f"import shutil, sys\nshutil.copy({str(source)!r}, sys.argv[1].split('=', 1)[1])\n")
+    repo = make_suite_repo(tmp_path)
+    runs = [changed(run, protocol="gbench", argv_template=("{python}", str(fake), "--benchmark_out={result}"),
+                    lockstep=changed(run.lockstep, select_argv=None), suite_cases=("BM_*",))
+            for run in suite_round(repo, tmp_path / "results")]
+    outcomes = execute_round(runs)
+    # the suite run's outcome is its first failed case's: BM_broken, which the tool reports as not run
+    assert [o.status for o in outcomes] == ["failed", "failed"], [o.error for o in outcomes]
+    rows = case_rows(tmp_path / "results")
+    broken = rows[rows["case"] == "BM_broken"]
+    assert set(broken["status"]) == {"failed"} and broken["error"].str.contains("fixture file not found").all()
+    ran = rows[rows["case"] != "BM_broken"]
+    assert len(ran) >= 4 and set(ran["status"]) == {"ok"} and ran["time_ms"].gt(0).all()
+    assert set(rows["ran_in"]) == {"interleaved"}
+    assert all("protocol gbench has no control channel" in why for why in rows["lockstep_fallback"])

@@ -35,7 +35,7 @@ def case_results(run: PlannedRun, reader: SuiteReader, result: RunResult) -> Run
         if error is None:
             numbers = {"header": reader.header, "summary": reader.summary, "steps": reader.steps}
         else:
-            numbers = {"header": None, "summary": None, "steps": []}
+            numbers = {"header": None, "summary": None, "steps": NO_STEPS}
         cases.append((case_run(run, name), replace(result, status="failed" if error else "ok", error=error,
                                         suite_run_key=run.run_key, **numbers)))
     return replace(result, cases=cases)
