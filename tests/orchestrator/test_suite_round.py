@@ -166,7 +166,8 @@ def test_a_suite_tool_without_the_channel_runs_each_side_apart_and_says_so(tmp_p
     assert [o.status for o in outcomes] == ["failed", "failed"], [o.error for o in outcomes]
     rows = case_rows(tmp_path / "results")
     broken = rows[rows["case"] == "BM_broken"]
-    assert set(broken["status"]) == {"failed"} and broken["error"].str.contains("fixture file not found").all()
+    assert set(broken["status"]) == {"failed"}
+    assert broken["error"].str.contains("fixture file not found").all(), "the tool's own word"
     ran = rows[rows["case"] != "BM_broken"]
     assert len(ran) >= 4 and set(ran["status"]) == {"ok"} and ran["time_ms"].gt(0).all()
     assert set(rows["ran_in"]) == {"interleaved"}
