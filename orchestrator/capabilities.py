@@ -143,6 +143,12 @@ def _time(mapping: Mapping[str, object]) -> ProtocolInfo:
                         metrics=TIMED_METRICS, throughput_unit="runs")
 
 
+def higher_is_better(metric: str) -> bool:
+    """Whether a larger ``metric`` is an improvement: the throughput (per second); every other metric
+    shasweep records is a time, an instruction count or a size, where less is better."""
+    return metric == "throughput"
+
+
 INSTRUCTIONS_METRIC = "instructions"  # instructions per step or call, counted under valgrind (instrument)
 TIME_METRIC = "time_ms"  # a suite benchmark's time per call (lower is better), whatever tool wrote it
 CPU_TIME_METRIC = "cpu_time_ms"  # gbench's own CPU time per iteration (its thread's unless told otherwise)

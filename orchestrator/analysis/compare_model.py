@@ -30,6 +30,7 @@ from orchestrator.analysis.report_model import MetricRow, Report, load_runs, mak
 from orchestrator.analysis.software import VersionChange, reported_versions, version_changes
 from orchestrator.analysis.stats import change_interval
 from orchestrator.analysis.sweep_diff import settings_differences
+from orchestrator.capabilities import higher_is_better
 from orchestrator.errors import InvalidInputError
 
 DEFAULT_HIGHLIGHT_PCT = 5.0
@@ -63,7 +64,7 @@ class MetricChange:
         if c.low <= 1.0 <= c.high:
             return UNCLEAR
         higher = c.low > 1.0
-        better = higher if self.metric == "throughput" else not higher  # *_ms: lower is better
+        better = higher if higher_is_better(self.metric) else not higher
         large = abs(self.change_pct) >= self.highlight_pct
         return (FASTER if better else SLOWER) + (LARGE if large else "")
 

@@ -105,9 +105,8 @@ def load_case_history(results_root: Path, query: HistoryQuery) -> CaseHistory:
     if query.steps:
         mine = mine.assign(**{query.metric: _step_medians(results_root, query, mine)})
     order = [c for c in ("started_at", "sweep_id", "order") if c in mine]
-    history = apply_audit(mine).sort_values(order).reset_index(drop=True)
-    history = history.assign(settings=_settings_keys(history).map(settings_labels(history)))
-    return case_history_of(history, query, len(recorded))
+    return case_history_of(with_settings(apply_audit(mine).sort_values(order).reset_index(drop=True)), query,
+                           len(recorded))
 
 
 def _sweeps_oldest_first(results_root: Path, where: Where) -> list[str]:
@@ -154,6 +153,11 @@ def _settings_keys(history: pd.DataFrame) -> pd.Series:
     columns = [history[c].fillna("-").astype(str) if c in history else pd.Series("-", index=history.index)
                for c in ("params", "command")]
     return columns[0] + " | " + columns[1]
+
+
+def with_settings(history: pd.DataFrame) -> pd.DataFrame:
+    """``history`` (oldest first) with each run's params/command label in ``settings``."""
+    return history.assign(settings=_settings_keys(history).map(settings_labels(history)))
 
 
 def settings_labels(history: pd.DataFrame) -> dict[str, str]:

@@ -168,8 +168,7 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
     comparer = sweep_comparer(spec, host_agreement.pairing_blocks(ok))
     one_sided = one_sided_cases(spec, runs, cases)
     waivers = waiver_log(record)
-    gates = apply_waivers(evaluate_gates(spec.gates, cases, sides, comparer, Looks.of_spec(spec),
-                                         not_gated=_one_sided_pairs(one_sided)), active_waivers(waivers))
+    gates = _gates(record, cases, comparer, one_sided)
     judged = by_cell(gates)
     rows = [_row(c, s, m, summaries, comparer, judged.get((c, s), [])) for c in cases for m in metrics
             for s in sides]
@@ -192,6 +191,26 @@ def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame 
         decided=_decided(spec, rows, judged, one_sided),
         count_disagreements=disagreements(rows, baseline),
     )
+
+
+def decided_gates(record: SweepRecord, runs: pd.DataFrame, *, power: bool = True) -> list[GateVerdict]:
+    """The gate verdicts of a sweep's ``runs`` (audited with ``record``: ``apply_audit``) exactly as
+    its report decides them (added and removed cases not gated, waivers applied): what the site
+    reads of a sweep whose ``verdicts.json`` is missing or older than its runs or record.
+    ``power``: ``verdicts.gate_verdict``'s."""
+    spec = record.spec
+    cases = sweep_cases(spec, runs)
+    ok = runs[runs["status"] == "ok"]
+    return _gates(record, cases, sweep_comparer(spec, host_agreement.pairing_blocks(ok)),
+                  one_sided_cases(spec, runs, cases), power=power)
+
+
+def _gates(record: SweepRecord, cases: list[str], comparer: Comparer, one_sided: dict[str, OneSided],
+           power: bool = True) -> list[GateVerdict]:
+    spec = record.spec
+    verdicts = evaluate_gates(spec.gates, cases, list(spec.sides), comparer, Looks.of_spec(spec),
+                              not_gated=_one_sided_pairs(one_sided), power=power)
+    return apply_waivers(verdicts, active_waivers(waiver_log(record)))
 
 
 def case_metrics(spec: SweepSpec, metrics: list[str]) -> list[str]:

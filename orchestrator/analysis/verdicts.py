@@ -254,24 +254,26 @@ class Comparer:
 
 
 def evaluate_gates(gates: list[GateSpec], cases: list[str], sides: list[str], comparer: Comparer,
-                   looks: Looks | None = None, not_gated: Collection[tuple[str, str]] = ()
-                   ) -> list[GateVerdict]:
+                   looks: Looks | None = None, not_gated: Collection[tuple[str, str]] = (), *,
+                   power: bool = True) -> list[GateVerdict]:
     """Every gate against every matching (case, non-baseline side) but the ``not_gated`` ones (a
     suite's added and removed cases: nothing to compare); ``looks``: of an adaptive sweep. A gate's
-    ``case`` is a name or a glob (a suite's cases)."""
+    ``case`` is a name or a glob (a suite's cases). ``power``: see ``gate_verdict``."""
     verdicts = []
     for index, gate in enumerate(gates):
         for case in [c for c in cases if case_matches(c, gate.case)] if gate.case else cases:
             for side in [gate.side] if gate.side else [s for s in sides if s != comparer.baseline]:
                 if (case, side) not in not_gated:
-                    verdicts.append(gate_verdict(index, gate, case, side, comparer, looks))
+                    verdicts.append(gate_verdict(index, gate, case, side, comparer, looks, power=power))
     return verdicts
 
 
 def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Comparer,
-                 looks: Looks | None = None) -> GateVerdict:
+                 looks: Looks | None = None, *, power: bool = True) -> GateVerdict:
     """One gate for one (case, side): the first look that decides (PASS or FAIL), else the last
-    look's; see the module docstring."""
+    look's; see the module docstring. ``power=False`` leaves out what only a report shows beside the
+    verdict (the rank test's p-value, the minimum detectable change, the rounds needed): the verdict,
+    its ratio and its interval are the same."""
     looks = looks or Looks(1, 1)
     schedule = looks.schedule(comparer.rounds_of(case))
     for rounds in schedule:
@@ -284,11 +286,11 @@ def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Com
         if verdict in (Verdict.PASS, Verdict.FAIL):
             break
     shown = passing if verdict == Verdict.PASS else failing
-    comparison = comparer.compare(case, side, gate.metric, shown.confidence, limit)  # with its p-value
+    comparison = comparer.compare(case, side, gate.metric, shown.confidence, limit, rank_test=power)
     look = schedule.index(rounds) + 1
     if looks.adaptive:
         reason += f" (look {look} of {looks.last - looks.first + 1}, after {rounds} rounds)"
-    mde, needed = detectable(comparison, gate, looks)
+    mde, needed = detectable(comparison, gate, looks) if power else (None, None)
     return GateVerdict(index, gate.metric, case, side, gate.describe(), comparison, verdict, reason, mde,
                        needed if verdict == Verdict.INCONCLUSIVE else None, look,
                        empty_sides=empty if verdict == Verdict.NO_DATA else (),

@@ -130,6 +130,7 @@ COMMANDS: dict[str, Command] = {
     "waive": _command("record an accepted exception: a gate's FAIL no longer fails the sweep "
                       "(or --revoke it)", "waive", "waive"),
     "history": _command("every recorded run of one case over time", "results", "history"),
+    "site": _command("build the results site: every case across commits, as static HTML", "site", "site"),
     "status": _command("runs done/running/queued and the current step of a sweep", "status", "status"),
     "cancel": _command("cancel a running sweep: kill its running bench, start no queued run", "status",
                        "cancel"),

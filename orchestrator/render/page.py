@@ -1,6 +1,6 @@
 """One self-contained HTML page: headings, text, tables and Bokeh figures, with BokehJS inlined.
 
-Every text (headings, paragraphs, items, cells, hovers) is ``printable`` and HTML-escaped (``_text``).
+Every text (headings, paragraphs, items, cells, hovers) is ``printable`` and HTML-escaped (``html_text``).
 Nothing on the page loads from the network: BokehJS is inlined (``Resources(mode="inline")``, only the
 core ``bokeh`` bundle: the pages use no widgets, tables, WebGL or MathJax) and so is the style sheet.
 """
@@ -57,17 +57,17 @@ class Page:
 
     def banner(self, text: str, css_class: str) -> None:
         """A verdict banner (``css_class``: pass, fail or warn)."""
-        self._blocks.append(f'<div class="banner {css_class}" id="verdict">{_text(text)}</div>')
+        self._blocks.append(f'<div class="banner {css_class}" id="verdict">{html_text(text)}</div>')
 
     def heading(self, text: str, level: int = 2) -> None:
-        self._blocks.append(f"<h{level}>{_text(text)}</h{level}>")
+        self._blocks.append(f"<h{level}>{html_text(text)}</h{level}>")
 
     def paragraph(self, text: str, css_class: str = "") -> None:
         attr = f' class="{css_class}"' if css_class else ""
-        self._blocks.append(f"<p{attr}>{_text(text)}</p>")
+        self._blocks.append(f"<p{attr}>{html_text(text)}</p>")
 
     def items(self, lines: list[str]) -> None:
-        self._blocks.append("<ul>" + "".join(f"<li>{_text(line)}</li>" for line in lines) + "</ul>")
+        self._blocks.append("<ul>" + "".join(f"<li>{html_text(line)}</li>" for line in lines) + "</ul>")
 
     def table(self, table: Table) -> None:
         self._blocks.append(table_html(table))
@@ -90,13 +90,13 @@ class Page:
         names = iter(divs)
         body = "\n".join(divs[next(names)] if isinstance(b, Model) else b for b in self._blocks)
         return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-                f"<title>{_text(self.title)}</title>\n{BOKEH_JS.render()}\n<style>{STYLE}</style>\n"
-                f"</head>\n<body>\n<h1>{_text(self.title)}</h1>\n{body}\n{script}\n</body>\n</html>\n")
+                f"<title>{html_text(self.title)}</title>\n{BOKEH_JS.render()}\n<style>{STYLE}</style>\n"
+                f"</head>\n<body>\n<h1>{html_text(self.title)}</h1>\n{body}\n{script}\n</body>\n</html>\n")
 
 def table_html(table: Table) -> str:
     """An HTML table (scrolling sideways rather than overflowing the page); cells whose text is a
     verdict or status get its highlight class, cells with a hover text show it on hover."""
-    head = "".join(f"<th>{_text(h)}</th>" for h in table.header)
+    head = "".join(f"<th>{html_text(h)}</th>" for h in table.header)
     rows = "".join("<tr>" + "".join(_cell(c, table.hovers.get((i, j))) for j, c in enumerate(row)) + "</tr>"
                    for i, row in enumerate(table.rows))
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
@@ -104,10 +104,10 @@ def table_html(table: Table) -> str:
 
 def _cell(text: str, hover: str | None = None) -> str:
     css = "waived" if text.startswith(WAIVED_PREFIX) else HIGHLIGHTS.get(text)
-    attrs = (f' class="{css}"' if css else "") + (f' title="{_text(hover)}"' if hover else "")
-    return f"<td{attrs}>{_text(text)}</td>"
+    attrs = (f' class="{css}"' if css else "") + (f' title="{html_text(hover)}"' if hover else "")
+    return f"<td{attrs}>{html_text(text)}</td>"
 
 
-def _text(text: str) -> str:
+def html_text(text: str) -> str:
     """``text`` ``printable`` and HTML-escaped (quotes included: it may be an attribute's value)."""
     return html.escape(printable(text))

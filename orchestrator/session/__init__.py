@@ -29,6 +29,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "documents": ("Document",),
     "comparison": ("compare_sweeps", "comparison_document"),
     "run_history": ("case_history", "history_document"),
+    "site": ("SiteBuild", "build_site"),
     "listing": ("SweepListing", "SweepRow", "list_sweeps"),
     "status": ("SweepStatus", "cancel_sweep", "sweep_status"),
     "waive": ("RecordedWaiver", "record_waiver"),

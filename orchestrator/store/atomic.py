@@ -21,6 +21,7 @@ import errno
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -80,6 +81,57 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
 
 def write_text_atomic(path: Path, text: str) -> Path:
     return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_text_unsynced(path: Path, text: str) -> Path:
+    """Write ``path`` through a temporary file renamed into place, without an fsync: for what can be
+    made again (a site's pages, its cache), where a reader must never see half a file but a crash may
+    lose the write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def link_or_copy(source: Path, target: Path) -> bool:
+    """Put ``source``'s content at ``target`` (a hard link where both are on one file system, else a
+    copy), renamed into place; False, and nothing written, when ``source`` is not a regular file (a
+    link, a FIFO: never followed)."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(target)
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
+            return False
+        if not _linked(source, tmp, opened):  # the name may have been replaced since it was opened
+            with open(fd, "rb", closefd=False) as reader, open(tmp, "wb") as writer:
+                shutil.copyfileobj(reader, writer)
+        os.replace(tmp, target)
+        return True
+    finally:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+
+
+def _linked(source: Path, tmp: Path, opened: os.stat_result) -> bool:
+    """Whether ``tmp`` is now a hard link to the file ``opened`` describes (else nothing is at ``tmp``)."""
+    try:
+        os.link(source, tmp, follow_symlinks=False)
+    except OSError:
+        return False
+    made = os.lstat(tmp)
+    if (made.st_dev, made.st_ino) == (opened.st_dev, opened.st_ino):
+        return True
+    tmp.unlink()
+    return False
 
 
 def write_with(path: Path, writer: Callable[[Path], None]) -> Path:

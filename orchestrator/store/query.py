@@ -253,6 +253,12 @@ def lookup(root: str | Path, where: Where = ALL,
     return index.current(root, where.sweeps, expression, list(columns)).to_pandas()
 
 
+def damaged_files(root: str | Path) -> list[tuple[str, str]]:
+    """(sweep id, file name) of every runs file the index found unreadable, sorted."""
+    table = index.current(root, None, pc.field("status") == index.DAMAGED, ["sweep_id", "file", "status"])
+    return sorted(set(_damaged_rows(table)))
+
+
 _STEP_TYPES: dict[str, pa.DataType] = {"sweep_id": pa.string(), "run_key": pa.string(), "step": pa.int64(),
                                        "warmup": pa.bool_(), "phase": pa.string(), "ms": pa.float64()}
 
