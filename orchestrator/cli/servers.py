@@ -21,8 +21,10 @@ import logging
 import os
 import re
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.cli.tls_options import add_tls_arguments, tls_files
@@ -39,6 +41,7 @@ from orchestrator.dispatch.tls import TLSFiles
 from orchestrator.errors import InvalidInputError
 from orchestrator.worker.host_claim import HostClaim
 from orchestrator.worker.hostinfo import collect_host, format_cpus, parse_cpus
+from orchestrator.worker.worktrees import shasweep_home
 
 if TYPE_CHECKING:
     from distributed.core import Server
@@ -58,6 +61,20 @@ class SchedulerConfig:
     port: int = DEFAULT_SCHEDULER_PORT
     dashboard_address: str = DEFAULT_DASHBOARD_ADDRESS
     tls: TLSFiles | None = None
+    history: HistoryConfig | None = None  # the results site it serves at /shasweep/history
+
+
+@dataclass(frozen=True)
+class HistoryConfig:
+    """A results root and the directory its site is built into (``$SHASWEEP_HOME/site/<digest>``)."""
+
+    results: Path
+    site: Path
+
+    def build_command(self) -> list[str]:
+        """``shasweep site`` of this root into this directory, as a child process runs it."""
+        return [sys.executable, "-m", "orchestrator.cli", "site", "--results", str(self.results),
+                "--out", str(self.site)]
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,8 @@ def add_scheduler_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_arguments(parser, DEFAULT_SCHEDULER_PORT)
     parser.add_argument("--dashboard-address", default=DEFAULT_DASHBOARD_ADDRESS, metavar="HOST:PORT",
                         help=f"dashboard, with the /shasweep page (default {DEFAULT_DASHBOARD_ADDRESS})")
+    parser.add_argument("--results", metavar="DIR",
+                        help="serve the results site of this results root at /shasweep/history")
 
 
 def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,7 +119,23 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
 def scheduler_config(args: argparse.Namespace) -> SchedulerConfig:
     """Validated ``SchedulerConfig`` from parsed arguments; ``InvalidInputError`` names the option."""
     return SchedulerConfig(host=args.host, port=_port(args.port), dashboard_address=args.dashboard_address,
-                           tls=tls_files(args))
+                           tls=tls_files(args), history=_history(args.results))
+
+
+def _history(results: str | None) -> HistoryConfig | None:
+    """Where the site of ``results`` (``--results``) is built; checked as ``shasweep site`` checks."""
+    if results is None:
+        return None
+    import hashlib
+
+    from orchestrator.session.recorded import locate_results
+    from orchestrator.session.site import site_directory
+
+    root = locate_results(results)
+    if not root.is_dir():
+        raise InvalidInputError(f"--results: no results root at {root}")
+    digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    return HistoryConfig(root, site_directory(root, shasweep_home() / "site" / digest, Path.cwd()))
 
 
 def worker_config(args: argparse.Namespace) -> WorkerConfig:
@@ -163,6 +198,7 @@ async def serve_scheduler(config: SchedulerConfig) -> None:
     from distributed import Scheduler
 
     from orchestrator.dashboard import page_url
+    from orchestrator.dashboard.history_route import HistorySite, serve_history
 
     dask.config.set(BENCH_SCHEDULER_CONFIG)
     scheduler = Scheduler(
@@ -174,7 +210,11 @@ async def serve_scheduler(config: SchedulerConfig) -> None:
     def started(server: Server) -> None:
         dashboard_host = config.dashboard_address.rpartition(":")[0] or LOCALHOST
         board = page_url(f"http://{dashboard_host}:{scheduler.http_server.port}/status")
-        _say(f"shasweep scheduler at {server.address}, live board {board}")
+        history = ""
+        if config.history is not None:
+            serve_history(scheduler, HistorySite(config.history.site, config.history.build_command()))
+            history = f" and results site {board}/history/ of {config.history.results}"
+        _say(f"shasweep scheduler at {server.address}, live board {board}{history}")
 
     await _serve(scheduler, started, "starting")
 
