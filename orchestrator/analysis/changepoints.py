@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from orchestrator.analysis.stats import compare
+
 MIN_SEGMENT = 3  # sweeps; a change point needs this many sweeps on each side
 PENALTY_SIGMAS = 2.0
 MAX_SWEEPS = 200  # per side, the latest: what a history's plot can show; the search takes ~30 ms for 200
@@ -103,10 +105,24 @@ class Shift:
     started_at: object  # the first run of that sweep (a pandas Timestamp)
     before: float  # the level of the segment before
     after: float  # the level of the segment it starts
+    low: float = math.nan  # the 95 % interval of after / before (``level_interval``)
+    high: float = math.nan
 
     @property
     def change(self) -> float:
         return self.after / self.before - 1.0 if self.before else math.nan
+
+
+def level_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
+    """The 95 % interval of the ratio of two adjacent segments' levels: the two-sample t-interval of
+    their per-sweep medians' logs (``analysis.intervals``, trimmed where both have 10 sweeps), each
+    sweep one value, so the sweeps' own offsets are its noise. Its ratio is the ratio of the two
+    segments' medians, the levels ``Shift`` states. Given where a change point is, it covers the
+    true ratio as a 95 % interval should (``tests/orchestrator/test_changepoints.py``); it says
+    nothing of whether there is a change at all (a change point found in a flat history gets an
+    interval that excludes 1: the search chose the split that looks most like one)."""
+    comparison = compare(after, before, rank_test=False)
+    return comparison.low, comparison.high
 
 
 def sweep_shifts(runs: pd.DataFrame, metric: str) -> list[Shift]:
@@ -122,9 +138,11 @@ def sweep_shifts(runs: pd.DataFrame, metric: str) -> list[Shift]:
         per_sweep = mine.groupby("sweep_id").agg(started_at=("started_at", "min"),
                                                  value=(metric, "median")).dropna().sort_values("started_at")
         per_sweep = per_sweep.tail(MAX_SWEEPS)
-        found = segments(per_sweep["value"].to_numpy())
+        values = per_sweep["value"].to_numpy()
+        found = segments(values)
         for before, after in zip(found, found[1:], strict=False):
             row = per_sweep.iloc[after.start]
+            low, high = level_interval(values[before.start:before.end], values[after.start:after.end])
             shifts.append(Shift(str(side), str(per_sweep.index[after.start]), row["started_at"],
-                                before.level, after.level))
+                                before.level, after.level, low, high))
     return sorted(shifts, key=lambda s: s.started_at)

@@ -6,6 +6,7 @@ that starts a new level, and drawn on the plot."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -68,7 +69,15 @@ def shift_lines(shifts: Sequence[Shift], metric: str) -> list[str]:
     if not shifts:
         return [f"change points: none (no side's per-sweep median of {metric} shifted to a new level)"]
     return [f"change point: side {s.side} at sweep {s.sweep_id} ({_time(s.started_at)}): median {metric} "
-            f"{format_number(s.before)} -> {format_number(s.after)} ({100 * s.change:+.1f}%)" for s in shifts]
+            f"{format_number(s.before)} -> {format_number(s.after)} ({change_text(s.change, s.low, s.high)})"
+            for s in shifts]
+
+
+def change_text(change: float, low: float, high: float) -> str:
+    """``+10.2% [+8.1%, +12.0%]``: a change of a level and the 95 % interval of it (of the ratio)."""
+    if math.isnan(low) or math.isnan(high):
+        return f"{100 * change:+.1f}%"
+    return f"{100 * change:+.1f}% [{100 * (low - 1):+.1f}%, {100 * (high - 1):+.1f}%]"
 
 
 def summary_line(history: CaseHistory) -> str:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from test_drift import write_runs
 
-from orchestrator.analysis.changepoints import segments, sweep_shifts
+from orchestrator.analysis.changepoints import level_interval, segments, sweep_shifts
 from orchestrator.analysis.history_model import HistoryQuery, case_history_of
 from orchestrator.analysis.report_model import make_report
 from orchestrator.render.history import history_markdown, history_page
@@ -55,6 +55,40 @@ def test_flat_histories_rarely_raise_a_change_point():
         values[rng.integers(len(values))] *= 1.3  # an outlier sweep is not a shift either
         false_alarms += bool(change_points(values))
     assert false_alarms / 200 <= 0.05  # about 1.6 % over 500 seeds of 8..60 sweeps
+
+
+def sweep_medians(seed: int, n: int, at: int, ratio: float, offsets: float, runs: int = 5) -> np.ndarray:
+    """Per-sweep medians of ``runs`` runs: 1 % lognormal run noise, one run in 20 slowed 10-40 % (a
+    burst), each sweep at its own level (heavy-tailed: ``offsets`` times Student's t with 3 degrees of
+    freedom), the true level times ``ratio`` from sweep ``at`` on."""
+    rng = np.random.default_rng(seed)
+    level = np.where(np.arange(n) >= at, ratio, 1.0) * np.exp(offsets * rng.standard_t(3, n))
+    values = level[:, None] * rng.lognormal(0.0, 0.01, (n, runs))
+    burst = rng.random((n, runs)) < 0.05
+    values[burst] /= rng.uniform(1.1, 1.4, burst.sum())
+    return np.median(values, axis=1)
+
+
+@pytest.mark.parametrize(("n", "at", "ratio", "offsets"), [
+    (12, 6, 0.90, 0.005), (20, 10, 0.90, 0.01), (40, 30, 0.95, 0.005), (60, 20, 0.97, 0.005)])
+def test_the_interval_of_a_change_point_covers_the_true_change(n, at, ratio, offsets):
+    """Given where the level changed, the 95 % interval of the change covers the true ratio in
+    93-97 % of 600 seeded histories (measured 94.2-95.3 % over 1000; a change point a flat history
+    raises, 1.4 % of them, gets an interval that excludes 1: it says where, not whether)."""
+    covered = found = 0
+    for seed in range(600):
+        values = sweep_medians(20_000 + seed, n, at, ratio, offsets)
+        found_segments = segments(values)
+        starts = [segment.start for segment in found_segments]
+        if at not in starts:
+            continue
+        i = starts.index(at)
+        before, after = found_segments[i - 1], found_segments[i]
+        low, high = level_interval(values[before.start:before.end], values[after.start:after.end])
+        found += 1
+        covered += low <= ratio <= high
+    assert found >= 450, "the change point is found where it is"
+    assert 0.93 <= covered / found <= 0.97
 
 
 def test_short_or_constant_series_have_no_change_point():
