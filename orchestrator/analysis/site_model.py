@@ -18,8 +18,10 @@ waiver of that sweep names the case, or when its latest sweep has a gate FAIL no
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -37,18 +39,40 @@ POINT_COLUMNS: tuple[str, ...] = ("sweep_id", "side", "host", "settings", "value
 
 
 @dataclass(frozen=True)
-class ShiftView:
-    """A change point with where it happened: the side's sweep before it and both SHAs (the commit
-    range it lies in), whether the new level is better, and whether a waiver of its sweep names the
-    case."""
+class ShiftSummary:
+    """A change point (``changepoints.Shift``) with where it happened: the side's sweep before it and
+    both SHAs (the commit range it lies in), whether the new level is better, whether a waiver of its
+    sweep names the case, and the commit order position of its SHA. Kept between builds as JSON."""
 
-    shift: Shift
+    side: str
+    sweep_id: str
+    started: str | None  # ISO 8601, the first run of its sweep
+    before: float
+    after: float
+    low: float  # the 95 % interval of after / before
+    high: float
     previous_sweep: str | None
     sha_before: str | None
     sha_after: str | None
     better: bool
     waived: bool
-    commit: int  # the commit order position of ``sha_after``
+    commit: int
+
+    @property
+    def change(self) -> float:
+        return self.after / self.before - 1.0 if self.before else math.nan
+
+    def to_json(self) -> dict[str, Any]:
+        return {key: (None if isinstance(value, float) and math.isnan(value) else value)
+                for key, value in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ShiftSummary:
+        return cls(**{key: (math.nan if raw[key] is None and key in _FLOATS else raw[key])
+                      for key in cls.__dataclass_fields__})
+
+
+_FLOATS = ("before", "after", "low", "high")
 
 
 @dataclass(frozen=True)
@@ -61,7 +85,7 @@ class MetricHistory:
     metric: str
     points: pd.DataFrame
     bands: pd.DataFrame
-    shifts: list[ShiftView]
+    shifts: list[ShiftSummary]
     recent: dict[str, list[float]]
     latest_sweep: str | None
     latest_gates: pd.DataFrame  # the gate rows of the latest sweep of the case on this metric
@@ -69,9 +93,45 @@ class MetricHistory:
     runs: int
     sweeps: int
 
-    @property
-    def latest_shift(self) -> ShiftView | None:
-        return self.shifts[-1] if self.shifts else None
+    def index_row(self, sides: list[str]) -> IndexRow:
+        """What the index shows of it (``sides``: the case's, for the sparkline's colors)."""
+        gates = [{"side": str(r["side"]), "verdict": str(r["verdict"]), "waived": bool(r["waived"]),
+                  **{key: _number(r[key]) for key in ("ratio", "low", "high")}}
+                 for r in self.latest_gates.to_dict("records")]
+        recent = {side: [float(v) for v in values] for side, values in self.recent.items()}
+        return IndexRow(self.case, self.metric, sides, recent, self.shifts[-1] if self.shifts else None,
+                        self.latest_sweep, gates, self.open_regression)
+
+
+
+def _number(value: object) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    """One row of the index: a case x metric's sparkline (each side's recent per-sweep medians), its
+    latest change point, its latest sweep's gate rows (side, verdict, waived, ratio, low, high) and
+    whether it is an open regression. Kept between builds as JSON, so a build renders the index
+    without the views of the cases nothing touched."""
+
+    case: str
+    metric: str
+    sides: list[str]
+    recent: dict[str, list[float]]
+    shift: ShiftSummary | None
+    latest_sweep: str | None
+    latest_gates: list[dict[str, Any]]
+    open_regression: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "shift": None if self.shift is None else self.shift.to_json()}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> IndexRow:
+        fields = {key: raw[key] for key in cls.__dataclass_fields__}
+        shift = raw["shift"]
+        return cls(**{**fields, "shift": None if shift is None else ShiftSummary.from_json(shift)})
 
 
 @dataclass(frozen=True)
@@ -123,7 +183,7 @@ def _metric_history(case: str, metric: str, runs: pd.DataFrame, gates: pd.DataFr
     window = set(order[-MAX_SWEEPS:])
     shifts = sweep_shifts(runs[runs["sweep_id"].isin(window)], metric)
     per_sweep = _per_sweep(ok, metric)
-    views = [_shift_view(case, s, per_sweep, sweeps, metric) for s in shifts]
+    views = [_summary(case, s, per_sweep, sweeps, metric) for s in shifts]
     recent = {str(side): mine["value"].tail(RECENT_SWEEPS).tolist()
               for side, mine in per_sweep.groupby("side", sort=False)}
     latest = order[-1] if order else None
@@ -145,17 +205,20 @@ def _per_sweep(ok: pd.DataFrame, metric: str) -> pd.DataFrame:
     return grouped.reset_index().sort_values(["started_at", "sweep_id"], na_position="first")
 
 
-def _shift_view(case: str, shift: Shift, per_sweep: pd.DataFrame, sweeps: Mapping[str, SweepInfo],
-                metric: str) -> ShiftView:
+def _summary(case: str, shift: Shift, per_sweep: pd.DataFrame, sweeps: Mapping[str, SweepInfo],
+             metric: str) -> ShiftSummary:
     mine = per_sweep[per_sweep["side"] == shift.side].reset_index(drop=True)
     at = [int(i) for i in mine.index[mine["sweep_id"] == shift.sweep_id]]
     before = mine.iloc[at[0] - 1] if at and at[0] > 0 else None
     after = mine.iloc[at[0]] if at else None
     info = sweeps.get(shift.sweep_id)
-    return ShiftView(shift, _text(before, "sweep_id"), _text(before, "sha"), _text(after, "sha"),
-                     better=(shift.after > shift.before) == higher_is_better(metric),
-                     waived=info is not None and info.waives_case(case),
-                     commit=-1 if after is None else int(after["commit"]))
+    started = shift.started_at.isoformat() if isinstance(shift.started_at, pd.Timestamp) else None
+    levels = (float(v) for v in (shift.before, shift.after, shift.low, shift.high))
+    return ShiftSummary(shift.side, shift.sweep_id, started, *levels,
+                        _text(before, "sweep_id"), _text(before, "sha"), _text(after, "sha"),
+                        better=bool((shift.after > shift.before) == higher_is_better(metric)),
+                        waived=info is not None and info.waives_case(case),
+                        commit=-1 if after is None else int(after["commit"]))
 
 
 def _text(row: pd.Series | None, column: str) -> str | None:
@@ -192,22 +255,20 @@ class SiteIndex:
     is most recent, then by name), the sweeps newest first, the runs counted, what was damaged and the
     bisects."""
 
-    rows: list[MetricHistory]
+    rows: list[IndexRow]
     sweeps: list[str]
     runs: int
     damaged: list[str]
     bisects: list[BisectInfo]
 
 
-def site_index(cases: list[CaseView], sweeps: list[str], runs: int, damaged: list[str],
+def site_index(rows: list[IndexRow], sweeps: list[str], runs: int, damaged: list[str],
                bisects: list[BisectInfo]) -> SiteIndex:
-    """The index of ``cases``; ``sweeps``: every sweep id, newest first."""
-    rows = [history for view in cases for history in view.metrics]
+    """The index of ``rows``; ``sweeps``: every sweep id, newest first."""
     return SiteIndex(sorted(rows, key=_index_order), sweeps, runs, damaged, bisects)
 
 
-def _index_order(row: MetricHistory) -> tuple:
-    shift = row.latest_shift
-    when = shift.shift.started_at if shift is not None else None
-    stamp = -pd.Timestamp(when).value if isinstance(when, pd.Timestamp) and not pd.isna(when) else 0
-    return (not row.open_regression, shift is None, stamp, row.case, row.metric)
+def _index_order(row: IndexRow) -> tuple:
+    when = row.shift.started if row.shift is not None else None
+    stamp = -pd.Timestamp(when).value if when else 0
+    return (not row.open_regression, row.shift is None, stamp, row.case, row.metric)

@@ -17,7 +17,7 @@ import pandas as pd
 from bokeh.embed import components
 from bokeh.model import Model
 
-from orchestrator.analysis.site_model import CaseView, MetricHistory, ShiftView, SiteIndex
+from orchestrator.analysis.site_model import CaseView, IndexRow, MetricHistory, ShiftSummary, SiteIndex
 from orchestrator.analysis.site_sweeps import BisectInfo, SweepInfo
 from orchestrator.render.page import HIGHLIGHTS, html_text
 from orchestrator.render.plots import side_colors
@@ -78,8 +78,7 @@ def empty_site_page(root: str) -> str:
         "(<code>shasweep run SWEEP.yaml</code>) and build the site again.</p>"])
 
 
-def index_page(index: SiteIndex, sweeps: Mapping[str, SweepInfo], root: str, views: Mapping[str, CaseView]
-               ) -> str:
+def index_page(index: SiteIndex, root: str) -> str:
     """Every case x metric with its sparkline, latest change point and latest gates, open regressions
     first; the damaged files named; the bisects."""
     blocks: list[Block] = [f"<p>{_e(_summary(index, root))}</p>"]
@@ -91,8 +90,8 @@ def index_page(index: SiteIndex, sweeps: Mapping[str, SweepInfo], root: str, vie
     rows, figures = [], []
     for row in index.rows:
         marker = f"spark{len(figures)}"
-        figures.append(sparkline(row.recent, views[row.case].sides))
-        rows.append(_index_row(row, marker, sweeps))
+        figures.append(sparkline(row.recent, row.sides))
+        rows.append(_index_row(row, marker))
     table = _table(header, rows)
     blocks += _with_figures(table, figures)
     if index.bisects:
@@ -117,8 +116,8 @@ def _with_figures(table: str, figures: list[Model]) -> list[Block]:
     return [*blocks, rest]
 
 
-def _index_row(row: MetricHistory, marker: str, sweeps: Mapping[str, SweepInfo]) -> str:
-    shift = row.latest_shift
+def _index_row(row: IndexRow, marker: str) -> str:
+    shift = row.shift
     cells = [_cell(_link(row.case, case_path(row.case), 0)), _cell(_e(row.metric)),
              _cell(f"<!--{marker}-->", "spark")]
     if shift is None:
@@ -126,7 +125,7 @@ def _index_row(row: MetricHistory, marker: str, sweeps: Mapping[str, SweepInfo])
     else:
         cells += [_cell(_e(_shift_words(shift)), "pass" if shift.better else "fail"),
                   _cell(f"<code>{_e(_commits(shift))}</code>"),
-                  _cell(_link(shift.shift.sweep_id, sweep_path(shift.shift.sweep_id), 0))]
+                  _cell(_link(shift.sweep_id, sweep_path(shift.sweep_id), 0))]
     cells.append(_cell(_gates_cell(row.latest_gates, row.latest_sweep, 0)))
     flag = "open regression" if row.open_regression else ("waived" if shift and shift.waived else "")
     cells.append(_cell(_e(flag), "fail" if row.open_regression else None))
@@ -134,19 +133,19 @@ def _index_row(row: MetricHistory, marker: str, sweeps: Mapping[str, SweepInfo])
     return f"<tr{css}>{''.join(cells)}</tr>"
 
 
-def _shift_words(shift: ShiftView) -> str:
+def _shift_words(shift: ShiftSummary) -> str:
     return shift_text(shift) + (", waived" if shift.waived else "")
 
 
-def _commits(shift: ShiftView) -> str:
+def _commits(shift: ShiftSummary) -> str:
     return f"{(shift.sha_before or '-')[:12]} .. {(shift.sha_after or '-')[:12]}"
 
 
-def _gates_cell(gates: pd.DataFrame, sweep_id: str | None, depth: int) -> str:
+def _gates_cell(gates: list[Mapping], sweep_id: str | None, depth: int) -> str:
     """``FAIL 0.912 [0.880, 0.944] (cand)`` per gate row, with the sweep's link; empty without."""
     if sweep_id is None:
         return ""
-    figures = [_e(f"{_verdict(r)} {_interval(r)} ({r['side']})") for r in gates.to_dict("records")]
+    figures = [_e(f"{_verdict(r)} {_interval(r)} ({r['side']})") for r in gates]
     return _link(sweep_id, sweep_path(sweep_id), depth) + (": " + "; ".join(figures) if figures else "")
 
 
@@ -155,7 +154,7 @@ def _verdict(row: Mapping) -> str:
 
 
 def _interval(row: Mapping) -> str:
-    ratio, low, high = (float(row[k]) for k in ("ratio", "low", "high"))
+    ratio, low, high = (math.nan if row[k] is None else float(row[k]) for k in ("ratio", "low", "high"))
     if math.isnan(low) or math.isnan(high):
         return f"{ratio:.3f}" if not math.isnan(ratio) else "-"
     return f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
@@ -207,7 +206,7 @@ def _case_summary(view: CaseView) -> str:
 def _metric_blocks(history: MetricHistory, view: CaseView, urls: dict[str, str], sources: FilteredSources
                    ) -> list[Block]:
     blocks: list[Block] = [f'<h2 id="{_e("metric-" + history.metric)}">{_e(history.metric)}</h2>']
-    lines = [f"{_e(_shift_words(s))} at sweep {_link(s.shift.sweep_id, sweep_path(s.shift.sweep_id), 1)}, "
+    lines = [f"{_e(_shift_words(s))} at sweep {_link(s.sweep_id, sweep_path(s.sweep_id), 1)}, "
              f"commits <code>{_e(_commits(s))}</code>" for s in history.shifts]
     none = "<li>no change point: no side's per-sweep median moved to a new level</li>"
     items = "".join(f"<li>change point: {line}</li>" for line in lines)

@@ -10,20 +10,26 @@ change point's marker opens its sweep's page when clicked (``url``).
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from bokeh.models import (
     BooleanFilter,
     CDSView,
     ColumnDataSource,
     HoverTool,
+    Line,
     OpenURL,
+    Plot,
+    Range1d,
+    Scatter,
     Span,
     TapTool,
 )
 from bokeh.plotting import figure
 
-from orchestrator.analysis.site_model import MetricHistory, ShiftView
+from orchestrator.analysis.site_model import MetricHistory, ShiftSummary
 from orchestrator.printable import printable
+from orchestrator.render.history import change_text
 from orchestrator.render.plots import metric_label, side_colors
 
 SPARK_WIDTH, SPARK_HEIGHT = 180, 40
@@ -37,18 +43,25 @@ BAND_KEYS: tuple[str, ...] = ("x_commit", "x_time", "center", "height", "low", "
                               "verdict", "bound", "color", "sweep_id", "side", "host", "settings", "url")
 
 
-def sparkline(recent: dict[str, list[float]], sides: list[str]) -> figure:
-    """Each side's latest per-sweep medians as a small line, no axes or tools."""
-    fig = figure(width=SPARK_WIDTH, height=SPARK_HEIGHT, toolbar_location=None, x_axis_type=None,
-                 y_axis_type=None, min_border=2, outline_line_color=None, tools="")
-    fig.grid.visible = False
+def sparkline(recent: dict[str, list[float]], sides: list[str]) -> Plot:
+    """Each side's latest per-sweep medians as a small line ending in a dot: a bare ``Plot`` (no axes,
+    grids or tools: an index of many rows draws them all)."""
+    values = [v for side in sides for v in recent.get(side, []) if v == v]
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    pad = (high - low) * 0.1 or abs(high) * 0.01 or 1.0
+    longest = max((len(recent.get(side, [])) for side in sides), default=1)
+    plot = Plot(width=SPARK_WIDTH, height=SPARK_HEIGHT, x_range=Range1d(-0.5, max(longest - 0.5, 0.5)),
+                y_range=Range1d(low - pad, high + pad), toolbar_location=None, min_border=2,
+                outline_line_color=None)
     colors = side_colors(sides)
     for side in sides:
-        values = recent.get(side, [])
-        if values:
-            fig.line(list(range(len(values))), values, color=colors[side], line_width=1.5)
-            fig.scatter([len(values) - 1], [values[-1]], color=colors[side], size=4)
-    return fig
+        mine = recent.get(side, [])
+        if mine:
+            source = ColumnDataSource({"x": list(range(longest - len(mine), longest)), "y": mine})
+            plot.add_glyph(source, Line(x="x", y="y", line_color=colors[side], line_width=1.5))
+            plot.add_glyph(ColumnDataSource({"x": [longest - 1], "y": [mine[-1]]}),
+                           Scatter(x="x", y="y", size=4, fill_color=colors[side], line_color=colors[side]))
+    return plot
 
 
 class FilteredSources:
@@ -151,10 +164,15 @@ def _texts(values: pd.Series) -> list[str]:
     return [printable(v) for v in values.fillna("-").astype(str)]
 
 
-def _time_ms(values: pd.Series) -> list[float]:
+def _floats(values: pd.Series) -> np.ndarray:
+    """Numbers as an array: Bokeh sends it as one binary block, not a JSON list of numbers."""
+    return pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+
+
+def _time_ms(values: pd.Series) -> np.ndarray:
     """Timestamps as Bokeh's datetime axis wants them (ms since the epoch); NaN where unknown."""
-    stamps = pd.to_datetime(values, utc=True)
-    return [float("nan") if pd.isna(t) else t.value / 1e6 for t in stamps]
+    stamps = pd.to_datetime(pd.Series(values), utc=True)
+    return ((stamps - pd.Timestamp(0, tz="UTC")).dt.total_seconds() * 1000.0).to_numpy(dtype=float)
 
 
 def _point_data(points: pd.DataFrame, colors: dict[str, str], offsets: dict[str, float],
@@ -162,10 +180,10 @@ def _point_data(points: pd.DataFrame, colors: dict[str, str], offsets: dict[str,
     if points.empty:
         return dict.fromkeys(POINT_KEYS, [])
     sides = points["side"].astype(str)
-    return {"x_commit": (points["commit"] + sides.map(offsets).fillna(0.0)).tolist(),
-            "x_time": _time_ms(points["started_at"]), "value": points["value"].tolist(),
-            "low": points["low"].tolist(), "high": points["high"].tolist(),
-            "n": points["n"].astype(int).tolist(), "not_ok": points["not_ok"].astype(int).tolist(),
+    return {"x_commit": _floats(points["commit"] + sides.map(offsets).fillna(0.0)),
+            "x_time": _time_ms(points["started_at"]), "value": _floats(points["value"]),
+            "low": _floats(points["low"]), "high": _floats(points["high"]), "n": _floats(points["n"]),
+            "not_ok": _floats(points["not_ok"]),
             "sweep_id": _texts(points["sweep_id"]), "side": _texts(sides), "host": _texts(points["host"]),
             "settings": _texts(points["settings"]), "sha": _texts(points["sha"].fillna("-").str[:12]),
             "color": sides.map(colors).fillna("#999").tolist(),
@@ -196,11 +214,10 @@ def _band_data(bands: pd.DataFrame, offsets: dict[str, float], urls: dict[str, s
     low, high = bands["low"].astype(float), bands["high"].astype(float)
     verdict = bands["verdict"].astype(str).where(~bands["waived"].astype(bool), "waived")
     shift = bands["side"].astype(str).map(offsets).fillna(0.0)
-    return {"x_commit": (bands["commit"].astype(float) + shift).tolist(),
-            "x_time": _time_ms(bands["started_at"]), "center": ((low + high) / 2).tolist(),
-            "height": (high - low).tolist(), "low": low.tolist(), "high": high.tolist(),
-            "ratio": bands["ratio"].astype(float).tolist(),
-            "confidence": bands["confidence"].astype(float).tolist(),
+    return {"x_commit": _floats(bands["commit"].astype(float) + shift),
+            "x_time": _time_ms(bands["started_at"]), "center": _floats((low + high) / 2),
+            "height": _floats(high - low), "low": _floats(low), "high": _floats(high),
+            "ratio": _floats(bands["ratio"]), "confidence": _floats(bands["confidence"]),
             "verdict": verdict.tolist(), "bound": _texts(bands["bound"]),
             "color": verdict.map(VERDICT_COLORS).fillna("#999").tolist(),
             "sweep_id": _texts(bands["sweep_id"]), "side": _texts(bands["side"]),
@@ -214,14 +231,14 @@ def _mark_data(history: MetricHistory, urls: dict[str, str]) -> dict[str, list]:
     shifts = history.shifts
     bottom = float(history.points["low"].min()) if len(history.points) else 0.0
     return {"x_commit": [float(v.commit) for v in shifts], "bottom": [bottom] * len(shifts),
-            "x_time": _time_ms(pd.Series([v.shift.started_at for v in shifts], dtype=object)),
-            "y": [top] * len(shifts), "sweep_id": [printable(v.shift.sweep_id) for v in shifts],
+            "x_time": _time_ms(pd.Series([v.started for v in shifts], dtype=object)),
+            "y": [top] * len(shifts), "sweep_id": [printable(v.sweep_id) for v in shifts],
             "text": [shift_text(v) for v in shifts],
             "commits": [f"{(v.sha_before or '-')[:12]} .. {(v.sha_after or '-')[:12]}" for v in shifts],
-            "url": [urls.get(v.shift.sweep_id, "") for v in shifts]}
+            "url": [urls.get(v.sweep_id, "") for v in shifts]}
 
 
-def shift_text(view: ShiftView) -> str:
-    """``side cand: -9.8% (worse)``."""
-    direction = "better" if view.better else "worse"
-    return f"side {printable(view.shift.side)}: {100 * view.shift.change:+.1f}% ({direction})"
+def shift_text(shift: ShiftSummary) -> str:
+    """``side cand: -9.8% [-10.6%, -9.0%] (worse)``: the change of the level and its 95 % interval."""
+    direction = "better" if shift.better else "worse"
+    return f"side {printable(shift.side)}: {change_text(shift.change, shift.low, shift.high)} ({direction})"

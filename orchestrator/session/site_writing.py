@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from orchestrator.analysis.site_model import CaseView, case_view, site_index
+from orchestrator.analysis.site_model import IndexRow, case_view, site_index
 from orchestrator.analysis.site_sweeps import BisectInfo, SweepInfo
 from orchestrator.render import site_pages
 from orchestrator.render.site_assets import site_assets
@@ -103,19 +103,25 @@ class SitePages:
     def _case_pages(self, series: pd.DataFrame, gates: pd.DataFrame, infos: Mapping[str, SweepInfo],
                     order: list[str], bisects: list[BisectInfo], damaged: list[str], touched: set[str]
                     ) -> None:
-        """The index (every case's view is needed for it) and the pages of the touched cases."""
+        """The pages of the touched cases and the index (the other cases' rows as the last build
+        left them in the state)."""
         by_case = dict(tuple(gates.groupby("case", sort=False))) if len(gates) else {}
-        views: dict[str, CaseView] = {}
+        rows: dict[str, list[dict]] = {}
         for case, runs in series.groupby("case", sort=True):
-            mine = by_case.get(case, gates.iloc[:0])
-            views[case] = view = case_view(str(case), runs, mine, infos, bisects)
             page = case_path(str(case))
-            if self.first or case in touched or page not in self.state.pages:
-                self.put(page, site_pages.case_site_page(view, infos, mine))
-            else:
+            stale = case in touched or page not in self.state.pages or case not in self.state.rows
+            if not (self.first or stale):
                 self.keep(page)
-        index = site_index(list(views.values()), order, len(series), damaged, bisects)
-        self.put(INDEX, site_pages.index_page(index, infos, str(self.root), views))
+                rows[case] = self.state.rows[case]
+                continue
+            mine = by_case.get(case, gates.iloc[:0])
+            view = case_view(str(case), runs, mine, infos, bisects)
+            self.put(page, site_pages.case_site_page(view, infos, mine))
+            rows[case] = [history.index_row(view.sides).to_json() for history in view.metrics]
+        self.state.rows = rows
+        index = site_index([IndexRow.from_json(row) for mine in rows.values() for row in mine], order,
+                           len(series), damaged, bisects)
+        self.put(INDEX, site_pages.index_page(index, str(self.root)))
 
     def _copy_reports(self, order: list[str], bisects: list[BisectInfo]) -> set[str]:
         """Copy each sweep's and bisect's report files that are new or changed; the sweeps whose

@@ -36,8 +36,8 @@ VERDICTS_SUFFIX = ".verdicts.json"
 class SiteState:
     """What the last build read and wrote: the results root, the metrics its runs table holds, per
     sweep its mark and what the site knows of it, each page's digest, each copied report's stat, the
-    bisects and damaged results it showed, and the runs and gate rows of every sweep
-    (``analysis.site_runs``)."""
+    bisects and damaged results it showed, each case's index rows, and the runs and gate rows of every
+    sweep (``analysis.site_runs``)."""
 
     root: str
     metrics: list[str]
@@ -46,6 +46,7 @@ class SiteState:
     copies: dict[str, list[int]] = field(default_factory=dict)  # copied file under out -> [size, mtime_ns]
     bisects: list[dict[str, Any]] = field(default_factory=list)  # what the site showed of each bisect
     damaged: list[str] = field(default_factory=list)  # the damaged results it named
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # case -> its index rows
     series: pa.Table | None = None
     gates: pa.Table | None = None
 
@@ -66,7 +67,8 @@ def load_site_state(out: Path) -> SiteState | None:
     except (*READ_ERRORS, KeyError):
         return None
     return SiteState(str(raw["root"]), list(raw["metrics"]), dict(raw["sweeps"]), dict(raw["pages"]),
-                     dict(raw["copies"]), list(raw["bisects"]), list(raw["damaged"]), series, gates)
+                     dict(raw["copies"]), list(raw["bisects"]), list(raw["damaged"]), dict(raw["rows"]),
+                     series, gates)
 
 
 def save_site_state(out: Path, state: SiteState) -> None:
@@ -77,8 +79,8 @@ def save_site_state(out: Path, state: SiteState) -> None:
             write_with(directory / name, lambda tmp, t=table: pq.write_table(t, tmp))
     document = {"format": FORMAT, "root": state.root, "metrics": state.metrics, "sweeps": state.sweeps,
                 "pages": state.pages, "copies": state.copies, "bisects": state.bisects,
-                "damaged": state.damaged}
-    write_text_unsynced(directory / "state.json", json.dumps(document, default=str))
+                "damaged": state.damaged, "rows": state.rows}
+    write_text_unsynced(directory / "state.json", json.dumps(document))
 
 
 def sweep_marks(root: Path) -> dict[str, list[int] | None]:
