@@ -87,6 +87,9 @@ class MetricRow:
     # look, the gate's confidence: ``analysis.decided``), any other at 95 % over all its runs
     comparison: stats.Comparison | None = None
     gate: int | None = None  # the gate whose figure ``comparison`` is
+    # how steady the metric was: the s.d. of the per-round log ratios of every round both sides ran
+    # (``Comparer.round_sd``); None for the baseline and where the runs do not pair by round
+    round_sd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -234,10 +237,12 @@ def _row(case: str, side: str, metric: str, summaries: dict[tuple[str, str, str]
     if side == comparer.baseline:
         return MetricRow(case, side, metric, summary, stats.ratio(summary.median, summary.median))
     gate = deciding_gate(gates, case, side, metric)
+    steadiness = comparer.round_sd(case, side, metric)
     if gate is not None:
-        return MetricRow(case, side, metric, summary, gate.comparison.ratio, gate.comparison, gate.gate)
+        return MetricRow(case, side, metric, summary, gate.comparison.ratio, gate.comparison, gate.gate,
+                         steadiness)
     comparison = comparer.compare(case, side, metric)
-    return MetricRow(case, side, metric, summary, comparison.ratio, comparison)
+    return MetricRow(case, side, metric, summary, comparison.ratio, comparison, round_sd=steadiness)
 
 
 def _decided(spec: SweepSpec, rows: list[MetricRow], judged: dict[tuple[str, str], list[GateVerdict]],

@@ -114,6 +114,7 @@ class Comparer:
     _values: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
     _by_cell: dict[tuple[str, str], pd.DataFrame] | None = field(default=None, repr=False)
     _blocks: dict[tuple[str, str], dict[int, list[dict]]] = field(default_factory=dict, repr=False)
+    _round_logs: dict[tuple, np.ndarray] = field(default_factory=dict, repr=False)
     _rounds: dict[str, int] | None = field(default=None, repr=False)
     _metrics: set[str] = field(default_factory=set, repr=False)  # those ``_values`` holds every cell of
 
@@ -175,6 +176,22 @@ class Comparer:
         """The per-round log ratios of a paired cell, in round order: log(side / baseline) of the two
         runs, or in a lockstep round whose runs kept their blocks, the median of its block pairs'
         (``analysis.block_pairs``)."""
+        key = (case, side, metric, rounds)
+        if key not in self._round_logs:
+            self._round_logs[key] = self._round_log_ratios(case, side, metric, rounds)
+        return self._round_logs[key]
+
+    def round_sd(self, case: str, side: str, metric: str) -> float | None:
+        """How steady ``metric`` is from round to round in a paired cell: the s.d. of its per-round log
+        ratios over every round both sides ran (the noise its interval reads); None where the runs do
+        not pair or fewer than 2 rounds have a ratio."""
+        if not self.pair(case, side, metric)[2]:
+            return None
+        logs = self.round_log_ratios(case, side, metric)
+        logs = logs[np.isfinite(logs)]
+        return float(np.std(logs, ddof=1)) if len(logs) >= 2 else None
+
+    def _round_log_ratios(self, case: str, side: str, metric: str, rounds: int | None) -> np.ndarray:
         cand_rounds, cand = self._arrays(case, side, metric, rounds)
         base_rounds, base = self._arrays(case, self.baseline, metric, rounds)
         common, in_cand, in_base = np.intersect1d(cand_rounds, base_rounds, return_indices=True)

@@ -47,8 +47,8 @@ _INTRAWORD_SAFE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def to_frame(report: Report) -> pd.DataFrame:
-    """The metric table in long form (the CSV), with each side's interval, p-value and drift; case and
-    side names ``printable``."""
+    """The metric table in long form (the CSV), with each side's interval, p-value, per-round s.d. of
+    its log ratio and drift; case and side names ``printable``."""
     drifts = {(d.case, d.side, d.metric): d for d in report.drift}
     return pd.DataFrame([{
         "sweep_id": report.sweep_id, "case": printable(r.case), "side": printable(r.side),
@@ -57,6 +57,7 @@ def to_frame(report: Report) -> pd.DataFrame:
         "n_ok": report.counts[r.case, r.side][0], "n_failed": report.counts[r.case, r.side][1],
         "median": r.summary.median, "min": r.summary.min, "max": r.summary.max, "cv": r.summary.cv,
         "ratio": r.ratio, **_comparison_columns(r.comparison),
+        "round_sd": math.nan if r.round_sd is None else r.round_sd,
         **_drift_columns(drifts.get((r.case, r.side, r.metric))),
     } for r in report.rows])
 

@@ -123,11 +123,12 @@ def case_counts(report: Report, case: str) -> str:
 
 def case_table(report: Report, case: str) -> Table:
     """Per metric: each side's median [min, max] cv, then each side's ratio to the baseline, then
-    that ratio's interval and rank-test p-value."""
+    that ratio's interval and rank-test p-value, then how steady the metric was (``round s.d.``)."""
     others = [s for s in report.sides if s != report.baseline]
     ratios = [f"{s} / {report.baseline}" for s in others]
     intervals = [f"{s} / {report.baseline} CI, p" for s in others]
-    header = ["metric", f"{report.baseline} (baseline)", *others, *ratios, *intervals]
+    steadiness = [f"{s} / {report.baseline} round s.d." for s in others]
+    header = ["metric", f"{report.baseline} (baseline)", *others, *ratios, *intervals, *steadiness]
     rows = []
     for metric in report.metrics:
         cells = {s: report.row(case, s, metric) for s in report.sides}
@@ -135,7 +136,8 @@ def case_table(report: Report, case: str) -> Table:
                                for s in [report.baseline, *others]),
                      *(report.presence(case, s) or _ratio(cells[s].ratio) for s in others),
                      *("-" if report.presence(case, s) else _interval_and_p(cells[s].comparison)
-                       for s in others)])
+                       for s in others),
+                     *("-" if report.presence(case, s) else format_sd(cells[s].round_sd) for s in others)])
     return Table(header, rows)
 
 
@@ -323,6 +325,14 @@ def format_number(value: float) -> str:
 
 def _ratio(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.3f}"
+
+
+def format_sd(sd: float | None) -> str:
+    """A per-round s.d. of log ratios as a percentage (``0.52%``: a round's ratio is off by about that
+    much); ``-`` where the runs do not pair by round."""
+    if sd is None:
+        return "-"
+    return "< 0.01%" if 100 * sd < 0.01 else f"{100 * sd:.2g}%"
 
 
 def format_change(pct: float) -> str:

@@ -23,6 +23,7 @@ from orchestrator.render.fit import COMFORTABLE, Column, fit_table, shared_prefi
 from orchestrator.render.tables import (
     confidence_note,
     format_change_interval,
+    format_sd,
     one_line,
     one_sided_lines,
     process_lines,
@@ -125,9 +126,10 @@ def _sides(report: Report) -> list[Column]:
 
 
 def _case(report: Report, case: str) -> list[Column]:
-    """metric, each side's median (SI prefixes, 3 digits), then each other side's ratio to the baseline
-    and its interval (left out first: the other sides' medians, which their ratios restate, then the
-    intervals, then the ratios of all but the first other side)."""
+    """metric, each side's median (SI prefixes, 3 digits), then each other side's ratio to the baseline,
+    its interval and how steady the metric was from round to round (left out first: the other sides'
+    medians, which their ratios restate, then the round s.d., then the intervals, then the ratios of
+    all but the first other side)."""
     others = [s for s in report.sides if s != report.baseline]
     cells = {(r.side, r.metric): r for r in report.rows if r.case == case}
     unit = describe_stored(report.record.spec.protocol.value).throughput_unit
@@ -141,6 +143,8 @@ def _case(report: Report, case: str) -> list[Column]:
                               drop=None if i == 0 else 10 + i))
         columns.append(Column("interval", [_interval(cells[side, m].comparison) for m in report.metrics],
                               drop=20 + i, name=f"{ratio} interval"))
+        columns.append(Column("round s.d.", [format_sd(cells[side, m].round_sd) for m in report.metrics],
+                              justify="right", drop=25 + i, name=f"{ratio} round s.d."))
     return columns
 
 
