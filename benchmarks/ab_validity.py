@@ -270,8 +270,20 @@ def summarize(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def _loads(loads: tuple[float, float, float]) -> str:
+def load_text(loads: tuple[float, float, float]) -> str:
+    """The load averages (1, 5, 15 min) as ``4.1/3.9/3.5``."""
     return "/".join(f"{v:.1f}" for v in loads)
+
+
+def work_root(stack: contextlib.ExitStack, keep: Path | None, prefix: str) -> Path:
+    """Where a benchmark works: ``keep`` (made; it must not exist) or a temporary directory removed
+    with ``stack``; its ``home`` is the sweeps' ``SHASWEEP_HOME`` (worktrees and logs), inherited by
+    the worker."""
+    if keep:
+        keep.mkdir(parents=True)
+    root = keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix)))
+    os.environ["SHASWEEP_HOME"] = str(root / "home")
+    return root
 
 
 def parse_args() -> argparse.Namespace:
@@ -322,10 +334,7 @@ def main() -> int:
 
     args = parse_args()
     with contextlib.ExitStack() as stack:
-        if args.keep:
-            args.keep.mkdir(parents=True)
-        root = args.keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ab_validity-")))
-        os.environ["SHASWEEP_HOME"] = str(root / "home")  # worktrees and logs; inherited by the worker
+        root = work_root(stack, args.keep, "ab_validity-")
         sweeps: list[tuple[str, str, str, Path]] = []  # (workload, mode, condition, sweep file)
         if args.workload in ("synthetic", "both"):
             iterations = calibrate(args.step_ms)
@@ -355,7 +364,7 @@ def main() -> int:
                               f"{o.verdict:<12} ratio {o.ratio:.4f} CI [{o.low:.4f}, {o.high:.4f}] "
                               f"runs {o.runs}", flush=True)
         print(f"\n{args.k * len(sweeps)} sweeps in {time.perf_counter() - started:.0f} s; load average "
-              f"(1, 5, 15 min) before {_loads(load_before)}, after {_loads(os.getloadavg())}"
+              f"(1, 5, 15 min) before {load_text(load_before)}, after {load_text(os.getloadavg())}"
               + (f"; kept under {root}" if args.keep else ""))
         print(summarize(outcomes))
     return 0
