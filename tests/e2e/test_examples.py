@@ -137,7 +137,8 @@ def test_lockstep_example_bench_is_the_bench_helper_in_seven_lines(tmp_path, dem
     assert_imported_from_each_worktree(runs)
     measured = steps[~steps["warmup"]]
     assert measured.groupby("run_key")["step"].nunique().eq(4 * 5).all(), "4 blocks of 5 measured steps"
-    assert set(steps["phase"]) == {"step_ms"}, "the word counts a step returns are not phases"
+    assert set(steps["phase"]) == {"step_ms", "cpu_ms", "thread_cpu_ms"}, \
+        "the word counts a step returns are not phases; the helper times the step's wall and CPU time"
     blocks = [json.loads(b) for b in runs["blocks"]]
     assert all([b["cycle"] for b in mine if not b["warmup"]] == [0, 1, 2, 3] for mine in blocks)
     report = next((results / "reports").glob("*.md")).read_text()

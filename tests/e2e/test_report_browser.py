@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
-from test_html_report import FIGURES_PER_CASE, FOREST_PLOTS, SWEEP, make_results  # noqa: E402
+from test_html_report import FIGURES_ONE_PHASE, FIGURES_PER_CASE, FOREST_PLOTS, SWEEP, make_results  # noqa: E402
 
 from orchestrator.analysis.report_model import make_report  # noqa: E402
 from orchestrator.session.recorded import SweepRun  # noqa: E402
@@ -121,7 +121,8 @@ def test_plots_render_and_nothing_is_fetched(tmp_path, browser):
     browser.call("Page.navigate", session, url=page_path.as_uri())
     browser.wait_for("Page.loadEventFired")
 
-    expected = FIGURES_PER_CASE * len(report.cases) + FOREST_PLOTS
+    assert len(report.cases) == 2
+    expected = FIGURES_PER_CASE + FIGURES_ONE_PHASE + FOREST_PLOTS  # go2 has phases, g1 one
     deadline, canvases = time.monotonic() + TIMEOUT_S, 0
     while canvases < expected and time.monotonic() < deadline:
         canvases = browser.call("Runtime.evaluate", session, expression=COUNT_CANVASES,

@@ -90,7 +90,7 @@ def test_run_end_to_end_reports_the_difference_between_two_commits(tmp_path, mon
     assert csv.loc[("new", "throughput"), "sha"] == repo.shas[1]
     assert (csv["n_ok"] == 5).all()
     md = (results / "reports" / f"{sweep_id}.md").read_text()
-    assert f"| old | HEAD~1 | {repo.shas[0]} |" in md and f"| new | HEAD | {repo.shas[1]} |" in md
+    assert f"| old | HEAD\\~1 | {repo.shas[0]} |" in md and f"| new | HEAD | {repo.shas[1]} |" in md
     assert "<= 0.6x | 0.500 | **PASS**" in md and "<= 1x" in md and "**FAIL**" in md
     assert repo.shas[0][:10] in out and repo.shas[0] not in out, "the terminal shows short SHAs"
     assert out.rstrip().splitlines()[-1] == "PASS 1 / FAIL 1 / INCONCLUSIVE 0 — exit 1"
