@@ -131,7 +131,9 @@ def check_command(spec: SweepSpec, params_by_side: dict[str, dict[str, Any]]) ->
                                     f"(set params.{name}, or use one of "
                                     + ", ".join(f"{{{p}}}" for p in BUILTIN_PLACEHOLDERS + CASE_PLACEHOLDERS)
                                     + ")", key)
-    if describe(spec.protocol.value).has(Capability.RESULT_DOCUMENT) and "result" not in used:
+    info = describe(spec.protocol.value)
+    in_process = spec.order is Order.lockstep and info.suite_driver is not None  # read from the channel
+    if info.has(Capability.RESULT_DOCUMENT) and "result" not in used and not in_process:
         raise SpecError(f"protocol {spec.protocol.value} reads the document the bench writes to {{result}}, "
                         "but the command never passes {result} to it", "command")
 

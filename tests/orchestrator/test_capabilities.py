@@ -117,3 +117,15 @@ def test_a_benchmark_name_becomes_a_one_line_bounded_case_name():
     assert len(suite_case_name(long_a)) == MAX_CASE_CHARS
     assert suite_case_name(long_a) != suite_case_name(long_b), "a digest of the whole keeps them apart"
     assert benchmark_selected("a\nb", ["a\\nb"]) and benchmark_selected("a\nb", ["a*"])
+
+
+def test_a_suite_in_lockstep_needs_no_result_document_a_suite_apart_does(tmp_path):
+    from orchestrator.errors import SpecError
+    from orchestrator.spec.load import load_spec
+
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("name: s\nsides: {a: {ref: HEAD}}\nbaseline: a\ncases: discover\n"
+                     "protocol: pytest-benchmark\ncommand: ['{python}', -m, pytest, bench]\n")
+    assert load_spec(sweep, ["order=lockstep"]).command[-1] == "bench", "numbers come through the channel"
+    with pytest.raises(SpecError, match="never passes {result}"):
+        load_spec(sweep, ["order=interleaved"])
