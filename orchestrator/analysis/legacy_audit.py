@@ -20,16 +20,19 @@ __all__ = ["AUDIT_FAILED", "AUDIT_INPUT_COLUMNS", "apply_audit"]
 
 def apply_audit(runs: pd.DataFrame, record: SweepRecord | None = None) -> pd.DataFrame:
     """``runs`` with every ok run not audited by its worker that fails its audit marked
-    ``audit_failed`` (error: the reasons); without a ``record``, only the checks that need none."""
+    ``audit_failed`` (error: the reasons); without a ``record``, only the checks that need none.
+    ``runs`` itself (no copy) when its worker audited every ok run."""
     if runs.empty or "status" not in runs:
+        return runs
+    stored = (runs["audited"].fillna(False).astype(bool) if "audited" in runs
+              else pd.Series(False, index=runs.index))
+    if not ((runs["status"] == "ok") & ~stored).any():  # every ok run audited by its worker: as they are
         return runs
     sides = {label: side.planned() for label, side in record.sides.items()} if record else {}
     spec = record.spec if record else None
     options = (audit_options(spec.audit_modules or [], spec.protocol.value, spec.command) if spec
                else audit_options([], None, None))
     audited = runs.copy()
-    stored = (audited["audited"].fillna(False).astype(bool) if "audited" in audited
-              else pd.Series(False, index=audited.index))
     for index, run in audited[(audited["status"] == "ok") & ~stored].iterrows():
         reasons = audit_row(run.to_dict(), sides.get(run.get("side")), **options)
         if reasons:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-import pandas as pd
 from bokeh.embed import components
 from bokeh.model import Model
 
@@ -181,9 +180,10 @@ def sweeps_page(order: Sequence[str], sweeps: Mapping[str, SweepInfo]) -> str:
     return site_document("every sweep", 0, [_table(["sweep", "created", "status", "sides"], rows)])
 
 
-def case_site_page(view: CaseView, sweeps: Mapping[str, SweepInfo], gates: pd.DataFrame) -> str:
+def case_site_page(view: CaseView, sweeps: Mapping[str, SweepInfo], gates: Mapping[str, list[dict]]) -> str:
     """One case: filters, its params/command labels, bisects, per metric the change points and the
-    series across commits (or time) with the gates' bands, and every sweep of it."""
+    series across commits (or time) with the gates' bands, and every sweep of it (``gates``: sweep id
+    -> its gate rows on the case, ``site_runs.GATE_COLUMNS``)."""
     urls = {s: href(sweep_path(s), 1) for s in view.sweeps}
     sources = FilteredSources()
     blocks: list[Block] = [f"<p>{_e(_case_summary(view))}</p>", "<!--filters-->"]
@@ -244,20 +244,18 @@ def _items(lines: object) -> str:
     return "<ul>" + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul>"
 
 
-def _case_sweeps_table(view: CaseView, sweeps: Mapping[str, SweepInfo], gates: pd.DataFrame) -> str:
+def _case_sweeps_table(view: CaseView, sweeps: Mapping[str, SweepInfo], gates: Mapping[str, list[dict]]
+                       ) -> str:
     """Every sweep of the case, newest first: when, its sides' SHAs, its gates on the case, waivers of
     the case, and whether one side alone had the case."""
-    by_sweep = {s: g for s, g in gates.groupby("sweep_id", sort=False)} if len(gates) else {}
     one_sided = {}
     for sweep_id, side, word in view.one_sided:
         one_sided.setdefault(sweep_id, []).append(f"{word} on {side}")
     rows = []
     for sweep_id in reversed(view.sweeps):
         info = sweeps.get(sweep_id) or SweepInfo(sweep_id)
-        mine = by_sweep.get(sweep_id, gates.iloc[:0])
-        mine = mine[mine["gate"] >= 0] if len(mine) else mine
-        figures = "; ".join(_e(f"{r['metric']} {r['side']}: {_verdict(r)} {_interval(r)}")
-                            for r in mine.to_dict("records"))
+        mine = [r for r in gates.get(sweep_id, []) if r["gate"] >= 0]
+        figures = "; ".join(_e(f"{r['metric']} {r['side']}: {_verdict(r)} {_interval(r)}") for r in mine)
         waivers = "; ".join(_e(f"{w.reason} ({w.by})") for w in info.active_waivers if w.case == view.case)
         sides = ", ".join(f"{side} {sha[:12]}" for side, sha in info.shas.items())
         rows.append("<tr>" + "".join([
@@ -267,21 +265,21 @@ def _case_sweeps_table(view: CaseView, sweeps: Mapping[str, SweepInfo], gates: p
     return _table(["sweep", "created", "sides", "gates on this case", "waived", "one side only"], rows)
 
 
-def _css(gates: pd.DataFrame) -> str | None:
+def _css(gates: list[dict]) -> str | None:
     """The highlight of the most severe verdict among ``gates`` (a waived FAIL: waived)."""
-    if not len(gates):
+    if not gates:
         return None
-    verdicts = set(gates.loc[~gates["waived"].astype(bool), "verdict"])
+    verdicts = {r["verdict"] for r in gates if not r["waived"]}
     for verdict in ("FAIL", "NO DATA", "INCONCLUSIVE", "PASS"):
         if verdict in verdicts:
             return HIGHLIGHTS[verdict]
     return "waived"
 
 
-def sweep_site_page(info: SweepInfo, gates: pd.DataFrame, cases: Sequence[str], reports: Sequence[str],
+def sweep_site_page(info: SweepInfo, gates: list[dict], cases: Sequence[str], reports: Sequence[str],
                     bisect: BisectInfo | None) -> str:
-    """One sweep: when, status, sides, its report files, its bisect, the gates' decided intervals,
-    added and removed cases, the waiver log and its cases."""
+    """One sweep: when, status, sides, its report files, its bisect, the gates' decided intervals (its
+    gate rows, ``site_runs.GATE_COLUMNS``), added and removed cases, the waiver log and its cases."""
     facts = f"created {info.created or '-'}, status {info.status or '-'}, baseline {info.baseline or '-'}"
     blocks: list[Block] = [f"<p>{_e(facts)}</p>"]
     links = [_link(name.rsplit(".", 1)[-1] + " report", name, 1) for name in reports]
@@ -293,12 +291,12 @@ def sweep_site_page(info: SweepInfo, gates: pd.DataFrame, cases: Sequence[str], 
     blocks.append(_table(["side", "ref", "sha"], [
         "<tr>" + _cell(_e(side)) + _cell(_e(info.refs.get(side, "-"))) + _cell(f"<code>{_e(sha)}</code>")
         + "</tr>" for side, sha in info.shas.items()]))
-    decided = gates[gates["gate"] >= 0] if len(gates) else gates
-    blocks += ["<h2>Gates</h2>", _sweep_gates_table(decided) if len(decided) else "<p>no gate verdicts</p>"]
-    one_sided = gates[gates["gate"] < 0] if len(gates) else gates
-    if len(one_sided):
-        blocks.append("<p>" + "; ".join(_e(f"{r['case']}: {r['verdict']} on {r['side']}")
-                                       for r in one_sided.to_dict("records")) + " (listed, never gated)</p>")
+    decided = [r for r in gates if r["gate"] >= 0]
+    blocks += ["<h2>Gates</h2>", _sweep_gates_table(decided) if decided else "<p>no gate verdicts</p>"]
+    one_sided = [r for r in gates if r["gate"] < 0]
+    if one_sided:
+        blocks.append("<p>" + "; ".join(_e(f"{r['case']}: {r['verdict']} on {r['side']}") for r in one_sided)
+                      + " (listed, never gated)</p>")
     if info.waivers:
         blocks += ["<h2>Waivers</h2>", _waiver_table(info)]
     blocks += ["<h2>Cases</h2>", "<ul>" + "".join(f"<li>{_link(c, case_path(c), 1)}</li>" for c in cases)
@@ -313,9 +311,9 @@ def _waiver_table(info: SweepInfo) -> str:
     return _table(["action", "case", "side", "gate", "reason", "by", "time"], rows)
 
 
-def _sweep_gates_table(gates: pd.DataFrame) -> str:
+def _sweep_gates_table(gates: list[dict]) -> str:
     rows = []
-    for r in gates.to_dict("records"):
+    for r in gates:
         verdict = _verdict(r)
         rows.append("<tr>" + "".join([
             _cell(_e(r["gate"])), _cell(_link(r["case"], case_path(r["case"]), 1)), _cell(_e(r["side"])),

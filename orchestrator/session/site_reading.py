@@ -18,6 +18,7 @@ import pandas as pd
 from orchestrator.analysis.site_runs import (
     computed_gate_rows,
     document_gate_rows,
+    plain_text,
     read_schema,
     series_rows,
 )
@@ -63,7 +64,7 @@ def read_sweeps(root: Path, sweep_ids: list[str], metrics: list[str],
     for start in range(0, len(sweep_ids), CHUNK_SWEEPS):
         chunk = sweep_ids[start:start + CHUNK_SWEEPS]
         with_runs = [s for s in chunk if partition_dir(root, "runs", s).is_dir()]
-        runs = query.read_runs(root, query.Where(sweeps=with_runs), schema) if with_runs else None
+        runs = plain_text(query.read_runs(root, query.Where(sweeps=with_runs), schema)) if with_runs else None
         if runs is not None and len(runs):
             read.series.append(series_rows(runs, metrics))
         groups = dict(tuple(runs.groupby("sweep_id", sort=False))) if runs is not None and len(runs) else {}

@@ -88,7 +88,7 @@ class SitePages:
         self.put(SWEEPS, site_pages.sweeps_page(order, infos))
         stepped = {s: b for b in bisects for s in b.steps}
         cases = series.groupby("sweep_id")["case"].unique() if len(series) else pd.Series(dtype=object)
-        by_sweep = dict(tuple(gates.groupby("sweep_id", sort=False))) if len(gates) else {}
+        by_sweep = _rows_by_sweep(gates)
         for sweep_id in order:
             page = sweep_path(sweep_id)
             if not (self.first or sweep_id in changed or page not in self.state.pages):
@@ -97,7 +97,7 @@ class SitePages:
             reports = [report_copy(sweep_id, suffix) for suffix in REPORT_SUFFIXES
                        if report_copy(sweep_id, suffix) in self._kept]
             self.put(page, site_pages.sweep_site_page(
-                infos.get(sweep_id) or SweepInfo(sweep_id), by_sweep.get(sweep_id, gates.iloc[:0]),
+                infos.get(sweep_id) or SweepInfo(sweep_id), by_sweep.get(sweep_id, []),
                 sorted(cases.get(sweep_id, [])), reports, stepped.get(sweep_id)))
 
     def _case_pages(self, series: pd.DataFrame, gates: pd.DataFrame, infos: Mapping[str, SweepInfo],
@@ -116,7 +116,7 @@ class SitePages:
                 continue
             mine = by_case.get(case, gates.iloc[:0])
             view = case_view(str(case), runs, mine, infos, bisects)
-            self.put(page, site_pages.case_site_page(view, infos, mine))
+            self.put(page, site_pages.case_site_page(view, infos, _rows_by_sweep(mine)))
             rows[case] = [history.index_row(view.sides).to_json() for history in view.metrics]
         self.state.rows = rows
         index = site_index([IndexRow.from_json(row) for mine in rows.values() for row in mine], order,
@@ -155,3 +155,11 @@ class SitePages:
         for copy in [c for c in self.state.copies if c not in self._kept]:
             (self.out / copy).unlink(missing_ok=True)
             del self.state.copies[copy]
+
+
+def _rows_by_sweep(gates: pd.DataFrame) -> dict[str, list[dict]]:
+    """Gate rows as dicts, by sweep (what the pages read, without a frame lookup per sweep)."""
+    by_sweep: dict[str, list[dict]] = {}
+    for row in gates.to_dict("records"):
+        by_sweep.setdefault(row["sweep_id"], []).append(row)
+    return by_sweep
