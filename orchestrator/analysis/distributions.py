@@ -7,13 +7,27 @@ the chi-square tail ``chdtrc``): the same functions ``scipy.stats`` evaluates, w
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from scipy import special
 
 
 def t_quantile(p: float | np.ndarray, df: float | np.ndarray) -> np.ndarray:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (infinite ``df``: the
-    normal's); NaN where ``df`` is not positive or ``p`` is outside [0, 1]."""
+    normal's); NaN where ``df`` is not positive or ``p`` is outside [0, 1]. A scalar's is kept: a
+    report asks for the same few (confidence, df) pairs once per cell, 10,000 times in a suite's."""
+    if np.ndim(p) == 0 and np.ndim(df) == 0:
+        return _scalar_t_quantile(float(p), float(df))
+    return _t_quantiles(p, df)
+
+
+@lru_cache(maxsize=4096)
+def _scalar_t_quantile(p: float, df: float) -> np.ndarray:
+    return _t_quantiles(p, df)
+
+
+def _t_quantiles(p: float | np.ndarray, df: float | np.ndarray) -> np.ndarray:
     p, df = np.broadcast_arrays(np.asarray(p, dtype=float), np.asarray(df, dtype=float))
     valid = (df > 0) & (p >= 0) & (p <= 1)
     inner = valid & (p > 0) & (p < 1)

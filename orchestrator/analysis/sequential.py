@@ -17,8 +17,13 @@ both ask it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from orchestrator.spec.schema import Spending, SweepSpec
+
+if TYPE_CHECKING:
+    import numpy as np
 
 POWER = 0.8  # of the minimum detectable change and of the rounds to decide
 MAX_ROUNDS = 10_000  # rounds_to_decide looks no further
@@ -72,14 +77,26 @@ def rounds_to_decide(sd: float, distance: float, looks: Looks, alpha: float, pai
     before its first."""
     import numpy as np
 
-    from orchestrator.analysis.distributions import t_quantile
-
     if not distance > 0 or not sd >= 0:
         return None
-    n = np.arange(max(start, 2, looks.first if looks.adaptive else 2), MAX_ROUNDS + 1)
+    n, quantiles, roots = _reach_factors(looks, alpha, paired)
+    skip = max(start - int(n[0]), 0)
+    reach = quantiles[skip:] * sd / roots[skip:]
+    enough = np.nonzero(reach <= distance)[0]
+    return int(n[skip + enough[0]]) if enough.size else None
+
+
+@lru_cache(maxsize=64)
+def _reach_factors(looks: Looks, alpha: float, paired: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n, ``t(1 - level/2) + t(0.8)``, ``sqrt(n)``) of every round count ``rounds_to_decide`` may
+    answer, from the first it may: they depend on the boundary alone, so a report of 10,000 cells
+    computes the 20,000 t quantiles once, not per cell."""
+    import numpy as np
+
+    from orchestrator.analysis.distributions import t_quantile
+
+    n = np.arange(max(2, looks.first if looks.adaptive else 2), MAX_ROUNDS + 1)
     levels = np.array([looks.level_at(int(k), alpha) for k in n[:max(looks.last - n[0] + 1, 1)]])
     levels = np.concatenate([levels, np.full(n.size - levels.size, levels[-1])])
     df = n - 1 if paired else 2 * (n - 1)
-    reach = (t_quantile(1 - levels / 2, df) + t_quantile(POWER, df)) * sd / np.sqrt(n)
-    enough = np.nonzero(reach <= distance)[0]
-    return int(n[enough[0]]) if enough.size else None
+    return n, t_quantile(1 - levels / 2, df) + t_quantile(POWER, df), np.sqrt(n)
