@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import cache
 
 import numpy as np
 
@@ -53,15 +54,41 @@ def mann_whitney_p(x: np.ndarray, y: np.ndarray) -> float:
     u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
     u = max(u1, n1 * n2 - u1)
     if min(n1, n2) <= EXACT_MWU_MAX_SMALLER and not (sizes > 1).any():
-        counts = _rank_sum_counts(min(n1, n2), n1 + n2)  # by U of the smaller sample
-        tail = counts[int(round(u)):].sum() / counts.sum()
-        return float(min(1.0, 2 * tail))
+        return float(_exact_mwu_p(min(n1, n2), n1 + n2)[int(round(u))])
     n = n1 + n2
     spread = math.sqrt(n1 * n2 / 12 * ((n + 1) - _tie_term(sizes) / (n * (n - 1))))
     if spread == 0:
         return 1.0  # every value equal: nothing speaks against equality
     z = (u - n1 * n2 / 2 - 0.5) / spread
     return float(min(1.0, 2 * normal_sf(z)))
+
+
+def mann_whitney_p_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``mann_whitney_p`` of each row of ``x[m, n1]`` against the same row of ``y[m, n2]``: the rows
+    the exact null decides (no ties, a sample of at most 8) at once, the others one at a time."""
+    n1, n2 = x.shape[1], y.shape[1]
+    pooled = np.concatenate([x, y], axis=1)
+    ranks, plain = _row_ranks(pooled)
+    plain &= min(n1, n2) <= EXACT_MWU_MAX_SMALLER
+    p = np.empty(len(pooled))
+    u1 = ranks[:, :n1].sum(axis=1) - n1 * (n1 + 1) / 2
+    u = np.maximum(u1, n1 * n2 - u1)
+    if plain.any():
+        p[plain] = _exact_mwu_p(min(n1, n2), n1 + n2)[np.round(u[plain]).astype(int)]
+    for i in np.flatnonzero(~plain):
+        p[i] = mann_whitney_p(x[i], y[i])
+    return p
+
+
+def _row_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ranks 1..n of each row of ``values[m, n]``, whether the row has no ties); a row with ties
+    has ranks that are not its average ranks (``average_ranks``)."""
+    order = np.argsort(values, axis=1, kind="mergesort")
+    ordered = np.take_along_axis(values, order, axis=1)
+    ranks = np.empty(values.shape)
+    positions = np.broadcast_to(np.arange(1.0, values.shape[1] + 1), values.shape)
+    np.put_along_axis(ranks, order, positions, axis=1)
+    return ranks, ~(ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
 
 
 def _rank_sum_counts(k: int, n: int) -> np.ndarray:
@@ -90,17 +117,47 @@ def wilcoxon_p(differences: np.ndarray) -> float:
     count = nonzero.size
     ties, zeros = bool((sizes > 1).any()), count < n
     if not (ties or zeros) and n <= EXACT_SIGNED_RANK_MAX:
-        counts = _signed_rank_counts(count)
-        total = counts.sum()
-        upper = counts[int(math.floor(r_plus)):].sum() / total
-        lower = counts[:int(math.ceil(r_plus)) + 1].sum() / total
-        return float(min(1.0, 2 * min(upper, lower)))
+        return float(_exact_signed_rank_p(count)[int(r_plus)])  # no ties: r_plus is a whole number
     if n <= ENUMERATED_SIGNS_MAX:
         return _enumerated_signs_p(ranks, r_plus)
     mean = count * (count + 1) / 4
     spread = math.sqrt((count * (count + 1) * (2 * count + 1) - _tie_term(sizes) / 2) / 24)
     z = (r_plus - mean) / spread
     return float(2 * normal_sf(abs(z)))
+
+
+@cache
+def _exact_mwu_p(k: int, n: int) -> np.ndarray:
+    """The exact two-sided Mann-Whitney p-value of each U (the larger of the two, 0 .. k(n - k)) of
+    samples of k and n - k values without ties, from the null's counts."""
+    counts = _rank_sum_counts(k, n)
+    total = counts.sum()
+    return np.array([min(1.0, 2 * (counts[u:].sum() / total)) for u in range(counts.size)])
+
+
+@cache
+def _exact_signed_rank_p(n: int) -> np.ndarray:
+    """The exact two-sided signed-rank p-value of each rank sum 0 .. n(n+1)/2 of n differences
+    without ties or zeros, from the null's counts."""
+    counts = _signed_rank_counts(n)
+    total = counts.sum()
+    return np.array([min(1.0, 2 * min(counts[r:].sum() / total, counts[:r + 1].sum() / total))
+                     for r in range(counts.size)])
+
+
+def wilcoxon_p_rows(differences: np.ndarray) -> np.ndarray:
+    """``wilcoxon_p`` of each row of ``differences[m, n]`` (finite, a non-zero one in every row): the
+    rows without ties or zeros at once from the exact null, the others one at a time."""
+    n = differences.shape[1]
+    ranks, plain = _row_ranks(np.abs(differences))
+    plain &= ~(differences == 0).any(axis=1) & (n <= EXACT_SIGNED_RANK_MAX)
+    p = np.empty(len(differences))
+    if plain.any():
+        r_plus = np.where(differences > 0, ranks, 0.0).sum(axis=1)
+        p[plain] = _exact_signed_rank_p(n)[r_plus[plain].astype(int)]
+    for i in np.flatnonzero(~plain):
+        p[i] = wilcoxon_p(differences[i])
+    return p
 
 
 def _signed_rank_counts(n: int) -> np.ndarray:

@@ -78,3 +78,20 @@ def test_quantiles_and_tails_are_scipy_stats_own():
     for k in (1, 2, 4):
         x = rng.uniform(0, 20)
         assert distributions.chi2_sf(x, k) == pytest.approx(stats.chi2.sf(x, k), rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["continuous", "grid", "zeros"])
+def test_rank_tests_of_many_rows_at_once_give_each_rows_own_p_value(kind):
+    """The rows a report tests together (``*_p_rows``, its cells of one shape) get the p-value each
+    row gets alone, bit for bit, whichever branch decides the row."""
+    rng = np.random.default_rng(14)
+    for n in (1, 2, 3, 6, 9, 14, 50, 51):
+        differences = np.array([samples(rng, n, kind) for _ in range(60)])
+        differences = differences[differences.any(axis=1)]
+        alone = [rank_tests.wilcoxon_p(row) for row in differences]
+        assert rank_tests.wilcoxon_p_rows(differences).tolist() == alone
+    for n1, n2 in ((1, 3), (3, 3), (5, 8), (8, 30), (9, 12)):
+        x = np.array([samples(rng, n1, kind) for _ in range(60)])
+        y = np.array([samples(rng, n2, kind) + 0.5 for _ in range(60)])
+        alone = [rank_tests.mann_whitney_p(a, b) for a, b in zip(x, y, strict=True)]
+        assert rank_tests.mann_whitney_p_rows(x, y).tolist() == alone
