@@ -67,8 +67,19 @@ class Summary:
 
 
 def summarize(values: Iterable[float | None]) -> Summary:
-    arr = clean(values)
-    return Summary(n=int(arr.size), median=median(arr), min=minimum(arr), max=maximum(arr), cv=cv(arr))
+    return summarize_rows(clean(values)[None, :])[0]
+
+
+def summarize_rows(values: np.ndarray) -> list[Summary]:
+    """``summarize`` of each row of ``values[m, n]`` (finite), with the same arithmetic row by row."""
+    m, n = values.shape
+    if not n:
+        return [Summary(n=0, median=math.nan, min=math.nan, max=math.nan, cv=math.nan)] * m
+    means = values.mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cvs = np.where(means != 0, values.std(axis=1, ddof=0) / np.abs(means), np.nan)
+    columns = (np.median(values, axis=1), values.min(axis=1), values.max(axis=1), cvs)
+    return [Summary(n, *map(float, row)) for row in zip(*columns, strict=True)]
 
 
 DEFAULT_CONFIDENCE = 0.95

@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 
 from orchestrator.analysis import stats
+from orchestrator.analysis.cells import cell_summaries
 
 
 def test_median_min_max_ignore_missing_values():
@@ -108,3 +110,24 @@ def test_rank_p_values():
     assert stats.rank_p(same, same, paired=False) == pytest.approx(1.0)
     assert stats.rank_p(same, same, paired=True) == 1.0, "no round differs"
     assert stats.rank_p(1.1 * same, same, paired=True) == pytest.approx(2 / 32), "exact signed-rank"
+
+
+def test_cells_summarised_together_are_summarised_as_alone():
+    """``cells.cell_summaries`` summarises the cells of a metric with as many values together: each
+    gets the median, min, max and CV of its own values, bit for bit (missing values, a cell without
+    any, one value, a mean of 0)."""
+    rng = np.random.default_rng(3)
+    rows = [{"case": f"c{k % 7}", "side": side, "x": float(value) if rng.random() > 0.1 else None}
+            for k in range(90) for side in ("old", "new") for value in [rng.lognormal(0.0, 0.3)]]
+    rows += [{"case": "zero", "side": "old", "x": v} for v in (-1.0, 1.0)]
+    rows += [{"case": "one", "side": "new", "x": 2.0}]
+    ok = pd.DataFrame(rows).sample(frac=1.0, random_state=1)
+    cases, sides = [*sorted(ok["case"].unique()), "absent"], ["old", "new"]
+    found = cell_summaries(ok, cases, sides, ["x", "y"])
+    for case in cases:
+        for side in sides:
+            mine = ok.loc[(ok["case"] == case) & (ok["side"] == side), "x"]
+            alone = stats.Summary(int(mine.notna().sum()), stats.median(mine), stats.minimum(mine),
+                                  stats.maximum(mine), stats.cv(mine))
+            assert repr(found[case, side, "x"]) == repr(alone) == repr(stats.summarize(mine))
+            assert found[case, side, "y"].n == 0
