@@ -10,6 +10,7 @@ each of them again once.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 STEAL_LIMIT = 0.05
@@ -28,16 +29,19 @@ def disturbed_reasons(runs: pd.DataFrame) -> pd.Series:
     load = pd.concat([column("host_load_before"), column("host_load_after")], axis=1).max(axis=1)
     step_cv = column("host_step_cv")
     cell_cv = step_cv.groupby([runs["case"], runs["side"]]).transform("median") if len(runs) else step_cv
-    reasons = []
-    for i in runs.index:
+    stolen, loaded = (steal > STEAL_LIMIT).to_numpy(), (load > cpus).to_numpy()
+    noisy = ((step_cv > STEP_CV_FACTOR * cell_cv) & (cell_cv > 0)).to_numpy()
+    reasons = np.full(len(runs), None, dtype=object)
+    for i in np.flatnonzero(stolen | loaded | noisy):  # the rules on whole columns; words for the flagged
         why = []
-        if steal[i] > STEAL_LIMIT:
-            why.append(f"CPU steal {100 * steal[i]:.0f}%")
-        if load[i] > cpus[i]:
-            why.append(f"load {load[i]:.1f} on {int(cpus[i])} CPUs")
-        if step_cv[i] > STEP_CV_FACTOR * cell_cv[i] and cell_cv[i] > 0:
-            why.append(f"step-time CV {100 * step_cv[i]:.1f}% vs cell median {100 * cell_cv[i]:.1f}%")
-        reasons.append("; ".join(why) or None)
+        if stolen[i]:
+            why.append(f"CPU steal {100 * steal.iloc[i]:.0f}%")
+        if loaded[i]:
+            why.append(f"load {load.iloc[i]:.1f} on {int(cpus.iloc[i])} CPUs")
+        if noisy[i]:
+            why.append(f"step-time CV {100 * step_cv.iloc[i]:.1f}% "
+                       f"vs cell median {100 * cell_cv.iloc[i]:.1f}%")
+        reasons[i] = "; ".join(why)
     return pd.Series(reasons, index=runs.index, dtype=object)
 
 

@@ -131,11 +131,11 @@ def find_drift(current: pd.DataFrame, history: pd.DataFrame, metrics: list[str],
     first_run = history.groupby("sweep_id")["started_at"].min()
     earlier = history[history["sweep_id"].isin(first_run[first_run < start].index)]
     drifts = []
-    histories = dict(iter(earlier.groupby(keys, sort=False))) if len(earlier) else {}  # one pass, no masks
-    for (side, *identity), mine in current.groupby(["side", *keys], sort=False):
-        past = histories.get(tuple(identity))
-        if past is None or past.empty:
+    histories = earlier.groupby(keys, sort=False).indices if len(earlier) else {}  # one pass, no masks
+    for (side, *identity), rows in current.groupby(["side", *keys], sort=False).indices.items():
+        if tuple(identity) not in histories:  # most cells of a suite's first sweep on a host
             continue
+        mine, past = current.iloc[rows], earlier.iloc[histories[tuple(identity)]]
         software = tuple(describe_changes(version_changes(reported_versions(past), reported_versions(mine))))
         for metric in metrics:
             drift = _metric_drift(mine, past, metric, first_run, threshold)

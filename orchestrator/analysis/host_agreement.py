@@ -138,8 +138,9 @@ def host_medians(runs: pd.DataFrame, cases: list[str], sides: list[str], metric:
         return pd.DataFrame()
     values = runs.assign(value=pd.to_numeric(runs[metric], errors="coerce")).dropna(subset=[HOST_COLUMN])
     table = values.pivot_table(index=["case", "side"], columns=HOST_COLUMN, values="value", aggfunc="median")
-    order = [(c, s) for c in cases for s in sides if (c, s) in table.index]
-    return table.reindex(order)
+    present = set(table.index)
+    order = [(c, s) for c in cases for s in sides if (c, s) in present]
+    return table.reindex(pd.MultiIndex.from_tuples(order, names=table.index.names) if order else order)
 
 
 @dataclass(frozen=True)

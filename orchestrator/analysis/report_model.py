@@ -339,7 +339,7 @@ def _audit(runs: pd.DataFrame, sides: list[str]) -> dict[str, dict[str, str]]:
 
 
 def _distinct(values: pd.Series) -> str:
-    return ", ".join(sorted({_compact(v) for v in values.dropna()})) or "-"
+    return ", ".join(sorted({_compact(v) for v in values.dropna().unique()})) or "-"
 
 
 def _compact(value: str) -> str:
