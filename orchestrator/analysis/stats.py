@@ -9,9 +9,10 @@ the per-round log ratios when paired, Mann-Whitney U otherwise).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -142,9 +143,14 @@ def rank_p(candidate: np.ndarray, baseline: np.ndarray, *, paired: bool) -> floa
     return rank_tests.wilcoxon_p(differences)
 
 
+def has_log_interval(cand: np.ndarray, base: np.ndarray) -> bool:
+    """Whether ``cand`` and ``base`` have an interval: 2 values each or more, all positive."""
+    return min(cand.size, base.size) >= 2 and bool(np.all(cand > 0) and np.all(base > 0))
+
+
 def log_interval(cand: np.ndarray, base: np.ndarray, *, paired: bool) -> intervals.LogInterval | None:
     """The interval of ``cand`` against ``base`` (see ``intervals``); None without one."""
-    if min(cand.size, base.size) < 2 or not (np.all(cand > 0) and np.all(base > 0)):
+    if not has_log_interval(cand, base):
         return None
     if paired:
         return intervals.paired(np.log(cand) - np.log(base))
@@ -193,21 +199,101 @@ def compare(candidate: Iterable[float | None], baseline: Iterable[float | None],
     own one (e.g. with the sweep's pooled noise, ``method`` saying so); ``rank_test=False``: no
     p-value (NaN), which is the slow part. ``ratio_of_interval``: the ratio is the replacing
     interval's estimate, not the ratio of the runs' medians (lockstep: the runs' figures are not
-    what the interval compares)."""
+    what the interval compares). ``compare_rows`` of one row."""
     cand, base = aligned(candidate, baseline, paired=paired)
-    own = log_interval(cand, base, paired=paired)
-    chosen = interval if own is not None and interval is not None else own
-    figure = ratio(median(cand), median(base))
-    if ratio_of_interval and chosen is interval and interval is not None:
-        figure = float(np.exp(interval.center))
-    common = dict(ratio=figure, confidence=confidence,
-                  p_value=rank_p(cand, base, paired=paired) if rank_test else math.nan,
-                  n_candidate=int(cand.size),
-                  n_baseline=int(base.size), paired=paired)
-    if chosen is None:
-        return Comparison(low=math.nan, high=math.nan, **common)
-    low, high = chosen.bounds(confidence)
+    if interval is not None:
+        interval = intervals.LogInterval(*(np.reshape(part, 1) for part in (interval.center, interval.se,
+                                                                             interval.df)))
+    rows = compare_rows(cand[None, :], base[None, :], paired=paired, interval=interval, method=method,
+                        ratio_of_interval=ratio_of_interval)
+    return rows.comparison(0, confidence, rank_test)
+
+
+@dataclass(frozen=True)
+class Comparisons:
+    """``compare`` of many cells of one shape at once (``compare_rows``), as columns; ``comparison``
+    gives one cell's. Intervals at a confidence and p-values are computed for every row at once, on
+    first use."""
+
+    candidate: np.ndarray  # [m, n1]
+    baseline: np.ndarray  # [m, n2]
+    paired: bool
+    ratio: np.ndarray
+    interval: intervals.LogInterval  # NaN where a row has none
+    method: str  # of the rows with an interval
+    _bounds: dict[float, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    @functools.cached_property
+    def p_values(self) -> np.ndarray:
+        return rank_p_rows(self.candidate, self.baseline, paired=self.paired)
+
+    @functools.cached_property
+    def estimates(self) -> np.ndarray:
+        return np.exp(self.interval.center)
+
+    def bounds(self, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every row's interval at ``confidence`` (NaN where none)."""
+        if confidence not in self._bounds:
+            with np.errstate(invalid="ignore"):
+                self._bounds[confidence] = self.interval.bounds(confidence)
+        return self._bounds[confidence]
+
+    def comparison(self, i: int, confidence: float, rank_test: bool = True) -> Comparison:
+        """Row ``i``'s ``Comparison``, its interval at ``confidence``; ``rank_test=False``: no p-value."""
+        common = dict(ratio=float(self.ratio[i]), confidence=confidence,
+                      p_value=float(self.p_values[i]) if rank_test else math.nan,
+                      n_candidate=self.candidate.shape[1], n_baseline=self.baseline.shape[1],
+                      paired=self.paired)
+        if math.isnan(self.interval.center[i]):
+            return Comparison(low=math.nan, high=math.nan, **common)
+        low, high = self.bounds(confidence)
+        return Comparison(low=float(low[i]), high=float(high[i]), method=self.method,
+                          estimate=float(self.estimates[i]), center=float(self.interval.center[i]),
+                          se=float(self.interval.se[i]), df=float(self.interval.df[i]), **common)
+
+
+def compare_rows(cand: np.ndarray, base: np.ndarray, *, paired: bool,
+                 interval: intervals.LogInterval | None = None, method: str | None = None,
+                 ratio_of_interval: bool = False) -> Comparisons:
+    """``compare`` of each row of ``cand[m, n1]`` against the same row of ``base[m, n2]`` (finite
+    values; ``paired``: n1 == n2, by round), with the same arithmetic row by row. ``interval``: each
+    row's replacing interval (read only where the row has its own)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        medians = [np.median(side, axis=1) if side.shape[1] else np.full(len(side), np.nan)
+                   for side in (cand, base)]
+        figure = np.where(np.isnan(medians[0]) | np.isnan(medians[1]) | (medians[1] == 0), np.nan,
+                          medians[0] / medians[1])
+    own = np.zeros(len(cand), dtype=bool)
+    if min(cand.shape[1], base.shape[1]) >= 2:
+        own = np.all(cand > 0, axis=1) & np.all(base > 0, axis=1)
+    center, se, df = (np.full(len(cand), np.nan) for _ in range(3))
+    if own.any():
+        if interval is not None:
+            found = intervals.LogInterval(interval.center[own], interval.se[own], interval.df[own])
+            if ratio_of_interval:
+                figure[own] = np.exp(found.center)
+        elif paired:
+            found = intervals.paired(np.log(cand[own]) - np.log(base[own]))
+        else:
+            found = intervals.unpaired(np.log(cand[own]), np.log(base[own]))
+        center[own], se[own], df[own] = found.center, found.se, found.df
     default = "trimmed t of per-round log ratios" if paired else "two-sample trimmed t of log values"
-    return Comparison(low=float(low), high=float(high), method=method or default,
-                      estimate=float(np.exp(chosen.center)), center=float(chosen.center),
-                      se=float(chosen.se), df=float(chosen.df), **common)
+    return Comparisons(cand, base, paired, figure, intervals.LogInterval(center, se, df), method or default)
+
+
+def rank_p_rows(cand: np.ndarray, base: np.ndarray, *, paired: bool) -> np.ndarray:
+    """``rank_p`` of each row of ``cand[m, n1]`` against the same row of ``base[m, n2]``: the rows
+    whose test needs nothing but their ranks at once (``rank_tests``), the others one at a time."""
+    if not (cand.shape[1] and base.shape[1]):
+        return np.full(len(cand), np.nan)
+    if not paired:
+        return rank_tests.mann_whitney_p_rows(cand, base)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        differences = np.log(cand) - np.log(base)
+    plain = np.isfinite(differences).all(axis=1) & differences.any(axis=1)
+    p = np.empty(len(cand))
+    if plain.any():
+        p[plain] = rank_tests.wilcoxon_p_rows(differences[plain])
+    for i in np.flatnonzero(~plain):
+        p[i] = rank_p(cand[i], base[i], paired=True)
+    return p

@@ -128,25 +128,37 @@ def summarize_suite(comparer: Comparer, cases: list[str], side: str, metric: str
     """The summary of ``cases`` (ratio of medians per case: ``ratios``) for ``side`` against the
     comparer's baseline; the geometric mean covers the cases both have (not ``one_sided``'s)."""
     common = [case for case in cases if one_sided is None or one_sided.presence(case) is None]
-    values = {(case, s): comparer.values(case, s, metric)
-              for case in common for s in (side, comparer.baseline)}
-    unique = all(series.index.is_unique for series in values.values())
+    runs = _cell_runs(comparer, [(case, s) for s in (side, comparer.baseline) for case in common], metric)
+    unique = not runs.duplicated(["cell", "repeat"]).any()
     paired = comparer.order in PAIRED_ORDERS and unique
-    complete = (sorted(set.intersection(*(set(series.index) for series in values.values())))
-                if unique and values else [])
+    complete = []
+    if unique and common:
+        cells = runs["repeat"].value_counts()
+        complete = sorted(cells.index[cells == 2 * len(common)])  # a round every cell of both sides ran
     ordered = sorted(cases, key=lambda c: -abs(math.log(ratios[c])) if _positive(ratios[c]) else math.inf)
     summary = SuiteSummary(side=side, metric=metric, cases=ordered, common=len(common), geomean=math.nan,
                            low=math.nan, high=math.nan, confidence=confidence, rounds=len(complete),
                            paired=paired, one_sided=one_sided)
     if len(complete) < 2:
         return summary
-    cand, base = (np.array([values[case, s].loc[complete].to_numpy(float) for case in common])
-                  for s in (side, comparer.baseline))
+    table = runs[runs["repeat"].isin(complete)].pivot(index="cell", columns="repeat", values="value")
+    values = table.to_numpy(dtype=float)  # [cell, round]: the side's cases, then the baseline's
+    cand, base = values[:len(common)], values[len(common):]
     if not (np.all(cand > 0) and np.all(base > 0)):
         return summary
     interval = geomean_interval(np.log(cand), np.log(base), paired=paired)
     low, high = interval.bounds(confidence)
     return replace(summary, geomean=float(np.exp(interval.center)), low=float(low), high=float(high))
+
+
+def _cell_runs(comparer: Comparer, cells: list[tuple[str, str]], metric: str) -> pd.DataFrame:
+    """The runs of ``cells`` with a value of ``metric``: ``cell`` (its index in ``cells``), ``repeat``
+    and ``value``, in one frame (a series per cell cost a 10,000-benchmark suite seconds)."""
+    found = [comparer.values(case, side, metric) for case, side in cells]
+    sizes = [repeats.size for repeats, _ in found]
+    return pd.DataFrame({"cell": np.repeat(np.arange(len(cells)), sizes),
+                         "repeat": np.concatenate([r for r, _ in found]) if found else np.zeros(0, dtype=int),
+                         "value": np.concatenate([v for _, v in found]) if found else np.array([])})
 
 
 def _positive(value: float) -> bool:

@@ -35,7 +35,8 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
-from orchestrator.analysis import block_pairs, intervals, stats
+from orchestrator.analysis import block_pairs, stats
+from orchestrator.analysis.compared_cells import CellSample, ComparedCells
 from orchestrator.analysis.distributions import t_quantile
 from orchestrator.analysis.sequential import POWER, Looks, rounds_to_decide
 from orchestrator.capabilities import case_matches
@@ -109,23 +110,19 @@ class Comparer:
     baseline: str
     order: str
     noise: str = "cell"
-    _cache: dict[tuple, stats.Comparison] = field(default_factory=dict, repr=False)
-    _pooled: dict[tuple, dict[bool, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict, repr=False)
+    _compared: dict[tuple[str, int | None], ComparedCells] = field(default_factory=dict, repr=False)
+    _cells_in_order: list[tuple[str, str]] | None = field(default=None, repr=False)
     _values: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
-    _by_cell: dict[tuple[str, str], pd.DataFrame] | None = field(default=None, repr=False)
+    _rows_by_cell: dict[tuple[str, str], np.ndarray] | None = field(default=None, repr=False)
     _blocks: dict[tuple[str, str], dict[int, list[dict]]] = field(default_factory=dict, repr=False)
     _round_logs: dict[tuple, np.ndarray] = field(default_factory=dict, repr=False)
     _rounds: dict[str, int] | None = field(default=None, repr=False)
     _metrics: set[str] = field(default_factory=set, repr=False)  # those ``_values`` holds every cell of
 
-    def values(self, case: str, side: str, metric: str, rounds: int | None = None) -> pd.Series:
-        """The metric of the ok runs of (case, side), indexed by repeat; missing values dropped."""
-        repeats, values = self._arrays(case, side, metric, rounds)
-        return pd.Series(values, index=repeats)
-
-    def _arrays(self, case: str, side: str, metric: str, rounds: int | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
-        """(repeats, values) of ``values``, as arrays."""
+    def values(self, case: str, side: str, metric: str, rounds: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(repeats, values) of the metric of the ok runs of (case, side), in the runs' order; missing
+        values dropped."""
         if metric not in self._metrics:
             self._values |= self._metric_arrays(metric)
             self._metrics.add(metric)
@@ -142,15 +139,15 @@ class Comparer:
             return {}
         values = pd.to_numeric(self.runs[metric], errors="coerce").to_numpy(dtype=float)
         repeats, finite = self.runs["repeat"].to_numpy(), np.isfinite(values)
-        cells = self.runs.groupby(["case", "side"], sort=False).indices
         return {(case, side, metric): (repeats[kept], values[kept])
-                for (case, side), rows in cells.items() for kept in [rows[finite[rows]]]}
+                for (case, side), rows in self._rows().items() for kept in [rows[finite[rows]]]}
 
-    def _cells(self) -> dict[tuple[str, str], pd.DataFrame]:
-        """The runs split by (case, side), once."""
-        if self._by_cell is None:
-            self._by_cell = {key: group for key, group in self.runs.groupby(["case", "side"], sort=False)}
-        return self._by_cell
+    def _rows(self) -> dict[tuple[str, str], np.ndarray]:
+        """The positions of each (case, side)'s runs, grouped once."""
+        if self._rows_by_cell is None:
+            grouped = self.runs.groupby(["case", "side"], sort=False)
+            self._rows_by_cell = grouped.indices if len(self.runs) else {}
+        return self._rows_by_cell
 
     def rounds_of(self, case: str) -> int:
         """Rounds of ``case`` that hold any run (the highest repeat + 1; 0 without runs)."""
@@ -162,10 +159,14 @@ class Comparer:
     def pair(self, case: str, side: str, metric: str, rounds: int | None = None
              ) -> tuple[np.ndarray, np.ndarray, bool]:
         """(candidate, baseline, paired): the rounds both ran, in round order, when they pair."""
-        cand_rounds, cand = self._arrays(case, side, metric, rounds)
-        base_rounds, base = self._arrays(case, self.baseline, metric, rounds)
+        cand_rounds, cand = self.values(case, side, metric, rounds)
+        base_rounds, base = self.values(case, self.baseline, metric, rounds)
+        if self.order not in PAIRED_ORDERS or min(cand.size, base.size) < 2:
+            return cand, base, False
+        if np.array_equal(cand_rounds, base_rounds) and np.all(np.diff(cand_rounds) > 0):
+            return cand, base, True  # every round once a side, in order (most cells): nothing to match
         unique = len(set(cand_rounds)) == len(cand_rounds) and len(set(base_rounds)) == len(base_rounds)
-        if self.order in PAIRED_ORDERS and unique:
+        if unique:
             common, in_cand, in_base = np.intersect1d(cand_rounds, base_rounds, assume_unique=True,
                                                       return_indices=True)
             if len(common) >= 2:
@@ -192,8 +193,8 @@ class Comparer:
         return float(np.std(logs, ddof=1)) if len(logs) >= 2 else None
 
     def _round_log_ratios(self, case: str, side: str, metric: str, rounds: int | None) -> np.ndarray:
-        cand_rounds, cand = self._arrays(case, side, metric, rounds)
-        base_rounds, base = self._arrays(case, self.baseline, metric, rounds)
+        cand_rounds, cand = self.values(case, side, metric, rounds)
+        base_rounds, base = self.values(case, self.baseline, metric, rounds)
         common, in_cand, in_base = np.intersect1d(cand_rounds, base_rounds, return_indices=True)
         with np.errstate(divide="ignore", invalid="ignore"):
             logs = np.log(cand[in_cand]) - np.log(base[in_base])
@@ -208,66 +209,44 @@ class Comparer:
     def _blocks_of(self, case: str, side: str) -> dict[int, list[dict]]:
         """Repeat -> the blocks of (case, side)'s run of that round ({} without a ``blocks`` column)."""
         if (case, side) not in self._blocks:
-            mine = self._cells().get((case, side), self.runs.iloc[:0])
-            cells = mine["blocks"] if "blocks" in mine else pd.Series(dtype=object)
+            rows = self._rows().get((case, side), [])
+            repeats = self.runs["repeat"].to_numpy()[rows]
+            blocks = self.runs["blocks"].to_numpy()[rows] if "blocks" in self.runs else []
             self._blocks[(case, side)] = {int(r): block_pairs.parse_blocks(b)
-                                          for r, b in zip(mine["repeat"], cells, strict=False)}
+                                          for r, b in zip(repeats, blocks, strict=False)}
         return self._blocks[(case, side)]
 
     def compare(self, case: str, side: str, metric: str, confidence: float = stats.DEFAULT_CONFIDENCE,
                 rounds: int | None = None, rank_test: bool = True) -> stats.Comparison:
         """``side`` against the baseline in ``case`` on ``metric`` (runs of rounds ``< rounds``);
-        ``rank_test=False`` leaves the p-value NaN (a look that only needs the interval)."""
-        key = (case, side, metric, rounds, rank_test)
-        if key not in self._cache:
-            cand, base, paired = self.pair(case, side, metric, rounds)
-            interval, method = None, None
-            lockstep_rounds = paired and self.order == "lockstep"  # rounds judged by their block pairs
-            if self.noise == "pooled":
-                interval = self._pooled_interval(case, side, metric, rounds, cand, base, paired)
-                method = "pooled-noise " + ("trimmed t of per-round log ratios" if paired
-                                            else "two-sample trimmed t of log values")
-            elif paired and self.order == "lockstep" and stats.log_interval(cand, base, paired=True):
-                interval = intervals.paired(self.round_log_ratios(case, side, metric, rounds))
-                method = "trimmed t of per-round block-pair medians (lockstep)"
-            self._cache[key] = stats.compare(cand, base, paired=paired, confidence=confidence,
-                                             interval=interval, method=method, rank_test=rank_test,
-                                             ratio_of_interval=lockstep_rounds)
-        cached = self._cache[key]
-        return cached if cached.confidence == confidence else cached.at(confidence)
-
-    def _pooled_interval(self, case: str, side: str, metric: str, rounds: int | None, cand: np.ndarray,
-                         base: np.ndarray, paired: bool) -> intervals.LogInterval | None:
-        if stats.log_interval(cand, base, paired=paired) is None:
-            return None
-        variance, df = self._pooled_noise(metric, rounds)[paired]
-        if paired:
-            own = intervals.spread(self.round_log_ratios(case, side, metric, rounds))
-            cell = intervals.with_pooled_noise(own, variance, df)
-            return intervals.LogInterval(cell.center, np.sqrt(cell.term), cell.df)
-        cells = [intervals.with_pooled_noise(intervals.spread(np.log(v)), variance, df) for v in (cand, base)]
-        return intervals.difference(*cells)
-
-    def _pooled_noise(self, metric: str, rounds: int | None) -> dict[bool, tuple[np.ndarray, np.ndarray]]:
-        """Per kind (paired: log-ratio cells; unpaired: log-value cells), the pooled variance and df."""
+        ``rank_test=False`` leaves the p-value NaN (a look that only needs the interval). Every cell
+        of the metric and look is compared at once, on the first ask (``analysis.compared_cells``)."""
         key = (metric, rounds)
-        if key not in self._pooled:
-            spreads: dict[bool, list[intervals.Spread]] = {True: [], False: []}
-            for case in self.runs["case"].unique():
-                for side in self.runs.loc[self.runs["case"] == case, "side"].unique():
-                    if side == self.baseline:
-                        continue
-                    cand, base, paired = self.pair(case, side, metric, rounds)
-                    if stats.log_interval(cand, base, paired=paired) is None:
-                        continue
-                    if paired:
-                        logs = self.round_log_ratios(case, side, metric, rounds)
-                        spreads[True].append(intervals.spread(logs))
-                    else:
-                        spreads[False] += [intervals.spread(np.log(cand)), intervals.spread(np.log(base))]
-            self._pooled[key] = {kind: intervals.pooled_variance(cells) if cells else (np.nan, np.nan)
-                                 for kind, cells in spreads.items()}
-        return self._pooled[key]
+        if key not in self._compared:
+            samples = {cell: self._sample(*cell, metric, rounds) for cell in self._compared_cells()}
+            self._compared[key] = ComparedCells(samples, self.noise, lockstep=self.order == "lockstep")
+        found = self._compared[key].comparison((case, side), confidence, rank_test)
+        if found is not None:
+            return found
+        cand, base, paired = self.pair(case, side, metric, rounds)  # no runs of the cell: no interval
+        return stats.compare(cand, base, paired=paired, confidence=confidence, rank_test=rank_test)
+
+    def _sample(self, case: str, side: str, metric: str, rounds: int | None) -> CellSample:
+        cand, base, paired = self.pair(case, side, metric, rounds)
+        logs = None
+        if paired and self.order == "lockstep" and stats.has_log_interval(cand, base):
+            logs = self.round_log_ratios(case, side, metric, rounds)
+        return CellSample(cand, base, paired, logs)
+
+    def _compared_cells(self) -> list[tuple[str, str]]:
+        """Every (case, non-baseline side) that has runs: cases in the order of their first row, a
+        case's sides likewise (the order ``noise: pooled`` sums them in)."""
+        if self._cells_in_order is None:
+            first = self.runs[["case", "side"]].dropna().drop_duplicates()
+            rank = {case: i for i, case in enumerate(self.runs["case"].unique())}
+            cells = [(c, s) for c, s in zip(first["case"], first["side"], strict=True) if s != self.baseline]
+            self._cells_in_order = sorted(cells, key=lambda cell: rank[cell[0]])
+        return self._cells_in_order
 
 
 def evaluate_gates(gates: list[GateSpec], cases: list[str], sides: list[str], comparer: Comparer,
@@ -298,7 +277,7 @@ def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Com
         passing, failing = (comparer.compare(case, side, gate.metric, confidence, limit, rank_test=False)
                             for confidence in claim_confidences(gate, looks, rounds))
         empty = tuple(s for s in (side, comparer.baseline)
-                      if not comparer.values(case, s, gate.metric, limit).size)
+                      if not comparer.values(case, s, gate.metric, limit)[1].size)
         verdict, reason = _decide(gate, empty, passing, failing)
         if verdict in (Verdict.PASS, Verdict.FAIL):
             break
