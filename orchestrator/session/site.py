@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 from filelock import FileLock
 
+from orchestrator.analysis.site_model import IndexRow
 from orchestrator.analysis.site_runs import GATE_COLUMNS, gate_schema, series_schema
 from orchestrator.analysis.site_sweeps import SweepInfo
 from orchestrator.errors import InvalidInputError
@@ -93,9 +94,7 @@ def site_directory(root: Path, out: str | Path | None, cwd: Path) -> Path:
 
 
 def _build(root: Path, out: Path) -> SiteBuild:
-    state = load_site_state(out)
-    if state is None or state.root != str(root):
-        state = SiteState(str(root), [])
+    state = _kept_state(out, root)
     marks = sweep_marks(root)
     changed = [s for s in marks if marks[s] is None or state.sweeps.get(s, {}).get("mark") != marks[s]]
     gone = [s for s in state.sweeps if s not in marks]
@@ -124,6 +123,27 @@ def _build(root: Path, out: Path) -> SiteBuild:
                         **({"unreadable": unreadable[s]} if s in unreadable else {})} for s in marks}
     save_site_state(out, state)
     return SiteBuild(out, pages.written, pages.unchanged, len(changed), damaged)
+
+
+def _kept_state(out: Path, root: Path) -> SiteState:
+    """The last build's state of ``root``'s site in ``out``, or an empty one (a full build) where there is
+    none, it is of another root, or what it kept does not read back: a sweep's info or an index row
+    that does not parse, a table without the columns and types of its schema."""
+    state = load_site_state(out)
+    if state is None or state.root != str(root):
+        return SiteState(str(root), [])
+    try:
+        for entry in state.sweeps.values():
+            SweepInfo.from_json(entry["info"])
+        for row in (row for rows in state.rows.values() for row in rows):
+            IndexRow.from_json(row)
+        for name, schema in (("series", series_schema(state.metrics)), ("gates", gate_schema())):
+            table = getattr(state, name)
+            if table is not None:
+                setattr(state, name, table.select(schema.names).cast(schema))
+    except (KeyError, TypeError, ValueError, pa.ArrowException):
+        return SiteState(str(root), [])
+    return state
 
 
 def _changes(state: SiteState, bisects: list, damaged: list[str], changed: set[str], touched: set[str],

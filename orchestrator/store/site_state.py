@@ -6,14 +6,19 @@ and mtime: a run written or a compaction changes them), its record (size and mti
 status) and its report's ``verdicts.json`` (size and mtime). A mark taken within ``RACY_S`` of a
 modification is not kept (``None``: the sweep is read again next time), since a file system's
 timestamps may be too coarse to see a second change in that time. The state is a cache: a missing,
-damaged or foreign one means a full build, never an error.
+damaged or foreign one means a full build, never an error. It is read from disk, so it is used only
+when it has the shape this module writes and every page and copy it names is a file under the site's
+directory (a build removes the pages and copies it no longer has: an edited state must not make it
+remove anything else).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,9 @@ STATE_DIR = ".shasweep-site"
 FORMAT = 1
 RACY_S = 2.0
 VERDICTS_SUFFIX = ".verdicts.json"
+# a page or copy of the site: a file name, or a directory and a file name, of safe characters, never a
+# name of dots only (``render.site_paths`` names every file so)
+_SITE_FILE = re.compile(r"(?:[A-Za-z0-9_-][A-Za-z0-9._-]*/)?[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 
 @dataclass
@@ -57,11 +65,11 @@ def state_dir(out: Path) -> Path:
 
 def load_site_state(out: Path) -> SiteState | None:
     """The state the last build left in ``out``; None when there is none of this format (or it is
-    damaged)."""
+    damaged: not of the shape ``save_site_state`` writes, ``well_formed``)."""
     directory = state_dir(out)
     try:
         raw = json.loads((directory / "state.json").read_text(encoding="utf-8"))
-        if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        if not well_formed(raw):
             return None
         series, gates = (pq.read_table(directory / name) for name in ("series.parquet", "gates.parquet"))
     except (*READ_ERRORS, KeyError):
@@ -69,6 +77,51 @@ def load_site_state(out: Path) -> SiteState | None:
     return SiteState(str(raw["root"]), list(raw["metrics"]), dict(raw["sweeps"]), dict(raw["pages"]),
                      dict(raw["copies"]), list(raw["bisects"]), list(raw["damaged"]), dict(raw["rows"]),
                      series, gates)
+
+
+def well_formed(raw: object) -> bool:
+    """Whether ``raw`` (a parsed ``state.json``) is of this format and of the shape ``save_site_state``
+    writes, every page and copy it names a file under the site's directory (``_SITE_FILE``)."""
+    return (isinstance(raw, dict) and raw.get("format") == FORMAT and isinstance(raw.get("root"), str)
+            and _list_of(raw.get("metrics"), _text) and _list_of(raw.get("damaged"), _text)
+            and _map_of(raw.get("sweeps"), _sweep_entry)
+            and _map_of(raw.get("pages"), _text, _site_file)
+            and _map_of(raw.get("copies"), lambda v: _list_of(v, _integer) and len(v) == 2, _site_file)
+            and _list_of(raw.get("bisects"), _bisect_entry)
+            and _map_of(raw.get("rows"), lambda v: _list_of(v, lambda row: isinstance(row, dict))))
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _site_file(value: object) -> bool:
+    return isinstance(value, str) and _SITE_FILE.fullmatch(value) is not None
+
+
+def _list_of(value: object, item: Callable[[Any], bool]) -> bool:
+    return isinstance(value, list) and all(item(v) for v in value)
+
+
+def _map_of(value: object, item: Callable[[Any], bool], key: Callable[[Any], bool] = _text) -> bool:
+    return isinstance(value, dict) and all(key(k) and item(v) for k, v in value.items())
+
+
+def _sweep_entry(entry: object) -> bool:
+    """``{"mark": [...] | None, "info": {...}}`` and maybe ``"unreadable": why``."""
+    return (isinstance(entry, dict) and isinstance(entry.get("info"), dict)
+            and (entry.get("mark") is None or _list_of(entry.get("mark"), _integer))
+            and _text(entry.get("unreadable", "")))
+
+
+def _bisect_entry(entry: object) -> bool:
+    """What the build compares of a bisect it showed: its case (or None) and its step sweeps."""
+    return (isinstance(entry, dict) and "case" in entry and (entry["case"] is None or _text(entry["case"]))
+            and _list_of(entry.get("steps"), _text))
 
 
 def save_site_state(out: Path, state: SiteState) -> None:

@@ -10,10 +10,13 @@ import re
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from site_lab import CASES, sweep_id_of, write_lab_sweep
 
 from orchestrator.analysis.report_model import make_report
+from orchestrator.analysis.site_runs import GATE_COLUMNS
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_INVALID, EXIT_OK
 from orchestrator.render.site_paths import INDEX, case_path, sweep_path
@@ -140,6 +143,46 @@ def test_damaged_files_are_named_and_the_rest_is_built(tmp_path, capsys):
     assert f"sweep {damaged}: file" in index and f"sweep {sweep_id_of(2)}: record unreadable" in index
     assert all(case_path(case) in index for case in CASES)
     assert "damaged: sweep" in capsys.readouterr().out
+
+
+def with_infos(state: dict, info: object) -> dict:
+    return {**state, "sweeps": {k: {**v, "info": info} for k, v in state["sweeps"].items()}}
+
+
+EDITS = {  # a state.json edited or damaged by hand, each of a shape JSON allows
+    "sweeps a list": lambda s: {**s, "sweeps": [1]},
+    "a sweep's entry a number": lambda s: {**s, "sweeps": dict.fromkeys(s["sweeps"], 5)},
+    "a sweep's info a list": lambda s: with_infos(s, [1]),
+    "a sweep's info without its id": lambda s: with_infos(s, {}),
+    "metrics null": lambda s: {**s, "metrics": None},
+    "a table of other types": lambda s: s,
+    "an index row without its fields": lambda s: {**s, "rows": dict.fromkeys(s["rows"], [{"case": "x"}])},
+    "a bisect without steps": lambda s: {**s, "bisects": [{"case": None}]},
+    "a page outside the site": lambda s: {**s, "pages": {**s["pages"], "../precious.txt": "0"}},
+    "a copy outside the site": lambda s: {**s, "copies": {**s["copies"], "../precious.txt": [1, 2]}},
+    "a copy at an absolute path": lambda s: {**s, "copies": {**s["copies"], "/tmp/precious.txt": [1, 2]}},
+}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_an_edited_state_is_a_full_build_that_removes_nothing_outside_out(tmp_path, edit):
+    """The state is a cache read from disk: one of another shape is not believed (every sweep is read
+    again), and the pages and copies it names are never removed outside ``--out``."""
+    root = lab_root(tmp_path, sweeps=3)
+    settle(root)
+    out = tmp_path / "site"
+    build_site(root, out)
+    state = out / ".shasweep-site" / "state.json"
+    state.write_text(json.dumps(EDITS[edit](json.loads(state.read_text()))))
+    if edit == "a table of other types":
+        gates = pa.table({name: ["x"] for name in GATE_COLUMNS})  # "gate": "x", "ratio": "x"...
+        pq.write_table(gates, out / ".shasweep-site" / "gates.parquet")
+    precious = tmp_path / "precious.txt"
+    precious.write_text("kept")
+    rebuilt = build_site(root, out)
+    assert rebuilt.read == 3 and precious.read_text() == "kept"
+    assert all(case_path(case) in page(out, INDEX) for case in CASES)
+    assert build_site(root, out).read == 0, "the state the full build wrote is believed again"
 
 
 def test_hostile_names_are_shown_as_text_and_stay_inside_out(tmp_path):
