@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from bokeh.models import (
+    BasicTicker,
     BooleanFilter,
     CDSView,
     ColumnDataSource,
@@ -34,6 +35,7 @@ from orchestrator.render.plots import metric_label, side_colors
 
 SPARK_WIDTH, SPARK_HEIGHT = 180, 40
 WIDTH, HEIGHT, GATE_HEIGHT = 1100, 340, 220
+AXIS_SPACE = 90  # pixels left of both plots of a metric, so that their frames line up over one x range
 VERDICT_COLORS: dict[str, str] = {"PASS": "#2ca02c", "FAIL": "#d62728", "INCONCLUSIVE": "#e6a700",
                                   "NO DATA": "#7f7f7f", "waived": "#6a51a3"}
 SHIFT_COLOR = "#9467bd"
@@ -93,7 +95,7 @@ def metric_figures(history: MetricHistory, sides: list[str], commits: list[str],
     views = {}
     for axis in ("commit", "time"):
         series = _series_figure(history, axis, shared[0], shared[1], marks, commits)
-        gates = _gate_figure(history, axis, shared[2], series)
+        gates = _gate_figure(history, axis, shared[2], series, commits)
         views[axis] = [series, gates]
     return views
 
@@ -110,12 +112,10 @@ def _series_figure(history: MetricHistory, axis: str, points: tuple, lines: tupl
                    commits: list[str]) -> figure:
     title = f"{history.case}: {history.metric} per sweep and side (median of its ok runs, bar: min-max)"
     fig = figure(title=printable(title), width=WIDTH, height=HEIGHT, x_axis_type=_axis_type(axis),
-                 tools="pan,box_zoom,wheel_zoom,reset,save", name=f"series-{axis}")
+                 tools="pan,box_zoom,wheel_zoom,reset,save", name=f"series-{axis}",
+                 min_border_left=AXIS_SPACE)
     fig.yaxis.axis_label = metric_label(history.metric)
-    fig.xaxis.axis_label = "commit (in the order first measured)" if axis == "commit" else "started (UTC)"
-    if axis == "commit":
-        fig.xaxis.major_label_overrides = {i: sha[:8] for i, sha in enumerate(commits)}
-        fig.xaxis.major_label_orientation = 0.7
+    _label_x(fig, axis, commits)
     source, keep = lines
     fig.multi_line(f"xs_{axis}", "ys", source=source, view=CDSView(filter=keep), color="color", alpha=0.45)
     source, keep = points
@@ -141,11 +141,23 @@ def _series_figure(history: MetricHistory, axis: str, points: tuple, lines: tupl
     return fig
 
 
-def _gate_figure(history: MetricHistory, axis: str, bands: tuple, series: figure) -> figure:
+def _label_x(fig: figure, axis: str, commits: list[str]) -> None:
+    """The x axis named, and in commit order its positions labelled with the commits' SHAs."""
+    fig.xaxis.axis_label = "commit (in the order first measured)" if axis == "commit" else "started (UTC)"
+    if axis == "commit":
+        fig.xaxis.ticker = BasicTicker(min_interval=1)  # a tick between two commits would say a number
+        fig.xaxis.major_label_overrides = {i: sha[:8] for i, sha in enumerate(commits)}
+        fig.xaxis.major_label_orientation = 0.7
+
+
+def _gate_figure(history: MetricHistory, axis: str, bands: tuple, series: figure, commits: list[str]
+                 ) -> figure:
     title = f"{history.case}: each sweep's gate on {history.metric}, its decided interval of the ratio"
     fig = figure(title=printable(title), width=WIDTH, height=GATE_HEIGHT, x_range=series.x_range,
-                 x_axis_type=_axis_type(axis), tools="pan,box_zoom,reset", name=f"gates-{axis}")
+                 x_axis_type=_axis_type(axis), tools="pan,box_zoom,reset", name=f"gates-{axis}",
+                 min_border_left=AXIS_SPACE)
     fig.yaxis.axis_label = "ratio to the baseline"
+    _label_x(fig, axis, commits)
     fig.add_layout(Span(location=1.0, dimension="width", line_color="#555", line_dash="dotted"))
     source, keep = bands
     boxes = fig.rect(_x(axis), "center", width=10, width_units="screen", height="height", source=source,

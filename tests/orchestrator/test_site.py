@@ -16,12 +16,16 @@ import pytest
 from site_lab import CASES, sweep_id_of, write_lab_sweep
 
 from orchestrator.analysis.report_model import make_report
+from orchestrator.analysis.site_model import case_view
 from orchestrator.analysis.site_runs import GATE_COLUMNS
+from orchestrator.analysis.site_sweeps import SweepInfo
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_INVALID, EXIT_OK
 from orchestrator.render.site_paths import INDEX, case_path, sweep_path
+from orchestrator.render.site_plots import FilteredSources, metric_figures
 from orchestrator.session.site import build_site
 from orchestrator.store.records import append_entry
+from orchestrator.store.site_state import load_site_state
 
 SHIFT_AT = 6  # the cand side of the first case runs 10 % slower from this sweep on
 
@@ -68,6 +72,22 @@ def test_the_site_shows_every_case_its_change_point_and_the_reports_figures(tmp_
     case = page(built.out, case_path(CASES[0]))
     assert "change point: side cand" in case and "site-src-0" in case and 'name="xaxis"' in case
     assert "static/bokeh-" in case and "<script src=\"../static/site.js\"></script>" in case
+
+
+def test_the_gate_bands_are_labelled_with_the_commits_of_the_series(tmp_path):
+    """Both plots of the commit order share its x range; each names the commits at whole positions."""
+    out = build_site(lab_root(tmp_path, sweeps=4), tmp_path / "site").out
+    state = load_site_state(out)
+    series, gates = state.series.to_pandas(), state.gates.to_pandas()
+    infos = {s: SweepInfo.from_json(e["info"]) for s, e in state.sweeps.items()}
+    view = case_view(CASES[0], series[series["case"] == CASES[0]], gates[gates["case"] == CASES[0]], infos)
+    urls = {s: f"{s}.html" for s in view.sweeps}
+    plots = metric_figures(view.metrics[0], view.sides, view.commits, urls, FilteredSources())["commit"]
+    assert [p.name for p in plots] == ["series-commit", "gates-commit"] and len(view.commits) == 6
+    for plot in plots:
+        axis = plot.xaxis[0]
+        assert axis.major_label_overrides == {i: sha[:8] for i, sha in enumerate(view.commits)}, plot.name
+        assert axis.ticker.min_interval == 1
 
 
 def test_a_second_build_writes_nothing_and_one_more_sweep_rewrites_only_what_it_touched(tmp_path):
