@@ -4,6 +4,9 @@ site's additions: one look) and the script of a case page's filters and x axis."
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import bokeh
 from bokeh.resources import Resources
 
@@ -11,6 +14,8 @@ from orchestrator.render.page import STYLE
 from orchestrator.render.site_paths import static_file
 
 BOKEH_JS = f"bokeh-{bokeh.__version__}.min.js"
+# what makes the pages besides the data: the render package and the site's model of a case
+PAGE_MAKERS = (Path(__file__).parent, Path(__file__).parents[1] / "analysis" / "site_model.py")
 STYLE_SHEET, SCRIPT = "site.css", "site.js"
 SITE_STYLE = """
 nav { font-size: 13px; margin-bottom: 0.5em; } nav a { margin-right: 1em; }
@@ -64,3 +69,13 @@ def site_assets() -> dict[str, str]:
     bokeh_js = "\n".join(Resources(mode="inline", components=["bokeh"]).js_raw)
     return {static_file(BOKEH_JS): bokeh_js, static_file(STYLE_SHEET): STYLE + SITE_STYLE,
             static_file(SCRIPT): SITE_SCRIPT}
+
+
+def renderer_id() -> str:
+    """A digest of the code that renders the pages (``PAGE_MAKERS``' sources and Bokeh's version): a
+    build by other code renders every page again, since a page kept from the last build may differ."""
+    digest = hashlib.sha256(bokeh.__version__.encode())
+    for maker in PAGE_MAKERS:
+        for source in sorted(maker.glob("*.py")) if maker.is_dir() else [maker]:
+            digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:16]

@@ -17,7 +17,7 @@ import pandas as pd
 from orchestrator.analysis.site_model import IndexRow, case_view, site_index
 from orchestrator.analysis.site_sweeps import BisectInfo, SweepInfo
 from orchestrator.render import site_pages
-from orchestrator.render.site_assets import site_assets
+from orchestrator.render.site_assets import renderer_id, site_assets
 from orchestrator.render.site_paths import INDEX, SWEEPS, case_path, report_copy, sweep_path
 from orchestrator.store.atomic import link_or_copy, write_text_unsynced
 from orchestrator.store.site_state import SiteState
@@ -40,7 +40,10 @@ class SitePages:
 
     def __init__(self, out: Path, root: Path, state: SiteState) -> None:
         self.out, self.root, self.state = out, root, state
-        self.first = not state.pages  # nothing written yet: every page is rendered
+        renderer = renderer_id()
+        # nothing written yet, or written by other code: every page is rendered
+        self.first = not state.pages or state.renderer != renderer
+        state.renderer = renderer
         self.written: list[str] = []
         self.unchanged = 0
         self._kept: set[str] = set()

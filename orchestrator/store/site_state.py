@@ -45,7 +45,7 @@ class SiteState:
     """What the last build read and wrote: the results root, the metrics its runs table holds, per
     sweep its mark and what the site knows of it, each page's digest, each copied report's stat, the
     bisects and damaged results it showed, each case's index rows, and the runs and gate rows of every
-    sweep (``analysis.site_runs``)."""
+    sweep (``analysis.site_runs``), and what rendered the pages."""
 
     root: str
     metrics: list[str]
@@ -55,6 +55,7 @@ class SiteState:
     bisects: list[dict[str, Any]] = field(default_factory=list)  # what the site showed of each bisect
     damaged: list[str] = field(default_factory=list)  # the damaged results it named
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # case -> its index rows
+    renderer: str = ""  # what rendered the pages (``render.site_assets.renderer_id``)
     series: pa.Table | None = None
     gates: pa.Table | None = None
 
@@ -76,7 +77,7 @@ def load_site_state(out: Path) -> SiteState | None:
         return None
     return SiteState(str(raw["root"]), list(raw["metrics"]), dict(raw["sweeps"]), dict(raw["pages"]),
                      dict(raw["copies"]), list(raw["bisects"]), list(raw["damaged"]), dict(raw["rows"]),
-                     series, gates)
+                     raw.get("renderer", ""), series, gates)
 
 
 def well_formed(raw: object) -> bool:
@@ -88,7 +89,8 @@ def well_formed(raw: object) -> bool:
             and _map_of(raw.get("pages"), _text, _site_file)
             and _map_of(raw.get("copies"), lambda v: _list_of(v, _integer) and len(v) == 2, _site_file)
             and _list_of(raw.get("bisects"), _bisect_entry)
-            and _map_of(raw.get("rows"), lambda v: _list_of(v, lambda row: isinstance(row, dict))))
+            and _map_of(raw.get("rows"), lambda v: _list_of(v, lambda row: isinstance(row, dict)))
+            and _text(raw.get("renderer", "")))
 
 
 def _text(value: object) -> bool:
@@ -132,7 +134,7 @@ def save_site_state(out: Path, state: SiteState) -> None:
             write_with(directory / name, lambda tmp, t=table: pq.write_table(t, tmp))
     document = {"format": FORMAT, "root": state.root, "metrics": state.metrics, "sweeps": state.sweeps,
                 "pages": state.pages, "copies": state.copies, "bisects": state.bisects,
-                "damaged": state.damaged, "rows": state.rows}
+                "damaged": state.damaged, "rows": state.rows, "renderer": state.renderer}
     write_text_unsynced(directory / "state.json", json.dumps(document))
 
 

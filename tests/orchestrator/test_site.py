@@ -21,8 +21,10 @@ from orchestrator.analysis.site_runs import GATE_COLUMNS
 from orchestrator.analysis.site_sweeps import SweepInfo
 from orchestrator.cli.main import main
 from orchestrator.errors import EXIT_INVALID, EXIT_OK
+from orchestrator.render import site_pages
 from orchestrator.render.site_paths import INDEX, case_path, sweep_path
 from orchestrator.render.site_plots import FilteredSources, metric_figures
+from orchestrator.session import site_writing
 from orchestrator.session.site import build_site
 from orchestrator.store.records import append_entry
 from orchestrator.store.site_state import load_site_state
@@ -106,6 +108,25 @@ def test_a_second_build_writes_nothing_and_one_more_sweep_rewrites_only_what_it_
     assert sorted(third.written) == sorted([INDEX, "sweeps.html", case_path(CASES[1]), sweep_path(new)])
     assert (out / case_path(CASES[0])).stat().st_mtime_ns == stamps[out / case_path(CASES[0])]
     assert new in page(out, case_path(CASES[1])) and new not in page(out, case_path(CASES[0]))
+
+
+def test_pages_made_by_other_code_are_all_rendered_again(tmp_path, monkeypatch):
+    """A site kept from an older shasweep (pages of another look) is brought to this one's pages by the
+    next build, though no sweep changed."""
+    root = lab_root(tmp_path, sweeps=4)
+    settle(root)
+    out = tmp_path / "site"
+    document = site_pages.site_document
+    with monkeypatch.context() as old:
+        old.setattr(site_pages, "site_document", lambda *a: document(*a).replace("<nav>", "<!--old--><nav>"))
+        old.setattr(site_writing, "renderer_id", lambda: "older", raising=False)
+        build_site(root, out)
+    pages = sorted(str(p.relative_to(out)) for p in out.rglob("*.html") if "<!--old-->" in p.read_text())
+    assert len(pages) == 2 + len(CASES) + 4
+    rebuilt = build_site(root, out)
+    assert rebuilt.read == 0 and sorted(rebuilt.written) == pages
+    assert not any("<!--old-->" in p.read_text() for p in out.rglob("*.html"))
+    assert build_site(root, out).written == []
 
 
 def test_a_waiver_recorded_later_closes_the_regression(tmp_path):
