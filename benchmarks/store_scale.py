@@ -243,7 +243,7 @@ def measure(root: Path, repo: Path, runs: int, repeats: int) -> dict[str, Measur
     shasweep = [sys.executable, "-m", "orchestrator.cli"]
     sweeps = max(1, runs // RUNS_PER_SWEEP)
     last = sweeps - max(1, sweeps // 100) - 1  # the last compacted sweep
-    reported = sweep_id_of(last - (last + 1) % 5)  # the 5th sweep of its base SHA: 4 earlier ones
+    reported = sweep_id_of(max(0, last - (last + 1) % 5))  # the 5th sweep of its base SHA: 4 earlier ones
     plan = sweep_yaml(repo.parent / "plan.yaml", [CASES[0]], root, repo)
     duck = ("import duckdb, sys; duckdb.sql(\"SELECT \\\"case\\\", side, median(throughput), count(*) FROM "
             "read_parquet('\" + sys.argv[1] + \"/runs/**/*.parquet', union_by_name = true) "
