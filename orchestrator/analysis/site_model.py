@@ -33,7 +33,9 @@ from orchestrator.analysis.verdicts import Verdict
 from orchestrator.capabilities import TIME_METRIC, higher_is_better
 
 RECENT_SWEEPS = 40  # the sweeps a sparkline shows, per side
-DEFAULT_METRICS: tuple[str, ...] = ("throughput", TIME_METRIC)  # a case no gate reads: the first with values
+# a case no gate reads: the first with values; a suite's time per call before the throughput its runs
+# also carry (only suites write it), as a suite's gates read it
+DEFAULT_METRICS: tuple[str, ...] = (TIME_METRIC, "throughput")
 POINT_COLUMNS: tuple[str, ...] = ("sweep_id", "side", "host", "settings", "value", "low", "high", "n",
                                   "not_ok", "started_at", "sha", "commit")
 
@@ -166,19 +168,22 @@ def case_view(case: str, runs: pd.DataFrame, gates: pd.DataFrame, sweeps: Mappin
     position = {sha: i for i, sha in enumerate(commits)}
     runs = runs.assign(commit=runs["sha"].fillna("-").map(position))
     order = list(dict.fromkeys(runs["sweep_id"]))
-    gated = gates[gates["gate"] != NO_GATE]
-    metrics = [_metric_history(case, metric, runs, gated[gated["metric"] == metric], sweeps, order)
-               for metric in shown_metrics(runs, gated)]
+    gated, one_sided = gates[gates["gate"] != NO_GATE], gates[gates["gate"] == NO_GATE]
+    latest_one_sided = one_sided[one_sided["sweep_id"] == (order[-1] if order else None)]
+    metrics = [_metric_history(case, metric, runs, gated[gated["metric"] == metric], sweeps, order,
+                               latest_one_sided) for metric in shown_metrics(runs, gated)]
     labels = {label: key for key, label in settings_labels(runs).items()}
     settings = {label: "params {}; command {}".format(*key.split(" | ", 1)) for label, key in labels.items()}
-    one_sided = gates[gates["gate"] == NO_GATE]
     return CaseView(case, metrics, settings, commits, order, list(dict.fromkeys(runs["side"].astype(str))),
                     [b for b in bisects if b.case == case],
                     list(zip(one_sided["sweep_id"], one_sided["side"], one_sided["verdict"], strict=True)))
 
 
 def _metric_history(case: str, metric: str, runs: pd.DataFrame, gates: pd.DataFrame,
-                    sweeps: Mapping[str, SweepInfo], order: list[str]) -> MetricHistory:
+                    sweeps: Mapping[str, SweepInfo], order: list[str], one_sided: pd.DataFrame
+                    ) -> MetricHistory:
+    """``metric`` of ``case`` (``gates``: its gate rows on it; ``one_sided``: the latest sweep's rows
+    saying one side alone had the case, listed with that sweep's gates, never gated)."""
     ok = runs[(runs["status"] == "ok") & runs[metric].notna()]
     window = set(order[-MAX_SWEEPS:])
     shifts = sweep_shifts(runs[runs["sweep_id"].isin(window)], metric)
@@ -189,6 +194,8 @@ def _metric_history(case: str, metric: str, runs: pd.DataFrame, gates: pd.DataFr
     latest = order[-1] if order else None
     latest_gates = gates[gates["sweep_id"] == latest]
     failed = ((latest_gates["verdict"] == Verdict.FAIL.value) & ~latest_gates["waived"].astype(bool)).any()
+    if len(one_sided):
+        latest_gates = pd.concat([g for g in (latest_gates, one_sided) if len(g)], ignore_index=True)
     last = views[-1] if views else None
     regressed = last is not None and not last.better and not last.waived
     return MetricHistory(case, metric, _points(runs, ok, metric), _bands(gates, runs), views, recent, latest,

@@ -17,6 +17,7 @@ from bokeh.embed import components
 from bokeh.model import Model
 
 from orchestrator.analysis.site_model import CaseView, IndexRow, MetricHistory, ShiftSummary, SiteIndex
+from orchestrator.analysis.site_runs import ONE_SIDED
 from orchestrator.analysis.site_sweeps import BisectInfo, SweepInfo
 from orchestrator.render.page import HIGHLIGHTS, html_text
 from orchestrator.render.plots import side_colors
@@ -141,10 +142,12 @@ def _commits(shift: ShiftSummary) -> str:
 
 
 def _gates_cell(gates: list[Mapping], sweep_id: str | None, depth: int) -> str:
-    """``FAIL 0.912 [0.880, 0.944] (cand)`` per gate row, with the sweep's link; empty without."""
+    """``FAIL 0.912 [0.880, 0.944] (cand)`` per gate row (``added on cand`` for a case one side had
+    alone), with the sweep's link; empty without."""
     if sweep_id is None:
         return ""
-    figures = [_e(f"{_verdict(r)} {_interval(r)} ({r['side']})") for r in gates]
+    figures = [_e(f"{r['verdict']} on {r['side']}" if r["verdict"] in ONE_SIDED
+                  else f"{_verdict(r)} {_interval(r)} ({r['side']})") for r in gates]
     return _link(sweep_id, sweep_path(sweep_id), depth) + (": " + "; ".join(figures) if figures else "")
 
 

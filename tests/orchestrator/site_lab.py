@@ -35,9 +35,10 @@ def sweep_id_of(i: int) -> str:
 def write_lab_sweep(root: Path, i: int, *, levels: dict[tuple[str, str], float] | None = None,
                     cases: tuple[str, ...] = CASES, sweep_id: str | None = None, host: str = "bench1",
                     repeats: int = 3, gates: list[dict] | None = None, waivers: list[dict] | None = None,
-                    shas: dict[str, str] | None = None) -> str:
+                    shas: dict[str, str] | None = None, suite: bool = False) -> str:
     """Sweep number ``i`` (created ``i`` hours after ``T0``): base at main's commit ``i // 2``, cand at a
-    commit of its own; ``levels[(case, side)]`` scales that cell's throughput (default 1). Its id."""
+    commit of its own; ``levels[(case, side)]`` scales that cell's throughput (default 1); ``suite``:
+    each run also reports its time per call (``time_ms``), as a suite's runs do. Its id."""
     sweep_id = sweep_id or sweep_id_of(i)
     created = T0 + timedelta(hours=i)
     shas = shas or {"base": sha_of("main", i // 2), "cand": sha_of("feature", i)}
@@ -61,6 +62,7 @@ def write_lab_sweep(root: Path, i: int, *, levels: dict[tuple[str, str], float] 
         steps = StepLog([StepRecord(0, True, {"physics_ms": 2.0}), StepRecord(1, False, {"physics_ms": 2.0})])
         write_run(run, dataclasses.replace(
             base, started_at=started, ended_at=started + timedelta(seconds=3), steps=steps, audited=True,
-            summary={"throughput": throughput, "phase_means_ms": {"physics_ms": 2.0}},
+            summary={"throughput": throughput, "phase_means_ms": {"physics_ms": 2.0},
+                     **({"metrics": {"time_ms": 1000.0 / throughput}} if suite else {})},
             host=dataclasses.replace(base.host, id=host, hostname=host)))
     return sweep_id

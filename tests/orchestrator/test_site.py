@@ -147,6 +147,16 @@ def test_a_waiver_recorded_later_closes_the_regression(tmp_path):
     assert "accepted &lt;slower&gt;" in page(out, case_path(CASES[0]))
 
 
+@pytest.mark.parametrize("suite", [True, False])
+def test_a_case_no_gate_reads_shows_a_suites_time_else_the_throughput(tmp_path, suite):
+    root = tmp_path / "results"
+    for i in range(3):
+        write_lab_sweep(root, i, gates=[], suite=suite)
+    index = page(build_site(root, tmp_path / "site").out, INDEX)
+    metrics = re.findall(r"</a></td><td>([a-z_]+)</td>", index)
+    assert metrics == ["time_ms" if suite else "throughput"] * len(CASES)
+
+
 def test_a_current_verdicts_document_is_read_and_a_stale_one_is_not(tmp_path):
     root = lab_root(tmp_path, sweeps=2)
     sweep = sweep_id_of(1)
@@ -163,6 +173,23 @@ def test_a_current_verdicts_document_is_read_and_a_stale_one_is_not(tmp_path):
     os.utime(path, ns=(1, 1))  # older than the runs and the record: decided from the runs instead
     build_site(root, tmp_path / "other")
     assert "1.234" not in page(tmp_path / "other", sweep_path(sweep))
+
+
+def test_a_case_one_side_had_alone_is_listed_on_its_index_row(tmp_path):
+    """The report's verdicts.json says a suite's case was added on cand: listed on the index, not gated."""
+    root = lab_root(tmp_path, sweeps=2)
+    sweep = sweep_id_of(1)
+    document = {"format": 2, "sweep_id": sweep, "added": [{"case": CASES[1], "side": "cand"}], "removed": [],
+                "verdicts": [{"gate": 0, "metric": "throughput", "case": CASES[0], "side": "cand",
+                              "bound": ">= 0.95x", "verdict": "PASS", "waived": False, "ratio": 1.0,
+                              "low": 0.99, "high": 1.01, "confidence": 0.95}]}
+    (root / "reports").mkdir()
+    (root / "reports" / f"{sweep}.verdicts.json").write_text(json.dumps(document))
+    index = page(build_site(root, tmp_path / "site").out, INDEX)
+    rows = {case: row for row in re.findall(r"<tr[^>]*>.*?</tr>", index.split("<tbody>", 1)[1], re.DOTALL)
+            for case in CASES if f">{case}</a>" in row}
+    assert f"{sweep}</a>: added on cand</td>" in rows[CASES[1]], rows[CASES[1]]
+    assert "PASS 1.000 [0.990, 1.010] (cand)" in rows[CASES[0]] and "added" not in rows[CASES[0]]
 
 
 def test_an_empty_root_gets_a_page_that_says_so(tmp_path, capsys):
