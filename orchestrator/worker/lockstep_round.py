@@ -12,23 +12,23 @@ or not within ``timeout_s``, a cancel) raises ``RoundFailed`` naming the side, i
 awaited; the caller kills every process of the round (``kill``).
 
 Nothing a bench does can hold the worker past ``timeout_s`` or a cancel: a command is written to the
-FIFO without blocking (a bench that filled its own FIFO and stopped reading it is awaited like any
-answer), the streams are read a chunk at a time between the checks, and a parked process that
-writes to its stream or uses CPU while another side measures fails the round (``worker.parked``).
+FIFO without blocking, whole and in order whatever its length (``worker.control_channel``; a bench
+that filled its own FIFO and stopped reading it is awaited like any answer), the streams are read a
+chunk at a time between the checks, and a parked process that writes to its stream or uses CPU while
+another side measures fails the round (``worker.parked``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import select
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.errors import ProtocolError
+from orchestrator.worker.control_channel import CommandTooLarge, ControlChannel
 from orchestrator.worker.parked import ParkedTime, cpu_ticks, parked_writes
 from orchestrator.worker.proc import BenchProcess
 from orchestrator.worker.protocols.v1 import check_sha
@@ -91,36 +91,6 @@ def turn_order(sides: int, blocks: int, first: int = 0) -> list[int]:
     if sides % 2:
         square += [cycle[::-1] for cycle in square]
     return [(s + first) % sides for cycle in range(blocks) for s in square[cycle % len(square)]]
-
-
-class ControlChannel:
-    """The worker's end of a bench's control FIFO (mode 0600), held open read-write so that no open
-    ever blocks and the bench reads end-of-file only once it is closed. Written without blocking: a
-    command fits the pipe's atomic size, so it is written whole or not at all (the FIFO is full)."""
-
-    def __init__(self, path: Path) -> None:
-        path.unlink(missing_ok=True)
-        os.mkfifo(path, 0o600)
-        self.path = path
-        self._fd: int | None = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-
-    def try_send(self, command: dict) -> bool:
-        """Write ``command``; False when the FIFO has no room for it (nothing written)."""
-        if self._fd is None:
-            raise RuntimeError(f"control channel {self.path} is closed")
-        data = (json.dumps(command) + "\n").encode()
-        assert len(data) <= select.PIPE_BUF, "a command is written whole"
-        try:
-            os.write(self._fd, data)
-        except BlockingIOError:
-            return False
-        return True
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        self.path.unlink(missing_ok=True)
 
 
 @dataclass
@@ -366,8 +336,11 @@ class LockstepRound:
         """Write ``command`` to ``contestant``'s FIFO, awaiting room in it as any answer is awaited."""
         assert contestant.channel is not None
         channel = contestant.channel
-        self._await(contestant, lambda c: channel.try_send(command),
-                    f"room in its control channel for {what} (it does not read its FIFO)")
+        try:
+            self._await(contestant, lambda c: channel.try_send(command),
+                        f"room in its control channel for {what} (it does not read its FIFO)")
+        except CommandTooLarge as exc:
+            raise RoundFailed(f"{contestant.name()}: {exc}", contestant.side) from None
 
     def _hand_to(self, running: Contestant) -> None:
         """``running`` is given the host: look at every side's CPU time (``worker.parked``); RoundFailed

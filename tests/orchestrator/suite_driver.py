@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from orchestrator.worker.lockstep_round import ControlChannel
+from orchestrator.worker.control_channel import ControlChannel
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN_ARGS = ("-p", "no:benchmark", "-p", "no:codspeed", "-p", "orchestrator.suitekit.pytest_plugin")
