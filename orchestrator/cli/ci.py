@@ -26,6 +26,9 @@ def add_ci_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR",
                         help="where the comment, summary, JUnit, BMF and outputs.env go (default: "
                              "tool.shasweep.out, else .shasweep/ci)")
+    parser.add_argument("--instrument", metavar="TOOL",
+                        help="none or valgrind: count each benchmark's instructions too, under valgrind "
+                             "(default: tool.shasweep.instrument, else none)")
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--plan", action="store_true",
                       help="find the suite and print the sweep it would run, with the minimum budget; "
@@ -42,7 +45,8 @@ def cmd_ci(args: argparse.Namespace) -> int:
     from orchestrator.session.ci import CiOptions, locate, run_ci
 
     options = CiOptions(base=args.base, head=args.head, budget=args.budget, results=args.results,
-                        out=args.out, paths=tuple(args.paths), plan_only=args.plan,
+                        out=args.out, paths=tuple(args.paths), instrument=args.instrument,
+                        plan_only=args.plan,
                         progress=not args.no_progress and sys.stdout.isatty())
     result = locate(options) if args.locate else run_ci(options)
     for line in result.lines:

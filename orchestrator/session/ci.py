@@ -29,7 +29,13 @@ from orchestrator.session.ci_design import SWEEP_NAME, CiDesign, design_sweep
 from orchestrator.session.ci_outputs import CiOutputs
 from orchestrator.session.options import RunOptions
 from orchestrator.session.sweep import plan_sweep, run_sweep, say
-from orchestrator.spec.ci_config import CiConfig, parse_duration, read_ci_config, with_overrides
+from orchestrator.spec.ci_config import (
+    CiConfig,
+    checked_instrument,
+    parse_duration,
+    read_ci_config,
+    with_overrides,
+)
 from orchestrator.store import records
 
 HISTORY_SWEEPS = 20  # earlier ci sweeps looked at for a round's duration
@@ -45,6 +51,7 @@ class CiOptions:
     results: str | None = None
     out: str | None = None
     paths: tuple[str, ...] = ()
+    instrument: str | None = None  # none, valgrind
     plan_only: bool = False  # design the sweep and say what it would run; run nothing
     progress: bool = False
 
@@ -85,7 +92,7 @@ def run_ci(options: CiOptions, cwd: Path | None = None, environ: Mapping[str, st
             found = replace(found, paths=present)
         root = results_root_for(config.results, repo)
         design = design_sweep(found, config, commits, config.budget_s, repo,
-                              lambda command: earlier_round_s(root, command))
+                              lambda command, instrument: earlier_round_s(root, command, instrument))
         if options.plan_only:
             return CiResult(0, _plan_lines(found, commits, design, config))
         for line in _intro(found, commits, design, config):
@@ -102,9 +109,9 @@ def run_ci(options: CiOptions, cwd: Path | None = None, environ: Mapping[str, st
         raise
 
 
-def earlier_round_s(root: Path, command: list[str]) -> float | None:
-    """A round's seconds in the last finished ci sweep of ``command`` in ``root`` (its wall time over
-    its rounds, its start included: on the safe side), None when there is none."""
+def earlier_round_s(root: Path, command: list[str], instrument: str = "none") -> float | None:
+    """A round's seconds in the last finished ci sweep of ``command`` with ``instrument`` in ``root``
+    (its wall time over its rounds, its start included: on the safe side), None when there is none."""
     if not (root / "sweeps").is_dir():
         return None
     ids = [name for name in records.sweeps_by_creation(root) if name.startswith(f"{SWEEP_NAME}-")]
@@ -114,7 +121,8 @@ def earlier_round_s(root: Path, command: list[str]) -> float | None:
         except ShasweepError:
             continue
         rounds = record.adaptive.rounds if record.adaptive else record.spec.repeats
-        if record.status == "finished" and record.wall_s and rounds and record.spec.command == command:
+        same = record.spec.command == command and record.spec.instrument.value == instrument
+        if record.status == "finished" and record.wall_s and rounds and same:
             return record.wall_s / rounds
     return None
 
@@ -124,9 +132,11 @@ def _setting(options: CiOptions, cwd: Path | None, environ: Mapping[str, str] | 
     """The repository, its configuration with the command line over it, and the CI context."""
     if options.budget is not None:
         parse_duration(options.budget, "--budget")  # named as given, before anything else
+    if options.instrument is not None:
+        checked_instrument(options.instrument, "--instrument")
     repo = repo_root((cwd or Path.cwd()).resolve(), "the current directory")
     config = with_overrides(read_ci_config(repo), budget=options.budget, results=options.results,
-                            out=options.out, paths=options.paths)
+                            out=options.out, paths=options.paths, instrument=options.instrument)
     return repo, config, ci_context(os.environ if environ is None else environ)
 
 

@@ -14,7 +14,10 @@
 - the project's gates (``tool.shasweep.gates``), else one: the time per call (per step) may grow by
   at most ``DEFAULT_MAX_RATIO``, at the confidence ``1 - ALPHA / K`` for the suite's K benchmarks:
   a pull request fails when any case does, so the cases share the error rate (15 gates at 95 %
-  each, with the noise at the bound, would FAIL somewhere in about a third of the sweeps).
+  each, with the noise at the bound, would FAIL somewhere in about a third of the sweeps);
+- the instrument the project asks for (``tool.shasweep.instrument``, ``--instrument``): ``valgrind``
+  counts each benchmark's instructions too, in a process per side and round that the round's
+  estimate includes.
 """
 
 from __future__ import annotations
@@ -45,6 +48,11 @@ MIN_ROUNDS = 2  # an interval needs two rounds; the first look at the gates is a
 MAX_ROUNDS = 100
 RUN_START_S = 3.0  # a suite process's start, imports and collection, when no earlier sweep says
 SWEEP_FILE_S = 5.0  # a project's own sweep: a run's time, when no earlier sweep says
+# instrument: valgrind adds a process per side and round under callgrind, ~50x slower than native:
+# its start (imports and collection; `import pytest` took 12 s here under it) and a warm-up and two
+# steps of each benchmark; when no earlier sweep says
+VALGRIND_START_S = 25.0
+VALGRIND_PER_BENCHMARK_S = 2.0
 PYTEST_ARGS = ("--benchmark-only", "--benchmark-json={result}", "--benchmark-max-time=0.1",
                "--benchmark-timer=time.process_time")  # CPU time per call: a shared runner blurs it less
 PYPERF_ARGS = ("--quiet", "--processes", "2", "--values", "3")
@@ -134,15 +142,19 @@ class CiDesign:
 
 
 def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget_s: float, repo: Path,
-                 history: Callable[[list[str]], float | None] | None = None) -> CiDesign:
-    """The sweep of ``found`` comparing ``commits``: order, rounds within ``budget_s`` and gates. The
-    rounds are sized by ``history(command)`` (a round's seconds in an earlier ci sweep of that
-    command, None if there is none) or else by the suite's size. ``InvalidInputError`` naming
+                 history: Callable[[list[str], str], float | None] | None = None) -> CiDesign:
+    """The sweep of ``found`` comparing ``commits``: order, rounds within ``budget_s``, gates and the
+    instrument. The rounds are sized by ``history(command, instrument)`` (a round's seconds in an
+    earlier ci sweep of that command and instrument, None if there is none) or else by the suite's
+    size. ``InvalidInputError`` naming
     ``--budget`` when not even ``MIN_ROUNDS`` rounds fit."""
     raw = _suite_sweep(found, config) if found.kind in KINDS else _sweep_file(found, repo)
-    earlier = history(list(raw.get("command", []))) if history else None
+    if config.instrument is not None:  # the project's or the command line's, over a sweep file's own
+        raw["instrument"] = config.instrument
+    instrument = str(raw.get("instrument", "none"))
+    earlier = history(list(raw.get("command", [])), instrument) if history else None
     estimate = (RoundEstimate(earlier, "the last ci sweep of this suite") if earlier
-                else _static_estimate(found))
+                else _static_estimate(found, instrument))
     minimum = SETUP_S + MIN_ROUNDS * estimate.seconds
     if budget_s < minimum:
         raise InvalidInputError(
@@ -191,12 +203,17 @@ def _sweep_file(found: FoundSuite, repo: Path) -> dict[str, Any]:
     return dict(OmegaConf.to_container(read_yaml(repo / found.paths[0]), resolve=False))  # type: ignore[arg-type]
 
 
-def _static_estimate(found: FoundSuite) -> RoundEstimate:
+def _static_estimate(found: FoundSuite, instrument: str) -> RoundEstimate:
     """A round's time from the suite's size when no earlier sweep says: each side's process start
-    and its benchmarks at a typical time each."""
+    and its benchmarks at a typical time each (and under valgrind, where instrumented)."""
     per = KINDS[found.kind].per_benchmark_s if found.kind in KINDS else SWEEP_FILE_S
-    seconds = 2 * (RUN_START_S + per * max(found.benchmarks, 1))
-    return RoundEstimate(seconds, f"about {found.benchmarks} benchmarks at ~{per:g} s each, 2 sides")
+    benchmarks = max(found.benchmarks, 1)
+    seconds = 2 * (RUN_START_S + per * benchmarks)
+    source = f"about {found.benchmarks} benchmarks at ~{per:g} s each"
+    if instrument == "valgrind":
+        seconds += 2 * (VALGRIND_START_S + VALGRIND_PER_BENCHMARK_S * benchmarks)
+        source += f" and ~{VALGRIND_PER_BENCHMARK_S:g} s under valgrind"
+    return RoundEstimate(seconds, f"{source}, 2 sides")
 
 
 def _duration(seconds: float) -> str:

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import InvalidInputError
+from orchestrator.spec.schema import Instrument
 
 SUITE_KINDS: tuple[str, ...] = ("pytest-benchmark", "pyperf", "gbench", "benchkit")
+INSTRUMENTS: tuple[str, ...] = tuple(item.value for item in Instrument)  # the sweep YAML's instrument values
 DEFAULT_BUDGET = "10m"
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*\Z")
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -34,6 +36,8 @@ class CiConfig:
     pythonpath: tuple[str, ...] = ()  # checkout directories first on PYTHONPATH; (): the checkout
     gates: tuple[dict[str, Any], ...] = ()  # the sweep's gates; (): the design's default gate
     budget: str = DEFAULT_BUDGET  # wall time for the whole command, e.g. 90s, 10m, 1h
+    instrument: str | None = None  # the sweep's instrument (none, valgrind); None: a found suite's none,
+    # a sweep file's own
     base: str | None = None  # the base ref outside a pull request (default: origin/HEAD)
     results: str = ".shasweep/results"  # the results root (the CI cache keeps it between jobs)
     out: str = ".shasweep/ci"  # where the comment, JUnit, BMF and the outputs files are written
@@ -91,8 +95,17 @@ def _checked(key: str, value: Any, where: str) -> Any:
         return tuple(dict(gate) for gate in value)
     if key == "suite" and value not in SUITE_KINDS:
         raise InvalidInputError(f"{value!r} is not one of {', '.join(SUITE_KINDS)}", where)
+    if key == "instrument":
+        return checked_instrument(value, where)
     if not isinstance(value, str) or not value:
         raise InvalidInputError(f"must be a non-empty string, got {value!r}", where)
+    return value
+
+
+def checked_instrument(value: Any, where: str) -> str:
+    """``value`` when it is one of ``INSTRUMENTS``; ``InvalidInputError`` naming ``where`` otherwise."""
+    if value not in INSTRUMENTS:
+        raise InvalidInputError(f"{value!r} is not one of {', '.join(INSTRUMENTS)}", where)
     return value
 
 

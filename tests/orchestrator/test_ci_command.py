@@ -78,6 +78,23 @@ def test_plan_from_a_fresh_clone_finds_the_suite_and_the_merge_base(origin, tmp_
     assert f"base: {{ref: {shas['main']}}}" in out and "aa: false" in out
 
 
+def test_instrument_valgrind_from_the_project_or_the_command_line_reaches_the_sweep(origin, tmp_path,
+                                                                                    monkeypatch, capsys):
+    path = clone(origin, tmp_path, "slower")
+    monkeypatch.chdir(path)
+    assert main(["ci", "--plan", "--instrument", "valgrind"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "instrument: valgrind" in out and "under valgrind, 2 sides" in out, out
+    with (path / "pyproject.toml").open("a") as file:
+        file.write('\n[tool.shasweep]\ninstrument = "valgrind"\n')
+    assert main(["ci", "--plan"]) == EXIT_OK
+    assert "instrument: valgrind" in capsys.readouterr().out
+    assert main(["ci", "--plan", "--instrument", "none"]) == EXIT_OK, "the command line over the project"
+    assert "instrument: none" in capsys.readouterr().out
+    assert main(["ci", "--instrument", "callgrind"]) == EXIT_INVALID
+    assert "--instrument: 'callgrind' is not one of none, valgrind" in capsys.readouterr().err
+
+
 def test_the_pull_request_event_gives_the_refs(origin, tmp_path, monkeypatch, capsys):
     path = clone(origin, tmp_path, "main", "--no-single-branch")
     shas = origin[1]
@@ -158,7 +175,7 @@ def test_a_suite_new_at_the_head_is_nothing_to_compare(tmp_path, monkeypatch, ca
     assert "the suite is new here" in (repo / ".shasweep" / "ci" / "comment.md").read_text()
 
 
-def test_a_round_is_estimated_from_the_last_finished_ci_sweep_of_the_same_command(tmp_path):
+def test_a_round_is_estimated_from_the_last_finished_ci_sweep_of_the_same_command_and_instrument(tmp_path):
     from orchestrator.session.ci import earlier_round_s
     from orchestrator.spec.record import SweepRecord
     from orchestrator.store.records import write_record
@@ -169,6 +186,7 @@ def test_a_round_is_estimated_from_the_last_finished_ci_sweep_of_the_same_comman
         ("ci-20260102T000000", "finished", 40.0, command),
         ("ci-20260103T000000", "stopped", 5.0, command),
         ("ci-20260104T000000", "finished", 7.0, ["other"]),
+        ("ci-20260105T000000", "finished", 400.0, command),  # instrument: valgrind
     ]
     for sequence, (sweep_id, status, wall_s, argv) in enumerate(sweeps):
         spec = {
@@ -181,6 +199,7 @@ def test_a_round_is_estimated_from_the_last_finished_ci_sweep_of_the_same_comman
             "repeats": 2,
             "max_repeats": 9,
             "gates": [{"metric": "time_ms", "max_ratio": 1.02}],
+            "instrument": "valgrind" if wall_s == 400.0 else "none",
         }
         write_record(
             tmp_path,
@@ -200,5 +219,6 @@ def test_a_round_is_estimated_from_the_last_finished_ci_sweep_of_the_same_comman
     assert earlier_round_s(tmp_path, command) == 10.0, (
         "the newest finished sweep of that command: 40 s / 4 rounds"
     )
+    assert earlier_round_s(tmp_path, command, "valgrind") == 100.0, "an instrumented round is its own"
     assert earlier_round_s(tmp_path, ["never", "ran"]) is None
     assert earlier_round_s(tmp_path / "empty", command) is None

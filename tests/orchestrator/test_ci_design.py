@@ -62,7 +62,8 @@ def test_codspeed_markers_need_lockstep():
 def test_the_project_gates_the_history_and_an_a_a_comparison():
     config = CiConfig(gates=({"metric": "time_ms", "max_ratio": 1.1, "case": "*poly*"},), args=("-x",))
     same = CiCommits(base_ref="main", head_ref="HEAD", head="a" * 40, merge_base="a" * 40)
-    made = design(config=config, commits=same, history=lambda command: 20.0 if "-x" in command else None)
+    made = design(config=config, commits=same,
+                  history=lambda command, instrument: 20.0 if "-x" in command else None)
     assert made.spec.aa and [(g.max_ratio, g.case) for g in made.spec.gates] == [(1.1, "*poly*")]
     assert made.estimate.seconds == 20.0 and made.spec.max_repeats == int((600 - SETUP_S) // 20)
     assert design(budget_s=10_000.0).spec.max_repeats == MAX_ROUNDS
@@ -83,3 +84,21 @@ def test_a_multi_script_pyperf_suite_runs_through_the_scripts_driver():
     spec = design(FoundSuite("pyperf", ("bm_a.py", "bm_b.py"), 2)).spec
     assert spec.command[:3] == ["{python}", "-m", "orchestrator.suitekit.pyperf_scripts"]
     assert spec.order.value == "interleaved"
+
+
+def test_the_project_s_instrument_counts_instructions_and_sizes_the_rounds_for_valgrind(tmp_path):
+    plain, counted = design(), design(config=CiConfig(instrument="valgrind"))
+    assert plain.spec.instrument.value == "none" and "instrument" not in plain.config
+    assert counted.spec.instrument.value == "valgrind" and counted.config["instrument"] == "valgrind"
+    assert counted.estimate.seconds > plain.estimate.seconds and "under valgrind" in counted.estimate.source
+    assert counted.min_budget_s > plain.min_budget_s, "the budget check counts the instrumented processes"
+    asked = []
+    design(config=CiConfig(instrument="valgrind"),
+           history=lambda command, instrument: asked.append(instrument))
+    assert asked == ["valgrind"], "a round's history is an instrumented sweep's"
+    (tmp_path / "shasweep.yaml").write_text(
+        "name: own\nsides: {a: {ref: HEAD}, b: {ref: HEAD}}\nbaseline: a\ncases: [x]\nprotocol: time\n"
+        "command: [python, -c, pass]\ninstrument: valgrind\n")
+    own = FoundSuite("sweep", ("shasweep.yaml",), 1)
+    assert design(own, repo=tmp_path).spec.instrument.value == "valgrind", "a sweep file's own"
+    assert design(own, config=CiConfig(instrument="none"), repo=tmp_path).spec.instrument.value == "none"

@@ -68,6 +68,7 @@ def test_config_reads_every_key_and_refuses_unknown_ones(tmp_path):
         ("make", "lib"),
     )
     assert read_ci_config(tmp_path / "nowhere") == CiConfig()
+    assert config_from_table({"instrument": "valgrind"}, "pyproject.toml").instrument == "valgrind"
     for table, key in (
         ({"budjet": "5m"}, "budjet"),
         ({"paths": "bench"}, "paths"),
@@ -75,6 +76,7 @@ def test_config_reads_every_key_and_refuses_unknown_ones(tmp_path):
         ({"budget": "soon"}, "budget"),
         ({"gates": [1]}, "gates"),
         ({"prepare": ["make"]}, "prepare"),
+        ({"instrument": "callgrind"}, "instrument"),
     ):
         with pytest.raises(InvalidInputError, match=rf"^tool\.shasweep\.{key}(\[0\])?: "):
             config_from_table(table, "pyproject.toml")
