@@ -152,9 +152,24 @@ def _children_ignore_sigint() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+def cluster_workers(client: Client) -> dict[str, dict]:
+    """Address -> identity of every worker the scheduler has now, asked of it directly;
+    ``ClusterError`` when it does not answer. (Not ``Client.scheduler_info``: that returns the client's
+    shared copy, which the client's own update replaces every 2 s with one that lists no worker, so a
+    look there could find none while the worker runs: a loaded host's "bench worker left the
+    cluster".)"""
+    try:
+        identity = client.sync(client.scheduler.identity, n_workers=-1)
+    except OSError as exc:
+        raise ClusterError(f"the scheduler at {client.scheduler.address} did not list its workers: "
+                           f"{exc}") from None
+    workers = identity.get("workers") if isinstance(identity, dict) else None
+    return dict(workers) if isinstance(workers, dict) else {}
+
+
 def bench_workers(client: Client, resource: str = BENCH_RESOURCE) -> list[str]:
     """Addresses of the workers that hold ``resource``."""
-    workers = client.scheduler_info(n_workers=-1).get("workers", {})
+    workers = cluster_workers(client)
     return sorted(addr for addr, info in workers.items() if info.get("resources", {}).get(resource, 0) >= 1)
 
 
@@ -167,7 +182,7 @@ def require_bench_worker(client: Client, resource: str = BENCH_RESOURCE) -> list
             break
         time.sleep(0.2)
     if not found:
-        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+        workers = cluster_workers(client)
         seen = ", ".join(f"{addr} resources={info.get('resources', {})}" for addr, info in workers.items())
         raise ClusterError(f"no worker of the scheduler at {client.scheduler.address} holds resource "
                            f"{resource}=1 (workers: {seen or 'none'}); start one with "

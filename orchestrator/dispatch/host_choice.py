@@ -62,8 +62,12 @@ class BenchHost:
 
     def alive(self, client: Client) -> bool:
         """Whether a worker this host's runs were submitted to is still in the cluster (a run pinned to
-        workers that left never starts, even when the host came back at a new address)."""
-        return bool(set(self.workers) & set(bench_workers(client)))
+        workers that left never starts, even when the host came back at a new address). A look the
+        scheduler does not answer says nothing of the worker: alive until a look says otherwise."""
+        try:
+            return bool(set(self.workers) & set(bench_workers(client)))
+        except ClusterError:
+            return True
 
     def live_workers(self, client: Client, wait_s: float = 0.0) -> tuple[str, ...]:
         """This host's bench workers in the cluster now, looked up again by host id when the known ones
