@@ -104,7 +104,7 @@ def bisect(spec_path: str | Path, overrides: Sequence[str], options: BisectOptio
     run = run or RunOptions()
     run.security()
     spec = load_bisect_spec(Path(spec_path), list(overrides), options.good, options.bad)
-    resolved = resolve_sweep(spec, cwd or Path.cwd())
+    resolved = resolve_sweep(spec, cwd or Path.cwd(), Path(spec_path).resolve().parent)
     good, bad = resolved.shas[GOOD_SIDE], resolved.shas[CANDIDATE_SIDE]
     commits = first_parent_history(resolved.repo, good, bad)
     spec = replace(spec, repo=str(resolved.repo), results=str(resolved.results_root),
@@ -114,7 +114,7 @@ def bisect(spec_path: str | Path, overrides: Sequence[str], options: BisectOptio
     bisect_id = bisects.reserve_bisect_id(root, spec.name, created)
     record = {"bisect_id": bisect_id, "created": created.isoformat(timespec="seconds"),
               "sequence": next_sequence(bisects.bisect_dir(root)), "status": "running",
-              "repo": str(resolved.repo), "results_root": str(root),
+              "repo": str(resolved.repo), "results_root": str(root), "sweep_dir": str(resolved.sweep_dir),
               "good_ref": options.good, "bad_ref": options.bad, "good": good, "bad": bad, "first_bad": None,
               "remeasure_good": options.remeasure_good,
               "remaining": [c.sha for c in commits], "skipped": [], "spec": spec_to_json(spec),
@@ -236,7 +236,9 @@ def _step(job: BisectRun, sha: str, role: str, options: RunOptions) -> StepResul
     if result is None:
         spec = replace(job.spec, name=name,
                        sides={GOOD_SIDE: SideSpec(ref=job.record["good"]), CANDIDATE_SIDE: SideSpec(ref=sha)})
-        sweep_id = run_sweep(SweepPlan.of(resolve_sweep(spec, Path(job.record["repo"]))), options).sweep_id
+        sweep_dir = job.record.get("sweep_dir")  # a bisect recorded before it was kept: the repository
+        resolved = resolve_sweep(spec, Path(job.record["repo"]), Path(sweep_dir) if sweep_dir else None)
+        sweep_id = run_sweep(SweepPlan.of(resolved), options).sweep_id
         result = read_step(job.root, sweep_id)
     subject = job.commits[job.index_of(sha)].subject
     entry = {"role": role, "index": job.index_of(sha), "sha": sha, "subject": subject, **result.to_dict()}

@@ -106,6 +106,21 @@ def test_remeasure_good_measures_good_in_every_step(tmp_path, monkeypatch, capsy
     assert "--remeasure-good" in capsys.readouterr().err
 
 
+def test_a_bench_beside_the_sweep_file_is_found_through_sweep_dir(tmp_path, monkeypatch, capsys, home):
+    """``{sweep_dir}`` is the sweep file's directory in every step, as in ``run`` (it was the repo's)."""
+    repo = make_linear_repo(tmp_path, step_models(8, 5))
+    beside = tmp_path / "sweeps"
+    beside.mkdir()
+    (beside / "bench.py").write_text("import runpy, sys\nrunpy.run_path(sys.argv.pop(1), run_name='__main__')\n")
+    command = ["{python}", "{sweep_dir}/bench.py", *COMMAND[1:]]
+    path = beside / "bisect.yaml"
+    path.write_text(yaml.safe_dump(bisect_sweep(repo, command=command)))
+    monkeypatch.chdir(repo.path)
+    assert bisect(path, repo) == EXIT_OK, capsys.readouterr()
+    assert f"first bad commit: {repo.shas[5]}" in capsys.readouterr().out
+    assert the_record(repo)["sweep_dir"] == str(beside.resolve())
+
+
 def test_a_failing_commit_next_to_the_step_is_skipped_and_named(tmp_path, monkeypatch, capsys, home):
     models = step_models(16, 10)
     models[11] = CommitModel(step_ms=models[11].step_ms, fail=True)
