@@ -111,7 +111,8 @@ def test_a_bench_beside_the_sweep_file_is_found_through_sweep_dir(tmp_path, monk
     repo = make_linear_repo(tmp_path, step_models(8, 5))
     beside = tmp_path / "sweeps"
     beside.mkdir()
-    (beside / "bench.py").write_text("import runpy, sys\nrunpy.run_path(sys.argv.pop(1), run_name='__main__')\n")
+    wrapper = "import runpy, sys\nrunpy.run_path(sys.argv.pop(1), run_name='__main__')\n"  # step_bench.py
+    (beside / "bench.py").write_text(wrapper)
     command = ["{python}", "{sweep_dir}/bench.py", *COMMAND[1:]]
     path = beside / "bisect.yaml"
     path.write_text(yaml.safe_dump(bisect_sweep(repo, command=command)))
