@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from fakebench.fakerepo import make_fake_repo, make_run
+from fakebench.suite_repo import LIBRARY
 
 from orchestrator.analysis.instructions import disagreements, fingerprint_problem
 from orchestrator.analysis.report_model import MetricRow
@@ -31,13 +32,7 @@ needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
 MARKED = '''
 import sys
 from orchestrator.benchkit.callgrind import marks
-
-def spin(n):
-    total = 0
-    for i in range(n):
-        total = (total + i * i) % 1000003
-    return total
-
+''' + LIBRARY + '''
 mark = marks()
 spin(1000)  # not counted: outside the marks
 for block, n in enumerate(int(a) for a in sys.argv[1:]):
