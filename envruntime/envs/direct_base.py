@@ -38,6 +38,7 @@ from envruntime.backends.reset_staging import ResetStaging
 from envruntime.envs.kernel_threads import KernelThreads, kernel_ms
 from envruntime.envs.vecenv import ENV_PHASES, StepResult, elapsed_ms, final_obs_of, record_backend_phases
 from envruntime.kernels.action import record_action_and_targets
+from envruntime.kernels.scalar import draw_noise_key
 
 
 def kernel_args(kernel: Any, leading: int = 0, **named: Any) -> tuple[Any, ...]:
@@ -115,7 +116,6 @@ class DirectEnv:
         n, actor_dim = self.num_envs, len(noise_amp)
         self.noise_amp = noise_amp
         self.noisy = bool(np.any(noise_amp))
-        self.uniforms = np.zeros((n, actor_dim))
         self.obs_dims = {"actor": actor_dim, "critic": critic_dim}
         self.obs = {g: np.zeros((n, d), dtype=np.float32) for g, d in self.obs_dims.items()}
         self._final_rows = {g: np.zeros_like(o) for g, o in self.obs.items()}
@@ -136,11 +136,12 @@ class DirectEnv:
         raise NotImplementedError
 
     def _observe_rows(
-        self, rows: np.ndarray, update_command: bool, uniforms: np.ndarray, actor: np.ndarray,
+        self, rows: np.ndarray, update_command: bool, noise_key: np.uint64, actor: np.ndarray,
         critic: np.ndarray,
     ) -> None:  # fmt: skip
-        """Fill ``actor``/``critic`` row ``i`` for env ``rows[i]`` (``uniforms`` row ``i`` its
-        noise draws), first updating the command where ``update_command``."""
+        """Fill ``actor``/``critic`` row ``i`` for env ``rows[i]`` (actor entry ``(i, c)``'s noise
+        draw ``i * actor_dim + c`` of stream ``noise_key``), first updating the command where
+        ``update_command``."""
         raise NotImplementedError
 
     def _reset_state(self, rows: np.ndarray) -> None:
@@ -159,10 +160,8 @@ class DirectEnv:
     # plumbing
 
     def _observe(self, rows: np.ndarray, update_command: bool, actor: np.ndarray, critic: np.ndarray) -> None:
-        uniforms = self.uniforms[: rows.shape[0]]
-        if self.noisy:
-            self.rng.random(out=uniforms)
-        self._observe_rows(rows, update_command, uniforms, actor, critic)
+        key = draw_noise_key(self.rng) if self.noisy else np.uint64(0)
+        self._observe_rows(rows, update_command, key, actor, critic)
 
     def _draw_push_timers(self, rows: np.ndarray) -> None:
         lo, hi = self.cfg.push_interval_s

@@ -48,7 +48,7 @@ def threshold_flags(
 def postprocess_rows(
     raw: np.ndarray,
     rows: np.ndarray,
-    uniforms: np.ndarray,
+    noise_key: np.uint64,
     noise_amp: np.ndarray,
     clip_lo: np.ndarray,
     clip_hi: np.ndarray,
@@ -60,7 +60,7 @@ def postprocess_rows(
 
     ``out`` is (N, history * dim), oldest frame first. A row with ``fresh[r]`` (just reset) gets
     the new frame in every slot and is no longer fresh; others shift one frame and append it.
-    ``uniforms`` holds one [0, 1) draw per entry, used only where ``noise_amp`` is non-zero.
+    Entry ``(i, c)``'s noise is draw ``i * dim + c`` of stream ``noise_key`` (``scalar.observe``).
     """
     dim = raw.shape[1]
     history = out.shape[1] // dim
@@ -72,7 +72,7 @@ def postprocess_rows(
         last = dim * (history - 1)
         for c in range(dim):
             out[r, last + c] = observe(
-                raw[i, c], noise_amp[c], uniforms[i, c], clip_lo[c], clip_hi[c], scale[c]
+                raw[i, c], noise_amp[c], noise_key, i * dim + c, clip_lo[c], clip_hi[c], scale[c]
             )
         if fresh[r]:
             for h in range(history - 1):

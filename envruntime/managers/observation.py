@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from envruntime.kernels.observation import postprocess_rows
+from envruntime.kernels.scalar import draw_noise_key
 from envruntime.managers.terms import ObsGroupCfg, build
 
 
@@ -38,7 +39,6 @@ class _Group:
         )
         self.noisy = bool(np.any(self.noise_amp))
         self.raw = np.zeros((n, start))
-        self.uniforms = np.zeros((n, start))
         self.fresh = np.ones(n, dtype=np.bool_)
         self.out = np.zeros((n, self.dim), dtype=np.float32)
 
@@ -47,11 +47,9 @@ class _Group:
         raw = self.raw[:k]
         for cols, term in self.terms:
             term(rows, raw[:, cols])
-        uniforms = self.uniforms[:k]
-        if self.noisy:
-            rng.random(out=uniforms)
+        key = draw_noise_key(rng) if self.noisy else np.uint64(0)
         postprocess_rows(
-            raw, rows, uniforms, self.noise_amp, self.clip_lo, self.clip_hi, self.scale, self.fresh, self.out
+            raw, rows, key, self.noise_amp, self.clip_lo, self.clip_hi, self.scale, self.fresh, self.out
         )
 
 

@@ -40,8 +40,10 @@ def test_scalar_helpers() -> None:
     assert scalar.exp_kernel(0.5, 0.5) == pytest.approx(np.exp(-2.0))
     assert scalar.uniform(-2.0, 4.0, 0.25) == pytest.approx(-0.5)
     assert scalar.clamp(3.0, -1.0, 1.0) == 1.0 and scalar.clamp(-3.0, -1.0, 1.0) == -1.0
-    assert scalar.observe(1.0, 0.5, 1.0, -10.0, 10.0, 2.0) == pytest.approx(3.0)
-    assert scalar.observe(1.0, 0.5, 0.0, 0.8, 10.0, 2.0) == pytest.approx(1.6)
+    key, u = np.uint64(7), scalar.noise_uniform(np.uint64(7), 3)
+    assert scalar.observe(1.0, 0.5, key, 3, -10.0, 10.0, 2.0) == pytest.approx((1.0 + 0.5 * (2 * u - 1)) * 2.0)
+    assert scalar.observe(1.0, 0.5, key, 3, 1.9, 10.0, 2.0) == pytest.approx(3.8)
+    assert scalar.observe(1.0, 0.0, key, 3, 1.2, 10.0, 2.0) == scalar.clip_scale(1.0, 1.2, 10.0, 2.0) == 2.4
 
 
 def test_gather_and_flags(rng: np.random.Generator) -> None:
@@ -66,6 +68,37 @@ def test_projected_gravity_rows(rng: np.random.Generator) -> None:
     np.testing.assert_allclose(out, [_gravity(src[r, 3:7]) for r in rows], atol=1e-12)
 
 
+SPLITMIX_SEED_0 = (0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F)  # its published first outputs
+
+
+def _noise_uniforms(key: int, k: int, dim: int) -> np.ndarray:
+    """SplitMix64 at states ``key + (i * dim + c + 1) * gamma``, top 53 bits: draws (k, dim)."""
+    counters = np.arange(k * dim, dtype=np.uint64).reshape(k, dim)
+    z = np.uint64(key) + (counters + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def test_noise_uniform_is_splitmix64() -> None:
+    assert [scalar.noise_uniform(np.uint64(0), c) for c in range(3)] == [
+        (v >> 11) * 2.0**-53 for v in SPLITMIX_SEED_0
+    ]
+    key = np.uint64(2**64 - 5)  # the state wraps around
+    draws = [scalar.noise_uniform(key, c) for c in range(40)]
+    np.testing.assert_array_equal(draws, _noise_uniforms(int(key), 1, 40)[0])
+
+
+def test_noise_uniforms_are_uniform_and_each_key_its_own_stream() -> None:
+    u = _noise_uniforms(12345, 1000, 100).ravel()
+    counts, _ = np.histogram(u, bins=10, range=(0.0, 1.0))
+    expected = u.size / 10
+    assert ((counts - expected) ** 2 / expected).sum() < 27.9  # chi-square, 9 d.o.f., p = 0.001
+    assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01
+    assert abs(np.corrcoef(u, _noise_uniforms(12346, 1000, 100).ravel())[0, 1]) < 0.01
+
+
 def test_postprocess_rows_noise_clip_scale_and_history(rng: np.random.Generator) -> None:
     dim, history = 4, 3
     amp = np.array([0.0, 0.5, 0.5, 0.0])
@@ -75,16 +108,18 @@ def test_postprocess_rows_noise_clip_scale_and_history(rng: np.random.Generator)
     fresh = np.ones(N, dtype=np.bool_)
     frames = []
     for _ in range(4):
-        raw, u = rng.standard_normal((N, dim)), rng.random((N, dim))
-        obs.postprocess_rows(raw, np.arange(N), u, amp, lo, hi, scale, fresh, out)
+        raw, key = rng.standard_normal((N, dim)), rng.integers(0, 2**64, dtype=np.uint64)
+        obs.postprocess_rows(raw, np.arange(N), key, amp, lo, hi, scale, fresh, out)
+        u = _noise_uniforms(int(key), N, dim)
         frames.append((np.clip(raw + amp * (2 * u - 1), lo, hi) * scale).astype(np.float32))
     assert not fresh.any()
     np.testing.assert_allclose(out, np.concatenate(frames[-3:], axis=1), rtol=1e-6)
     # a reset row gets its new frame in every slot; the others keep shifting
     fresh[2] = True
-    raw, u = rng.standard_normal((1, dim)), rng.random((1, dim))
+    raw, key = rng.standard_normal((1, dim)), rng.integers(0, 2**64, dtype=np.uint64)
     before = out.copy()
-    obs.postprocess_rows(raw, np.array([2]), u, amp, lo, hi, scale, fresh, out)
+    obs.postprocess_rows(raw, np.array([2]), key, amp, lo, hi, scale, fresh, out)
+    u = _noise_uniforms(int(key), 1, dim)
     frame = (np.clip(raw + amp * (2 * u - 1), lo, hi) * scale).astype(np.float32)[0]
     np.testing.assert_allclose(out[2], np.tile(frame, history), rtol=1e-6)
     np.testing.assert_array_equal(np.delete(out, 2, axis=0), np.delete(before, 2, axis=0))

@@ -46,7 +46,7 @@ from envruntime.kernels.motion_termination import (
 from envruntime.kernels.parallel import rows_kernel
 from envruntime.kernels.reset import ROOT_DRAWS
 from envruntime.kernels.reward import action_rate_row, joint_limits_row
-from envruntime.kernels.scalar import exp_kernel, observe
+from envruntime.kernels.scalar import clip_scale, exp_kernel, observe
 from envruntime.robots.g1 import HOME_KEYFRAME
 from envruntime.tasks.g1_motion_tracking.clip import load_clip
 from envruntime.tasks.g1_motion_tracking.motion import (
@@ -132,7 +132,7 @@ def _post_physics(
 def _observe(
     rows: np.ndarray,
     update_command: bool,
-    uniforms: np.ndarray,
+    noise_key: np.uint64,
     actor: np.ndarray,
     critic: np.ndarray,
     sd: np.ndarray,
@@ -189,10 +189,12 @@ def _observe(
         for k in range(na):
             raw[c + 2 * nj + k] = action[r, k]
         for c in range(raw.shape[0]):
-            critic[i, c] = observe(raw[c], 0.0, 0.0, -np.inf, np.inf, 1.0)
+            critic[i, c] = clip_scale(raw[c], -np.inf, np.inf, 1.0)
         for c in range(actor.shape[1]):
             src = c if c < head else c + tail - head
-            actor[i, c] = observe(raw[src], noise_amp[c], uniforms[i, c], -np.inf, np.inf, 1.0)
+            actor[i, c] = observe(
+                raw[src], noise_amp[c], noise_key, i * noise_amp.shape[0] + c, -np.inf, np.inf, 1.0
+            )
 
 
 class G1MotionTrackingDirectEnv(DirectEnv):
@@ -256,10 +258,10 @@ class G1MotionTrackingDirectEnv(DirectEnv):
         _post_physics(*self._post_physics_args)
 
     def _observe_rows(
-        self, rows: np.ndarray, update_command: bool, uniforms: np.ndarray, actor: np.ndarray,
+        self, rows: np.ndarray, update_command: bool, noise_key: np.uint64, actor: np.ndarray,
         critic: np.ndarray,
     ) -> None:  # fmt: skip
-        _observe(rows, update_command, uniforms, actor, critic, *self._observe_args)
+        _observe(rows, update_command, noise_key, actor, critic, *self._observe_args)
 
     def _reset_commands(self, rows: np.ndarray) -> None:
         """Count the failures of ``rows``, draw their start frames and write the reference state."""

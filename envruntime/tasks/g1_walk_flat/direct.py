@@ -41,7 +41,7 @@ from envruntime.kernels.reward import (
     lin_vel_xy_tracking_row,
     upright_row,
 )
-from envruntime.kernels.scalar import observe
+from envruntime.kernels.scalar import clip_scale, observe
 from envruntime.kernels.termination import tilt_exceeds_row
 from envruntime.robots.g1 import HOME_KEYFRAME
 from envruntime.tasks.common.humanoid import joint_stds, lumped_masses
@@ -117,7 +117,7 @@ def _post_physics(
 def _observe(
     rows: np.ndarray,
     update_command: bool,
-    uniforms: np.ndarray,
+    noise_key: np.uint64,
     actor: np.ndarray,
     critic: np.ndarray,
     sd: np.ndarray,
@@ -160,16 +160,18 @@ def _observe(
             )
         proprioceptive_row(sd, qpos, qvel, cols, qadr, dadr, default, action, command, r, raw)
         for col in range(POLICY_DIM):
-            actor[i, col] = observe(raw[col], noise_amp[col], uniforms[i, col], -inf, inf, 1.0)
-            critic[i, col] = observe(raw[col], 0.0, 0.0, -inf, inf, 1.0)
+            actor[i, col] = observe(
+                raw[col], noise_amp[col], noise_key, i * noise_amp.shape[0] + col, -inf, inf, 1.0
+            )
+            critic[i, col] = clip_scale(raw[col], -inf, inf, 1.0)
         update_air_time_row(sd, touch_cols, contact, dt, episode_length, air_stamp, air_time, r)
         for f in range(nf):
             flag = 1.0 if sd[r, touch_cols[f]] > contact else 0.0
-            critic[i, POLICY_DIM + f] = observe(sd[r, z_cols[f]], 0.0, 0.0, -inf, inf, 1.0)
-            critic[i, POLICY_DIM + nf + f] = observe(air_time[r, f], 0.0, 0.0, -inf, inf, 1.0)
-            critic[i, POLICY_DIM + 2 * nf + f] = observe(flag, 0.0, 0.0, -inf, inf, 1.0)
-            critic[i, POLICY_DIM + 3 * nf + f] = observe(
-                force_feature(sd[r, touch_cols[f]]), 0.0, 0.0, -inf, inf, 1.0
+            critic[i, POLICY_DIM + f] = clip_scale(sd[r, z_cols[f]], -inf, inf, 1.0)
+            critic[i, POLICY_DIM + nf + f] = clip_scale(air_time[r, f], -inf, inf, 1.0)
+            critic[i, POLICY_DIM + 2 * nf + f] = clip_scale(flag, -inf, inf, 1.0)
+            critic[i, POLICY_DIM + 3 * nf + f] = clip_scale(
+                force_feature(sd[r, touch_cols[f]]), -inf, inf, 1.0
             )
 
 
@@ -231,7 +233,7 @@ class G1WalkDirectEnv(VelocityDirectEnv):
         _post_physics(*self._post_physics_args)
 
     def _observe_rows(
-        self, rows: np.ndarray, update_command: bool, uniforms: np.ndarray, actor: np.ndarray,
+        self, rows: np.ndarray, update_command: bool, noise_key: np.uint64, actor: np.ndarray,
         critic: np.ndarray,
     ) -> None:  # fmt: skip
-        _observe(rows, update_command, uniforms, actor, critic, *self._observe_args)
+        _observe(rows, update_command, noise_key, actor, critic, *self._observe_args)

@@ -36,7 +36,7 @@ from envruntime.kernels.reward import (
     posture_row,
     upright_row,
 )
-from envruntime.kernels.scalar import observe
+from envruntime.kernels.scalar import clip_scale, observe
 from envruntime.kernels.termination import tilt_exceeds_row
 from envruntime.robots.go2 import HOME_KEYFRAME
 from envruntime.tasks.common.velocity_direct import VelocityDirectEnv
@@ -102,7 +102,7 @@ def _post_physics(
 def _observe(
     rows: np.ndarray,
     update_command: bool,
-    uniforms: np.ndarray,
+    noise_key: np.uint64,
     actor: np.ndarray,
     critic: np.ndarray,
     sd: np.ndarray,
@@ -141,12 +141,14 @@ def _observe(
             )
         proprioceptive_row(sd, qpos, qvel, cols, qadr, dadr, default, action, command, r, raw)
         for c in range(ACTOR_DIM):
-            actor[i, c] = observe(raw[c], noise_amp[c], uniforms[i, c], -np.inf, np.inf, scale[c])
-            critic[i, c] = observe(raw[c], 0.0, 0.0, -np.inf, np.inf, scale[c])
+            actor[i, c] = observe(
+                raw[c], noise_amp[c], noise_key, i * noise_amp.shape[0] + c, -np.inf, np.inf, scale[c]
+            )
+            critic[i, c] = clip_scale(raw[c], -np.inf, np.inf, scale[c])
         for f in range(z_cols.shape[0]):
-            critic[i, ACTOR_DIM + f] = observe(sd[r, z_cols[f]] - radius, 0.0, 0.0, -np.inf, np.inf, 1.0)
+            critic[i, ACTOR_DIM + f] = clip_scale(sd[r, z_cols[f]] - radius, -np.inf, np.inf, 1.0)
             flag = 1.0 if sd[r, touch_cols[f]] > contact else 0.0
-            critic[i, ACTOR_DIM + 4 + f] = observe(flag, 0.0, 0.0, -np.inf, np.inf, 1.0)
+            critic[i, ACTOR_DIM + 4 + f] = clip_scale(flag, -np.inf, np.inf, 1.0)
 
 
 class Go2JoystickDirectEnv(VelocityDirectEnv):
@@ -203,7 +205,7 @@ class Go2JoystickDirectEnv(VelocityDirectEnv):
         _post_physics(*self._post_physics_args)
 
     def _observe_rows(
-        self, rows: np.ndarray, update_command: bool, uniforms: np.ndarray, actor: np.ndarray,
+        self, rows: np.ndarray, update_command: bool, noise_key: np.uint64, actor: np.ndarray,
         critic: np.ndarray,
     ) -> None:  # fmt: skip
-        _observe(rows, update_command, uniforms, actor, critic, *self._observe_args)
+        _observe(rows, update_command, noise_key, actor, critic, *self._observe_args)
