@@ -20,6 +20,8 @@ calls ``_restart`` (hook), resets every row as in 4, then runs 5 without the pus
 Random numbers come from one Generator, in the manager variant's order: observation noise of the
 done rows, the reset draws of ``_reset_state``, push timers, command draws of ``_reset_commands``,
 those of ``_advance_commands``, push kicks and their new timers, observation noise of every row.
+Observation noise takes one 64-bit key from the Generator per call; the fused kernel draws each
+entry from that key's counter-based stream (``kernels.scalar.noise_uniform``), in parallel.
 Subclasses build their arrays in ``__init__`` after ``super().__init__``, call
 ``_init_observations`` and then bind their fused kernels' arrays by name (``kernel_args``).
 """

@@ -32,7 +32,8 @@ observation and reward terms read the action and command buffers.
 Random numbers come from one ``numpy`` Generator seeded in ``reset(seed)``, in this order per
 step: final-obs noise of done rows (per noisy group), reset events (per term), interval timers
 of reset rows, command resamples of reset rows, expired command resamples, interval events,
-observation noise (per noisy group).
+observation noise (per noisy group: one 64-bit key, each entry then drawn from that key's
+counter-based stream inside the group's kernel, ``kernels.scalar.noise_uniform``).
 """
 
 from __future__ import annotations

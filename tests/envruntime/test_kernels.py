@@ -41,7 +41,8 @@ def test_scalar_helpers() -> None:
     assert scalar.uniform(-2.0, 4.0, 0.25) == pytest.approx(-0.5)
     assert scalar.clamp(3.0, -1.0, 1.0) == 1.0 and scalar.clamp(-3.0, -1.0, 1.0) == -1.0
     key, u = np.uint64(7), scalar.noise_uniform(np.uint64(7), 3)
-    assert scalar.observe(1.0, 0.5, key, 3, -10.0, 10.0, 2.0) == pytest.approx((1.0 + 0.5 * (2 * u - 1)) * 2.0)
+    noisy = (1.0 + 0.5 * (2 * u - 1)) * 2.0
+    assert scalar.observe(1.0, 0.5, key, 3, -10.0, 10.0, 2.0) == pytest.approx(noisy)
     assert scalar.observe(1.0, 0.5, key, 3, 1.9, 10.0, 2.0) == pytest.approx(3.8)
     assert scalar.observe(1.0, 0.0, key, 3, 1.2, 10.0, 2.0) == scalar.clip_scale(1.0, 1.2, 10.0, 2.0) == 2.4
 
