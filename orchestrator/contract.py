@@ -193,6 +193,9 @@ class PlannedRun:
     submodules: bool = False  # the worktree's submodules checked out at the commits the SHA records
     # a suite run (case ``capabilities.SUITE_CASE``): the names and globs of the cases its output gives
     suite_cases: tuple[str, ...] = ()
+    # an adaptive round's lockstep suite run: the cases (as named) it plays, of those ``suite_cases``
+    # selects; None: all of them
+    suite_only: tuple[str, ...] | None = None
     lockstep: LockstepSettings | None = None  # order: lockstep's blocks; None for every other order
     quiet: QuietLimits | None = None  # the sweep's quiet:; None: never wait
     max_steps: int | None = None  # a run reporting more steps fails (the sweep's max_steps); None: no cap

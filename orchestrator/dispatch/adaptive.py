@@ -2,7 +2,8 @@
 
 ``run_until_decided`` is the sweep path every caller uses (``shasweep run``, ``--resume``, other
 verbs that run sweeps): it dispatches the planned runs and then, while any gate is INCONCLUSIVE,
-one more round of the undecided (case, side) cells and their baselines, in the sweep's order, until
+one more round of the undecided (case, side) cells and their baselines, in the sweep's order (a
+lockstep suite's processes play only those cells' cases, ``PlannedRun.suite_only``), until
 every gate is PASS or FAIL, ``max_repeats`` rounds ran, the runs took ``budget_s`` seconds, or the
 next round would end after the caller's ``deadline`` (``shasweep ci --budget``: a wall-clock limit
 on the whole command, estimated from the last round's duration).
@@ -18,13 +19,14 @@ before the next round is decided.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from orchestrator.contract import PlannedRun
 from orchestrator.dispatch.dispatcher import SweepOutcome, dispatch_runs
 from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan
 from orchestrator.spec.record import AdaptiveSummary, SweepRecord
+from orchestrator.spec.schema import Order
 
 # The results are read and judged (pandas, the report model) only when a round or re-run is decided:
 # the analysis modules are imported there, not before the first run is dispatched.
@@ -74,7 +76,7 @@ class AdaptiveRounds:
                      and ((run.case, run.side) in cells or (run.suite_cases and run.side in sides))]
             if batch:
                 self._rounds_since = 1
-                return batch
+                return narrowed(batch, cells) if spec.order is Order.lockstep else batch
         self.ended = self.ended or MAX_REACHED
         return []
 
@@ -114,6 +116,13 @@ class DisturbedReruns:
         keys = set(flagged["suite_run_key"].fillna(flagged["run_key"]))
         self.rerun |= keys
         return [run for run in self.plan if run.run_key in keys]
+
+
+def narrowed(batch: list[PlannedRun], cells: set[tuple[str, str]]) -> list[PlannedRun]:
+    """The round's runs, each lockstep suite run told to play only its side's undecided cases: a case
+    decided in an earlier round costs the later rounds nothing."""
+    return [replace(run, suite_only=tuple(sorted(case for case, side in cells if side == run.side)))
+            if run.suite_cases else run for run in batch]
 
 
 def undecided_cells(record: SweepRecord, runs: Any) -> set[tuple[str, str]]:

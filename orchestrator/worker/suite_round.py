@@ -2,7 +2,8 @@
 process resident, each benchmark played in turn as a lockstep case of its own.
 
 ``SuiteRound.play`` starts the processes one after another (each parks after its header, listing
-the benchmarks it collected), orders the cases the sweep selects (the first declared side's order,
+the benchmarks it collected), orders the cases the sweep selects (an adaptive round's: only those
+still undecided, ``PlannedRun.suite_only``; the first declared side's order,
 then each other side's own), tells each process its own cases and awaits it parked in its first.
 Then case by case: the processes parked in it calibrate once per sweep (the first of them, in the
 sides' declared order; ``suite-calls.json`` keeps the calls per step for every later round), play
@@ -23,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.capabilities import benchmark_selected
+from orchestrator.capabilities import benchmark_selected, suite_case_name
 from orchestrator.contract import PlannedRun
 from orchestrator.errors import ProtocolError
 from orchestrator.worker.bench_task import BenchSetup, render_argv
@@ -104,8 +105,9 @@ class SuiteRound:
         except ProtocolError as exc:
             raise RoundFailed(f"{contestant.name()}: {exc}", contestant.side) from None
         separate = header.get("separate") or {}
-        patterns = seat.run.suite_cases
-        seat.selected = [name for name in collected if benchmark_selected(name, patterns)]
+        patterns, only = seat.run.suite_cases, seat.run.suite_only
+        seat.selected = [name for name in collected if benchmark_selected(name, patterns)
+                         and (only is None or suite_case_name(name) in only)]
         for name in seat.selected:
             if isinstance(separate, dict) and name in separate:
                 self.fallen.setdefault(name, f"{separate[name]}: runs as separate processes")
@@ -117,9 +119,9 @@ class SuiteRound:
         order: list[str] = []
         for side in self.declared:
             order += [case for case in by_side.get(side, []) if case not in order]
+        names = sorted({name for seat in self.seats for name in seat.contestant.records.collected()})
         for i, pattern in enumerate(self.seats[0].run.suite_cases):
-            if not any(benchmark_selected(case, [pattern]) for case in order):
-                names = sorted({name for seat in self.seats for name in seat.contestant.records.collected()})
+            if not any(benchmark_selected(name, [pattern]) for name in names):
                 shown = ", ".join(repr(n) for n in names[:10]) + (f" and {len(names) - 10} more"
                                                                  if len(names) > 10 else "")
                 raise SuiteInputError(f"cases[{i}] {pattern!r}: no benchmark of any side matches it; "

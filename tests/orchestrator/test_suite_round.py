@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -65,6 +66,18 @@ def test_each_benchmark_is_a_lockstep_case_played_by_the_sides_that_have_it(tmp_
     assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:], strict=False)), \
         "one process at a time, block by block"
     assert len(set(rows["suite_run_key"])) == 2 and rows["log_dir"].nunique() == 2
+
+
+def test_an_adaptive_round_plays_only_the_cases_it_names(tmp_path):
+    repo = make_suite_repo(tmp_path, BASE_SUITE)
+    runs = [replace(run, suite_only=(SPIN[1],)) for run in suite_round(repo, tmp_path / "results", repeat=3)]
+    outcomes = execute_round(runs)
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
+    rows = case_rows(tmp_path / "results")
+    assert list(zip(rows["case"], rows["side"], strict=True)) == [(SPIN[1], "base"), (SPIN[1], "cand")]
+    for run in runs:  # the other benchmarks were deselected: pytest never ran them
+        log = (Path(rows.loc[rows["side"] == run.side, "log_dir"].iloc[0]) / "stdout.log").read_text()
+        assert "2 deselected" in log, log
 
 
 def test_a_benchmark_that_raises_fails_the_round_naming_it_and_its_side(tmp_path):
