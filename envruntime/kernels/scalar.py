@@ -70,10 +70,10 @@ MIX_2 = np.uint64(0x94D049BB133111EB)
 TWO_TO_MINUS_53 = 1.0 / 9007199254740992.0
 
 
-
 def draw_noise_key(rng: np.random.Generator) -> np.uint64:
     """The stream of one observation call's noise: one 64-bit draw of the env's generator."""
     return rng.integers(0, 2**64, dtype=np.uint64)
+
 
 @njit(cache=True)
 def noise_uniform(key: np.uint64, counter: int) -> float:
