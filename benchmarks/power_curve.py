@@ -11,7 +11,10 @@ simulation, CPU-bound; only the last section is a timing).
    sweeps' ``min_ratio`` gate: with the truth on either bound, A/A and the slowdown.
 3. The power curve of the default boundary: fixed REPEATS rounds against adaptive, CV 1-5 %, true
    slowdowns of 0-10 %, paired lognormal noise.
-4. Gate verdicts of a 100-cell sweep (50 cases x 2 sides against a baseline, 10 rounds, one gate)
+4. A ``shasweep ci`` sweep (``session.ci_design``): looks from round 2 to CI_LOOKS, the default gate
+   ``time <= 1.02x`` at ``1 - 0.05 / CI_CASES``, Pocock against O'Brien-Fleming (the ci design's
+   boundary) on the same sweeps, paired, a 5 % slowdown, an unchanged head and the truth on the bound.
+5. Gate verdicts of a 100-cell sweep (50 cases x 2 sides against a baseline, 10 rounds, one gate)
    through the report's comparer and ``verdicts.evaluate_gates``, fixed and adaptive: wall time.
 
 The rule is the one reports apply (``orchestrator.analysis.power.decide``, checked against
@@ -31,12 +34,14 @@ from orchestrator.analysis import power
 from orchestrator.analysis.report_model import sweep_comparer
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import Verdict, evaluate_gates
+from orchestrator.session.ci_design import ALPHA, DEFAULT_MAX_RATIO, MIN_ROUNDS
 from orchestrator.spec.schema import GateSpec, Order, Spending, SweepSpec
 
 CVS = (0.01, 0.015, 0.02, 0.03, 0.05)
 SLOWDOWNS = (0.0, 0.02, 0.03, 0.05, 0.07, 0.10)
 DESIGNS = (Spending.even, Spending.pocock, Spending.obrien_fleming)
 SLOWER = 1 / 1.1
+CI_CASES, CI_LOOKS = 15, 27  # benchmarks/ci_detection.py's suite and the rounds its 10-minute budget held
 
 
 def cell(decided: power.Decisions) -> str:
@@ -102,6 +107,23 @@ def power_table(sweeps: int, looks: Looks, min_ratio: float) -> list[str]:
     return lines
 
 
+def ci_table(sweeps: int) -> list[str]:
+    gate = GateSpec(metric="time_ms", max_ratio=DEFAULT_MAX_RATIO, confidence=1 - ALPHA / CI_CASES)
+    designs = (Spending.pocock, Spending.obrien_fleming)
+    lines = ["| noise | run CV | true ratio | " + " | ".join(d.value for d in designs) + " |",
+             "|---|---|---|" + "---|" * len(designs)]
+    seed = 200
+    for noise in power.NOISES:
+        for cv in (0.02, 0.03):
+            for truth in (1.05, 1.0, DEFAULT_MAX_RATIO):
+                seed += 1
+                cand, base = power.simulate(np.random.default_rng(seed), sweeps, CI_LOOKS, cv=cv,
+                                            true_ratio=truth, noise=noise)
+                decided = [power.decide(cand, base, Looks(MIN_ROUNDS, CI_LOOKS, d), gate) for d in designs]
+                lines.append(f"| {noise} | {100 * cv:g} % | {truth:.3f} | " + " | ".join(map(cell, decided)) + " |")
+    return lines
+
+
 def verdict_time(looks: Looks) -> float:
     rng = np.random.default_rng(1)
     cases = [f"sac/task{i}/mujoco" for i in range(50)]
@@ -123,7 +145,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-repeats", type=int, default=30)
     parser.add_argument("--min-ratio", type=float, default=0.97)
-    parser.add_argument("--no-timing", action="store_true", help="leave out section 4 (a wall time)")
+    parser.add_argument("--no-timing", action="store_true", help="leave out section 5 (a wall time)")
     args = parser.parse_args()
     first, last = args.repeats, args.max_repeats
     print(f"{args.sweeps} simulated sweeps per row; adaptive: {first} to {last} rounds; each cell "
@@ -134,8 +156,11 @@ def main() -> None:
     print("\n".join(within_table(args.sweeps, first, last, args.min_ratio)))
     print(f"\n3. power curve of the default boundary, paired lognormal noise; fixed: {first} rounds")
     print("\n".join(power_table(args.sweeps, Looks(first, last), args.min_ratio)))
+    print(f"\n4. a shasweep ci sweep: looks {MIN_ROUNDS}..{CI_LOOKS}, gate time <= {DEFAULT_MAX_RATIO:g}x at "
+          f"1 - {ALPHA:g}/{CI_CASES}, paired")
+    print("\n".join(ci_table(args.sweeps)))
     if not args.no_timing:
-        print(f"\n4. verdicts of a 100-cell sweep of 10 rounds: fixed {verdict_time(Looks(10, 10)):.2f} s, "
+        print(f"\n5. verdicts of a 100-cell sweep of 10 rounds: fixed {verdict_time(Looks(10, 10)):.2f} s, "
               f"adaptive (looks 3..10) {verdict_time(Looks(3, 10)):.2f} s")
 
 

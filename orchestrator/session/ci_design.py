@@ -11,6 +11,9 @@
   overruns the budget by as little as it can), then one round at a time while a gate is undecided,
   up to the rounds the time budget holds (``max_repeats``); the command's deadline stops them
   earlier when the rounds run slower than estimated;
+- the O'Brien-Fleming boundary (``SPENDING``) unless a project's sweep file names another: a pull
+  request's cases are mostly unchanged ones that stay undecided to the budget's last rounds, so the
+  error rate is best spent there (``tests/orchestrator/test_sequential.py`` measures the gain);
 - the project's gates (``tool.shasweep.gates``), else one: the time per call (per step) may grow by
   at most ``DEFAULT_MAX_RATIO``, at the confidence ``1 - ALPHA / K`` for the suite's K benchmarks:
   a pull request fails when any case does, so the cases share the error rate (15 gates at 95 %
@@ -36,13 +39,14 @@ from orchestrator.plan.ci_commits import CiCommits
 from orchestrator.plan.suite_discovery import FoundSuite
 from orchestrator.spec.ci_config import CiConfig
 from orchestrator.spec.load import read_yaml, spec_from_config
-from orchestrator.spec.schema import SweepSpec
+from orchestrator.spec.schema import Spending, SweepSpec
 
 SWEEP_NAME = "ci"
 BASE, HEAD = "base", "head"
 DEFAULT_MAX_RATIO = 1.02  # a slowdown the interval puts beyond 2 % fails the gate
 ALPHA = 0.05  # the chance that some case of the suite is wrongly judged: shared by its cases (Bonferroni)
 SETUP_S = 20.0  # the cluster's start and two checkouts: the budget's part outside the rounds
+SPENDING = Spending.obrien_fleming  # most of the error rate at the last looks, where a ci sweep decides
 MIN_ROUNDS = 2  # an interval needs two rounds; the first look at the gates is after them, and every
 # later round is an adaptive one, which starts only when the deadline holds it
 MAX_ROUNDS = 100
@@ -167,6 +171,7 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
                 "aa": commits.same, "timeout_s": min(float(raw.get("timeout_s", budget_s)), budget_s)})
     if found.kind in KINDS or "max_repeats" not in raw:
         raw.update({"repeats": repeats, "max_repeats": max(rounds, repeats)})
+    raw.setdefault("spending", SPENDING.value)
     if config.gates:
         raw["gates"] = [dict(gate) for gate in config.gates]
     spec = spec_from_config(OmegaConf.create(raw))

@@ -9,8 +9,9 @@ from orchestrator.capabilities import Capability, describe
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan.ci_commits import CiCommits
 from orchestrator.plan.suite_discovery import FoundSuite
-from orchestrator.session.ci_design import DEFAULT_MAX_RATIO, MAX_ROUNDS, SETUP_S, design_sweep
+from orchestrator.session.ci_design import DEFAULT_MAX_RATIO, MAX_ROUNDS, SETUP_S, SPENDING, design_sweep
 from orchestrator.spec.ci_config import CiConfig
+from orchestrator.spec.schema import Spending
 
 COMMITS = CiCommits(base_ref="main", head_ref="HEAD", head="b" * 40, merge_base="a" * 40)
 PYTEST = FoundSuite("pytest-benchmark", ("bench",), 15)
@@ -102,3 +103,15 @@ def test_the_project_s_instrument_counts_instructions_and_sizes_the_rounds_for_v
     own = FoundSuite("sweep", ("shasweep.yaml",), 1)
     assert design(own, repo=tmp_path).spec.instrument.value == "valgrind", "a sweep file's own"
     assert design(own, config=CiConfig(instrument="none"), repo=tmp_path).spec.instrument.value == "none"
+
+
+def test_the_looks_spend_their_error_rate_late_unless_the_project_s_sweep_says_otherwise(tmp_path):
+    """A ci sweep's cases stay undecided to the budget's last rounds, where O'Brien-Fleming spends
+    most (tests/orchestrator/test_sequential.py measures what that buys)."""
+    assert SPENDING == Spending.obrien_fleming
+    assert design().spec.spending == SPENDING and design().config["spending"] == "obrien-fleming"
+    (tmp_path / "shasweep.yaml").write_text(
+        "name: own\nsides: {a: {ref: HEAD}, b: {ref: HEAD}}\nbaseline: a\ncases: [x]\nprotocol: time\n"
+        "command: [python, -c, pass]\nspending: pocock\n")
+    own = FoundSuite("sweep", ("shasweep.yaml",), 1)
+    assert design(own, repo=tmp_path).spec.spending == Spending.pocock, "a sweep file's own"

@@ -136,3 +136,29 @@ def test_the_simulated_rule_is_the_one_reports_apply(gate, spending):
         assert verdict.verdict == Verdict(expected.verdict[sweep])
         if verdict.verdict != Verdict.INCONCLUSIVE:
             assert looks.first + verdict.looks - 1 == expected.rounds[sweep]
+
+
+@pytest.mark.parametrize("noise", power.NOISES)
+@pytest.mark.parametrize("cv", [0.02, 0.03])
+def test_a_sweep_that_runs_to_its_budget_fails_a_small_slowdown_more_often_under_obrien_fleming(noise, cv):
+    """A ci sweep (``session.ci_design``): 27 looks from round 2, one of 15 cases' gates (``max_ratio:
+    1.02`` at ``1 - 0.05 / 15``). Most of its cases stay undecided to the last rounds, where
+    O'Brien-Fleming's band is narrow (z 3.16 against Pocock's 3.60): a time 5 % longer FAILs in
+    2-17 points more sweeps (0.30-0.99 against 0.18-0.97 here, by noise and CV), an unchanged
+    one PASSes more often, and with the truth on the bound neither claims more than the gate's
+    error rate (measured at most 0.0030 of 0.0033)."""
+    looks = {s: Looks(2, 27, s) for s in (Spending.pocock, Spending.obrien_fleming)}
+    gate = GateSpec(metric="time_ms", max_ratio=1.02, confidence=1 - 0.05 / 15)
+
+    def decided(truth: float, seed: int) -> dict[Spending, power.Decisions]:
+        cand, base = power.simulate(np.random.default_rng(seed), SWEEPS, 27, cv=cv, true_ratio=truth,
+                                    noise=noise)
+        return {s: power.decide(cand, base, looks[s], gate) for s in looks}
+
+    slower, unchanged, on_bound = decided(1.05, 1), decided(1.0, 2), decided(1.02, 3)
+    late, even_ish = slower[Spending.obrien_fleming], slower[Spending.pocock]
+    assert late.rate(Verdict.FAIL) >= even_ish.rate(Verdict.FAIL) + 0.015, "the same sweeps, both bands"
+    assert late.rate(Verdict.PASS) == even_ish.rate(Verdict.PASS) == 0
+    assert unchanged[Spending.obrien_fleming].rate(Verdict.PASS) > unchanged[Spending.pocock].rate(Verdict.PASS)
+    assert all(d.rate(Verdict.FAIL) == 0 for d in unchanged.values())
+    assert all(wrong(d) <= 0.05 / 15 * 1.5 for d in on_bound.values()), "2000 sweeps: 1.5x for chance"
