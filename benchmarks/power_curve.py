@@ -120,7 +120,8 @@ def ci_table(sweeps: int) -> list[str]:
                 cand, base = power.simulate(np.random.default_rng(seed), sweeps, CI_LOOKS, cv=cv,
                                             true_ratio=truth, noise=noise)
                 decided = [power.decide(cand, base, Looks(MIN_ROUNDS, CI_LOOKS, d), gate) for d in designs]
-                lines.append(f"| {noise} | {100 * cv:g} % | {truth:.3f} | " + " | ".join(map(cell, decided)) + " |")
+                row = " | ".join(map(cell, decided))
+                lines.append(f"| {noise} | {100 * cv:g} % | {truth:.3f} | {row} |")
     return lines
 
 
