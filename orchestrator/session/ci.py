@@ -4,7 +4,8 @@ From a clone, with no sweep YAML: the CI context (``session.ci_context``) and ``
 (``spec.ci_config``, the command line over it) give the refs; ``plan.ci_commits`` the head and the
 merge base; ``plan.suite_discovery`` the suite; ``session.ci_design`` the sweep. It runs as every
 sweep does (``session.sweep``), its rounds within the time budget (``RunOptions.deadline``: the
-sweep spends at most the budget, counted from the command's start, then reports what it decided),
+rounds end ``OUTPUTS_S`` before the budget, counted from the command's start, is spent, and the
+outputs of what it decided are written in that time),
 and its report is written for every place a CI shows one (``session.ci_outputs``). An error is
 written there too, before it is raised, so the comment and the outputs say why nothing was compared.
 """
@@ -25,7 +26,7 @@ from orchestrator.plan.refs import repo_root
 from orchestrator.plan.roots import results_root_for
 from orchestrator.plan.suite_discovery import FoundSuite, find_suite, present_at
 from orchestrator.session.ci_context import CiContext, ci_context
-from orchestrator.session.ci_design import SWEEP_NAME, CiDesign, design_sweep
+from orchestrator.session.ci_design import OUTPUTS_S, SWEEP_NAME, CiDesign, design_sweep
 from orchestrator.session.ci_outputs import CiOutputs
 from orchestrator.session.options import RunOptions
 from orchestrator.session.sweep import plan_sweep, run_sweep, say
@@ -98,7 +99,7 @@ def run_ci(options: CiOptions, cwd: Path | None = None, environ: Mapping[str, st
         for line in _intro(found, commits, design, config):
             say(line)
         run = run_sweep(plan_sweep(design.spec, cwd=repo),
-                        RunOptions(progress=options.progress, deadline=started + config.budget_s))
+                        RunOptions(progress=options.progress, deadline=started + config.budget_s - OUTPUTS_S))
         return CiResult(outputs.write_report(run, commits, found.describe(), config.budget))
     except ShasweepError as exc:
         if not options.plan_only:

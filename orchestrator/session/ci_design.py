@@ -45,7 +45,9 @@ SWEEP_NAME = "ci"
 BASE, HEAD = "base", "head"
 DEFAULT_MAX_RATIO = 1.02  # a slowdown the interval puts beyond 2 % fails the gate
 ALPHA = 0.05  # the chance that some case of the suite is wrongly judged: shared by its cases (Bonferroni)
-SETUP_S = 20.0  # the cluster's start and two checkouts: the budget's part outside the rounds
+SETUP_S = 20.0  # the cluster's start and two checkouts: the budget's part before the rounds
+OUTPUTS_S = 20.0  # closing the cluster and writing the report, page and CI files: its part after them
+# (9-16 s measured for a 15-benchmark suite: the report files 9 s after the last round, the page 7 s more)
 SPENDING = Spending.obrien_fleming  # most of the error rate at the last looks, where a ci sweep decides
 MIN_ROUNDS = 2  # an interval needs two rounds; the first look at the gates is after them, and every
 # later round is an adaptive one, which starts only when the deadline holds it
@@ -159,13 +161,14 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
     earlier = history(list(raw.get("command", [])), instrument) if history else None
     estimate = (RoundEstimate(earlier, "the last ci sweep of this suite") if earlier
                 else _static_estimate(found, instrument))
-    minimum = SETUP_S + MIN_ROUNDS * estimate.seconds
+    minimum = SETUP_S + MIN_ROUNDS * estimate.seconds + OUTPUTS_S
     if budget_s < minimum:
         raise InvalidInputError(
             f"{_duration(budget_s)} is less than the {_duration(minimum)} one comparison needs here: about "
-            f"{SETUP_S:g} s to start, and {MIN_ROUNDS} rounds of ~{estimate.seconds:.1f} s "
-            f"({estimate.source}); give --budget {_duration(math.ceil(minimum))} or more", "--budget")
-    rounds = min(int((budget_s - SETUP_S) // estimate.seconds), MAX_ROUNDS)
+            f"{SETUP_S:g} s to start, {MIN_ROUNDS} rounds of ~{estimate.seconds:.1f} s "
+            f"({estimate.source}) and {OUTPUTS_S:g} s to write the outputs; "
+            f"give --budget {_duration(math.ceil(minimum))} or more", "--budget")
+    rounds = min(int((budget_s - SETUP_S - OUTPUTS_S) // estimate.seconds), MAX_ROUNDS)
     repeats = MIN_ROUNDS
     raw.update({"sides": {BASE: {"ref": commits.merge_base}, HEAD: {"ref": commits.head}}, "baseline": BASE,
                 "aa": commits.same, "timeout_s": min(float(raw.get("timeout_s", budget_s)), budget_s)})

@@ -9,7 +9,14 @@ from orchestrator.capabilities import Capability, describe
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan.ci_commits import CiCommits
 from orchestrator.plan.suite_discovery import FoundSuite
-from orchestrator.session.ci_design import DEFAULT_MAX_RATIO, MAX_ROUNDS, SETUP_S, SPENDING, design_sweep
+from orchestrator.session.ci_design import (
+    DEFAULT_MAX_RATIO,
+    MAX_ROUNDS,
+    OUTPUTS_S,
+    SETUP_S,
+    SPENDING,
+    design_sweep,
+)
 from orchestrator.spec.ci_config import CiConfig
 from orchestrator.spec.schema import Spending
 
@@ -31,7 +38,7 @@ def test_a_pytest_suite_runs_its_benchmarks_only_in_rounds_the_budget_holds():
     assert spec.baseline == "base" and not spec.aa and spec.env == {"PYTHONHASHSEED": "0"}
     assert [(g.metric, g.max_ratio) for g in spec.gates] == [("time_ms", DEFAULT_MAX_RATIO)]
     assert spec.gates[0].confidence == pytest.approx(1 - 0.05 / 15), "15 cases share the error rate"
-    rounds = int((600 - SETUP_S) // made.estimate.seconds)
+    rounds = int((600 - SETUP_S - OUTPUTS_S) // made.estimate.seconds)
     assert (spec.repeats, spec.max_repeats) == (2, rounds)
     lockstep = describe("pytest-benchmark").has(Capability.CONTROL_CHANNEL)
     assert spec.order.value == ("lockstep" if lockstep else "interleaved")
@@ -66,7 +73,8 @@ def test_the_project_gates_the_history_and_an_a_a_comparison():
     made = design(config=config, commits=same,
                   history=lambda command, instrument: 20.0 if "-x" in command else None)
     assert made.spec.aa and [(g.max_ratio, g.case) for g in made.spec.gates] == [(1.1, "*poly*")]
-    assert made.estimate.seconds == 20.0 and made.spec.max_repeats == int((600 - SETUP_S) // 20)
+    rounds = int((600 - SETUP_S - OUTPUTS_S) // 20)
+    assert made.estimate.seconds == 20.0 and made.spec.max_repeats == rounds
     assert design(budget_s=10_000.0).spec.max_repeats == MAX_ROUNDS
 
 
@@ -74,8 +82,9 @@ def test_a_budget_too_small_for_two_rounds_says_the_minimum():
     minimum = design().min_budget_s
     with pytest.raises(
         InvalidInputError,
-        match=r"^--budget: 30s is less than the 1m2s one comparison needs here: about 20 s to start, and "
-        r"2 rounds of ~21\.0 s \(about 15 benchmarks at ~0\.5 s each, 2 sides\); give --budget 1m2s or more",
+        match=r"^--budget: 30s is less than the 1m22s one comparison needs here: about 20 s to start, "
+        r"2 rounds of ~21\.0 s \(about 15 benchmarks at ~0\.5 s each, 2 sides\) and 20 s to write the "
+        r"outputs; give --budget 1m22s or more",
     ):
         design(budget_s=30.0)
     assert design(budget_s=minimum).spec.repeats == 2
