@@ -55,8 +55,8 @@ MAX_ROUNDS = 100
 RUN_START_S = 3.0  # a suite process's start, imports and collection, when no earlier sweep says
 SWEEP_FILE_S = 5.0  # a project's own sweep: a run's time, when no earlier sweep says
 # instrument: valgrind adds a process per side and round under callgrind, ~50x slower than native:
-# its start (imports and collection; `import pytest` took 12 s here under it) and about three steps'
-# work of each benchmark (two sizes of a warm-up and two steps); when no earlier sweep says
+# its start (imports and collection; `import pytest` took 12 s here under it) and a warm-up and two
+# steps of each benchmark; when no earlier sweep says
 VALGRIND_START_S = 25.0
 VALGRIND_PER_BENCHMARK_S = 2.0
 PYTEST_ARGS = ("--benchmark-only", "--benchmark-json={result}", "--benchmark-max-time=0.1",

@@ -1,12 +1,8 @@
 """A suite's instructions per call (docs/design.md, "Instruction counts"): after a round's measured
 processes, each side's suite runs once more, alone, under callgrind, driven through the suite channel
-as in a lockstep round (``worker.suite_round``): per case two measured blocks of ``INSTRUMENTED_STEPS``
-steps, of one call per step and of one more than the sweep's calls per step (``two_sizes``; each
-after a warm-up block), whose steps alone are counted (the bench side marks them) and dumped per
-block. A step counts its calls and a fixed part besides (the marks' own requests, the step's timer
-reads), so the count per call is the difference of the two blocks' counts per step over the
-difference of their calls: the fixed part cancels, and the count does not depend on the calls per
-step a calibration chose. The two blocks together cost what one block at the sweep's calls did.
+as in a lockstep round (``worker.suite_round``) with the sweep's calls per step: per case a warm-up
+block and one measured block of ``INSTRUMENTED_STEPS`` steps, whose calls alone are counted (the
+bench side marks them) and dumped per block.
 """
 
 from __future__ import annotations
@@ -29,7 +25,7 @@ from orchestrator.worker.protocols.suite_stream import SuiteStreamState
 from orchestrator.worker.suite_kit import with_kit
 from orchestrator.worker.suite_round import SuiteRound, SuiteSeat
 
-INSTRUMENTED_STEPS = 2  # measured steps per block: a count does not vary; a second step shows it does not
+INSTRUMENTED_STEPS = 2  # measured steps per case: a count does not vary, a second step shows that it does not
 CONTROL, STREAM = "control-callgrind.fifo", "stream-callgrind.jsonl"
 
 
@@ -46,9 +42,8 @@ def count_suite(run: PlannedRun, setup: BenchSetup, reader: SuiteReader, block_w
     contestant = Contestant(side=run.side, sha=run.sha, start=lambda: setup.start(argv, "callgrind", env),
                             stream_path=stream, control_path=control, reads=SuiteStreamState)
     round_ = LockstepRound([contestant], timeout_s=run.timeout_s, stopped=stopped)
-    plan = BlockPlan(block_steps=INSTRUMENTED_STEPS, blocks=2, block_warmup=max(1, block_warmup))
-    counting = SuiteRound(round_, [SuiteSeat(run, setup, contestant, reader)], plan, declared, calls_path,
-                          cycle_calls=two_sizes)
+    plan = BlockPlan(block_steps=INSTRUMENTED_STEPS, blocks=1, block_warmup=max(1, block_warmup))
+    counting = SuiteRound(round_, [SuiteSeat(run, setup, contestant, reader)], plan, declared, calls_path)
     try:
         counting.play()
     except RoundFailed as exc:
@@ -58,16 +53,10 @@ def count_suite(run: PlannedRun, setup: BenchSetup, reader: SuiteReader, block_w
     return _per_call(contestant, counting.played, block_counts(read_dumps(setup.log_dir)))
 
 
-def two_sizes(calls: int, cycle: int) -> int:
-    """The calls per step of the instrumented blocks: 1, then one more than the sweep's ``calls``."""
-    return 1 if cycle == 0 else calls + 1
-
-
 def _per_call(contestant: Contestant, played: set[str], counts: dict[int, int]) -> dict[str, float]:
     records: SuiteStreamState = contestant.records  # type: ignore[assignment]
     found = {}
     for case in played:
-        measured = []
         for block in records.case(case).blocks:
             if block.get("warmup"):
                 continue
@@ -76,14 +65,5 @@ def _per_call(contestant: Contestant, played: set[str], counts: dict[int, int]) 
                                   f"(block {block['block']}: its bench side made no client request)",
                                   contestant.side)
             calls = int(block.get("calls") or 1) * int(block.get("inner_loops") or 1)
-            measured.append((calls, counts[block["block"]] / block["steps"]))
-        found[case] = per_call(measured)
+            found[case] = counts[block["block"]] / (block["steps"] * calls)
     return found
-
-
-def per_call(blocks: list[tuple[int, float]]) -> float:
-    """Instructions per call from measured blocks' (calls per step, instructions per step): the slope
-    between the smallest and the largest calls per step (what a step does besides its calls cancels);
-    one size alone: its count per call."""
-    (few, at_few), (many, at_many) = min(blocks), max(blocks)
-    return at_many / many if many == few else (at_many - at_few) / (many - few)

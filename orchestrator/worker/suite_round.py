@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,7 +69,6 @@ class SuiteRound:
     plan: BlockPlan
     declared: list[str]  # the sides in the sweep's order: who calibrates, whose order the cases follow
     calls_path: Path
-    cycle_calls: Callable[[int, int], int] = lambda calls, cycle: calls  # a measured cycle's calls per step
     fallen: dict[str, str] = field(default_factory=dict)  # case -> why it runs as separate processes
     played: set[str] = field(default_factory=set)  # the cases played in lockstep
     whole: str | None = None  # why every side's whole suite ran as a separate process instead
@@ -135,10 +133,9 @@ class SuiteRound:
         holders = [seat for seat in self.seats if seat.contestant.records.ready == case]
         calls = self._calls(case, holders) if holders and case not in self.fallen else None
         if calls is not None:
+            extra = {"case": case, "calls": calls}
             for slot, index in enumerate(turn_order(len(holders), self.plan.blocks)):
-                cycle = slot // len(holders)
-                extra = {"case": case, "calls": self.cycle_calls(calls, cycle)}
-                self.round_.turn(holders[index].contestant, self.plan, cycle, extra)
+                self.round_.turn(holders[index].contestant, self.plan, slot // len(holders), extra)
             self.played.add(case)
         for seat in holders:
             self.round_.command(seat.contestant, f"the end of case {case!r}", cmd="next")

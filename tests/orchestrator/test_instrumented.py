@@ -25,7 +25,6 @@ from orchestrator.analysis.stats import Comparison, summarize
 from orchestrator.contract import InstrumentSettings
 from orchestrator.errors import SpecError
 from orchestrator.worker.instrumented import block_counts, callgrind_argv, instrumented_env, read_dumps
-from orchestrator.worker.instrumented_suite import per_call
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
@@ -118,11 +117,3 @@ def test_valgrind_missing_is_bad_input_naming_the_package(tmp_path, monkeypatch)
     spec = SweepSpec(name="x", instrument=Instrument.valgrind)
     with pytest.raises(SpecError, match="valgrind is not installed on this host .* apt-get install valgrind"):
         check_instrument(spec)
-
-
-def test_a_count_per_call_is_the_slope_between_two_sizes_of_step():
-    """What a step does besides its calls (the marks' own requests, its timer reads) cancels."""
-    fixed, each = 32_000.0, 17_500_000.0
-    assert per_call([(5, fixed + 5 * each), (10, fixed + 10 * each)]) == pytest.approx(each, rel=1e-12)
-    assert per_call([(10, fixed + 10 * each), (5, fixed + 5 * each)]) == pytest.approx(each, rel=1e-12)
-    assert per_call([(4, 4 * each)]) == each, "one size alone: its count per call"
