@@ -16,6 +16,7 @@ import pytest
 from orchestrator.analysis import power
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import Comparer, Verdict, gate_verdict
+from orchestrator.session.ci_design import ALPHA, DEFAULT_MAX_RATIO, MIN_ROUNDS
 from orchestrator.spec.schema import GateSpec, Spending
 
 SWEEPS = 2000
@@ -147,19 +148,19 @@ def test_a_sweep_that_runs_to_its_budget_fails_a_small_slowdown_more_often_under
     2-17 points more sweeps (0.30-0.99 against 0.18-0.97 here, by noise and CV), an unchanged
     one PASSes more often, and with the truth on the bound neither claims more than the gate's
     error rate (measured at most 0.0030 of 0.0033)."""
-    looks = {s: Looks(2, 27, s) for s in (Spending.pocock, Spending.obrien_fleming)}
-    gate = GateSpec(metric="time_ms", max_ratio=1.02, confidence=1 - 0.05 / 15)
+    looks = {s: Looks(MIN_ROUNDS, 27, s) for s in (Spending.pocock, Spending.obrien_fleming)}
+    gate = GateSpec(metric="time_ms", max_ratio=DEFAULT_MAX_RATIO, confidence=1 - ALPHA / 15)
 
     def decided(truth: float, seed: int) -> dict[Spending, power.Decisions]:
         cand, base = power.simulate(np.random.default_rng(seed), SWEEPS, 27, cv=cv, true_ratio=truth,
                                     noise=noise)
         return {s: power.decide(cand, base, looks[s], gate) for s in looks}
 
-    slower, unchanged, on_bound = decided(1.05, 1), decided(1.0, 2), decided(1.02, 3)
+    slower, unchanged, on_bound = decided(1.05, 1), decided(1.0, 2), decided(DEFAULT_MAX_RATIO, 3)
     late, even_ish = slower[Spending.obrien_fleming], slower[Spending.pocock]
     assert late.rate(Verdict.FAIL) >= even_ish.rate(Verdict.FAIL) + 0.015, "the same sweeps, both bands"
     assert late.rate(Verdict.PASS) == even_ish.rate(Verdict.PASS) == 0
     passed = {s: d.rate(Verdict.PASS) for s, d in unchanged.items()}
     assert passed[Spending.obrien_fleming] > passed[Spending.pocock]
     assert all(d.rate(Verdict.FAIL) == 0 for d in unchanged.values())
-    assert all(wrong(d) <= 0.05 / 15 * 1.5 for d in on_bound.values()), "2000 sweeps: 1.5x for chance"
+    assert all(wrong(d) <= ALPHA / 15 * 1.5 for d in on_bound.values()), "2000 sweeps: 1.5x for chance"
