@@ -177,6 +177,12 @@ def _locked_run(run: PlannedRun, log_dir: Path, lock: Path, publish: Publisher,
         with WorktreePool().checkout(run.repo, run.sha, checked_for=run.sweep_id,
                                      submodules=run.submodules) as tree:
             result = _run_bench(run, tree, log_dir, publish, cancelled, marker)
+    return with_waits(result, waited_s, quiet)
+
+
+def with_waits(result: RunResult, waited_s: float, quiet: QuietWait | None) -> RunResult:
+    """``result`` with how long it waited for the host lock (on each of a suite's case rows too) and
+    for a quiet host."""
     cases = [(case, replace(done, lock_wait_s=waited_s)) for case, done in result.cases or []]
     return replace(result, lock_wait_s=waited_s, quiet=quiet,
                    cases=cases if result.cases is not None else None)

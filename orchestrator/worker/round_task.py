@@ -149,8 +149,7 @@ def _locked_round(runs: list[PlannedRun], log_dirs: dict[str, Path], lock: Path,
                                                                        checked_for=run.sweep_id,
                                                                        submodules=run.submodules))
             results = _play(runs, trees, log_dirs, marker, publish, cancelled)
-    return {key: replace(result, quiet=quiet, lock_wait_s=waited_s)
-            for key, result in results.items()}
+    return {key: bench_task.with_waits(result, waited_s, quiet) for key, result in results.items()}
 
 
 def _play(runs: list[PlannedRun], trees: dict[str, Path], log_dirs: dict[str, Path], marker: Path,

@@ -49,6 +49,7 @@ def test_each_benchmark_is_a_lockstep_case_played_by_the_sides_that_have_it(tmp_
         (ADDED, "cand"), (REMOVED, "base"), (SPIN[0], "base"), (SPIN[0], "cand"), (SPIN[1], "base"),
         (SPIN[1], "cand")], "a case one side lacks has rows on the other side only"
     assert set(rows["status"]) == {"ok"} and set(rows["ran_in"]) == {"lockstep"} and rows["audited"].all()
+    assert rows["lock_wait_s"].ge(0).all(), "each case's row says how long its round waited for the host"
     assert (rows["steps"] == 6).all() and rows["time_ms"].gt(0).all()
     assert rows["cpu_ms"].gt(0).all() and rows["thread_cpu_ms"].gt(0).all(), "CPU time per call, per case"
     calls = json.loads(next((tmp_path / "home" / "logs").glob("*/suite-calls.json")).read_text())
