@@ -12,7 +12,8 @@ how a case ended; ``finish`` writes the summary.
 A ``Target`` is one benchmark as its tool defined it: ``step(calls)`` makes ``calls`` calls and
 returns their ``StepTimes`` (timed by the target with a ``Stopwatch``; a pyperf ``time_func`` times
 itself, so its steps have no CPU time: only what it timed is the benchmark). Under callgrind the
-measured steps' calls are the only thing counted (``callgrind.Marks``).
+measured steps are the only thing counted (``callgrind.Marks``), and each measured block is preceded
+by as many steps of no calls, counted apart: the steps' own fixed part, which the worker subtracts.
 """
 
 from __future__ import annotations
@@ -200,6 +201,8 @@ class Session:
         """``steps`` steps of ``calls`` calls; under callgrind the measured ones counted, and dumped as
         one block."""
         counted = not warmup and not isinstance(self.marks, NoMarks)
+        if counted:
+            self._count_fixed(target, block, steps)
         started, total = time.time(), 0.0
         for _ in range(steps):
             if counted:
@@ -217,6 +220,24 @@ class Session:
         self.channel.write(kind="block", block=block, steps=steps, wall_s=total, warmup=warmup,
                            started=started, ended=time.time(), case=case, calls=calls,
                            inner_loops=target.inner_loops)
+
+    def _count_fixed(self, target: Target, block: int, steps: int) -> None:
+        """Under callgrind, before a measured block: ``steps`` steps of no calls, counted and dumped as
+        the block's fixed part (the marks' own requests, the step's timer reads), which the worker takes
+        off the block's count, so that a count per call does not move with the calls per step. A
+        target that cannot make no calls (a pyperf ``time_func`` that divides by its loops) leaves the
+        block without one: what it counted is dropped."""
+        try:
+            for _ in range(steps):
+                self.marks.start()
+                try:
+                    target.step(0)
+                finally:
+                    self.marks.stop()
+        except Exception:
+            self.marks.zero()
+            return
+        self.marks.dump(f"shasweep block {block} fixed")
 
     def case_end(self, case: str, outcome: str, message: str | None = None, **extra: Any) -> None:
         """How ``case`` ended: passed, skipped, absent (its benchmark was never called), failed or

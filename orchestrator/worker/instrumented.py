@@ -5,8 +5,9 @@ counts").
 logs: with ``marks`` collection starts off and the bench side turns it on around its measured calls
 and dumps each measured block (``benchkit.callgrind``), else the whole process (and every process it
 starts) is counted. ``read_dumps`` parses what callgrind wrote; ``block_counts`` maps a marked dump
-to its block. ``fingerprint`` is what a count depends on besides the CPU: valgrind's version and the
-interpreter's build, recorded with every instrumented run.
+to its block, less the block's fixed part where the bench side counted one. ``fingerprint`` is
+what a count depends on besides the CPU: valgrind's version and the interpreter's build, recorded
+with every instrumented run.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from orchestrator.worker.hostinfo import python_build
 INSTRUMENT_VAR = "SHASWEEP_INSTRUMENT"  # as benchkit.callgrind reads it
 CALLGRIND = "callgrind"
 OUT_NAME = "callgrind.out"  # in the run's log directory; callgrind adds .<pid> and each dump's .<n>
-BLOCK_DUMP = re.compile(r"Client Request: shasweep block (\d+)\s*$")
+BLOCK_DUMP = re.compile(r"Client Request: shasweep block (\d+)( fixed)?\s*$")
 
 
 class InstrumentError(RuntimeError):
@@ -83,12 +84,14 @@ def _dump(path: Path) -> Dump:
 
 
 def block_counts(dumps: list[Dump]) -> dict[int, int]:
-    """Block number -> the instructions of its measured steps, from the dumps the bench side asked for."""
-    found = {}
+    """Block number -> the instructions of its measured steps' calls, from the dumps the bench side
+    asked for: a block's count less its ``fixed`` dump (as many steps of no calls) where it has one."""
+    found: dict[int, int] = {}
+    fixed: dict[int, int] = {}
     for dump in dumps:
         if match := BLOCK_DUMP.search(dump.trigger):
-            found[int(match.group(1))] = dump.instructions
-    return found
+            (fixed if match.group(2) else found)[int(match.group(1))] = dump.instructions
+    return {block: count - fixed.get(block, 0) for block, count in found.items()}
 
 
 def whole_count(dumps: list[Dump]) -> int:

@@ -24,7 +24,7 @@ from orchestrator.analysis.report_model import MetricRow
 from orchestrator.analysis.stats import Comparison, summarize
 from orchestrator.contract import InstrumentSettings
 from orchestrator.errors import SpecError
-from orchestrator.worker.instrumented import block_counts, callgrind_argv, instrumented_env, read_dumps
+from orchestrator.worker.instrumented import Dump, block_counts, callgrind_argv, instrumented_env, read_dumps
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
@@ -56,6 +56,15 @@ def test_client_requests_count_only_the_marked_calls_and_dump_each_block(tmp_pat
     assert abs(counts[1] / counts[0] - 1) < 1e-4, "the same work counts the same (within 0.01 %)"
     assert counts[2] / counts[0] == pytest.approx(1.01, abs=1e-3), "1 % more work: 1 % more instructions"
     assert counts[0] > 2 * 20000 * 50, "the loop's instructions, two steps of it"
+
+
+def test_a_block_s_count_is_its_calls_less_its_steps_fixed_part():
+    """The bench side counts as many steps of no calls before a measured block (its ``fixed`` dump);
+    a block without one (a v1 bench, a target that cannot make no calls) keeps its whole count."""
+    request = "Client Request: shasweep block"
+    dumps = [Dump(f"{request} 3 fixed", 64_000), Dump(f"{request} 3", 64_000 + 2 * 5 * 17_500_000),
+             Dump(f"{request} 4", 1_000), Dump("Program termination", 9_999_999)]
+    assert block_counts(dumps) == {3: 2 * 5 * 17_500_000, 4: 1_000}
 
 
 @needs_valgrind

@@ -18,6 +18,7 @@ from fakebench.suite_repo import BASE_SUITE, make_suite_repo, suite_round
 from orchestrator.store.query import read_runs
 from orchestrator.worker.cleanup import processes_with_run_key
 from orchestrator.worker.round_task import execute_round
+from orchestrator.worker.suite_round import CALLS_FILE
 
 pytestmark = pytest.mark.slow
 
@@ -165,6 +166,19 @@ def test_instrument_counts_each_case_s_calls_under_callgrind_after_the_timed_rou
     assert counts.loc[SPIN[1], "base"] / counts.loc[SPIN[0], "base"] == pytest.approx(1.5, rel=0.02)
     assert rows["host_valgrind"].str.startswith("valgrind-").all() and rows["time_ms"].gt(0).all()
     assert set(rows["ran_in"]) == {"lockstep"}, "the counts ride on the timed rows"
+
+    # a later sweep whose native calibration chose 3x the calls per step counts the same per call:
+    # each step's fixed part (the marks' requests, its timer reads) is counted apart and taken off
+    sweep_id = rows["sweep_id"].iloc[0]
+    calls_file = tmp_path / "home" / "logs" / sweep_id / CALLS_FILE
+    calls_file.write_text(json.dumps({case: 3 * n for case, n in json.loads(calls_file.read_text()).items()}))
+    again = execute_round(suite_round(repo, tmp_path / "results", repeat=1, instrument=True, timeout_s=600))
+    assert [o.status for o in again] == ["ok", "ok"], [o.error for o in again]
+    rows = case_rows(tmp_path / "results")
+    per_round = rows[rows["side"] == "base"].pivot(index="case", columns="repeat", values="instructions")
+    moved = (per_round[1] / per_round[0] - 1).abs()
+    # (0.02 % at most here; the fixed part left in, ~32,000 instructions a step, moved it ~1 %)
+    assert moved.max() < 5e-4, f"a count per call that moves with the calls per step:\n{per_round}"
 
 
 def test_a_suite_tool_without_the_channel_runs_each_side_apart_and_says_so(tmp_path):
