@@ -40,6 +40,7 @@ from orchestrator.analysis.compared_cells import CellSample, ComparedCells
 from orchestrator.analysis.distributions import t_quantile
 from orchestrator.analysis.sequential import POWER, Looks, rounds_to_decide
 from orchestrator.capabilities import case_matches
+from orchestrator.display import bounds
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
 from orchestrator.spec.schema import EQUIVALENCE_PASS_SHARE, GateSpec
 
@@ -396,7 +397,7 @@ def format_interval(comparison: stats.Comparison) -> str:
     """``95% CI [0.941, 0.962]``, or ``no CI``."""
     if not comparison.has_interval:
         return "no CI"
-    return f"{100 * comparison.confidence:.4g}% CI [{comparison.low:.3f}, {comparison.high:.3f}]"
+    return f"{100 * comparison.confidence:.4g}% CI {bounds(comparison.low, comparison.high)}"
 
 
 def format_p(comparison: stats.Comparison) -> str:

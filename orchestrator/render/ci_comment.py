@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from orchestrator.analysis.decided import DecidedFigure, clear_changes
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.verdicts import Verdict
+from orchestrator.display import bounds
 from orchestrator.render.markdown import md_text
 from orchestrator.render.terminal import report_verdict_line
 from orchestrator.render.verdict_line import is_waived, verdict_counts
@@ -96,7 +97,7 @@ def _row(figure: DecidedFigure) -> str:
     gate = figure.gate
     failed = gate is not None and gate.verdict == Verdict.FAIL
     c = figure.comparison if failed or figure.family is None else figure.family
-    interval = (f"[{c.low:.3f}, {c.high:.3f}] at {100 * c.confidence:.4g} %" if c.has_interval
+    interval = (f"{bounds(c.low, c.high)} at {100 * c.confidence:.4g} %" if c.has_interval
                 else "no interval")
     ratio = "-" if math.isnan(figure.ratio) else f"{figure.ratio:.3f}"
     verdict = "-" if gate is None else f"{gate.verdict}{' (waived)' if is_waived(gate) else ''} {gate.bound}"

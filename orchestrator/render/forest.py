@@ -10,6 +10,7 @@ from bokeh.models import ColumnDataSource, HoverTool, Span
 from bokeh.plotting import figure
 
 from orchestrator.analysis.verdicts import GateVerdict, Verdict
+from orchestrator.display import bounds
 from orchestrator.spec.schema import GateSpec
 
 VERDICT_COLORS: dict[Verdict, str] = {Verdict.PASS: "#1a8a3a", Verdict.FAIL: "#c0392b",
@@ -65,7 +66,7 @@ def _row(verdict: GateVerdict, label: str) -> dict:
     has = c.has_interval
     return {"label": label, "ratio": c.ratio if math.isfinite(c.ratio) else float("nan"),
             "low": c.low if has else c.ratio, "high": c.high if has else c.ratio,
-            "interval": f"{100 * c.confidence:g}% [{c.low:.3f}, {c.high:.3f}]" if has else "none",
+            "interval": f"{100 * c.confidence:g}% {bounds(c.low, c.high)}" if has else "none",
             "n": f"{c.n_candidate} vs {c.n_baseline}" + (" paired" if c.paired else ""),
             "verdict": f"{verdict.verdict} (waived)" if waived else verdict.verdict,
             "color": WAIVED_COLOR if waived else VERDICT_COLORS.get(verdict.verdict, "#000")}

@@ -19,6 +19,7 @@ from bokeh.model import Model
 from orchestrator.analysis.site_model import CaseView, IndexRow, MetricHistory, ShiftSummary, SiteIndex
 from orchestrator.analysis.site_runs import ONE_SIDED
 from orchestrator.analysis.site_sweeps import BisectInfo, SweepInfo
+from orchestrator.display import bounds
 from orchestrator.render.page import HIGHLIGHTS, html_text
 from orchestrator.render.plots import side_colors
 from orchestrator.render.site_assets import BOKEH_JS, SCRIPT, STYLE_SHEET
@@ -159,7 +160,7 @@ def _interval(row: Mapping) -> str:
     ratio, low, high = (math.nan if row[k] is None else float(row[k]) for k in ("ratio", "low", "high"))
     if math.isnan(low) or math.isnan(high):
         return f"{ratio:.3f}" if not math.isnan(ratio) else "-"
-    return f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
+    return f"{ratio:.3f} {bounds(low, high)}"
 
 
 def _bisect_table(bisects: Sequence[BisectInfo], depth: int) -> str:

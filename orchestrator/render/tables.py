@@ -21,7 +21,7 @@ from orchestrator.analysis.verdicts import (
     format_p,
 )
 from orchestrator.capabilities import Capability, describe_stored
-from orchestrator.display import quantity
+from orchestrator.display import bounds, quantity
 from orchestrator.spec.commands import is_envruntime_command, passes_variant
 from orchestrator.spec.identical_sides import aa_warnings
 from orchestrator.spec.record import AdaptiveSummary
@@ -161,7 +161,7 @@ def suite_table(report: Report, suite: SuiteSummary) -> Table:
                      presence or verdicts.get(case, "-")])
     interval = ("no CI (fewer than 2 rounds where every common case ran on both sides)"
                 if math.isnan(suite.low)
-                else f"{100 * suite.confidence:.4g}% CI [{suite.low:.3f}, {suite.high:.3f}]")
+                else f"{100 * suite.confidence:.4g}% CI {bounds(suite.low, suite.high)}")
     covered = (f"{suite.common} cases" if suite.common == len(suite.cases)
                else f"{suite.common} common cases of {len(suite.cases)}")
     rows.append([f"geometric mean ({covered}, {suite.rounds} rounds{', paired' if suite.paired else ''})",

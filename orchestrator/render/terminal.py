@@ -17,7 +17,7 @@ from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import Verdict
 from orchestrator.capabilities import describe_stored
-from orchestrator.display import quantity
+from orchestrator.display import bounds, quantity
 from orchestrator.printable import printable
 from orchestrator.render.fit import COMFORTABLE, Column, fit_table, shared_prefix
 from orchestrator.render.tables import (
@@ -196,7 +196,7 @@ def _interval(comparison: stats.Comparison | None) -> str:
     """``95% [0.941, 0.962]``; ``-`` when there is none."""
     if comparison is None or not comparison.has_interval:
         return "-"
-    return f"{100 * comparison.confidence:.4g}% [{comparison.low:.3f}, {comparison.high:.3f}]"
+    return f"{100 * comparison.confidence:.4g}% {bounds(comparison.low, comparison.high)}"
 
 
 def _failures(report: Report) -> list[Column]:

@@ -16,7 +16,7 @@ from suite_sweeps import SuiteSweep
 from orchestrator.analysis.report_model import make_report
 from orchestrator.contract import Outcome
 from orchestrator.dispatch.progress import SweepProgress
-from orchestrator.display import phrase_lines, phrases_of, quantity, si_number, si_seconds, wrapped
+from orchestrator.display import bounds, phrase_lines, phrases_of, quantity, si_number, si_seconds, wrapped
 from orchestrator.render.fit import shared_prefix
 from orchestrator.render.tables import host_lines
 from orchestrator.render.terminal import render_report
@@ -39,6 +39,14 @@ CASES = [f"{MODULE}test_unstructure_{p}" for p in PARAMS] + [f"{MODULE}test_stru
 def test_numbers_have_si_prefixes_and_three_digits(value, metric, unit, shown):
     assert quantity(value, metric, unit) == shown
     assert "e+" not in si_number(5.43859e+06) and si_seconds(0) == "0 s"
+
+
+def test_an_interval_s_bounds_stay_short_however_wide():
+    """A first look's interval at many nines' confidence (a ci sweep stopped after 2 rounds) had a
+    bound printed as 130 digits in the comment and the job summary."""
+    assert bounds(0.97812, 1.0300453) == "[0.978, 1.030]"
+    assert bounds(0.0, 3.0490296806441203e129) == "[0.000, 3.05e+129]"
+    assert bounds(-1.0, 9999.0) == "[-1.000, 9999.000]"
 
 
 def test_lines_break_between_phrases_and_a_log_keeps_them_whole():
