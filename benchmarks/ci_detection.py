@@ -11,8 +11,12 @@ case's ratio and decided interval, wall time) and then the rates: the target is 
 9 of 10 ``slower`` runs and exit 0 or 4 (never 1) in every ``unchanged`` run. Figures measured on a
 loaded machine say nothing: run it on an idle one.
 
+With ``--instrument valgrind`` each run counts instructions too, and the design's default gates
+bound them as they bound the time (docs/ci.md, "Instruction counts"); the counts do not depend on
+the load, so such runs may share the machine.
+
 Usage: python benchmarks/ci_detection.py [--runs 10] [--unchanged 3] [--budget 10m] [--slowdown 5]
-       [--keep DIR]
+       [--instrument valgrind] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -30,16 +34,18 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "examples"))
 from make_ci_repo import SLOWED, make_ci_repo  # noqa: E402
 
+from orchestrator.display import bounds  # noqa: E402
 
-def one_run(origin: Path, work: Path, branch: str, budget: str) -> dict:
+
+def one_run(origin: Path, work: Path, branch: str, budget: str, extra: list[str]) -> dict:
     """A fresh clone of ``branch`` and ``shasweep ci`` in it: what it decided."""
     clone = work / "clone"
     subprocess.run(["git", "clone", "-q", "--branch", branch, f"file://{origin}", str(clone)], check=True)
     env = {**os.environ, "SHASWEEP_HOME": str(work / "home"),
            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "orchestrator.cli", "ci", "--budget", budget], cwd=clone,
-                          env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "orchestrator.cli", "ci", "--budget", budget, *extra],
+                          cwd=clone, env=env, capture_output=True, text=True)
     wall = time.monotonic() - started
     values_file = clone / ".shasweep" / "ci" / "outputs.env"
     lines = values_file.read_text().splitlines() if values_file.exists() else []
@@ -53,10 +59,10 @@ def one_run(origin: Path, work: Path, branch: str, budget: str) -> dict:
         adaptive = record.get("adaptive") or {}
         run["rounds"] = f"{adaptive.get('rounds')} ({adaptive.get('ended')})"
         verdicts = json.loads((results / "reports" / f"{sweep}.verdicts.json").read_text())["verdicts"]
-        slowed = next(v for v in verdicts if v["case"].endswith(f"test_{SLOWED}"))
-        interval = f"[{slowed['low']:.3f}, {slowed['high']:.3f}]"
-        run["slowed"] = f"{slowed['verdict']} {slowed['ratio']:.3f} {interval}"
-        run["wrong_fails"] = sum(v["verdict"] == "FAIL" for v in verdicts if v is not slowed)
+        slowed = [v for v in verdicts if v["case"].endswith(f"test_{SLOWED}")]
+        run["slowed"] = "; ".join(f"{v['metric']} {v['verdict']} {v['ratio']:.4f} "
+                                  f"{bounds(v['low'], v['high'])}" for v in slowed)
+        run["wrong_fails"] = sum(v["verdict"] == "FAIL" for v in verdicts if v not in slowed)
     if done.returncode not in (0, 1, 4):
         run["error"] = done.stderr.strip().splitlines()[-1:] or done.stdout.strip().splitlines()[-1:]
     return run
@@ -69,13 +75,15 @@ def main() -> int:
     parser.add_argument("--budget", default="10m", help="shasweep ci --budget (default 10m)")
     parser.add_argument("--slowdown", type=float, default=5.0, help="percent more work for one kernel")
     parser.add_argument("--keep", type=Path, help="work here and keep it (default: a temporary directory)")
+    parser.add_argument("--instrument", choices=("none", "valgrind"), default="none",
+                        help="shasweep ci --instrument (valgrind: instructions counted and gated too)")
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="ci-detection-"))
     origin = base / "origin"
     make_ci_repo(origin, args.slowdown)
     runs = []
     for number, branch in enumerate(["slower"] * args.runs + ["unchanged"] * args.unchanged):
-        run = one_run(origin, base / f"run-{number}", branch, args.budget)
+        run = one_run(origin, base / f"run-{number}", branch, args.budget, ["--instrument", args.instrument])
         runs.append(run)
         print(f"{branch:9} exit {run['exit']}  {run['verdict']:12} rounds {run['rounds']}  {SLOWED}: "
               f"{run['slowed']}  other FAILs {run.get('wrong_fails', '-')}  {run['wall_s']:.0f} s"
@@ -87,7 +95,8 @@ def main() -> int:
     wrong = sum(r.get("wrong_fails", 0) for r in runs)
     print(f"slower (+{args.slowdown:g} % on {SLOWED}): exit 1 in {failed} of {len(slowed)} "
           f"(target >= 9 of 10); unchanged: exit 0 or 4 in {quiet} of {len(unchanged)} (target all); "
-          f"a FAIL on an unchanged benchmark: {wrong}; budget {args.budget}; longest run "
+          f"a FAIL on an unchanged benchmark: {wrong}; budget {args.budget}, instrument {args.instrument}; "
+          f"longest run "
           f"{max((r['wall_s'] for r in runs), default=0):.0f} s")
     return 0
 

@@ -20,7 +20,8 @@
   each, with the noise at the bound, would FAIL somewhere in about a third of the sweeps);
 - the instrument the project asks for (``tool.shasweep.instrument``, ``--instrument``): ``valgrind``
   counts each benchmark's instructions too, in a process per side and round that the round's
-  estimate includes.
+  estimate includes, and the default gate bounds them as it bounds the time (a count does not move
+  with the runner's load: a slowdown of the work FAILs at the first look).
 """
 
 from __future__ import annotations
@@ -33,13 +34,13 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from orchestrator.capabilities import CPU_TIME_METRIC, TIME_METRIC, Capability, describe
+from orchestrator.capabilities import CPU_TIME_METRIC, INSTRUCTIONS_METRIC, TIME_METRIC, Capability, describe
 from orchestrator.errors import InvalidInputError
 from orchestrator.plan.ci_commits import CiCommits
 from orchestrator.plan.suite_discovery import FoundSuite
 from orchestrator.spec.ci_config import CiConfig
 from orchestrator.spec.load import read_yaml, spec_from_config
-from orchestrator.spec.schema import Spending, SweepSpec
+from orchestrator.spec.schema import Instrument, Spending, SweepSpec
 
 SWEEP_NAME = "ci"
 BASE, HEAD = "base", "head"
@@ -177,6 +178,8 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
     raw.setdefault("spending", SPENDING.value)
     if config.gates:
         raw["gates"] = [dict(gate) for gate in config.gates]
+    elif found.kind in KINDS and instrument == Instrument.valgrind.value:
+        raw["gates"].append({**raw["gates"][0], "metric": INSTRUCTIONS_METRIC})
     spec = spec_from_config(OmegaConf.create(raw))
     return CiDesign(config=raw, spec=spec, estimate=estimate, min_budget_s=minimum,
                     notes=tuple(f"also found {other}: not run (tool.shasweep.suite chooses)"

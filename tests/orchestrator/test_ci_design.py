@@ -102,6 +102,11 @@ def test_the_project_s_instrument_counts_instructions_and_sizes_the_rounds_for_v
     assert counted.spec.instrument.value == "valgrind" and counted.config["instrument"] == "valgrind"
     assert counted.estimate.seconds > plain.estimate.seconds and "under valgrind" in counted.estimate.source
     assert counted.min_budget_s > plain.min_budget_s, "the budget check counts the instrumented processes"
+    time_gate, count_gate = counted.config["gates"]
+    assert [gate["metric"] for gate in plain.config["gates"]] == ["time_ms"]
+    assert count_gate == {**time_gate, "metric": "instructions"}, "the counts gated as the time is"
+    chosen = design(config=CiConfig(instrument="valgrind", gates=({"metric": "time_ms", "max_ratio": 1.1},)))
+    assert [gate.metric for gate in chosen.spec.gates] == ["time_ms"], "the project's gates are its own"
     asked = []
     design(config=CiConfig(instrument="valgrind"),
            history=lambda command, instrument: asked.append(instrument))
