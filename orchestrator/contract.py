@@ -196,6 +196,9 @@ class PlannedRun:
     # an adaptive round's lockstep suite run: the cases (as named) it plays, of those ``suite_cases``
     # selects; None: all of them
     suite_only: tuple[str, ...] | None = None
+    # an adaptive round's instrumented lockstep suite run: the cases its instrumented process counts
+    # (those a gate on ``instructions`` still needs); None: every case it plays; (): no such process
+    count_only: tuple[str, ...] | None = None
     lockstep: LockstepSettings | None = None  # order: lockstep's blocks; None for every other order
     quiet: QuietLimits | None = None  # the sweep's quiet:; None: never wait
     max_steps: int | None = None  # a run reporting more steps fails (the sweep's max_steps); None: no cap

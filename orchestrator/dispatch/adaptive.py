@@ -3,7 +3,8 @@
 ``run_until_decided`` is the sweep path every caller uses (``shasweep run``, ``--resume``, other
 verbs that run sweeps): it dispatches the planned runs and then, while any gate is INCONCLUSIVE,
 one more round of the undecided (case, side) cells and their baselines, in the sweep's order (a
-lockstep suite's processes play only those cells' cases, ``PlannedRun.suite_only``), until
+lockstep suite's processes play only those cells' cases, ``PlannedRun.suite_only``, and count
+instructions only where a gate on them is undecided, ``PlannedRun.count_only``), until
 every gate is PASS or FAIL, ``max_repeats`` rounds ran, the runs took ``budget_s`` seconds, or the
 next round would end after the caller's ``deadline`` (``shasweep ci --budget``: a wall-clock limit
 on the whole command, estimated from the last round's duration).
@@ -22,6 +23,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from orchestrator.capabilities import INSTRUCTIONS_METRIC
 from orchestrator.contract import PlannedRun
 from orchestrator.dispatch.dispatcher import SweepOutcome, dispatch_runs
 from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan
@@ -118,23 +120,32 @@ class DisturbedReruns:
         return [run for run in self.plan if run.run_key in keys]
 
 
-def narrowed(batch: list[PlannedRun], cells: set[tuple[str, str]]) -> list[PlannedRun]:
-    """The round's runs, each lockstep suite run told to play only its side's undecided cases: a case
-    decided in an earlier round costs the later rounds nothing."""
-    return [replace(run, suite_only=tuple(sorted(case for case, side in cells if side == run.side)))
+def narrowed(batch: list[PlannedRun], cells: dict[tuple[str, str], set[str]]) -> list[PlannedRun]:
+    """The round's runs, each lockstep suite run told to play only its side's undecided cases (a case
+    decided in an earlier round costs the later rounds nothing) and, instrumented, to count only
+    those whose ``instructions`` gates are undecided (a count does not vary: once decided, a case's
+    later rounds need its time alone)."""
+    def cases(run: PlannedRun, metric: str | None = None) -> tuple[str, ...]:
+        return tuple(sorted(case for (case, side), metrics in cells.items()
+                            if side == run.side and (metric is None or metric in metrics)))
+
+    return [replace(run, suite_only=cases(run),
+                    count_only=cases(run, INSTRUCTIONS_METRIC) if run.instrument is not None else None)
             if run.suite_cases else run for run in batch]
 
 
-def undecided_cells(record: SweepRecord, runs: Any) -> set[tuple[str, str]]:
-    """(case, side) cells an INCONCLUSIVE gate needs: its side and the baseline of its case."""
+def undecided_cells(record: SweepRecord, runs: Any) -> dict[tuple[str, str], set[str]]:
+    """(case, side) cells an INCONCLUSIVE gate needs (its side and the baseline of its case), each
+    with the metrics of those gates."""
     from orchestrator.analysis.report_model import sweep_gates
     from orchestrator.analysis.verdicts import Verdict
 
     baseline = record.spec.baseline
-    cells = set()
+    cells: dict[tuple[str, str], set[str]] = {}
     for verdict in sweep_gates(record, runs):
         if verdict.verdict == Verdict.INCONCLUSIVE:
-            cells |= {(verdict.case, verdict.side), (verdict.case, baseline)}
+            for cell in ((verdict.case, verdict.side), (verdict.case, baseline)):
+                cells.setdefault(cell, set()).add(verdict.metric)
     return cells
 
 

@@ -59,7 +59,7 @@ SWEEP_FILE_S = 5.0  # a project's own sweep: a run's time, when no earlier sweep
 # its start (imports and collection; `import pytest` took 12 s here under it) and a warm-up and two
 # steps of each benchmark; when no earlier sweep says
 VALGRIND_START_S = 25.0
-VALGRIND_PER_BENCHMARK_S = 2.0
+VALGRIND_PER_BENCHMARK_S = 4.0  # a 15-benchmark suite's instrumented process took 77-98 s per side
 PYTEST_ARGS = ("--benchmark-only", "--benchmark-json={result}", "--benchmark-max-time=0.1",
                "--benchmark-timer=time.process_time")  # CPU time per call: a shared runner blurs it less
 PYPERF_ARGS = ("--quiet", "--processes", "2", "--values", "3")
@@ -158,10 +158,13 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
     raw = _suite_sweep(found, config) if found.kind in KINDS else _sweep_file(found, repo)
     if config.instrument is not None:  # the project's or the command line's, over a sweep file's own
         raw["instrument"] = config.instrument
-    instrument = str(raw.get("instrument", "none"))
-    earlier = history(list(raw.get("command", [])), instrument) if history else None
-    estimate = (RoundEstimate(earlier, "the last ci sweep of this suite") if earlier
-                else _static_estimate(found, instrument))
+    instrument, command = str(raw.get("instrument", "none")), list(raw.get("command", []))
+    counted = instrument != "none" and raw.get("order") == "lockstep"
+    # an instrumented lockstep suite counts a case only until its count gates decide, at the first
+    # look after MIN_ROUNDS rounds (dispatch.adaptive.narrowed): those rounds are sized from the
+    # suite (an earlier sweep's rounds were unlike), the later ones as timed rounds
+    estimate = (_static_estimate(found, instrument) if counted
+                else _estimate(found, command, instrument, history))
     minimum = SETUP_S + MIN_ROUNDS * estimate.seconds + OUTPUTS_S
     if budget_s < minimum:
         raise InvalidInputError(
@@ -169,7 +172,8 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
             f"{SETUP_S:g} s to start, {MIN_ROUNDS} rounds of ~{estimate.seconds:.1f} s "
             f"({estimate.source}) and {OUTPUTS_S:g} s to write the outputs; "
             f"give --budget {_duration(math.ceil(minimum))} or more", "--budget")
-    rounds = min(int((budget_s - SETUP_S - OUTPUTS_S) // estimate.seconds), MAX_ROUNDS)
+    later = _estimate(found, command, "none", history) if counted else estimate
+    rounds = min(MIN_ROUNDS + int((budget_s - minimum) // later.seconds), MAX_ROUNDS)
     repeats = MIN_ROUNDS
     raw.update({"sides": {BASE: {"ref": commits.merge_base}, HEAD: {"ref": commits.head}}, "baseline": BASE,
                 "aa": commits.same, "timeout_s": min(float(raw.get("timeout_s", budget_s)), budget_s)})
@@ -212,6 +216,14 @@ def _suite_sweep(found: FoundSuite, config: CiConfig) -> dict[str, Any]:
 def _sweep_file(found: FoundSuite, repo: Path) -> dict[str, Any]:
     """The project's own sweep YAML, as a plain mapping (its sides are replaced by base and head)."""
     return dict(OmegaConf.to_container(read_yaml(repo / found.paths[0]), resolve=False))  # type: ignore[arg-type]
+
+
+def _estimate(found: FoundSuite, command: list[str], instrument: str,
+              history: Callable[[list[str], str], float | None] | None) -> RoundEstimate:
+    """A round's time: from the last ci sweep of ``command`` and ``instrument``, else the suite's size."""
+    earlier = history(command, instrument) if history else None
+    return (RoundEstimate(earlier, "the last ci sweep of this suite") if earlier
+            else _static_estimate(found, instrument))
 
 
 def _static_estimate(found: FoundSuite, instrument: str) -> RoundEstimate:

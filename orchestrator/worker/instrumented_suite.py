@@ -2,12 +2,14 @@
 processes, each side's suite runs once more, alone, under callgrind, driven through the suite channel
 as in a lockstep round (``worker.suite_round``) with the sweep's calls per step: per case a warm-up
 block and one measured block of ``INSTRUMENTED_STEPS`` steps, whose calls alone are counted (the
-bench side marks them) and dumped per block.
+bench side marks them) and dumped per block. An adaptive round counts only the cases it is told
+(``PlannedRun.count_only``: those whose gates on the counts are undecided).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.contract import PlannedRun
@@ -43,7 +45,8 @@ def count_suite(run: PlannedRun, setup: BenchSetup, reader: SuiteReader, block_w
                             stream_path=stream, control_path=control, reads=SuiteStreamState)
     round_ = LockstepRound([contestant], timeout_s=run.timeout_s, stopped=stopped)
     plan = BlockPlan(block_steps=INSTRUMENTED_STEPS, blocks=1, block_warmup=max(1, block_warmup))
-    counting = SuiteRound(round_, [SuiteSeat(run, setup, contestant, reader)], plan, declared, calls_path)
+    counted = run if run.count_only is None else replace(run, suite_only=run.count_only)
+    counting = SuiteRound(round_, [SuiteSeat(counted, setup, contestant, reader)], plan, declared, calls_path)
     try:
         counting.play()
     except RoundFailed as exc:

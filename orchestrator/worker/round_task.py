@@ -248,8 +248,9 @@ def _suite_blocks(round_: LockstepRound, seats: list[SuiteSeat], plan: BlockPlan
     window.end()
     if runs[0].instrument is not None and played.whole is None:  # after the measured processes
         for seat in seats:
-            seat.instructions = count_suite(seat.run, seat.setup, seat.reader, plan.block_warmup,
-                                            played.declared, calls_path, round_.stopped)
+            if seat.run.count_only != ():  # (): every count this side's cases need is decided
+                seat.instructions = count_suite(seat.run, seat.setup, seat.reader, plan.block_warmup,
+                                                played.declared, calls_path, round_.stopped)
     return played
 
 

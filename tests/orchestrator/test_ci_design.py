@@ -12,6 +12,7 @@ from orchestrator.plan.suite_discovery import FoundSuite
 from orchestrator.session.ci_design import (
     DEFAULT_MAX_RATIO,
     MAX_ROUNDS,
+    MIN_ROUNDS,
     OUTPUTS_S,
     SETUP_S,
     SPENDING,
@@ -110,7 +111,12 @@ def test_the_project_s_instrument_counts_instructions_and_sizes_the_rounds_for_v
     asked = []
     design(config=CiConfig(instrument="valgrind"),
            history=lambda command, instrument: asked.append(instrument))
-    assert asked == ["valgrind"], "a round's history is an instrumented sweep's"
+    assert asked == ["none"], "the counted rounds are sized from the suite; the later, timed ones as " \
+        "an uninstrumented sweep's"
+    # the counts are taken until their gates decide (the first look): the later rounds are timed ones
+    assert counted.min_budget_s == SETUP_S + MIN_ROUNDS * counted.estimate.seconds + OUTPUTS_S
+    timed_rounds = int((600.0 - counted.min_budget_s) // plain.estimate.seconds)
+    assert counted.spec.max_repeats == MIN_ROUNDS + timed_rounds > 2 * MIN_ROUNDS, counted.spec.max_repeats
     (tmp_path / "shasweep.yaml").write_text(
         "name: own\nsides: {a: {ref: HEAD}, b: {ref: HEAD}}\nbaseline: a\ncases: [x]\nprotocol: time\n"
         "command: [python, -c, pass]\ninstrument: valgrind\n")

@@ -205,4 +205,4 @@ def test_an_adaptive_sweep_adds_no_round_for_a_gate_without_data(tmp_path):
     write_go2_runs(tmp_path, sweep)
     runs = load_runs(tmp_path, sweep, ["physics_ms"]).assign(physics_ms=lambda f: f["physics_ms"].where(
         f["side"] == "base"))
-    assert undecided_cells(read_record(tmp_path, sweep), runs) == set()
+    assert undecided_cells(read_record(tmp_path, sweep), runs) == {}

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fakebench.fakerepo import FakeRepo
 from fakebench.suite_repo import BASE_SUITE, make_suite_repo, suite_round
 
+from orchestrator.dispatch.adaptive import narrowed
 from orchestrator.store.query import read_runs
 from orchestrator.worker.cleanup import processes_with_run_key
 from orchestrator.worker.round_task import execute_round
@@ -24,6 +26,8 @@ pytestmark = pytest.mark.slow
 
 SPIN = ["test_bench.py::test_spin[2000]", "test_bench.py::test_spin[3000]"]
 REMOVED, ADDED = "test_bench.py::test_removed", "test_bench.py::test_added"
+needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None,
+                                    reason="valgrind (Debian package valgrind) is not installed")
 
 
 @pytest.fixture(autouse=True)
@@ -80,6 +84,36 @@ def test_an_adaptive_round_plays_only_the_cases_it_names(tmp_path):
     for run in runs:  # the other benchmarks were deselected: pytest never ran them
         log = (Path(rows.loc[rows["side"] == run.side, "log_dir"].iloc[0]) / "stdout.log").read_text()
         assert "2 deselected" in log, log
+
+
+def test_an_adaptive_round_counts_only_the_cases_whose_count_gates_are_undecided():
+    cells = {(SPIN[0], "base"): {"time_ms", "instructions"}, (SPIN[0], "cand"): {"instructions"},
+             (SPIN[1], "base"): {"time_ms"}, (SPIN[1], "cand"): {"time_ms"}}
+    repo = FakeRepo(Path("/nonexistent"), ["a" * 40, "b" * 40])  # narrowing reads the runs' fields only
+    plain, counted = (suite_round(repo, Path("/results"), instrument=flag) for flag in (False, True))
+    both = (SPIN[0], SPIN[1])
+    assert [(r.suite_only, r.count_only) for r in narrowed(plain, cells)] == [(both, None)] * 2
+    assert [(r.suite_only, r.count_only) for r in narrowed(counted, cells)] == [(both, (SPIN[0],))] * 2
+    decided = {cell: {"time_ms"} for cell in cells}
+    assert [r.count_only for r in narrowed(counted, decided)] == [(), ()], "every count decided: no count"
+
+
+@needs_valgrind
+def test_an_instrumented_round_counts_the_cases_it_is_told_and_no_process_for_none(tmp_path):
+    repo = make_suite_repo(tmp_path, BASE_SUITE)
+    runs = [replace(run, count_only=(SPIN[1],)) for run in suite_round(repo, tmp_path / "results",
+                                                                           instrument=True, timeout_s=600)]
+    outcomes = execute_round(runs)
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
+    rows = case_rows(tmp_path / "results")
+    counted = rows.set_index(["case", "side"])["instructions"]
+    assert counted[SPIN[1]].gt(0).all() and counted.drop(SPIN[1], level="case").isna().all(), counted
+    runs = [replace(run, count_only=()) for run in suite_round(repo, tmp_path / "results", repeat=1,
+                                                               instrument=True, timeout_s=600)]
+    assert [o.status for o in execute_round(runs)] == ["ok", "ok"]
+    again = case_rows(tmp_path / "results")
+    assert again.loc[again["repeat"] == 1, "instructions"].isna().all()
+    assert not list(Path(again.loc[again["repeat"] == 1, "log_dir"].iloc[0]).glob("callgrind.out.*"))
 
 
 def test_a_benchmark_that_raises_fails_the_round_naming_it_and_its_side(tmp_path):
@@ -151,8 +185,7 @@ def test_a_suite_interpreter_without_shasweep_imports_the_worker_s_copy_of_the_k
 
 
 
-@pytest.mark.skipif(shutil.which("valgrind") is None,
-                    reason="valgrind (Debian package valgrind) is not installed")
+@needs_valgrind
 def test_instrument_counts_each_case_s_calls_under_callgrind_after_the_timed_round(tmp_path):
     candidate = BASE_SUITE.replace("benchmark(lib.spin, 1000)", "benchmark(lib.spin, 1010)")  # 1 % more work
     repo = make_suite_repo(tmp_path, candidate)

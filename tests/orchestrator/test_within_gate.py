@@ -83,5 +83,5 @@ def test_every_output_shows_the_within_gates_bound_verdict_and_decided_interval(
 
 def test_the_adaptive_loop_adds_rounds_only_for_an_undecided_within_gate(root):
     runs = load_runs(root, SWEEP, ["throughput"])
-    assert undecided_cells(read_record(root, SWEEP), runs) == {("sac/noisy/none", "cand"),
-                                                                ("sac/noisy/none", "base")}
+    assert undecided_cells(read_record(root, SWEEP), runs) == {("sac/noisy/none", "cand"): {"throughput"},
+                                                                ("sac/noisy/none", "base"): {"throughput"}}
