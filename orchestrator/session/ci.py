@@ -155,12 +155,20 @@ def _intro(found: FoundSuite, commits: CiCommits, design: CiDesign, config: CiCo
     lines = [f"shasweep ci: {commits.head[:12]} ({commits.head_ref}) against the merge base "
              f"{commits.merge_base[:12]} with {commits.base_ref}; {found.describe()}",
              f"design: {design.order}, {design.spec.repeats} to {design.spec.max_rounds} rounds in a budget "
-             f"of {config.budget} (a round ~{design.estimate.seconds:.1f} s: {design.estimate.source})",
-             *design.notes]
+             f"of {config.budget} ({_round_times(design)})", *design.notes]
     if commits.same:
         lines.append(f"base and head are the same commit {commits.head[:12]}: an A/A comparison, the machine "
                      "against itself (a change it reports is noise)")
     return lines
+
+
+def _round_times(design: CiDesign) -> str:
+    """``a round ~21.0 s: about 15 benchmarks ...``; with counts, the counted rounds' and the later ones'."""
+    first, later = design.estimate, design.later
+    if later is None:
+        return f"a round ~{first.seconds:.1f} s: {first.source}"
+    return (f"the first {design.spec.repeats} rounds, counted, ~{first.seconds:.1f} s each: {first.source}; "
+            f"the later ones ~{later.seconds:.1f} s: {later.source}")
 
 
 def _plan_lines(found: FoundSuite, commits: CiCommits, design: CiDesign, config: CiConfig) -> tuple[str, ...]:

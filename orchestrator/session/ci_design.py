@@ -142,6 +142,7 @@ class CiDesign:
     estimate: RoundEstimate
     min_budget_s: float
     notes: tuple[str, ...] = field(default=())
+    later: RoundEstimate | None = None  # the rounds after the counted ones (instrumented), timed alone
 
     @property
     def order(self) -> str:
@@ -187,7 +188,7 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
     spec = spec_from_config(OmegaConf.create(raw))
     return CiDesign(config=raw, spec=spec, estimate=estimate, min_budget_s=minimum,
                     notes=tuple(f"also found {other}: not run (tool.shasweep.suite chooses)"
-                                for other in found.also_found))
+                                for other in found.also_found), later=later if counted else None)
 
 
 def _suite_sweep(found: FoundSuite, config: CiConfig) -> dict[str, Any]:

@@ -85,6 +85,8 @@ def test_instrument_valgrind_from_the_project_or_the_command_line_reaches_the_sw
     assert main(["ci", "--plan", "--instrument", "valgrind"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "instrument: valgrind" in out and "under valgrind, 2 sides" in out, out
+    assert "the first 2 rounds, counted, ~" in out and "the later ones ~" in out, out
+    assert "{metric: instructions, max_ratio: 1.02" in out, "the counts gated as the time is"
     with (path / "pyproject.toml").open("a") as file:
         file.write('\n[tool.shasweep]\ninstrument = "valgrind"\n')
     assert main(["ci", "--plan"]) == EXIT_OK
