@@ -12,7 +12,7 @@ case's ratio and decided interval, wall time) and then the rates: the target is 
 loaded machine say nothing: run it on an idle one.
 
 With ``--instrument valgrind`` each run counts instructions too, and the design's default gates
-bound them as they bound the time (docs/ci.md, "Instruction counts"); the counts do not depend on
+bound them as they bound the time (docs/ci.md, "The design"); the counts do not depend on
 the load, so such runs may share the machine.
 
 Usage: python benchmarks/ci_detection.py [--runs 10] [--unchanged 3] [--budget 10m] [--slowdown 5]
@@ -34,7 +34,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "examples"))
 from make_ci_repo import SLOWED, make_ci_repo  # noqa: E402
 
-from orchestrator.display import bounds  # noqa: E402
+from orchestrator.analysis.verdicts import bounds  # noqa: E402
 
 
 def one_run(origin: Path, work: Path, branch: str, budget: str, extra: list[str]) -> dict:

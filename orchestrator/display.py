@@ -22,12 +22,6 @@ def significant(value: float, digits: int = 3) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def bounds(low: float, high: float) -> str:
-    """An interval of ratios, ``[0.941, 1.062]``; a bound of 10,000 or more (a first look's interval
-    at a confidence of many nines) with an exponent, ``[0.000, 3.05e+129]``, not 130 digits."""
-    return "[" + ", ".join(f"{x:.3f}" if abs(x) < 1e4 else f"{x:.3g}" for x in (low, high)) + "]"
-
-
 def si_number(value: float, unit: str = "") -> str:
     """``5.44 M calls/s`` (``unit`` after the prefix); a value below 1000 as is, 3 significant digits;
     ``-`` for NaN."""

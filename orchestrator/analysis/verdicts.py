@@ -40,7 +40,6 @@ from orchestrator.analysis.compared_cells import CellSample, ComparedCells
 from orchestrator.analysis.distributions import t_quantile
 from orchestrator.analysis.sequential import POWER, Looks, rounds_to_decide
 from orchestrator.capabilities import case_matches
-from orchestrator.display import bounds
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
 from orchestrator.spec.schema import EQUIVALENCE_PASS_SHARE, GateSpec
 
@@ -391,6 +390,12 @@ def holds(op: str, value: float, low: float, high: float) -> bool:
 def broken(op: str, value: float, low: float, high: float) -> bool:
     """Whether the interval [low, high] lies entirely on the bad side of the bound ``op value``."""
     return high < value if op == ">=" else low > value
+
+
+def bounds(low: float, high: float) -> str:
+    """An interval of ratios, ``[0.941, 1.062]``; a bound of 10,000 or more (a first look's interval
+    at a confidence of many nines) with an exponent, ``[0.000, 3.05e+129]``, not 130 digits."""
+    return "[" + ", ".join(f"{x:.3f}" if abs(x) < 1e4 else f"{x:.3g}" for x in (low, high)) + "]"
 
 
 def format_interval(comparison: stats.Comparison) -> str:

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 from orchestrator.analysis.decided import DecidedFigure, clear_changes
 from orchestrator.analysis.report_model import Report
-from orchestrator.analysis.verdicts import Verdict
-from orchestrator.display import bounds
+from orchestrator.analysis.verdicts import Verdict, bounds
 from orchestrator.render.markdown import md_text
 from orchestrator.render.terminal import report_verdict_line
 from orchestrator.render.verdict_line import is_waived, verdict_counts

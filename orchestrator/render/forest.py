@@ -9,8 +9,7 @@ from collections.abc import Sequence
 from bokeh.models import ColumnDataSource, HoverTool, Span
 from bokeh.plotting import figure
 
-from orchestrator.analysis.verdicts import GateVerdict, Verdict
-from orchestrator.display import bounds
+from orchestrator.analysis.verdicts import GateVerdict, Verdict, bounds
 from orchestrator.spec.schema import GateSpec
 
 VERDICT_COLORS: dict[Verdict, str] = {Verdict.PASS: "#1a8a3a", Verdict.FAIL: "#c0392b",

@@ -19,7 +19,7 @@ from bokeh.model import Model
 from orchestrator.analysis.site_model import CaseView, IndexRow, MetricHistory, ShiftSummary, SiteIndex
 from orchestrator.analysis.site_runs import ONE_SIDED
 from orchestrator.analysis.site_sweeps import BisectInfo, SweepInfo
-from orchestrator.display import bounds
+from orchestrator.analysis.verdicts import bounds
 from orchestrator.render.page import HIGHLIGHTS, html_text
 from orchestrator.render.plots import side_colors
 from orchestrator.render.site_assets import BOKEH_JS, SCRIPT, STYLE_SHEET

@@ -15,13 +15,14 @@ from orchestrator.analysis.suite_process import ProcessFigure
 from orchestrator.analysis.suites import SuiteSummary
 from orchestrator.analysis.verdicts import (
     GateVerdict,
+    bounds,
     format_detectable,
     format_interval,
     format_n,
     format_p,
 )
 from orchestrator.capabilities import Capability, describe_stored
-from orchestrator.display import bounds, quantity
+from orchestrator.display import quantity
 from orchestrator.spec.commands import is_envruntime_command, passes_variant
 from orchestrator.spec.identical_sides import aa_warnings
 from orchestrator.spec.record import AdaptiveSummary

@@ -15,9 +15,9 @@ from rich.text import Text
 from orchestrator.analysis import stats
 from orchestrator.analysis.report_model import Report
 from orchestrator.analysis.suites import SuiteSummary
-from orchestrator.analysis.verdicts import Verdict
+from orchestrator.analysis.verdicts import Verdict, bounds
 from orchestrator.capabilities import describe_stored
-from orchestrator.display import bounds, quantity
+from orchestrator.display import quantity
 from orchestrator.printable import printable
 from orchestrator.render.fit import COMFORTABLE, Column, fit_table, shared_prefix
 from orchestrator.render.tables import (

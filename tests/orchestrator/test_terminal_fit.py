@@ -14,9 +14,10 @@ from rich.console import Console
 from suite_sweeps import SuiteSweep
 
 from orchestrator.analysis.report_model import make_report
+from orchestrator.analysis.verdicts import bounds
 from orchestrator.contract import Outcome
 from orchestrator.dispatch.progress import SweepProgress
-from orchestrator.display import bounds, phrase_lines, phrases_of, quantity, si_number, si_seconds, wrapped
+from orchestrator.display import phrase_lines, phrases_of, quantity, si_number, si_seconds, wrapped
 from orchestrator.render.fit import shared_prefix
 from orchestrator.render.tables import host_lines
 from orchestrator.render.terminal import render_report
