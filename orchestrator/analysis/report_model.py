@@ -149,7 +149,8 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
     schema = pa.schema([(name, pa.string()) for name in _STRING_COLUMNS]
                        + [("steps", pa.int64()), ("repeat", pa.int64()), ("host_cpu_logical", pa.int64()),
                           ("audited", pa.bool_()),
-                          ("started_at", pa.timestamp("us", tz="UTC"))]
+                          ("started_at", pa.timestamp("us", tz="UTC")),
+                          ("ended_at", pa.timestamp("us", tz="UTC"))]
                        + [(name, pa.float64())
                           for name in dict.fromkeys([*metrics, *DISTURBANCE_COLUMNS, *PROCESS_METRICS])]
                        + [(name, kind) for name, kind in QUIET_COLUMNS.items()])

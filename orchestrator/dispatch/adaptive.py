@@ -59,11 +59,10 @@ class AdaptiveRounds:
 
         spec = self.record.spec
         metrics = report_metrics(spec)
-        if self._out_of_time():
-            self.ended = OUT_OF_TIME
-            return []
+        round_s = self._round_s()
         while self.next_round < spec.max_rounds:
-            runs = load_runs(self.resolved.results_root, self.record.sweep_id, [*metrics, "wall_s"])
+            runs = load_runs(self.resolved.results_root, self.record.sweep_id,
+                             [*metrics, "wall_s", INSTRUCTIONS_METRIC])
             if spec.budget_s is not None and runs["wall_s"].sum() >= spec.budget_s:
                 self.ended = BUDGET_SPENT
                 return []
@@ -77,17 +76,25 @@ class AdaptiveRounds:
             batch = [run for run in self._plan if run.repeat == round_ and run.run_key not in self.done
                      and ((run.case, run.side) in cells or (run.suite_cases and run.side in sides))]
             if batch:
+                batch = narrowed(batch, cells) if spec.order is Order.lockstep else batch
+                if self._out_of_time(round_s - counting_s(runs, round_ - 1, batch)):
+                    self.next_round, self.ended = round_, OUT_OF_TIME
+                    return []
                 self._rounds_since = 1
-                return narrowed(batch, cells) if spec.order is Order.lockstep else batch
+                return batch
         self.ended = self.ended or MAX_REACHED
         return []
 
-    def _out_of_time(self) -> bool:
-        """Whether another round, as long as the last ones took, would end after ``deadline``."""
+    def _round_s(self) -> float:
+        """How long each round since the last call took, on average (the dispatch included)."""
         now = time.monotonic()
         round_s = (now - self._asked) / max(self._rounds_since, 1)
         self._asked = now
-        return self.deadline is not None and now + round_s > self.deadline
+        return round_s
+
+    def _out_of_time(self, round_s: float) -> bool:
+        """Whether another round of ``round_s`` seconds would end after ``deadline``."""
+        return self.deadline is not None and time.monotonic() + round_s > self.deadline
 
     def summary(self) -> AdaptiveSummary:
         """What the record keeps: the planned range and why the sweep stopped adding rounds."""
@@ -132,6 +139,24 @@ def narrowed(batch: list[PlannedRun], cells: dict[tuple[str, str], set[str]]) ->
     return [replace(run, suite_only=cases(run),
                     count_only=cases(run, INSTRUCTIONS_METRIC) if run.instrument is not None else None)
             if run.suite_cases else run for run in batch]
+
+
+def counting_s(runs: Any, round_: int, batch: list[PlannedRun]) -> float:
+    """The seconds round ``round_`` spent counting instructions after its play (from its last
+    measured block to its end) when it counted and ``batch`` counts nothing: a round without the
+    instrumented processes is that much shorter. 0 otherwise, or where the round's rows do not tell."""
+    from orchestrator.analysis.block_pairs import parse_blocks
+
+    rows = runs[runs["repeat"] == round_]
+    counted = INSTRUCTIONS_METRIC in rows and rows[INSTRUCTIONS_METRIC].notna().any()
+    if not counted or any(run.instrument is not None and run.count_only != () for run in batch):
+        return 0.0
+    played = [block["ended"] for cell in rows["blocks"] for block in parse_blocks(cell)
+              if isinstance(block.get("ended"), int | float)]
+    ended = rows["ended_at"].max() if "ended_at" in rows else None
+    if not played or ended is None or ended != ended:  # no blocks, no end (NaT)
+        return 0.0
+    return max(ended.timestamp() - max(played), 0.0)
 
 
 def undecided_cells(record: SweepRecord, runs: Any) -> dict[tuple[str, str], set[str]]:

@@ -16,7 +16,7 @@ import pytest
 from fakebench.fakerepo import FakeRepo
 from fakebench.suite_repo import BASE_SUITE, make_suite_repo, suite_round
 
-from orchestrator.dispatch.adaptive import narrowed
+from orchestrator.dispatch.adaptive import counting_s, narrowed
 from orchestrator.store.query import read_runs
 from orchestrator.worker.cleanup import processes_with_run_key
 from orchestrator.worker.round_task import execute_round
@@ -96,6 +96,22 @@ def test_an_adaptive_round_counts_only_the_cases_whose_count_gates_are_undecided
     assert [(r.suite_only, r.count_only) for r in narrowed(counted, cells)] == [(both, (SPIN[0],))] * 2
     decided = {cell: {"time_ms"} for cell in cells}
     assert [r.count_only for r in narrowed(counted, decided)] == [(), ()], "every count decided: no count"
+
+
+def test_a_round_without_counts_is_expected_shorter_by_the_last_round_s_counting():
+    """The deadline's estimate of the next round: a round that counted spent the time from its last
+    measured block to its end under callgrind; the next round, counting nothing, will not."""
+    ended = pd.Timestamp("2026-12-07 00:04:02", tz="UTC")
+    blocks = json.dumps([{"block": 0, "ended": ended.timestamp() - 160.0}])
+    runs = pd.DataFrame({"repeat": [0, 1, 1], "blocks": [blocks, blocks, blocks],
+                         "ended_at": [ended] * 3, "instructions": [1e6, 1e6, float("nan")]})
+    repo = FakeRepo(Path("/nonexistent"), ["a" * 40, "b" * 40])
+    counted = suite_round(repo, Path("/results"), instrument=True)
+    quiet = [replace(run, count_only=()) for run in counted]
+    assert counting_s(runs, 1, quiet) == pytest.approx(160.0), "the last round counted one case"
+    assert counting_s(runs, 1, counted) == 0.0, "the next round counts too"
+    assert counting_s(runs.assign(instructions=float("nan")), 1, quiet) == 0.0, "nothing was counted"
+    assert counting_s(runs.assign(blocks=None), 1, quiet) == 0.0, "the rows do not tell"
 
 
 @needs_valgrind
