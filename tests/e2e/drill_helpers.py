@@ -17,12 +17,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "orchestrator"))
 from fakebench.fakerepo import COMMAND, FakeRepo  # noqa: E402
+from fakebench.terminal import CLIENT  # noqa: E402
 from test_entrypoints import Served, serving, shasweep_argv  # noqa: E402
 
-# The client as a terminal starts it: SIGINT at its default even when this test runs as a background
-# job of a non-interactive shell (which starts its children with SIGINT ignored).
-CLIENT = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-          "sys.argv = ['shasweep', *sys.argv[1:]]; runpy.run_module('orchestrator.cli', run_name='__main__')")
 MISBEHAVE = Path(__file__).resolve().parents[1] / "orchestrator" / "fakebench" / "misbehave.py"
 
 

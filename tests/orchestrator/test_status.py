@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from fakebench.fakerepo import COMMAND, make_fake_repo, make_run
+from fakebench.terminal import CLIENT
 from fakebench.waits import WAIT_S, wait_for
 from test_dashboard import board_cluster
 
@@ -155,7 +156,7 @@ def test_ctrl_c_in_run_cancels_its_own_sweep(tmp_path, repo, monkeypatch, capsys
     path.write_text(yaml.safe_dump(sweep, sort_keys=False))  # sides run in declaration order
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
-    client = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "run", str(path)], cwd=repo.path,
+    client = subprocess.Popen([sys.executable, "-c", CLIENT, "run", str(path)], cwd=repo.path,
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + WAIT_S
