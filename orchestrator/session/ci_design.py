@@ -160,10 +160,11 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
     if config.instrument is not None:  # the project's or the command line's, over a sweep file's own
         raw["instrument"] = config.instrument
     instrument, command = str(raw.get("instrument", "none")), list(raw.get("command", []))
-    counted = instrument != "none" and raw.get("order") == "lockstep"
     # an instrumented lockstep suite counts a case only until its count gates decide, at the first
     # look after MIN_ROUNDS rounds (dispatch.adaptive.narrowed): those rounds are sized from the
     # suite (an earlier sweep's rounds were unlike), the later ones as timed rounds
+    counted = (found.kind in KINDS and instrument != "none" and raw["order"] == "lockstep"
+               and describe(raw["protocol"]).has(Capability.MANY_CASES))
     estimate = (_static_estimate(found, instrument) if counted
                 else _estimate(found, command, instrument, history))
     minimum = SETUP_S + MIN_ROUNDS * estimate.seconds + OUTPUTS_S

@@ -117,6 +117,9 @@ def test_the_project_s_instrument_counts_instructions_and_sizes_the_rounds_for_v
     assert counted.min_budget_s == SETUP_S + MIN_ROUNDS * counted.estimate.seconds + OUTPUTS_S
     timed_rounds = int((600.0 - counted.min_budget_s) // plain.estimate.seconds)
     assert counted.spec.max_repeats == MIN_ROUNDS + timed_rounds > 2 * MIN_ROUNDS, counted.spec.max_repeats
+    assert counted.later is not None and plain.later is None
+    bench = design(FoundSuite("benchkit", ("bench/a.py",), 1), config=CiConfig(instrument="valgrind"))
+    assert bench.later is None, "a benchkit bench's lockstep rounds count in every round: all alike"
     (tmp_path / "shasweep.yaml").write_text(
         "name: own\nsides: {a: {ref: HEAD}, b: {ref: HEAD}}\nbaseline: a\ncases: [x]\nprotocol: time\n"
         "command: [python, -c, pass]\ninstrument: valgrind\n")
