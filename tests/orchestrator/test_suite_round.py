@@ -226,7 +226,8 @@ def test_instrument_counts_each_case_s_calls_under_callgrind_after_the_timed_rou
     rows = case_rows(tmp_path / "results")
     per_round = rows[rows["side"] == "base"].pivot(index="case", columns="repeat", values="instructions")
     moved = (per_round[1] / per_round[0] - 1).abs()
-    # (0.02 % at most here; the fixed part left in, ~32,000 instructions a step, moved it ~1 %)
+    # (0.02 % at most here; left in, the fixed part, ~32,000 instructions a step, is ~1 % of these
+    # cases' count at one call per step, and a count per call moved with the calls by up to that)
     assert moved.max() < 5e-4, f"a count per call that moves with the calls per step:\n{per_round}"
 
 
