@@ -18,7 +18,7 @@ import pytest
 import yaml
 from anyrepo_helpers import EXAMPLES, shasweep
 
-from orchestrator.errors import EXIT_GATE_FAILED, EXIT_INVALID
+from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_INVALID
 from orchestrator.worker.protocols.samples import STEP_ROWS
 
 sys.path.insert(0, str(EXAMPLES))
@@ -67,6 +67,17 @@ def assert_decided_cases_left_the_rounds(runs: pd.DataFrame, verdicts: dict[str,
             assert verdicts[case] in ("PASS", "FAIL"), (case, rounds, verdicts[case])
 
 
+def assert_slowed_case_seen(tmp_path: Path, case: str, proc) -> int:
+    """The slowed case's gate FAILs; where a busy host leaves its interval wider than its distance
+    to the bound after max_repeats separate-process rounds, it stays INCONCLUSIVE with its whole
+    interval above 1.0 (the change seen, never passed). Returns the exit code the sweep owes."""
+    row = gate_rows(tmp_path, case)[case]
+    if row["verdict"] == "FAIL":
+        return EXIT_GATE_FAILED
+    assert row["verdict"] == "INCONCLUSIVE" and row["low"] > 1.0, (row, proc.stdout)
+    return EXIT_GATE_INCONCLUSIVE
+
+
 def assert_samples_are_the_steps(runs: pd.DataFrame, steps: pd.DataFrame, per_run: int | None) -> None:
     """Each case's value is the mean of its samples; up to STEP_ROWS of them are its step rows, every
     stride-th of them beyond (the value is still the mean of all)."""
@@ -87,10 +98,11 @@ def assert_samples_are_the_steps(runs: pd.DataFrame, steps: pd.DataFrame, per_ru
 def test_pyperf_suite_fails_the_slowed_benchmark_and_never_the_others(tmp_path, suite_repo):
     repo, shas = suite_repo
     # adaptive rounds: a loaded machine's noise decides later, never wrongly (the sequential design);
-    # 60 % more CPU time is decided within 8 rounds even under load (the bench times CPU, not wall),
-    # the unchanged cases may stay undecided
+    # 60 % more CPU time FAILs within 8 rounds on a quiet host; under the full suite's load a process
+    # per side and round blurred it to 1.316, 98.97 % [1.113, 1.635] at 8 rounds (INCONCLUSIVE, as
+    # it should be: lockstep, below, is the decisive path); the unchanged cases may stay undecided
     proc, runs, steps, verdicts = run_example("pyperf", tmp_path, repo, "repeats=4", "max_repeats=8")
-    assert verdicts["tokenize"] == "FAIL", proc.stdout
+    owed = assert_slowed_case_seen(tmp_path, "tokenize", proc)
     # an unchanged benchmark PASSes (its bound 1.15x is far from 1.0), or, where the machine's load
     # leaves its interval wider than that after max_repeats rounds, stays INCONCLUSIVE with 1.0 inside
     # it: never a FAIL (in an idle full-suite run checksum read 1.067, 99.75 % [0.948, 1.165] at 12 rounds)
@@ -99,7 +111,7 @@ def test_pyperf_suite_fails_the_slowed_benchmark_and_never_the_others(tmp_path, 
     for case, row in unchanged.items():
         undecided = row["verdict"] == "INCONCLUSIVE" and row["low"] <= 1.0 <= row["high"]
         assert row["verdict"] == "PASS" or undecided, (case, row, proc.stdout)
-    assert proc.returncode == EXIT_GATE_FAILED, proc.stdout + proc.stderr
+    assert proc.returncode == owed, proc.stdout + proc.stderr
     assert_one_process_per_side_and_round(runs, cases=3)
     assert_samples_are_the_steps(runs, steps, per_run=4 * 3)  # 4 worker processes x 3 values
     assert set(runs["audit_source_unit"]) == {"second"} and set(runs["protocol"]) == {"pyperf"}
@@ -127,7 +139,9 @@ def test_a_branch_that_adds_two_benchmarks_and_removes_one_exits_by_its_gates(tm
     ran_in = set(runs["ran_in"].dropna()) if "ran_in" in runs else set()
     assert ran_in == ({"lockstep"} if order == "lockstep" else set()), ran_in
     output = proc.stdout + proc.stderr
-    assert proc.returncode == EXIT_GATE_FAILED and verdicts["tokenize"] == "FAIL", output
+    owed = EXIT_GATE_FAILED if order == "lockstep" else assert_slowed_case_seen(tmp_path, "tokenize", proc)
+    assert proc.returncode == owed and verdicts["tokenize"] in ("FAIL", "INCONCLUSIVE"), output
+    assert order != "lockstep" or verdicts["tokenize"] == "FAIL", output
     assert set(verdicts) == {"checksum", "tokenize"}, "only the common cases are gated"
     assert set(runs.loc[runs["side"] == "new", "case"]) == {"checksum", "tokenize", "count_words",
                                                             "hash_words"}
@@ -138,7 +152,8 @@ def test_a_branch_that_adds_two_benchmarks_and_removes_one_exits_by_its_gates(tm
     assert "NO DATA" not in proc.stdout and "--resume" not in proc.stdout, output
     markdown = next((tmp_path / "results" / "reports").glob("*.md")).read_text()
     assert "geometric mean (2 common cases of 5" in markdown and "removed at new (1" in markdown
-    assert " ".join(proc.stdout.split()).endswith("exit 1 (2 case(s) added, 1 removed: not gated)"), output
+    ending = f"exit {owed} (2 case(s) added, 1 removed: not gated)"
+    assert " ".join(proc.stdout.split()).endswith(ending), output
 
 
 def test_pytest_benchmark_suite_reads_each_fullname_and_resume_counts_a_suite_run_once(tmp_path, suite_repo):
