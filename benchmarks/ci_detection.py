@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -61,7 +62,8 @@ def one_run(origin: Path, work: Path, branch: str, budget: str, extra: list[str]
         verdicts = json.loads((results / "reports" / f"{sweep}.verdicts.json").read_text())["verdicts"]
         slowed = [v for v in verdicts if v["case"].endswith(f"test_{SLOWED}")]
         run["slowed"] = "; ".join(f"{v['metric']} {v['verdict']} {v['ratio']:.4f} "
-                                  f"{bounds(v['low'], v['high'])}" for v in slowed)
+                                  f"{bounds(*(math.inf if x is None else x for x in (v['low'], v['high'])))}"
+                                  for v in slowed)  # verdicts.json writes an unbounded end as null
         run["wrong_fails"] = sum(v["verdict"] == "FAIL" for v in verdicts if v not in slowed)
     if done.returncode not in (0, 1, 4):
         run["error"] = done.stderr.strip().splitlines()[-1:] or done.stdout.strip().splitlines()[-1:]
