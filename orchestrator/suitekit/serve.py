@@ -115,20 +115,28 @@ def target_identity(target: Target) -> dict[str, str]:
     return {"target": f"{module}:{qualname}", **({"target_file": source} if source else {})}
 
 
-def calibrate(target: Target, target_ms: float) -> int:
+class Calibration(NamedTuple):
+    """The calls per step a calibration found, and how long its last step of that many calls took
+    (None where it timed none: the target fixes its calls, or the tries ran out first)."""
+
+    calls: int
+    step_ms: float | None
+
+
+def calibrate(target: Target, target_ms: float) -> Calibration:
     """The calls per step that take about ``target_ms`` (at least one), after one untimed call; the
     target's own ``fixed_calls`` where it fixes them."""
     if target.fixed_calls is not None:
-        return target.fixed_calls
+        return Calibration(target.fixed_calls, None)
     target.step(1)
     calls = 1
     for _ in range(MAX_CALIBRATION_TRIES):
         ms = checked(target.step(calls).seconds, calls) * 1000.0
         if ms >= 0.9 * target_ms:
-            break
+            return Calibration(calls, ms)
         growth = min(MAX_GROWTH, target_ms / ms if ms > 0 else MAX_GROWTH)
         calls = max(calls + 1, math.ceil(calls * growth * 1.05))
-    return calls
+    return Calibration(calls, None)
 
 
 def checked(seconds: object, calls: int) -> float:
@@ -189,8 +197,9 @@ class Session:
             if command.get("case") != case:
                 raise ChannelError(f"a {kind} command for case {command.get('case')!r} inside {case!r}")
             if kind == "calibrate":
-                calls = calibrate(target, float(command["target_ms"]))
-                self.channel.write(kind="calibrated", case=case, calls=calls)
+                found = calibrate(target, float(command["target_ms"]))
+                timed = {} if found.step_ms is None else {"step_ms": found.step_ms}
+                self.channel.write(kind="calibrated", case=case, calls=found.calls, **timed)
             elif kind == "run":
                 self.block(case, target, int(command["block"]), int(command["steps"]),
                            bool(command.get("warmup")), int(command["calls"]))

@@ -46,7 +46,8 @@ def count_suite(run: PlannedRun, setup: BenchSetup, reader: SuiteReader, block_w
     round_ = LockstepRound([contestant], timeout_s=run.timeout_s, stopped=stopped)
     plan = BlockPlan(block_steps=INSTRUMENTED_STEPS, blocks=1, block_warmup=max(1, block_warmup))
     counted = run if run.count_only is None else replace(run, suite_only=run.count_only)
-    counting = SuiteRound(round_, [SuiteSeat(counted, setup, contestant, reader)], plan, declared, calls_path)
+    counting = SuiteRound(round_, [SuiteSeat(counted, setup, contestant, reader)], plan, declared, calls_path,
+                          fit_long_steps=False)
     try:
         counting.play()
     except RoundFailed as exc:

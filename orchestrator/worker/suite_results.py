@@ -15,7 +15,7 @@ from datetime import datetime
 from statistics import fmean
 
 from orchestrator.capabilities import INSTRUCTIONS_METRIC, TIME_METRIC
-from orchestrator.contract import NO_STEPS, RunResult, StepRecord
+from orchestrator.contract import NO_STEPS, PlannedRun, RunResult, StepRecord
 from orchestrator.store.step_log import StepLog
 from orchestrator.worker.disturbance import MeasureWindow
 from orchestrator.worker.instrumented import fingerprint
@@ -56,11 +56,22 @@ def suite_result(seat: SuiteSeat, failure: RoundFailed | None, suite: SuiteRound
             return replace(whole, status="failed", error=seat.separate_error)
         return _whole_cases(seat, whole)
     records: SuiteStreamState = contestant.records  # type: ignore[assignment]
-    cases = [(case_run(seat.run, name), _played(seat, records, name, base, window))
+    cases = [(_played_run(seat, suite, name), _played(seat, records, name, base, window))
              for name in seat.cases if name in suite.played and _measured(records.case(name))]
     cases += [(case_run(seat.run, name), _separate(seat, name, suite.fallen[name], base))
               for name in seat.selected if name in suite.fallen]
     return replace(base, cases=cases)
+
+
+def _played_run(seat: SuiteSeat, suite: SuiteRound, name: str) -> PlannedRun:
+    """Case ``name``'s run, with the blocks its round played (``suite_round.case_plan``: blocks of one
+    step for a benchmark whose one call outlasts a block), which its audit and its row hold."""
+    run = case_run(seat.run, name)
+    plan = suite.plans.get(name)
+    if plan is None or run.lockstep is None:
+        return run
+    return replace(run, lockstep=replace(run.lockstep, block_steps=plan.block_steps,
+                                         block_warmup=plan.block_warmup))
 
 
 def _measured(records: CaseRecords) -> bool:

@@ -20,8 +20,9 @@ suite that way.
 from __future__ import annotations
 
 import json
+import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from orchestrator.capabilities import benchmark_selected, suite_case_name
@@ -33,8 +34,30 @@ from orchestrator.worker.process_wait import await_process
 from orchestrator.worker.protocols.suite import SuiteReader
 from orchestrator.worker.protocols.suite_stream import SUITE_VERSION, SuiteStreamState
 
-CALLS_FILE = "suite-calls.json"  # in the sweep's log directory: case -> calls per step
+CALLS_FILE = "suite-calls.json"  # in the sweep's log directory: case -> its Calibrated
+LONG_STEP_MS = 1000.0  # a step this long warms itself: its blocks need no warm-up step before them
 SELECT_FILE = "select.json"  # in a run's log directory: the cases a separate process runs
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """A case's calls per step, and how long a step of them took at calibration (None: not timed)."""
+
+    calls: int
+    step_ms: float | None = None
+
+
+def case_plan(plan: BlockPlan, found: Calibrated, target_ms: float) -> BlockPlan:
+    """The round's ``plan`` for a case calibrated as ``found``: as it is where its steps are about
+    ``target_ms`` (``lockstep.step_ms``: several calls a step, calibrated to it); where one call
+    alone outlasts a whole block's measured span (``block_steps`` x ``target_ms``), blocks of one
+    measured step, and from ``LONG_STEP_MS`` on no warm-up step before them, so a benchmark of
+    seconds per call costs a round seconds per block, not a minute (every side plays the same plan:
+    the ratio's pairs stay alike)."""
+    step_ms = found.step_ms
+    if found.calls > 1 or step_ms is None or step_ms <= plan.block_steps * target_ms:
+        return plan
+    return replace(plan, block_steps=1, block_warmup=0 if step_ms >= LONG_STEP_MS else plan.block_warmup)
 
 
 class SuiteInputError(RoundFailed):
@@ -71,7 +94,9 @@ class SuiteRound:
     calls_path: Path
     fallen: dict[str, str] = field(default_factory=dict)  # case -> why it runs as separate processes
     played: set[str] = field(default_factory=set)  # the cases played in lockstep
+    plans: dict[str, BlockPlan] = field(default_factory=dict)  # case -> the plan it was played with
     whole: str | None = None  # why every side's whole suite ran as a separate process instead
+    fit_long_steps: bool = True  # a case of long steps plays shorter blocks (``case_plan``; not the counts)
 
     @property
     def settings(self):
@@ -131,21 +156,23 @@ class SuiteRound:
     def _play_case(self, case: str) -> None:
         """Play ``case`` by the processes parked in it (unless it fell back), then move each on."""
         holders = [seat for seat in self.seats if seat.contestant.records.ready == case]
-        calls = self._calls(case, holders) if holders and case not in self.fallen else None
-        if calls is not None:
-            extra = {"case": case, "calls": calls}
-            for slot, index in enumerate(turn_order(len(holders), self.plan.blocks)):
-                self.round_.turn(holders[index].contestant, self.plan, slot // len(holders), extra)
+        found = self._calls(case, holders) if holders and case not in self.fallen else None
+        if found is not None:
+            plan = case_plan(self.plan, found, self.settings.step_ms) if self.fit_long_steps else self.plan
+            self.plans[case] = plan
+            extra = {"case": case, "calls": found.calls}
+            for slot, index in enumerate(turn_order(len(holders), plan.blocks)):
+                self.round_.turn(holders[index].contestant, plan, slot // len(holders), extra)
             self.played.add(case)
         for seat in holders:
             self.round_.command(seat.contestant, f"the end of case {case!r}", cmd="next")
             self._advance(seat, case)
 
-    def _calls(self, case: str, holders: list[SuiteSeat]) -> int | None:
+    def _calls(self, case: str, holders: list[SuiteSeat]) -> Calibrated | None:
         """The case's calls per step: the sweep's, or calibrated now by the first holder in the
         declared order (and kept for every later round); None when the case fell back meanwhile."""
         known = _read_calls(self.calls_path)
-        if isinstance(known.get(case), int) and known[case] >= 1:
+        if case in known:
             return known[case]
         first = min(holders, key=lambda seat: self.declared.index(seat.run.side))
         contestant = first.contestant
@@ -154,12 +181,13 @@ class SuiteRound:
         self.round_.wait_for(contestant, lambda c: c.records.case(case).calls is not None
                              or c.records.failure is not None, f"its calibration of {case!r}")
         self._check(first)
-        calls = contestant.records.case(case).calls
-        if calls is None:  # it fell back (an unsupported attribute on the way): not played
+        records = contestant.records.case(case)
+        if records.calls is None:  # it fell back (an unsupported attribute on the way): not played
             return None
         self.round_.mark_parked(contestant)
-        _write_calls(self.calls_path, {**known, case: calls})
-        return calls
+        found = Calibrated(records.calls, records.step_ms)
+        _write_calls(self.calls_path, {**known, case: found})
+        return found
 
     def _advance(self, seat: SuiteSeat, left: str | None) -> None:
         """Await ``seat`` parked in its next case after ``left`` (or done: its exit awaited)."""
@@ -225,16 +253,27 @@ def run_separately(seat: SuiteSeat, cases: list[str], argv_template: tuple[str, 
                                         stopped, logs) or seat.reader.complete()
 
 
-def _read_calls(path: Path) -> dict:
+def _read_calls(path: Path) -> dict[str, Calibrated]:
+    """The sweep's calibrations: ``{case: {"calls": n, "step_ms": t}}`` (a bare ``n``, as sweeps
+    before the step time wrote it, has no step time); an entry of any other shape is left out (its
+    case calibrates again)."""
     try:
         found = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-    return found if isinstance(found, dict) else {}
+    known = {}
+    for case, entry in (found.items() if isinstance(found, dict) else ()):
+        calls, step_ms = ((entry.get("calls"), entry.get("step_ms")) if isinstance(entry, dict)
+                          else (entry, None))
+        timed = (isinstance(step_ms, int | float) and not isinstance(step_ms, bool) and math.isfinite(step_ms)
+                 and step_ms >= 0)
+        if isinstance(calls, int) and not isinstance(calls, bool) and calls >= 1:
+            known[case] = Calibrated(calls, float(step_ms) if timed else None)
+    return known
 
 
-def _write_calls(path: Path, calls: dict) -> None:
+def _write_calls(path: Path, calls: dict[str, Calibrated]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(calls, sort_keys=True))
+    temporary.write_text(json.dumps({case: asdict(found) for case, found in calls.items()}, sort_keys=True))
     temporary.replace(path)

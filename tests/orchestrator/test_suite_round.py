@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fakebench import suite_repo
 from fakebench.fakerepo import FakeRepo
 from fakebench.suite_repo import BASE_SUITE, make_suite_repo, suite_round
 
@@ -63,7 +64,7 @@ def test_each_benchmark_is_a_lockstep_case_played_by_the_sides_that_have_it(tmp_
         blocks = json.loads(row.blocks)
         measured = [b for b in blocks if not b["warmup"]]
         assert [b["cycle"] for b in measured] == [0, 1, 2]
-        assert {b["calls"] for b in blocks} == {calls[row.case]}, "the same calls per step on every side"
+        assert {b["calls"] for b in blocks} == {calls[row.case]["calls"]}, "the same calls on every side"
         assert row.time_ms == pytest.approx(sum(b["phases"]["time_ms"] for b in measured) / 3)
         assert row.cpu_ms == pytest.approx(sum(b["phases"]["cpu_ms"] for b in measured) / 3), \
             "each block carries its CPU time per call, as block_pairs reads it"
@@ -84,6 +85,25 @@ def test_an_adaptive_round_plays_only_the_cases_it_names(tmp_path):
     for run in runs:  # the other benchmarks were deselected: pytest never ran them
         log = (Path(rows.loc[rows["side"] == run.side, "log_dir"].iloc[0]) / "stdout.log").read_text()
         assert "2 deselected" in log, log
+
+
+def test_a_benchmark_whose_one_call_outlasts_a_block_plays_blocks_of_one_step(tmp_path, monkeypatch):
+    """lockstep.step_ms 2, block_steps 2: a benchmark of a 30 ms call plays 3 blocks of 1 step on each
+    side (each after its warm-up step), the others blocks of 2 steps of about 2 ms."""
+    slow = BASE_SUITE + "\n\ndef test_slow(benchmark):\n    import time\n    benchmark(time.sleep, 0.03)\n"
+    monkeypatch.setattr(suite_repo, "BASE_SUITE", slow)  # both commits have it
+    repo = make_suite_repo(tmp_path)
+    outcomes = execute_round(suite_round(repo, tmp_path / "results"))
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
+    rows = case_rows(tmp_path / "results")
+    calls = json.loads(next((tmp_path / "home" / "logs").glob(f"*/{CALLS_FILE}")).read_text())
+    slow_calls = calls["test_bench.py::test_slow"]
+    assert slow_calls["calls"] == 1 and slow_calls["step_ms"] > 25, "a sleep of 30 ms timed on the wall clock"
+    for row in rows.itertuples():
+        blocks = json.loads(row.blocks)
+        measured = [b["steps"] for b in blocks if not b["warmup"]]
+        assert measured == ([1, 1, 1] if row.case == "test_bench.py::test_slow" else [2, 2, 2]), row.case
+        assert sum(b["warmup"] for b in blocks) == 3, "a 30 ms step is not long enough to warm itself"
 
 
 def test_an_adaptive_round_counts_only_the_cases_whose_count_gates_are_undecided():
@@ -220,7 +240,9 @@ def test_instrument_counts_each_case_s_calls_under_callgrind_after_the_timed_rou
     # each step's fixed part (the marks' requests, its timer reads) is counted apart and taken off
     sweep_id = rows["sweep_id"].iloc[0]
     calls_file = tmp_path / "home" / "logs" / sweep_id / CALLS_FILE
-    calls_file.write_text(json.dumps({case: 3 * n for case, n in json.loads(calls_file.read_text()).items()}))
+    # (written as sweeps before the step time wrote the file: a bare count, still read)
+    calls_file.write_text(json.dumps({case: 3 * found["calls"]
+                                      for case, found in json.loads(calls_file.read_text()).items()}))
     again = execute_round(suite_round(repo, tmp_path / "results", repeat=1, instrument=True, timeout_s=600))
     assert [o.status for o in again] == ["ok", "ok"], [o.error for o in again]
     rows = case_rows(tmp_path / "results")

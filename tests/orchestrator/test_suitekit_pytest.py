@@ -105,6 +105,7 @@ def test_the_plugin_collects_once_and_serves_each_benchmark_inside_its_test(suit
         driver.send(cmd="cases", cases=wanted)
         calibrated, blocks = run_case(driver, NAMES[2])
         assert calibrated["calls"] >= 1 and [b["calls"] for b in blocks] == [calibrated["calls"]] * 2
+        assert calibrated["step_ms"] >= 0.9 * 2, "the calibration says how long its step of those calls took"
         steps = [r for r in driver.records if r["kind"] == "step"]
         assert len(steps) == 6 and all(s["case"] == NAMES[2] and s["phases"]["time_ms"] > 0 for s in steps)
         assert all(s["phases"]["cpu_ms"] >= s["phases"]["thread_cpu_ms"] > 0 for s in steps), \
@@ -121,6 +122,7 @@ def test_the_plugin_collects_once_and_serves_each_benchmark_inside_its_test(suit
         assert all(p["cpu_ms"] > 0 for p in pedantic), "a setup's calls untimed, the target's timed"
         calibrated, blocks = run_case(driver, NAMES[4])
         assert calibrated["calls"] == 7, "pedantic's iterations fix the calls per step"
+        assert "step_ms" not in calibrated, "no step was timed to fix them"
         assert driver.next("case_end")["outcome"] == "passed"
         run_case(driver, NAMES[5], calls=3)
         assert driver.next("case_end")["outcome"] == "passed"

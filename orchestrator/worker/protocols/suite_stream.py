@@ -8,6 +8,7 @@ summary) that also keeps each case's steps and blocks apart, so each case become
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -27,6 +28,7 @@ class CaseRecords:
     blocks: list[dict] = field(default_factory=list)
     block_phase_sums: dict[int, dict[str, float]] = field(default_factory=dict)
     calls: int | None = None  # its calibration's answer
+    step_ms: float | None = None  # how long the calibration's step of that many calls took, if it says
     end: dict | None = None  # its case_end record
 
 
@@ -72,7 +74,13 @@ class SuiteStreamState(StreamState):
         calls = record.get("calls")
         if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
             raise ProtocolError(f"{self._where()}: a calibration needs 'calls' >= 1, got {record!r:.200}")
-        self.case(_name(record, self._where())).calls = calls
+        step_ms = record.get("step_ms")
+        number = isinstance(step_ms, int | float) and not isinstance(step_ms, bool)
+        if step_ms is not None and not (number and math.isfinite(step_ms) and step_ms >= 0):
+            raise ProtocolError(f"{self._where()}: a calibration's 'step_ms' must be a finite time >= 0, "
+                                f"got {record!r:.200}")
+        case = self.case(_name(record, self._where()))
+        case.calls, case.step_ms = calls, None if step_ms is None else float(step_ms)
 
     def _on_suite_step(self, record: dict) -> None:
         super()._on_step(record)
