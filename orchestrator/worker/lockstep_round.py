@@ -32,7 +32,7 @@ from orchestrator.worker.control_channel import CommandTooLarge, ControlChannel
 from orchestrator.worker.parked import ParkedTime, cpu_ticks, parked_writes
 from orchestrator.worker.proc import BenchProcess
 from orchestrator.worker.protocols.v1 import check_sha
-from orchestrator.worker.protocols.v1_records import StreamState
+from orchestrator.worker.protocols.v1_records import StreamState, finite_time
 from orchestrator.worker.stream import READ_CHUNK_BYTES, LineTail
 
 CONTROL_VERSION = 1  # the header's "control" value this worker speaks
@@ -137,8 +137,8 @@ class Contestant:
         summary = self.records.summary or {}
         measured = sum(b["steps"] for b in self.records.blocks if not b.get("warmup"))
         window, throughput = summary.get("measure_wall_s"), summary.get("throughput")
-        per_step = throughput * window / measured if measured and _number(window) and _number(throughput) \
-            else None  # items a step: the bench's own throughput unit
+        reported = measured and finite_time(window) and finite_time(throughput)
+        per_step = throughput * window / measured if reported else None  # items a step: the bench's own unit
         found = []
         for record in self.records.blocks:
             number, steps, wall = record["block"], record["steps"], record["wall_s"]
@@ -405,8 +405,3 @@ def _finite(value: float) -> float | None:
     """``value``, or None where a sum of finite numbers overflowed (the blocks are stored as JSON)."""
     return value if math.isfinite(value) else None
 
-
-def _number(value: object) -> bool:
-    """A finite, non-negative number (not a bool)."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return number and math.isfinite(value) and value >= 0

@@ -20,7 +20,6 @@ suite that way.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -33,6 +32,7 @@ from orchestrator.worker.lockstep_round import BlockPlan, Contestant, LockstepRo
 from orchestrator.worker.process_wait import await_process
 from orchestrator.worker.protocols.suite import SuiteReader
 from orchestrator.worker.protocols.suite_stream import SUITE_VERSION, SuiteStreamState
+from orchestrator.worker.protocols.v1_records import finite_time
 
 CALLS_FILE = "suite-calls.json"  # in the sweep's log directory: case -> its Calibrated
 LONG_STEP_MS = 1000.0  # a step this long warms itself: its blocks need no warm-up step before them
@@ -265,10 +265,8 @@ def _read_calls(path: Path) -> dict[str, Calibrated]:
     for case, entry in (found.items() if isinstance(found, dict) else ()):
         calls, step_ms = ((entry.get("calls"), entry.get("step_ms")) if isinstance(entry, dict)
                           else (entry, None))
-        timed = (isinstance(step_ms, int | float) and not isinstance(step_ms, bool) and math.isfinite(step_ms)
-                 and step_ms >= 0)
         if isinstance(calls, int) and not isinstance(calls, bool) and calls >= 1:
-            known[case] = Calibrated(calls, float(step_ms) if timed else None)
+            known[case] = Calibrated(calls, float(step_ms) if finite_time(step_ms) else None)
     return known
 
 

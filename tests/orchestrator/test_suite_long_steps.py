@@ -9,6 +9,7 @@ import json
 import pytest
 
 from orchestrator.errors import ProtocolError
+from orchestrator.suitekit.serve import Calibration, StepTimes, calibrate
 from orchestrator.worker.lockstep_round import BlockPlan
 from orchestrator.worker.protocols.suite_stream import SuiteStreamState
 from orchestrator.worker.suite_round import LONG_STEP_MS, Calibrated, _read_calls, _write_calls, case_plan
@@ -60,3 +61,30 @@ def test_the_stream_reads_a_calibration_s_step_time_and_refuses_a_bad_one():
     for bad in (-1, "11", True, float("nan")):
         with pytest.raises(ProtocolError, match="'step_ms' must be a finite time >= 0"):
             stream_of({"kind": "calibrated", "case": "x", "calls": 2, "step_ms": bad})
+
+
+class ScriptedTarget:
+    """A benchmark whose steps take the given seconds per call, in turn (the last one from then on)."""
+
+    inner_loops, fixed_calls = 1, None
+
+    def __init__(self, *per_call_s: float) -> None:
+        self.per_call_s, self.calls = list(per_call_s), []
+
+    def step(self, calls: int) -> StepTimes:
+        self.calls.append(calls)
+        seconds = self.per_call_s.pop(0) if len(self.per_call_s) > 1 else self.per_call_s[0]
+        return StepTimes(seconds * calls)
+
+
+def test_a_call_far_past_the_aim_is_timed_again_and_the_shorter_kept():
+    # untimed call, then a 3 s call and a 2.9 s one: one call is this slow; its step time the shorter
+    slow = ScriptedTarget(3.0, 3.0, 2.9)
+    assert calibrate(slow, target_ms=10.0) == Calibration(1, 2900.0) and slow.calls == [1, 1, 1]
+    # a fast call (0.1 ms) once descheduled for 60 ms: the second timing shows it, the calls grow
+    paused = ScriptedTarget(0.0001, 0.06, 0.0001)
+    found = calibrate(paused, target_ms=10.0)
+    assert found.calls > 50 and found.step_ms == pytest.approx(found.calls * 0.1, rel=1e-9)
+    # near the aim (under twice it) a call is not timed again
+    near = ScriptedTarget(0.015)
+    assert calibrate(near, target_ms=10.0) == Calibration(1, pytest.approx(15.0)) and near.calls == [1, 1]

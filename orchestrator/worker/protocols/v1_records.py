@@ -144,6 +144,12 @@ class StreamState:
         return f"{kind}: {self.error.get('message', '')}"
 
 
+def finite_time(value: object) -> bool:
+    """A finite, non-negative number (not a bool): a time or a rate a bench may report."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value >= 0  # type: ignore[arg-type]
+
+
 def _check_timings(values: dict[str, float], where: str) -> None:
     """A timing (or throughput) that is negative, NaN or infinite is a broken bench, never a number."""
     bad = [f"{name}={value!r}" for name, value in values.items() if not (math.isfinite(value) and value >= 0)]
