@@ -32,7 +32,7 @@ from orchestrator.worker.control_channel import CommandTooLarge, ControlChannel
 from orchestrator.worker.parked import ParkedTime, cpu_ticks, parked_writes
 from orchestrator.worker.proc import BenchProcess
 from orchestrator.worker.protocols.v1 import check_sha
-from orchestrator.worker.protocols.v1_records import StreamState, finite_time
+from orchestrator.worker.protocols.v1_records import StreamState, valid_time
 from orchestrator.worker.stream import READ_CHUNK_BYTES, LineTail
 
 CONTROL_VERSION = 1  # the header's "control" value this worker speaks
@@ -137,7 +137,7 @@ class Contestant:
         summary = self.records.summary or {}
         measured = sum(b["steps"] for b in self.records.blocks if not b.get("warmup"))
         window, throughput = summary.get("measure_wall_s"), summary.get("throughput")
-        reported = measured and finite_time(window) and finite_time(throughput)
+        reported = measured and valid_time(window) and valid_time(throughput)
         per_step = throughput * window / measured if reported else None  # items a step: the bench's own unit
         found = []
         for record in self.records.blocks:

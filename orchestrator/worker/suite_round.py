@@ -32,7 +32,7 @@ from orchestrator.worker.lockstep_round import BlockPlan, Contestant, LockstepRo
 from orchestrator.worker.process_wait import await_process
 from orchestrator.worker.protocols.suite import SuiteReader
 from orchestrator.worker.protocols.suite_stream import SUITE_VERSION, SuiteStreamState
-from orchestrator.worker.protocols.v1_records import finite_time
+from orchestrator.worker.protocols.v1_records import valid_time
 
 CALLS_FILE = "suite-calls.json"  # in the sweep's log directory: case -> its Calibrated
 LONG_STEP_MS = 1000.0  # a step this long warms itself: its blocks need no warm-up step before them
@@ -266,7 +266,7 @@ def _read_calls(path: Path) -> dict[str, Calibrated]:
         calls, step_ms = ((entry.get("calls"), entry.get("step_ms")) if isinstance(entry, dict)
                           else (entry, None))
         if isinstance(calls, int) and not isinstance(calls, bool) and calls >= 1:
-            known[case] = Calibrated(calls, float(step_ms) if finite_time(step_ms) else None)
+            known[case] = Calibrated(calls, float(step_ms) if valid_time(step_ms) else None)
     return known
 
 

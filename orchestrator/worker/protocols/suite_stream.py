@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from orchestrator.contract import StepRecord
 from orchestrator.errors import ProtocolError
-from orchestrator.worker.protocols.v1_records import StreamState, finite_time
+from orchestrator.worker.protocols.v1_records import StreamState, valid_time
 
 SUITE_VERSION = 1  # the header's "suite" this worker reads
 OUTCOMES = ("passed", "skipped", "absent", "failed", "unsupported")
@@ -74,7 +74,7 @@ class SuiteStreamState(StreamState):
         if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
             raise ProtocolError(f"{self._where()}: a calibration needs 'calls' >= 1, got {record!r:.200}")
         step_ms = record.get("step_ms")
-        if step_ms is not None and not finite_time(step_ms):
+        if step_ms is not None and not valid_time(step_ms):
             raise ProtocolError(f"{self._where()}: a calibration's 'step_ms' must be a finite time >= 0, "
                                 f"got {record!r:.200}")
         case = self.case(_name(record, self._where()))

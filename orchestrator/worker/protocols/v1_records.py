@@ -144,7 +144,7 @@ class StreamState:
         return f"{kind}: {self.error.get('message', '')}"
 
 
-def finite_time(value: object) -> bool:
+def valid_time(value: object) -> bool:
     """A finite, non-negative number (not a bool): a time or a rate a bench may report."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
     return number and math.isfinite(value) and value >= 0  # type: ignore[arg-type]
