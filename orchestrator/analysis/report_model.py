@@ -160,7 +160,7 @@ def load_runs(results_root: Path, sweep_id: str, metrics: list[str]) -> pd.DataF
 def build_report(record: SweepRecord, runs: pd.DataFrame, history: pd.DataFrame | None = None) -> Report:
     """Aggregate ``runs`` (one row per run) of the sweep described by ``record``, audited first;
     ``history`` (``drift.load_earlier_runs``) holds earlier sweeps' runs to check drift against."""
-    runs = apply_audit(runs, record)
+    runs = apply_audit(counted_runs(record, runs), record)
     spec = record.spec
     if (problem := fingerprint_problem(runs)) is not None:
         raise InvalidInputError(f"sweep {record.sweep_id}: {problem}", "instrument")
@@ -202,11 +202,18 @@ def decided_gates(record: SweepRecord, runs: pd.DataFrame, *, power: bool = True
     its report decides them (added and removed cases not gated, waivers applied): what the site
     reads of a sweep whose ``verdicts.json`` is missing or older than its runs or record.
     ``power``: ``verdicts.gate_verdict``'s."""
-    spec = record.spec
+    spec, runs = record.spec, counted_runs(record, runs)
     cases = sweep_cases(spec, runs)
     ok = runs[runs["status"] == "ok"]
     return _gates(record, cases, sweep_comparer(spec, host_agreement.pairing_blocks(ok)),
                   one_sided_cases(spec, runs, cases), power=power)
+
+
+def counted_runs(record: SweepRecord, runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` of the rounds the sweep counts: all, or those before the round its deadline stopped
+    (``AdaptiveSummary.cut``)."""
+    cut = record.adaptive.cut if record.adaptive is not None else None
+    return runs if cut is None else runs[runs["repeat"] < cut]
 
 
 def _gates(record: SweepRecord, cases: list[str], comparer: Comparer, one_sided: dict[str, OneSided],

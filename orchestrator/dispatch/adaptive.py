@@ -7,7 +7,9 @@ lockstep suite's processes play only those cells' cases, ``PlannedRun.suite_only
 instructions only where a gate on them is undecided, ``PlannedRun.count_only``), until
 every gate is PASS or FAIL, ``max_repeats`` rounds ran, the runs took ``budget_s`` seconds, or the
 next round would end after the caller's ``deadline`` (``shasweep ci --budget``: a wall-clock limit
-on the whole command, estimated from the last round's duration).
+on the whole command, estimated from the last round's duration). A round still running at the
+deadline is stopped (``dispatch_runs``) and not counted, adaptive sweep or not: the sweep ends with
+the rounds before it (``cut_short``; the report reads only those).
 
 The gates are read from the results as the report reads them (``report_model.sweep_gates``), and
 the decision for round ``r`` uses only the runs of rounds before ``r``, so resuming a stopped sweep
@@ -25,10 +27,10 @@ from typing import Any
 
 from orchestrator.capabilities import INSTRUCTIONS_METRIC
 from orchestrator.contract import PlannedRun
-from orchestrator.dispatch.dispatcher import SweepOutcome, dispatch_runs
+from orchestrator.dispatch.dispatcher import DEADLINE_REASON, SweepOutcome, dispatch_runs
 from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan
 from orchestrator.spec.record import AdaptiveSummary, SweepRecord
-from orchestrator.spec.schema import Order
+from orchestrator.spec.schema import Order, SweepSpec
 
 # The results are read and judged (pandas, the report model) only when a round or re-run is decided:
 # the analysis modules are imported there, not before the first run is dispatched.
@@ -159,6 +161,22 @@ def counting_s(runs: Any, round_: int, batch: list[PlannedRun]) -> float:
     return max(ended.timestamp() - max(played), 0.0)
 
 
+def cut_short(outcome: SweepOutcome, spec: SweepSpec) -> tuple[SweepOutcome, AdaptiveSummary]:
+    """``outcome`` of a sweep its deadline stopped (``DEADLINE_REASON``) as the sweep counts it, and the
+    rounds it counts: the round the deadline stopped and any later one leave the outcome (their runs
+    came back cancelled or never ran; their rows stay on disk, not counted: ``AdaptiveSummary.cut``),
+    and the sweep ended on its budget, not stopped."""
+    stopped = [run for run in outcome.runs if run.status == "cancelled"]  # never none: a unit was due
+    cut = min(run.repeat for run in stopped)
+    why = next((run.error for run in stopped if run.repeat == cut and run.error
+                and not run.error.startswith("not run")), None)
+    ended = f"{DEADLINE_REASON} during round {cut + 1}, which is not counted" + (f": {why}" if why else "")
+    counted = replace(outcome, runs=[run for run in outcome.runs if run.repeat < cut], stopped_early=False,
+                      stop_reason=None)
+    return counted, AdaptiveSummary(repeats=spec.repeats, max_repeats=spec.max_rounds, rounds=cut,
+                                    ended=ended, cut=cut)
+
+
 def undecided_cells(record: SweepRecord, runs: Any) -> dict[tuple[str, str], set[str]]:
     """(case, side) cells an INCONCLUSIVE gate needs (its side and the baseline of its case), each
     with the metrics of those gates."""
@@ -179,9 +197,10 @@ def run_until_decided(resolved: ResolvedSweep, record: SweepRecord, runs: list[P
                       ) -> tuple[SweepOutcome | None, AdaptiveSummary | None]:
     """Dispatch ``runs`` (``dispatch_runs``'s keyword arguments in ``dispatch``), then re-runs of
     disturbed runs (``rerun_disturbed``) and adaptive rounds while the sweep is adaptive, a gate is
-    undecided and another round would end before ``deadline`` (``time.monotonic()``; None: no limit).
-    Returns the outcome (None when there was nothing to run) and, for an adaptive sweep,
-    ``AdaptiveRounds.summary`` for the record."""
+    undecided and another round would end before ``deadline`` (``time.monotonic()``; None: no limit;
+    at it the running round stops, any sweep's: ``cut_short``).
+    Returns the outcome (None when there was nothing to run) and, for an adaptive sweep or one the
+    deadline stopped (``cut_short``), the rounds it counts for the record."""
     spec, done = record.spec, set(done or ())
     rounds = AdaptiveRounds(resolved, record, done=done, deadline=deadline) if spec.adaptive else None
     reruns = None
@@ -193,5 +212,7 @@ def run_until_decided(resolved: ResolvedSweep, record: SweepRecord, runs: list[P
         return (reruns() if reruns else []) or (rounds() if rounds else [])
 
     first = list(runs) or more()
-    outcome = dispatch_runs(first, more=more, **dispatch) if first else None
+    outcome = dispatch_runs(first, more=more, deadline=deadline, **dispatch) if first else None
+    if outcome is not None and outcome.stop_reason == DEADLINE_REASON:
+        return cut_short(outcome, spec)
     return outcome, rounds.summary() if rounds else None

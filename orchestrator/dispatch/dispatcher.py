@@ -47,6 +47,7 @@ CANCEL_POLL_INTERVAL_S = 0.5  # the dispatcher's looks at the cancel event betwe
 CANCEL_GRACE_S = 30.0
 RESULT_FETCH_TIMEOUT_S = 30.0  # a finished task's small outcome dict; far longer than a fetch takes
 CANCELLED_REASON = "cancelled with `shasweep cancel`"
+DEADLINE_REASON = "the time budget ran out"  # ``deadline``: the running runs were cancelled
 
 OnConnect = Callable[[str, str | None], None]  # (scheduler address, dashboard URL)
 MoreRuns = Callable[[], list[PlannedRun]]  # the next runs to dispatch once the list is done; [] ends
@@ -91,6 +92,7 @@ def dispatch_runs(
     hosts: HostsSetting = "one",
     reuse: Reuse | None = None,
     check: CheckOutcome | None = None,
+    deadline: float | None = None,
 ) -> SweepOutcome:
     """Execute ``runs`` on the bench hosts of ``scheduler``: one host runs them one at a time in list
     order (``_serial_loop``), several run whole rounds at once, one per host (``_fleet_loop``).
@@ -106,6 +108,8 @@ def dispatch_runs(
     ``security``: the client's Dask ``Security`` for a ``tls://`` scheduler. ``reuse`` (one host only;
     ``store.reuse``) may stand in an earlier run's results for a run, which then is not dispatched.
     ``check`` sees every outcome and may stop the sweep before its next run (``first_run``).
+    At ``deadline`` (``time.monotonic()``; None: none) the sweep stops as a cancel stops it (the
+    running runs come back ``cancelled``), with the stop reason ``DEADLINE_REASON``.
     """
     _check_plan(runs)
     started = time.monotonic()
@@ -121,7 +125,7 @@ def dispatch_runs(
         cancel = Event(cancel_event_name(runs[0].sweep_id, runs[0].token), client=client)
         cancel.clear()
         sweep = _Dispatch(client, list(runs), chosen, cancel, progress, lock_path, continue_on_error, more,
-                          check)
+                          check, deadline)
         host = chosen[0].submit(client, bench_host_record, key="shasweep-host").result()
         client.subscribe_topic(PROGRESS_TOPIC, sweep.on_event)
         client.log_event(PROGRESS_TOPIC, _planned_message(sweep.runs))
@@ -160,6 +164,7 @@ class _Dispatch:
     continue_on_error: bool
     more: MoreRuns | None
     check: CheckOutcome | None = None
+    deadline: float | None = None  # time.monotonic() at which the sweep stops, its running runs cancelled
     _next_cancel_look: float = 0.0
     announced: dict[str, Outcome] = field(default_factory=dict)  # run key -> the outcome its task published
     current: Unit = field(default_factory=list)  # the unit (a run, a lockstep round) the serial loop waits on
@@ -187,6 +192,14 @@ class _Dispatch:
             return False
         self._next_cancel_look = time.monotonic() + CANCEL_POLL_INTERVAL_S
         return self.cancel.is_set()
+
+    def stop_requested(self) -> str | None:
+        """Why the sweep stops now, if it does: its deadline passed (the cancel event is set, so the
+        running runs stop too) or it was cancelled (``cancel_requested``)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.cancel.set()
+            return DEADLINE_REASON
+        return CANCELLED_REASON if self.cancel_requested() else None
 
     def submit(self, host: BenchHost, unit: Unit) -> Future:
         """One task on ``host``: a run (its outcome) or a lockstep round (the list of its outcomes)."""
@@ -227,19 +240,19 @@ def _serial_loop(sweep: _Dispatch, reuse: Reuse | None) -> _Ended:
     target, outcomes = sweep.hosts[0], sweep.finished
     while len(outcomes) < len(sweep.runs) or sweep.extend():
         unit = sweep.current = unit_at(sweep.runs, len(outcomes))
-        if sweep.cancel_requested():
-            return _Ended(outcomes, CANCELLED_REASON)
+        if (reason := sweep.stop_requested()) is not None:
+            return _Ended(outcomes, reason)
         stop_reason, future = None, None
         reused = reuse(unit[0], target.host_id) if reuse is not None and not unit[0].lockstep else None
         got = [reused] if reused is not None else None
         if got is None:
             future = sweep.submit(target, unit)
             try:
-                got = _await_unit(sweep.client, future, unit, target, sweep.announced)
-            except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
+                got = _await_unit(sweep, future, unit, target)
+            except (KeyboardInterrupt, _DeadlinePassed) as exc:  # Ctrl-C, SIGTERM, SIGHUP; the deadline
                 sweep.cancel.set()
                 got = _await_cancelled(future, unit)
-                stop_reason = interruption(exc)
+                stop_reason = DEADLINE_REASON if isinstance(exc, _DeadlinePassed) else interruption(exc)
         for run, outcome in zip(unit, got, strict=True):
             outcomes.append(outcome)
             sweep.progress.run_finished(outcome)
@@ -298,8 +311,8 @@ def _run_rounds(sweep: _Dispatch, runs: list[PlannedRun]) -> FleetResult:
 
     hooks = RoundHooks(
         execute=sweep.submit, settle=lambda future, unit: _settled(future, unit, sweep.announced),
-        on_outcome=sweep.progress.run_finished, stop_after=sweep.stop_after, cancelled=sweep.cancel_requested,
-        cancel=sweep.cancel.set, on_requeued=requeued)
+        on_outcome=sweep.progress.run_finished, stop_after=sweep.stop_after,
+        stop_requested=sweep.stop_requested, cancel=sweep.cancel.set, on_requeued=requeued)
     return run_rounds(sweep.client, split_rounds(runs), sweep.hosts, hooks)
 
 
@@ -361,12 +374,20 @@ def _ended_message(sweep_id: str, outcomes: list[Outcome], stop_reason: str | No
                                                      "throughput", "wall_s", "host_id")} for o in outcomes]}
 
 
-def _await_unit(client: Client, future: Future, unit: Unit, host: BenchHost,
-                announced: dict[str, Outcome]) -> list[Outcome]:
-    """The unit's outcomes; a task error or a vanished bench worker becomes ``failed`` outcomes."""
+class _DeadlinePassed(Exception):
+    """The sweep's deadline passed while it waited for a unit."""
+
+
+def _await_unit(sweep: _Dispatch, future: Future, unit: Unit, host: BenchHost) -> list[Outcome]:
+    """The unit's outcomes; a task error or a vanished bench worker becomes ``failed`` outcomes;
+    ``_DeadlinePassed`` when the sweep's deadline comes first."""
+    client = sweep.client
     while True:
+        left = WORKER_CHECK_INTERVAL_S if sweep.deadline is None else sweep.deadline - time.monotonic()
+        if left <= 0:
+            raise _DeadlinePassed
         try:
-            wait(future, timeout=WORKER_CHECK_INTERVAL_S)
+            wait(future, timeout=min(left, WORKER_CHECK_INTERVAL_S))
             break
         except TimeoutError:
             if not host.alive(client):
@@ -375,7 +396,7 @@ def _await_unit(client: Client, future: Future, unit: Unit, host: BenchHost,
                                      f"{unit[0].run_key}")
                 return [_failed(run, str(error)) for run in unit]
     try:
-        return _settled(future, unit, announced)
+        return _settled(future, unit, sweep.announced)
     except LostResult as exc:
         return [_failed(run, str(exc)) for run in unit]
 

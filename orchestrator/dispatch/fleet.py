@@ -45,16 +45,16 @@ class RoundHooks:
 
     ``execute`` submits one unit (``dispatch.units``) to one host; ``settle`` turns a done future (not a
     dead worker) into the outcomes of the unit's runs; ``on_outcome`` sees every outcome as it
-    arrives; ``stop_after`` gives a reason to stop the sweep after an outcome (or None); ``cancelled``
-    says whether the sweep was cancelled; ``cancel`` cancels it (on Ctrl-C); ``on_requeued`` learns a
-    round's runs went back to the queue.
+    arrives; ``stop_after`` gives a reason to stop the sweep after an outcome (or None); ``stop_requested``
+    a reason to stop it now (a cancel, its deadline: the running rounds come back cancelled), or None;
+    ``cancel`` cancels it (on Ctrl-C); ``on_requeued`` learns a round's runs went back to the queue.
     """
 
     execute: Callable[[BenchHost, Unit], Future]
     settle: Callable[[Future, Unit], list[Outcome]]
     on_outcome: Callable[[Outcome], None] = lambda outcome: None
     stop_after: Callable[[Outcome], str | None] = lambda outcome: None
-    cancelled: Callable[[], bool] = lambda: False
+    stop_requested: Callable[[], str | None] = lambda: None
     cancel: Callable[[], None] = lambda: None
     on_requeued: Callable[[Round, str, str], None] = lambda runs, host, reason: None  # runs, host id, why
 
@@ -129,8 +129,8 @@ class _Fleet:
     def run(self) -> FleetResult:
         try:
             while self._fill() or self.active:
-                if self.hooks.cancelled() and self.result.stop_reason is None:
-                    self.result.stop_reason = "cancelled with `shasweep cancel`"
+                if self.result.stop_reason is None:
+                    self.result.stop_reason = self.hooks.stop_requested()
                 try:
                     done = wait(list(self.active), timeout=HOST_CHECK_INTERVAL_S,
                                 return_when="FIRST_COMPLETED").done

@@ -26,7 +26,7 @@ from orchestrator.plan.refs import repo_root
 from orchestrator.plan.roots import results_root_for
 from orchestrator.plan.suite_discovery import FoundSuite, find_suite, present_at
 from orchestrator.session.ci_context import CiContext, ci_context
-from orchestrator.session.ci_design import OUTPUTS_S, SWEEP_NAME, CiDesign, design_sweep
+from orchestrator.session.ci_design import OUTPUTS_S, SWEEP_NAME, CiDesign, design_sweep, first_round_check
 from orchestrator.session.ci_outputs import CiOutputs
 from orchestrator.session.options import RunOptions
 from orchestrator.session.sweep import plan_sweep, run_sweep, say
@@ -100,6 +100,7 @@ def run_ci(options: CiOptions, cwd: Path | None = None, environ: Mapping[str, st
             say(line)
         run = run_sweep(plan_sweep(design.spec, cwd=repo),
                         RunOptions(progress=options.progress, deadline=started + config.budget_s - OUTPUTS_S))
+        first_round_check(run.record(), config.budget_s)
         return CiResult(outputs.write_report(run, commits, found.describe(), config.budget))
     except ShasweepError as exc:
         if not options.plan_only:
@@ -112,7 +113,8 @@ def run_ci(options: CiOptions, cwd: Path | None = None, environ: Mapping[str, st
 
 def earlier_round_s(root: Path, command: list[str], instrument: str = "none") -> float | None:
     """A round's seconds in the last finished ci sweep of ``command`` with ``instrument`` in ``root``
-    (its wall time over its rounds, its start included: on the safe side), None when there is none."""
+    (its wall time over its rounds, its start and a round its deadline stopped included: on the safe
+    side), None when there is none."""
     if not (root / "sweeps").is_dir():
         return None
     ids = [name for name in records.sweeps_by_creation(root) if name.startswith(f"{SWEEP_NAME}-")]
@@ -123,8 +125,8 @@ def earlier_round_s(root: Path, command: list[str], instrument: str = "none") ->
             continue
         rounds = record.adaptive.rounds if record.adaptive else record.spec.repeats
         same = record.spec.command == command and record.spec.instrument.value == instrument
-        if record.status == "finished" and record.wall_s and rounds and same:
-            return record.wall_s / rounds
+        if record.status == "finished" and record.wall_s and same:  # a first round cut: at least this
+            return record.wall_s / max(rounds, 1)
     return None
 
 

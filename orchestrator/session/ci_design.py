@@ -10,7 +10,8 @@
 - adaptive rounds: a first look after ``MIN_ROUNDS`` rounds (the only ones planned, so a slow machine
   overruns the budget by as little as it can), then one round at a time while a gate is undecided,
   up to the rounds the time budget holds (``max_repeats``); the command's deadline stops them
-  earlier when the rounds run slower than estimated;
+  earlier when the rounds run slower than estimated, and stops a round still running at it (not
+  counted: ``first_round_check`` when it was the first);
 - the O'Brien-Fleming boundary (``SPENDING``) unless a project's sweep file names another: a pull
   request's cases are mostly unchanged ones that stay undecided to the budget's last rounds, so the
   error rate is best spent there (``tests/orchestrator/test_sequential.py`` measures the gain);
@@ -40,6 +41,7 @@ from orchestrator.plan.ci_commits import CiCommits
 from orchestrator.plan.suite_discovery import FoundSuite
 from orchestrator.spec.ci_config import CiConfig
 from orchestrator.spec.load import read_yaml, spec_from_config
+from orchestrator.spec.record import SweepRecord
 from orchestrator.spec.schema import Instrument, Spending, SweepSpec
 
 SWEEP_NAME = "ci"
@@ -167,7 +169,7 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
                and describe(raw["protocol"]).has(Capability.MANY_CASES))
     estimate = (_static_estimate(found, instrument) if counted
                 else _estimate(found, command, instrument, history))
-    minimum = SETUP_S + MIN_ROUNDS * estimate.seconds + OUTPUTS_S
+    minimum = minimum_budget_s(estimate.seconds)
     if budget_s < minimum:
         raise InvalidInputError(
             f"{_duration(budget_s)} is less than the {_duration(minimum)} one comparison needs here: about "
@@ -190,6 +192,25 @@ def design_sweep(found: FoundSuite, config: CiConfig, commits: CiCommits, budget
     return CiDesign(config=raw, spec=spec, estimate=estimate, min_budget_s=minimum,
                     notes=tuple(f"also found {other}: not run (tool.shasweep.suite chooses)"
                                 for other in found.also_found), later=later if counted else None)
+
+
+def minimum_budget_s(round_s: float) -> float:
+    """The budget one comparison needs with rounds of ``round_s`` seconds: the start, ``MIN_ROUNDS``
+    rounds and the outputs."""
+    return SETUP_S + MIN_ROUNDS * round_s + OUTPUTS_S
+
+
+def first_round_check(record: SweepRecord, budget_s: float) -> None:
+    """``InvalidInputError`` naming ``--budget`` when the deadline stopped the sweep's first round
+    (``AdaptiveSummary.cut``): nothing was compared, and the round, longer than the design's estimate,
+    had run for about the budget less the start and the outputs."""
+    if record.adaptive is None or record.adaptive.cut != 0:
+        return
+    ran_s = max(budget_s - SETUP_S - OUTPUTS_S, 1.0)
+    raise InvalidInputError(
+        f"{_duration(budget_s)} ran out ~{_duration(ran_s)} into the first round, so nothing was compared; "
+        f"give --budget over {_duration(minimum_budget_s(ran_s))}, or leave the slowest benchmark out "
+        f"(tool.shasweep.args); {record.adaptive.ended}", "--budget")
 
 
 def _suite_sweep(found: FoundSuite, config: CiConfig) -> dict[str, Any]:

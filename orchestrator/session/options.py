@@ -30,7 +30,9 @@ class RunOptions:
     # never competes with a bench for the CPUs
     while_connecting: Callable[[], None] | None = None
     # time.monotonic() by which the sweep should be done: no adaptive round starts that the last
-    # round's duration says would end later (``shasweep ci --budget``); None: no limit
+    # round's duration says would end later, and a round still running at it is stopped (an adaptive
+    # sweep ends with the rounds before it; any other stops as if cancelled) (``shasweep ci --budget``);
+    # None: no limit
     deadline: float | None = None
 
     def security(self) -> Security | None:

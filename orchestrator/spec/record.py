@@ -69,12 +69,14 @@ OUTCOME_KEYS: tuple[str, ...] = tuple(RunOutcome.__dataclass_fields__)
 
 @dataclass(frozen=True)
 class AdaptiveSummary:
-    """An adaptive sweep's planned range, the rounds it ran and why it stopped adding rounds."""
+    """An adaptive sweep's planned range, the rounds it ran and why it stopped adding rounds; also of any
+    sweep whose deadline stopped a round (``cut``)."""
 
     repeats: int
     max_repeats: int
-    rounds: int
+    rounds: int  # the rounds the sweep counts: 0 .. rounds - 1
     ended: str | None = None
+    cut: int | None = None  # the round its deadline stopped (= rounds): it and any later are not counted
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,8 @@ class SweepRecord:
         """The record as today's shasweep writes it (plain JSON values, its format version first, the
         file's key order)."""
         written = _record_adapter().dump_python(self, mode="json")
+        if written.get("adaptive") and written["adaptive"]["cut"] is None:  # written only once it happened
+            del written["adaptive"]["cut"]
         return {RECORD_KEY: FORMAT_VERSION,
                 **{key: value for key, value in written.items() if value or key not in ONLY_WHEN_SET}}
 

@@ -1,7 +1,8 @@
 """Adaptive rounds end to end: ``shasweep run`` on an embedded cluster with the fake bench at two
 commits. A clear cell (a side twice as fast) stops after the first ``repeats`` rounds; an undecidable
 one (the baseline's own commit against a 0.1 % band) runs on to ``max_repeats``; a killed adaptive
-sweep resumed completes to the same runs."""
+sweep resumed completes to the same runs; a deadline keeps a round from starting, and stops one still
+running at it, which is then not counted."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,6 +30,7 @@ REPEATS, MAX_REPEATS = 3, 6
 # fast: 2 ms a step against the baseline's 4 ms, a 2x throughput that the first look decides;
 # twin: the baseline's commit, gated to within 0.1 % at 99.999 %: no number of rounds here decides it
 EXPECTED_RUNS = {"base": MAX_REPEATS, "fast": REPEATS, "twin": MAX_REPEATS}
+DEADLINE_S = 75.0  # the first round's 3 runs of a few seconds end before it, even on a loaded host
 
 
 @pytest.fixture
@@ -110,14 +113,57 @@ def test_a_killed_adaptive_sweep_resumed_completes_it(repo, tmp_path):
         "runs already ok were not run again")
 
 
-def test_a_deadline_stops_the_rounds_before_one_that_would_end_after_it(repo):
-    from orchestrator.dispatch.adaptive import OUT_OF_TIME
+def test_a_deadline_stops_the_rounds_before_one_that_would_end_after_it(repo, monkeypatch):
+    from orchestrator.dispatch.adaptive import OUT_OF_TIME, AdaptiveRounds
     from orchestrator.session import RunOptions, plan_sweep, run_sweep
 
-    # a deadline already reached when the first look is taken: no adaptive round starts
-    run = run_sweep(plan_sweep("sweep.yaml"), RunOptions(progress=False, deadline=time.monotonic()))
+    # the planned rounds end long before the deadline; the first adaptive round, estimated at a day,
+    # would end after it: none starts
+    monkeypatch.setattr(AdaptiveRounds, "_round_s", lambda self: 86400.0)
+    run = run_sweep(plan_sweep("sweep.yaml"), RunOptions(progress=False, deadline=time.monotonic() + 3600))
     record = run.record()
-    assert (record.adaptive.ended, record.adaptive.rounds) == (OUT_OF_TIME, REPEATS)
+    adaptive = record.adaptive
+    assert (adaptive.ended, adaptive.rounds, adaptive.cut) == (OUT_OF_TIME, REPEATS, None)
     rows = pd.read_parquet(repo.path / "results" / "runs")
     assert rows.groupby("side").size().to_dict() == {"base": REPEATS, "fast": REPEATS, "twin": REPEATS}
     assert run.report().exit_code == EXIT_GATE_INCONCLUSIVE, "the twin gate stays undecided"
+
+
+def test_a_round_running_at_the_deadline_is_stopped_and_not_counted(repo, tmp_path):
+    from orchestrator.dispatch.dispatcher import DEADLINE_REASON
+    from orchestrator.session import RunOptions, plan_sweep, run_sweep
+
+    slow = tmp_path / "slow"  # while it exists each step of the bench takes 3 s: a run 33 s
+    sweep = yaml.safe_load((repo.path / "sweep.yaml").read_text())
+    sweep["command"] = [*COMMAND, "--slow-while", str(slow)]
+    (repo.path / "sweep.yaml").write_text(yaml.safe_dump(sweep, sort_keys=False))
+    runs = repo.path / "results" / "runs"
+
+    def first_round_done() -> bool:
+        if not runs.is_dir() or not any(runs.rglob("*.parquet")):
+            return False
+        rows = pd.read_parquet(runs)
+        return bool(((rows["repeat"] == 0) & (rows["status"] == "ok")).sum() == 3)
+
+    def slow_down_after_the_first_round() -> None:
+        wait_for(first_round_done, "the first round", timeout_s=DEADLINE_S)
+        slow.touch()
+
+    # every run after the first round takes 33 s: the deadline comes during the second round
+    watcher = threading.Thread(target=slow_down_after_the_first_round, daemon=True)
+    watcher.start()
+    run = run_sweep(plan_sweep("sweep.yaml"),
+                    RunOptions(progress=False, deadline=time.monotonic() + DEADLINE_S))
+    watcher.join()
+    record = run.record()
+    assert record.status == "finished" and record.adaptive.cut == record.adaptive.rounds == 1
+    assert record.adaptive.ended.startswith(f"{DEADLINE_REASON} during round 2, which is not counted: ")
+    assert [(o.repeat, o.status) for o in record.outcomes] == [(0, "ok")] * 3 and record.planned_runs == 3
+    rows = pd.read_parquet(runs)
+    assert set(rows.loc[rows["repeat"] == 1, "status"]) <= {"ok", "cancelled"}, "kept on disk, not counted"
+    assert (rows.loc[rows["repeat"] == 1, "status"] == "cancelled").any()
+    report = run.report()
+    assert report.missing == 0 and report.failures.empty, "the stopped round is not a failure"
+    assert {case_side: ok for case_side, (ok, _) in report.counts.items()} == {
+        ("sac/fake/none", side): 1 for side in ("base", "fast", "twin")}
+    assert report.exit_code == EXIT_GATE_INCONCLUSIVE, "one round decides nothing"

@@ -228,3 +228,25 @@ def test_the_gitlab_template_posts_one_note_and_exits_with_the_verdict(tmp_path)
         failing = run_gitlab_job({**variables, "SHASWEEP_ARGS": "--base nope"}, env, repo)
         assert failing.returncode == EXIT_INVALID, "the job exits with shasweep ci's code"
         assert "comment updated" in failing.stdout and "ERROR" in forge.comments[ours]
+
+
+def test_a_budget_that_runs_out_in_the_first_round_exits_2_with_a_larger_one(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "bench").mkdir()
+    test_file = "import lib\n\ndef test_sleeps(benchmark):\n    benchmark(lib.f)\n"
+    commit(repo, {repo / "lib.py": "import time\n\ndef f():\n    time.sleep(600)\n",
+                  repo / "bench" / "test_f.py": test_file}, "a benchmark whose one call outlasts the budget")
+    commit(repo, {repo / "lib.py": "import time\n\ndef f():\n    time.sleep(601)\n"}, "head")
+    proc = shasweep("ci", "--base", "HEAD~1", "--budget", "1m", cwd=repo, home=tmp_path / "home")
+    assert proc.returncode == EXIT_INVALID, proc.stdout + proc.stderr
+    (error,) = [line for line in proc.stderr.splitlines() if "--budget" in line]
+    assert "into the first round, so nothing was compared" in error, error
+    assert "test_sleeps" in error, "it names the benchmark the round awaited"
+    assert "give --budget over" in error
+    values = outputs_env(repo)
+    assert values["SHASWEEP_VERDICT"] == "ERROR" and values["SHASWEEP_EXIT_CODE"] == str(EXIT_INVALID)
+    (record,) = (repo / ".shasweep" / "results" / "sweeps").glob("ci-*.json")
+    adaptive = json.loads(record.read_text())["adaptive"]
+    assert (adaptive["rounds"], adaptive["cut"]) == (0, 0), "the sweep's record stays, nothing counted"
