@@ -5,8 +5,10 @@ a few dozen numpy calls on arrays of 3 values and a t quantile of its own (about
 report). Here the cells are grouped by shape (paired or not, runs per side) and each group is one
 ``stats.compare_rows``: the same arithmetic, row by row, so every figure is the one a single
 comparison gives. What replaces a cell's own interval is computed per group too: a lockstep
-round's block-pair estimate (``block_pairs``) and ``noise: pooled``'s sweep-wide variance, pooled
-over the cells in the order the sweep's rows give them (the sum is the same to the last bit).
+round's block-pair estimate (``block_pairs``), ``noise: pooled``'s sweep-wide variance, pooled
+over the cells in the order the sweep's rows give them (the sum is the same to the last bit), and
+for instruction counts that agree, the range they allow (``intervals.count_range``: such cells are
+a group of their own).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import numpy as np
 from orchestrator.analysis import intervals, stats
 from orchestrator.analysis.cells import Cell
 
-Shape = tuple[bool, int, int]  # (paired, candidate runs, baseline runs)
+Shape = tuple[bool, int, int, bool]  # (paired, candidate runs, baseline runs, counts that agree)
 LOCKSTEP_METHOD = "trimmed t of per-round block-pair medians (lockstep)"
+COUNT_METHOD = (f"counts agreeing within {intervals.COUNT_AGREEMENT:g}: every ratio they allow, "
+                f"+- {intervals.COUNT_RESOLUTION:g}")
 
 
 @dataclass(frozen=True)
@@ -37,12 +41,15 @@ class CellSample:
 
 class ComparedCells:
     """The comparisons of ``samples`` (one metric, one look), in the sweep's ``noise`` mode;
-    ``lockstep``: paired cells are lockstep rounds, their ratio the interval's estimate."""
+    ``lockstep``: paired cells are lockstep rounds, their ratio the interval's estimate; ``counts``:
+    the metric is an instruction count (cells whose counts agree: ``intervals.count_range``)."""
 
-    def __init__(self, samples: dict[Cell, CellSample], noise: str = "cell", lockstep: bool = False):
+    def __init__(self, samples: dict[Cell, CellSample], noise: str = "cell", lockstep: bool = False,
+                 counts: bool = False):
         groups: dict[Shape, list[Cell]] = defaultdict(list)
         for cell, sample in samples.items():
-            groups[sample.paired, sample.candidate.size, sample.baseline.size].append(cell)
+            exact = counts and _counts_agree(sample)
+            groups[sample.paired, sample.candidate.size, sample.baseline.size, exact].append(cell)
         stacked = {shape: _Group(shape, [samples[cell] for cell in cells]) for shape, cells in groups.items()}
         pooled = _pooled_noise(samples, groups, stacked) if noise == "pooled" else None
         self._found: dict[Cell, tuple[stats.Comparisons, int]] = {}
@@ -61,7 +68,7 @@ class _Group:
     have an interval of their own (2 values a side or more, all positive)."""
 
     def __init__(self, shape: Shape, samples: list[CellSample]):
-        self.paired, n1, n2 = shape
+        self.paired, n1, n2, self.exact = shape
         self.candidate = np.array([s.candidate for s in samples], dtype=float).reshape(len(samples), n1)
         self.baseline = np.array([s.baseline for s in samples], dtype=float).reshape(len(samples), n2)
         self.own = np.zeros(len(samples), dtype=bool)
@@ -93,6 +100,10 @@ class _Group:
     def compare(self, pooled: dict[bool, tuple[float, float]] | None, lockstep: bool) -> stats.Comparisons:
         """``stats.compare_rows`` of the group, each row's interval replaced as the sweep says."""
         replaced, method = None, None
+        if self.exact:  # every row's counts agree (so every row has an interval of its own)
+            replaced = intervals.count_range(np.log(self.candidate), np.log(self.baseline))
+            return stats.compare_rows(self.candidate, self.baseline, paired=self.paired, interval=replaced,
+                                      method=COUNT_METHOD)
         if pooled is not None:
             method = "pooled-noise " + ("trimmed t of per-round log ratios" if self.paired
                                         else "two-sample trimmed t of log values")
@@ -112,10 +123,16 @@ class _Group:
         return intervals.difference(*(intervals.with_pooled_noise(s, variance, df) for s in self.spreads()))
 
 
+def _counts_agree(sample: CellSample) -> bool:
+    """Whether the sample's counts agree (``intervals.counts_agree``); a count of 0 or less never does."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return bool(intervals.counts_agree(np.log(sample.candidate), np.log(sample.baseline)))
+
+
 def _at_rows(interval: intervals.LogInterval, own: np.ndarray) -> intervals.LogInterval:
     """``interval`` of the rows ``own`` marks, spread over all rows (NaN elsewhere)."""
     parts = []
-    for values in (interval.center, interval.se, interval.df):
+    for values in (interval.center, interval.se, interval.df, np.broadcast_to(interval.floor, own.sum())):
         full = np.full(own.size, np.nan)
         full[own] = values
         parts.append(full)

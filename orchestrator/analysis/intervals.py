@@ -20,6 +20,14 @@ against a history of 30 would see a change that is not there. ``noise: pooled`` 
 cell's variance by the sweep's pooled one (same metric), which gives small cells the degrees of
 freedom of the whole sweep; valid when every cell has the same run noise.
 
+Instruction counts are measurements, not samples: a benchmark's count moves between processes by
+a few instructions in ten million or not at all, so a t interval of 2 rounds, read at an early
+look's confidence (1 - 1e-11), would bound nothing as soon as the count moved at all. Where each
+side's counts agree within ``COUNT_AGREEMENT`` (relative) the ratio's interval is every ratio the
+counts allow, widened by ``COUNT_RESOLUTION``, at every confidence (``count_range``); counts that
+vary more are read as samples, by the t intervals above. The error this adds where a count varies
+but two rounds happened to agree is measured in ``tests/orchestrator/test_count_resolution.py``.
+
 Every function is vectorised over leading axes (``values[..., n]``) so the seeded coverage
 simulations in the tests run thousands of sweeps at once. Coverage is measured in
 ``tests/orchestrator/test_intervals.py`` (figures in docs/design.md, "Statistics").
@@ -34,6 +42,8 @@ import numpy as np
 from orchestrator.analysis.distributions import t_quantile
 
 TRIM = 0.1
+COUNT_AGREEMENT = 1e-6  # a side's counts this close (max / min - 1) read as one measurement
+COUNT_RESOLUTION = 1e-4  # ... and the ratio they give as exact within this, each way
 
 
 @dataclass(frozen=True)
@@ -71,18 +81,25 @@ def spread(logs: np.ndarray, trim: float = TRIM) -> Spread:
 
 @dataclass(frozen=True)
 class LogInterval:
-    """An interval of the log ratio: ``center +- t * se`` with ``df`` degrees of freedom."""
+    """An interval of the log ratio: ``center +- (t * se + floor)`` with ``df`` degrees of freedom;
+    ``floor``, a half-width at every confidence, is 0 but for ``count_range``'s."""
 
     center: np.ndarray
     se: np.ndarray
     df: np.ndarray
+    floor: np.ndarray | float = 0.0
 
     def bounds(self, confidence: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(low, high) of the ratio at two-sided ``confidence`` (exponentiated; 0 and infinity where
         a confidence all but 1, an early look's, leaves the ratio unbounded)."""
-        half = t_quantile(0.5 + np.asarray(confidence) / 2, self.df) * self.se
+        half = t_quantile(0.5 + np.asarray(confidence) / 2, self.df) * self.se + self.floor
         with np.errstate(over="ignore"):
             return np.exp(self.center - half), np.exp(self.center + half)
+
+    def rows(self, kept: np.ndarray) -> LogInterval:
+        """The interval of the rows ``kept`` selects."""
+        return LogInterval(self.center[kept], self.se[kept], self.df[kept],
+                           np.broadcast_to(self.floor, np.shape(self.center))[kept])
 
 
 def paired(log_ratios: np.ndarray, trim: float = TRIM) -> LogInterval:
@@ -99,6 +116,38 @@ def unpaired(cand_logs: np.ndarray, base_logs: np.ndarray, trim: float = TRIM) -
     cand, base = spread(cand_logs, trim), spread(base_logs, trim)
     variance, df = pooled_variance([cand, base])
     return difference(with_pooled_noise(cand, variance, df), with_pooled_noise(base, variance, df))
+
+
+def counts_agree(cand_logs: np.ndarray, base_logs: np.ndarray) -> np.ndarray:
+    """Whether the counts of log values ``cand_logs[..., n1]`` and ``base_logs[..., n2]`` (2 or more a
+    side) each agree within ``COUNT_AGREEMENT``: one measurement a side (``count_range``)."""
+    if min(cand_logs.shape[-1], base_logs.shape[-1]) < 2:
+        return np.zeros(cand_logs.shape[:-1], dtype=bool)
+    tolerance = np.log1p(COUNT_AGREEMENT)
+    with np.errstate(invalid="ignore"):  # a count of 0 or less (a log not finite) agrees with nothing
+        return (np.ptp(cand_logs, axis=-1) <= tolerance) & (np.ptp(base_logs, axis=-1) <= tolerance)
+
+
+def count_range(cand_logs: np.ndarray, base_logs: np.ndarray) -> LogInterval:
+    """Of counts that agree (``counts_agree``; log values ``[..., n]``): every ratio they allow, from
+    the lowest candidate over the highest baseline to the highest over the lowest, widened by
+    ``COUNT_RESOLUTION`` each way, at every confidence (its ``se`` is 0, its ``floor`` the half-width)."""
+    widen = np.log1p(COUNT_RESOLUTION)
+    low = cand_logs.min(axis=-1) - base_logs.max(axis=-1) - widen
+    high = cand_logs.max(axis=-1) - base_logs.min(axis=-1) + widen
+    return LogInterval(center=(low + high) / 2, se=np.zeros_like(low), df=np.full_like(low, np.inf),
+                       floor=(high - low) / 2)
+
+
+def with_counts(cand_logs: np.ndarray, base_logs: np.ndarray, interval: LogInterval) -> LogInterval:
+    """``interval`` of counts (log values ``[..., n]``) with the rows whose counts agree read as
+    measurements (``count_range``)."""
+    exact, counted = counts_agree(cand_logs, base_logs), count_range(cand_logs, base_logs)
+    def pick(mine: np.ndarray, theirs: np.ndarray | float) -> np.ndarray:
+        return np.where(exact, mine, theirs)
+
+    return LogInterval(pick(counted.center, interval.center), pick(counted.se, interval.se),
+                       pick(counted.df, interval.df), pick(counted.floor, interval.floor))
 
 
 def with_sweep_offsets(interval: LogInterval, sweeps: list[np.ndarray]) -> LogInterval:

@@ -18,6 +18,7 @@ from orchestrator.analysis import intervals
 from orchestrator.analysis.distributions import t_quantile
 from orchestrator.analysis.sequential import Looks
 from orchestrator.analysis.verdicts import Verdict, broken, claim_confidences, holds
+from orchestrator.capabilities import INSTRUCTIONS_METRIC
 from orchestrator.spec.schema import GateSpec
 
 _WIDTH = max(len(v) for v in Verdict)  # of the fixed-width string array holding the verdicts
@@ -37,7 +38,7 @@ class Decisions:
 def decide(cand_logs: np.ndarray, base_logs: np.ndarray, looks: Looks, gate: GateSpec, *,
            paired: bool = True) -> Decisions:
     """The sequential verdict of ``gate`` (its bounds, confidence and kind) on log values
-    ``[sweeps, looks.last]``."""
+    ``[sweeps, looks.last]`` (of a gate on ``instructions``: counts, ``intervals.with_counts``)."""
     sweeps = cand_logs.shape[0]
     verdict = np.full(sweeps, Verdict.INCONCLUSIVE, dtype=f"U{_WIDTH}")
     rounds = np.full(sweeps, looks.last)
@@ -47,6 +48,8 @@ def decide(cand_logs: np.ndarray, base_logs: np.ndarray, looks: Looks, gate: Gat
             interval = intervals.paired(cand_logs[:, :n] - base_logs[:, :n])
         else:
             interval = intervals.unpaired(cand_logs[:, :n], base_logs[:, :n])
+        if gate.metric == INSTRUCTIONS_METRIC:
+            interval = intervals.with_counts(cand_logs[:, :n], base_logs[:, :n], interval)
         with np.errstate(divide="ignore"):  # a bound of 0: an early look that cannot decide
             passing, failing = ([np.log(b) for b in interval.bounds(confidence)]
                                 for confidence in claim_confidences(gate, looks, n))

@@ -109,6 +109,7 @@ class Comparison:
     center: float = math.nan
     se: float = math.nan
     df: float = math.nan
+    floor: float = 0.0  # a half-width at every confidence (``intervals.count_range``)
 
     @property
     def has_interval(self) -> bool:
@@ -119,7 +120,7 @@ class Comparison:
         if not self.has_interval:
             return math.nan, math.nan
         low, high = intervals.LogInterval(np.asarray(self.center), np.asarray(self.se),
-                                          np.asarray(self.df)).bounds(confidence)
+                                          np.asarray(self.df), self.floor).bounds(confidence)
         return float(low), float(high)
 
     def at(self, confidence: float) -> Comparison:
@@ -203,7 +204,7 @@ def compare(candidate: Iterable[float | None], baseline: Iterable[float | None],
     cand, base = aligned(candidate, baseline, paired=paired)
     if interval is not None:
         interval = intervals.LogInterval(*(np.reshape(part, 1) for part in (interval.center, interval.se,
-                                                                             interval.df)))
+                                                                             interval.df, interval.floor)))
     rows = compare_rows(cand[None, :], base[None, :], paired=paired, interval=interval, method=method,
                         ratio_of_interval=ratio_of_interval)
     return rows.comparison(0, confidence, rank_test)
@@ -249,7 +250,8 @@ class Comparisons:
         low, high = self.bounds(confidence)
         return Comparison(low=float(low[i]), high=float(high[i]), method=self.method,
                           estimate=float(self.estimates[i]), center=float(self.interval.center[i]),
-                          se=float(self.interval.se[i]), df=float(self.interval.df[i]), **common)
+                          se=float(self.interval.se[i]), df=float(self.interval.df[i]),
+                          floor=float(self.interval.floor[i]), **common)
 
 
 def compare_rows(cand: np.ndarray, base: np.ndarray, *, paired: bool,
@@ -267,18 +269,20 @@ def compare_rows(cand: np.ndarray, base: np.ndarray, *, paired: bool,
     if min(cand.shape[1], base.shape[1]) >= 2:
         own = np.all(cand > 0, axis=1) & np.all(base > 0, axis=1)
     center, se, df = (np.full(len(cand), np.nan) for _ in range(3))
+    floor = np.zeros(len(cand))
     if own.any():
         if interval is not None:
-            found = intervals.LogInterval(interval.center[own], interval.se[own], interval.df[own])
+            found = interval.rows(own)
             if ratio_of_interval:
                 figure[own] = np.exp(found.center)
         elif paired:
             found = intervals.paired(np.log(cand[own]) - np.log(base[own]))
         else:
             found = intervals.unpaired(np.log(cand[own]), np.log(base[own]))
-        center[own], se[own], df[own] = found.center, found.se, found.df
+        center[own], se[own], df[own], floor[own] = found.center, found.se, found.df, found.floor
     default = "trimmed t of per-round log ratios" if paired else "two-sample trimmed t of log values"
-    return Comparisons(cand, base, paired, figure, intervals.LogInterval(center, se, df), method or default)
+    return Comparisons(cand, base, paired, figure, intervals.LogInterval(center, se, df, floor),
+                       method or default)
 
 
 def rank_p_rows(cand: np.ndarray, base: np.ndarray, *, paired: bool) -> np.ndarray:

@@ -39,7 +39,7 @@ from orchestrator.analysis import block_pairs, stats
 from orchestrator.analysis.compared_cells import CellSample, ComparedCells
 from orchestrator.analysis.distributions import t_quantile
 from orchestrator.analysis.sequential import POWER, Looks, rounds_to_decide
-from orchestrator.capabilities import case_matches
+from orchestrator.capabilities import INSTRUCTIONS_METRIC, case_matches
 from orchestrator.errors import EXIT_GATE_FAILED, EXIT_GATE_INCONCLUSIVE, EXIT_OK, EXIT_RUN_FAILED
 from orchestrator.spec.schema import EQUIVALENCE_PASS_SHARE, GateSpec
 
@@ -224,7 +224,8 @@ class Comparer:
         key = (metric, rounds)
         if key not in self._compared:
             samples = {cell: self._sample(*cell, metric, rounds) for cell in self._compared_cells()}
-            self._compared[key] = ComparedCells(samples, self.noise, lockstep=self.order == "lockstep")
+            self._compared[key] = ComparedCells(samples, self.noise, lockstep=self.order == "lockstep",
+                                                counts=metric == INSTRUCTIONS_METRIC)
         found = self._compared[key].comparison((case, side), confidence, rank_test)
         if found is not None:
             return found

@@ -41,6 +41,8 @@ def verdicts_document(report: Report) -> dict[str, Any]:
 
 def _gate(gate: Any) -> dict[str, Any]:
     comparison = _finite(dataclasses.asdict(gate.comparison))
+    if not comparison["floor"]:  # written only for counts read as a measurement
+        del comparison["floor"]
     return {"gate": gate.gate, "metric": gate.metric, "case": gate.case, "side": gate.side,
             "bound": gate.bound, "verdict": gate.verdict, "waived": is_waived(gate),
             "reason": gate.reason, **comparison}
