@@ -143,6 +143,7 @@ def with_counts(cand_logs: np.ndarray, base_logs: np.ndarray, interval: LogInter
     """``interval`` of counts (log values ``[..., n]``) with the rows whose counts agree read as
     measurements (``count_range``)."""
     exact, counted = counts_agree(cand_logs, base_logs), count_range(cand_logs, base_logs)
+
     def pick(mine: np.ndarray, theirs: np.ndarray | float) -> np.ndarray:
         return np.where(exact, mine, theirs)
 
