@@ -239,7 +239,8 @@ def test_a_budget_that_runs_out_in_the_first_round_exits_2_with_a_larger_one(tmp
     commit(repo, {repo / "lib.py": "import time\n\ndef f():\n    time.sleep(600)\n",
                   repo / "bench" / "test_f.py": test_file}, "a benchmark whose one call outlasts the budget")
     commit(repo, {repo / "lib.py": "import time\n\ndef f():\n    time.sleep(601)\n"}, "head")
-    proc = shasweep("ci", "--base", "HEAD~1", "--budget", "1m", cwd=repo, home=tmp_path / "home")
+    # the deadline, 20 s before the budget's end, comes after the cluster's start even on a loaded host
+    proc = shasweep("ci", "--base", "HEAD~1", "--budget", "1m30s", cwd=repo, home=tmp_path / "home")
     assert proc.returncode == EXIT_INVALID, proc.stdout + proc.stderr
     (error,) = [line for line in proc.stderr.splitlines() if "--budget" in line]
     assert "into the first round, so nothing was compared" in error, error
