@@ -19,8 +19,9 @@ from orchestrator.spec.schema import Instrument
 SUITE_KINDS: tuple[str, ...] = ("pytest-benchmark", "pyperf", "gbench", "benchkit")
 INSTRUMENTS: tuple[str, ...] = tuple(item.value for item in Instrument)  # the sweep YAML's instrument values
 DEFAULT_BUDGET = "10m"
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*\Z")
-_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_DURATION = re.compile(r"\s*(?:\d+(?:\.\d+)?\s*|(?:\d+(?:\.\d+)?\s*[hms]\s*)+)\Z")  # 90, 90s, 1m30s
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([hms]?)")
+_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "": 1.0}
 
 
 @dataclass(frozen=True)
@@ -116,11 +117,12 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 
 
 def parse_duration(text: str, key: str) -> float:
-    """Seconds of ``90``, ``90s``, ``10m``, ``1.5h``; ``InvalidInputError`` naming ``key`` otherwise."""
-    match = _DURATION.match(text)
-    seconds = float(match[1]) * _UNIT_S[match[2]] if match else 0.0
+    """Seconds of ``90``, ``90s``, ``10m``, ``1.5h``, ``1m30s`` (the form shasweep's own messages
+    give); ``InvalidInputError`` naming ``key`` otherwise."""
+    parts = _DURATION_PART.findall(text) if _DURATION.match(text) else []
+    seconds = sum(float(number) * _UNIT_S[unit] for number, unit in parts)
     if seconds <= 0:
-        raise InvalidInputError(f"{text!r} is not a duration > 0 such as 90s, 10m or 1h", key)
+        raise InvalidInputError(f"{text!r} is not a duration > 0 such as 90s, 10m, 1m30s or 1h", key)
     return seconds
 
 

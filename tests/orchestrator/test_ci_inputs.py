@@ -47,7 +47,9 @@ BENCHKIT = "from orchestrator.benchkit import Bench\n\nbench = Bench('w')\nbench
 
 def test_durations_read_as_seconds_and_a_bad_one_is_named():
     assert [parse_duration(text, "k") for text in ("90", "90s", "10m", "1.5h")] == [90, 90, 600, 5400]
-    for bad in ("", "0", "ten minutes", "-5m", "5d"):
+    assert [parse_duration(text, "k") for text in ("1m30s", "20m1s", "1h 5m")] == [90, 1201, 3900], (
+        "the form the budget's own messages give")
+    for bad in ("", "0", "ten minutes", "-5m", "5d", "1m30", "m", "0m0s"):
         with pytest.raises(InvalidInputError, match=r"^--budget: .* is not a duration"):
             parse_duration(bad, "--budget")
 
