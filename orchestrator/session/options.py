@@ -30,8 +30,8 @@ class RunOptions:
     # never competes with a bench for the CPUs
     while_connecting: Callable[[], None] | None = None
     # time.monotonic() by which the sweep should be done: no adaptive round starts that the last
-    # round's duration says would end later, and a round still running at it is stopped (an adaptive
-    # sweep ends with the rounds before it; any other stops as if cancelled) (``shasweep ci --budget``);
+    # round's duration says would end later, and a round still running at it is stopped, the sweep
+    # ending with the rounds before it (``dispatch.adaptive.cut_short``; ``shasweep ci --budget``);
     # None: no limit
     deadline: float | None = None
 

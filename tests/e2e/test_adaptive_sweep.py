@@ -146,15 +146,20 @@ def test_a_round_running_at_the_deadline_is_stopped_and_not_counted(repo, tmp_pa
         return bool(((rows["repeat"] == 0) & (rows["status"] == "ok")).sum() == 3)
 
     def slow_down_after_the_first_round() -> None:
-        wait_for(first_round_done, "the first round", timeout_s=DEADLINE_S)
+        deadline = time.monotonic() + DEADLINE_S
+        while not first_round_done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        slowed.append(first_round_done())  # False: the host took longer than DEADLINE_S for round 1
         slow.touch()
 
     # every run after the first round takes 33 s: the deadline comes during the second round
+    slowed: list[bool] = []
     watcher = threading.Thread(target=slow_down_after_the_first_round, daemon=True)
     watcher.start()
     run = run_sweep(plan_sweep("sweep.yaml"),
                     RunOptions(progress=False, deadline=time.monotonic() + DEADLINE_S))
     watcher.join()
+    assert slowed == [True], f"the first round did not end within {DEADLINE_S:g} s of the sweep's start"
     record = run.record()
     assert record.status == "finished" and record.adaptive.cut == record.adaptive.rounds == 1
     assert record.adaptive.ended.startswith(f"{DEADLINE_REASON} during round 2, which is not counted: ")
