@@ -19,6 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.worker.bench_env import HASH_SEED_VAR
 from orchestrator.worker.hostinfo import python_build
 
 INSTRUMENT_VAR = "SHASWEEP_INSTRUMENT"  # as benchkit.callgrind reads it
@@ -50,10 +51,11 @@ def callgrind_argv(log_dir: Path, marks: bool) -> list[str]:
             "--dump-line=no", "--dump-instr=no", "--quiet"]
 
 
-def instrumented_env(env: dict[str, str]) -> dict[str, str]:
+def instrumented_env(env: dict[str, str], chosen_seed: str | None = None) -> dict[str, str]:
     """``env`` for the instrumented process: its bench side marks (``SHASWEEP_INSTRUMENT``), and str
-    hashes are the same in every process (``PYTHONHASHSEED=0`` unless the sweep set it)."""
-    return {**env, INSTRUMENT_VAR: CALLGRIND, "PYTHONHASHSEED": env.get("PYTHONHASHSEED", "0")}
+    hashes are the same in every process and round: ``PYTHONHASHSEED`` ``chosen_seed`` (what the sweep's
+    ``env`` sets: ``bench_env.chosen_hash_seed``), else 0, not the round's own seed."""
+    return {**env, INSTRUMENT_VAR: CALLGRIND, HASH_SEED_VAR: chosen_seed or "0"}
 
 
 def clear_dumps(log_dir: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from orchestrator.capabilities import INSTRUCTIONS_METRIC
 from orchestrator.contract import PlannedRun, RunResult
+from orchestrator.worker.bench_env import chosen_hash_seed
 from orchestrator.worker.bench_task import BenchSetup, render_argv
 from orchestrator.worker.instrumented import (
     InstrumentError,
@@ -84,7 +85,7 @@ def _count_process(run: PlannedRun, setup: BenchSetup, stopped: Callable[[], boo
     clear_dumps(setup.log_dir)
     values = {**setup.values, "stream": str(setup.log_dir / STREAM)}
     argv = callgrind_argv(setup.log_dir, marks) + render_argv(run.instrument.argv, values)
-    proc = setup.start(argv, "callgrind", instrumented_env(setup.env))
+    proc = setup.start(argv, "callgrind", instrumented_env(setup.env, chosen_hash_seed(run)))
     logs = f"{setup.log_dir}/stdout-callgrind.log, stderr-callgrind.log"
     problem = await_process(proc, "the process under callgrind", run.timeout_s, stopped, logs)
     if problem is not None:
@@ -105,7 +106,7 @@ def count_v1_round(run: PlannedRun, setup: BenchSetup, block_steps: int, warmup:
     control, stream = setup.log_dir / "control-callgrind.fifo", setup.log_dir / STREAM
     values = {**setup.values, "control": str(control), "stream": str(stream)}
     argv = callgrind_argv(setup.log_dir, marks=True) + render_argv(run.instrument.argv, values)
-    env = instrumented_env(setup.env)
+    env = instrumented_env(setup.env, chosen_hash_seed(run))
     contestant = Contestant(side=run.side, sha=run.sha, start=lambda: setup.start(argv, "callgrind", env),
                             stream_path=stream, control_path=control)
     round_ = LockstepRound([contestant], timeout_s=run.timeout_s, stopped=stopped)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.contract import PlannedRun
+from orchestrator.worker.bench_env import chosen_hash_seed
 from orchestrator.worker.bench_task import BenchSetup, render_argv
 from orchestrator.worker.instrumented import (
     block_counts,
@@ -40,7 +41,7 @@ def count_suite(run: PlannedRun, setup: BenchSetup, reader: SuiteReader, block_w
     control, stream = setup.log_dir / CONTROL, setup.log_dir / STREAM
     values = {**setup.values, "control": str(control), "stream": str(stream)}
     argv = callgrind_argv(setup.log_dir, marks=True) + render_argv(run.instrument.argv, values)
-    env = with_kit(instrumented_env(setup.env))
+    env = with_kit(instrumented_env(setup.env, chosen_hash_seed(run)))
     contestant = Contestant(side=run.side, sha=run.sha, start=lambda: setup.start(argv, "callgrind", env),
                             stream_path=stream, control_path=control, reads=SuiteStreamState)
     round_ = LockstepRound([contestant], timeout_s=run.timeout_s, stopped=stopped)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import sys
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from orchestrator.store import parquet
 from orchestrator.store.step_log import StepLog
 from orchestrator.worker import bench_env as env_module
 from orchestrator.worker.bench_task import execute_run
+from orchestrator.worker.instrumented import instrumented_env
 from orchestrator.worker.run_guard import store_result
 
 MISBEHAVE = Path(__file__).with_name("fakebench") / "misbehave.py"
@@ -112,6 +114,33 @@ def test_the_bench_environment_has_one_base_and_keeps_the_worktree_first(tmp_pat
     audit = row_of(outcome)["audit_pythonpath"]
     assert audit.split(os.pathsep)[1:] == ["/mine", "/inherited"], audit
     assert Path(audit.split(os.pathsep)[0]).name == repo.shas[0], "the worktree first"
+
+
+def test_the_sides_of_a_round_share_a_str_hash_seed_and_rounds_differ(tmp_path, repo, monkeypatch):
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+
+    def str_hash(**run) -> str:
+        env = env_module.bench_env(make_run(repo, repo.shas[0], results_root=tmp_path / "r", **run), tree, 1)
+        done = subprocess.run([sys.executable, "-c", "print(hash('json_round_trip'))"], env=env,
+                              capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    round_0 = {str_hash(side=side, order=0) for side in ("base", "cand", "aa")}
+    assert len(round_0) == 1, "one seed for every side of a round"
+    assert len({*round_0, str_hash(order=1), str_hash(order=2)}) == 3, "a seed of its own per round"
+    assert str_hash(order=0, sweep_id="another") not in round_0
+    assert str_hash(order=1, env={"PYTHONHASHSEED": "0"}) == str_hash(order=2, env={"PYTHONHASHSEED": "0"})
+    monkeypatch.setenv("PYTHONHASHSEED", "6640")  # what a Dask nanny gives its worker: not the bench's
+    assert str_hash(order=1) != str_hash(order=2)
+
+
+def test_an_instrumented_process_counts_under_the_chosen_seed_or_zero_never_the_rounds():
+    env = {"PYTHONHASHSEED": "123", "PATH": "/usr/bin"}  # the round's seed, from bench_env
+    assert instrumented_env(env)["PYTHONHASHSEED"] == "0"
+    assert instrumented_env(env, "5")["PYTHONHASHSEED"] == "5"
+    assert instrumented_env(env)["SHASWEEP_INSTRUMENT"] == "callgrind"
 
 
 def big_result(steps: int) -> RunResult:
