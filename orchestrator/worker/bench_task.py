@@ -71,6 +71,18 @@ def bench_cpus() -> set[int]:
     return parse_cpus(text) if text else os.sched_getaffinity(0)
 
 
+def round_cpus(run: PlannedRun, suite: bool) -> set[int]:
+    """The CPUs every process of ``run``'s lockstep round runs on, the same on every side and in every
+    round: the last ``threads`` of ``bench_cpus``; ``threads`` 0: all of them for a bench, one for a
+    suite (whose benchmarks are called from one thread). Two processes that take turns on one CPU
+    meet the same CPU: on a VM each virtual CPU speeds and slows on its own, and sides left to
+    the scheduler's choice of CPU measured ratios 3-4x as spread (docs/design.md, "Suites in
+    lockstep")."""
+    available = sorted(bench_cpus())
+    threads = int(run.params.get("threads", 0)) or (1 if suite else len(available))
+    return set(available[-threads:])
+
+
 def bench_host_record() -> dict:
     """The host record as the bench sees it (its CPUs), as the sweep record keeps it; run first, it
     also warms this module up."""
@@ -255,11 +267,12 @@ class BenchSetup:
 
 
 def set_up(run: PlannedRun, tree: Path, log_dir: Path, reader: BenchReader,
-           extra: dict[str, object] | None = None, cancelled: Callable[[], bool] = lambda: False
-           ) -> BenchSetup:
+           extra: dict[str, object] | None = None, cancelled: Callable[[], bool] = lambda: False,
+           cpus: set[int] | None = None) -> BenchSetup:
     """Render ``run``'s command (``extra``: more placeholders, e.g. lockstep's ``{control}``) and get
-    everything but the process ready (see ``BenchSetup``); ``prepare`` stops when ``cancelled()``."""
-    cpus = bench_cpus()
+    everything but the process ready (see ``BenchSetup``); ``prepare`` stops when ``cancelled()``.
+    ``cpus``: the CPUs its processes run on (None: ``bench_cpus``)."""
+    cpus = bench_cpus() if cpus is None else cpus
     threads = int(run.params.get("threads", 0)) or len(cpus)
     values = placeholder_values(run, tree, reader, threads) | (extra or {})
     argv = render_argv(run.argv_template, values)

@@ -219,7 +219,8 @@ def _count_v1(players: list[_Player], plan: BlockPlan, cancelled) -> dict[str, f
 def _player(run: PlannedRun, tree: Path, log_dir: Path, suite: bool) -> _Player:
     reader = make_reader(run, log_dir)  # where the stream goes (old files removed)
     control = log_dir / CONTROL_FIFO
-    setup = bench_task.set_up(run, tree, log_dir, reader, {"control": str(control)})
+    setup = bench_task.set_up(run, tree, log_dir, reader, {"control": str(control)},
+                              cpus=bench_task.round_cpus(run, suite))
     if suite:  # the sweep's interpreter may lack shasweep: its plugin and shim come from the worker
         setup.env = with_kit(setup.env)
     contestant = Contestant(side=run.side, sha=run.sha, start=setup.start, stream_path=reader.stream_path,

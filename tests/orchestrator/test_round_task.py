@@ -5,6 +5,7 @@ round fails every run of it (nothing of it kept as ok) and running it again repl
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from fakebench.fakerepo import FakeRepo, make_lockstep_repo, make_run
 
 from orchestrator.contract import LockstepSettings
+from orchestrator.worker.bench_task import round_cpus
 from orchestrator.worker.cleanup import processes_with_run_key
 from orchestrator.worker.round_task import execute_round
 
@@ -60,7 +62,19 @@ def test_a_round_runs_both_sides_in_lockstep_and_stores_their_blocks(tmp_path, r
     # repeat 1: the second side starts first, so the start order rotates by round
     assert json.loads(cand["blocks"])[0]["started"] < json.loads(base["blocks"])[0]["started"]
     assert "quiet_wait_s" not in base
-    assert base["host_affinity"] == cand["host_affinity"], "both processes pinned to the same CPUs"
+    last = str(max(os.sched_getaffinity(0)))
+    assert base["host_affinity"] == cand["host_affinity"] == last, "both on the last CPU: threads 1"
+
+
+@pytest.mark.parametrize("threads, suite, cpus", [
+    (0, False, {4, 5, 6, 7}), (2, False, {6, 7}), (0, True, {7}), (3, True, {5, 6, 7}),
+    (9, False, {4, 5, 6, 7}),
+])
+def test_every_process_of_a_round_runs_on_the_same_last_cpus(repo, tmp_path, monkeypatch, threads, suite,
+                                                             cpus):
+    monkeypatch.setenv("SHASWEEP_BENCH_CPUS", "4-7")
+    run = replace(round_runs(repo, tmp_path / "results")[0], params={"threads": threads})
+    assert round_cpus(run, suite) == cpus
 
 
 def test_a_side_without_the_control_channel_stops_the_round_naming_it(tmp_path, repo):
