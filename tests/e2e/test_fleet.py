@@ -1,7 +1,8 @@
 """A fleet of bench hosts on loopback: one real ``shasweep scheduler`` and ``shasweep worker`` processes
 with distinct ``SHASWEEP_HOST_ID`` and homes. Rounds run in parallel across hosts and strictly serially
-within each; a worker killed with SIGKILL mid-round has its round redone whole on another host; the
-default ``hosts: one`` keeps a sweep on one host; bad ``hosts`` values exit 2 before any run."""
+within each; a worker killed with SIGKILL mid-round has its round redone whole on another host; a
+deadline stops the rounds running on every host, none of them counted; the default ``hosts: one``
+keeps a sweep on one host; bad ``hosts`` values exit 2 before any run."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -31,6 +34,7 @@ from orchestrator.errors import EXIT_INVALID  # noqa: E402
 
 STEP_MS = 150  # the fake bench sleeps, so the speed-up does not depend on free CPUs
 SWEEP_TIMEOUT_S = 300
+DEADLINE_S = 75.0  # two rounds of two runs of ~3 s each, one per host, end before it, even on a loaded host
 
 
 def sweep_file(repo: Path, name: str, *, cases: int, repeats: int, measure: int = 8, **extra) -> Path:
@@ -143,6 +147,57 @@ def test_a_worker_killed_mid_round_has_its_round_redone_whole_elsewhere(schedule
     assert superseded, "the runs h1 finished before it died are kept aside"
     (record,) = [json.loads(p.read_text()) for p in (repo.path / "results" / "sweeps").glob("*.json")]
     assert len(record["requeued_rounds"]) == 1 and "on host h1" in record["requeued_rounds"][0]
+
+
+def test_a_deadline_stops_the_rounds_running_on_every_host_and_counts_none_of_them(scheduler, tmp_path,
+                                                                                   monkeypatch):
+    from orchestrator.dispatch.dispatcher import DEADLINE_REASON
+    from orchestrator.session import RunOptions, plan_sweep, run_sweep
+
+    repo = make_fake_repo(tmp_path)
+    slow = tmp_path / "slow"  # while it exists each of a run's 20 steps takes 3 s: a run over a minute
+    sweep = sweep_file(repo.path, "deadline", cases=1, repeats=4, measure=20, hosts="all",
+                       command=[*COMMAND, "--step-ms", str(STEP_MS), "--slow-while", str(slow)])
+    results = repo.path / "results" / "runs"
+
+    def two_rounds_done() -> bool:
+        files = list(results.glob("*/[!.]*.parquet")) if results.is_dir() else []
+        return sum(pq.read_table(f, columns=["status"]).column(0)[0].as_py() == "ok" for f in files) >= 4
+
+    def slow_down_after_two_rounds() -> None:
+        wait_until = time.monotonic() + DEADLINE_S
+        while not two_rounds_done() and time.monotonic() < wait_until:
+            time.sleep(0.05)
+        slowed.append(two_rounds_done())  # False: the hosts took longer than DEADLINE_S for two rounds
+        slow.touch()
+
+    # rounds 0 and 1 run at once, one per host; every run after them takes over a minute, so at the
+    # deadline both hosts are in a round (2 and 3, or one of them and the unfinished one of 0 and 1)
+    slowed: list[bool] = []
+    monkeypatch.chdir(repo.path)
+    with workers(scheduler, tmp_path, ["h1", "h2"]):
+        watcher = threading.Thread(target=slow_down_after_two_rounds, daemon=True)
+        watcher.start()
+        began = time.monotonic()
+        run = run_sweep(plan_sweep(str(sweep)), RunOptions(scheduler=scheduler.address, progress=False,
+                                                           deadline=began + DEADLINE_S))
+        took = time.monotonic() - began
+        watcher.join()
+    assert slowed == [True], f"two rounds did not end within {DEADLINE_S:g} s of the sweep's start"
+    assert took < DEADLINE_S + 45, f"the sweep ended {took - DEADLINE_S:.0f} s after its deadline"
+    record = run.record()
+    cut = record.adaptive.cut
+    assert record.status == "finished" and cut == record.adaptive.rounds and cut in (1, 2), record.adaptive
+    assert record.adaptive.ended.startswith(f"{DEADLINE_REASON} during round {cut + 1}, which is not counted")
+    counted = sorted((o.repeat, o.status) for o in record.outcomes)
+    assert counted == [(r, "ok") for r in range(cut) for _side in ("old", "new")], counted
+    runs = read_runs(repo.path)
+    stopped = runs[runs["status"] == "cancelled"]
+    assert set(stopped["host_id"]) == {"h1", "h2"}, "the round running on each host was stopped"
+    assert (stopped["repeat"] >= cut).all() and set(runs["status"]) <= {"ok", "cancelled"}
+    assert_rounds_whole_and_serial(runs)
+    report = run.report()
+    assert report.missing == 0 and report.failures.empty, "the stopped rounds are not failures"
 
 
 def test_lockstep_rounds_run_whole_on_one_host_each(scheduler, tmp_path, monkeypatch, capsys):
