@@ -60,10 +60,9 @@ def worktree_dirs(tree: Path, directories: Sequence[str]) -> list[str]:
 
 
 def round_hash_seed(sweep_id: str, repeat: int) -> str:
-    """The str-hash seed of round ``repeat`` of the sweep, every side's (1 to ``HASH_SEEDS``): a dict's or
-    a set's layout, which moves a Python benchmark's time by up to 2x from process to process, is then
-    the same for the sides of a round and cancels in their ratio, while it differs from round to round
-    as it does between a user's processes."""
+    """The str-hash seed of round ``repeat`` of the sweep, every side's (1 to ``HASH_SEEDS``): the layout
+    of a dict or set keyed by str, where its keys collide, is then the same for the sides of a round,
+    while it differs from round to round as it does between a user's processes."""
     digest = hashlib.sha256(f"{sweep_id}/{repeat}".encode()).digest()
     return str(1 + int.from_bytes(digest[:8], "big") % HASH_SEEDS)
 

@@ -76,8 +76,8 @@ def round_cpus(run: PlannedRun, suite: bool) -> set[int]:
     round: the last ``threads`` of ``bench_cpus``; ``threads`` 0: all of them for a bench, one for a
     suite (whose benchmarks are called from one thread). Two processes that take turns on one CPU
     meet the same CPU: on a VM each virtual CPU speeds and slows on its own, and sides left to
-    the scheduler's choice of CPU measured ratios 3-4x as spread (docs/design.md, "Suites in
-    lockstep")."""
+    the scheduler's choice of CPU measured ratios 2-3x as spread (docs/design.md, "The control
+    channel (lockstep)")."""
     available = sorted(bench_cpus())
     threads = int(run.params.get("threads", 0)) or (1 if suite else len(available))
     return set(available[-threads:])
