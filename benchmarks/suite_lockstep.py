@@ -15,6 +15,9 @@ rates are the target with it). Every sweep's report stays under ``--out``.
 
     python benchmarks/suite_lockstep.py --out DIR [--sweeps 10] [--protocols pytest-benchmark,pyperf]
         [--orders lockstep,interleaved] [--neighbour]
+
+An order ``lockstep@BxS`` is lockstep with ``B`` blocks of ``S`` steps per side and round (plain
+``lockstep``: the defaults, a suite's 16 of 2), so that block shapes compare in one run.
 """
 
 from __future__ import annotations
@@ -49,15 +52,21 @@ COMMANDS = {  # today's separate processes: each tool's own timing, as a user ru
 }
 
 
-def sweep_spec(protocol: str, order: str, truth: dict, max_repeats: int) -> dict:
-    spec = {"name": f"wide-{protocol}-{order}", "sides": {"base": {"ref": truth["base"]},
-                                                         "slow": {"ref": truth["slow"]["sha"]},
-                                                         "aa": {"ref": truth["aa"]["sha"]}},
+def sweep_spec(protocol: str, arm: str, truth: dict, max_repeats: int) -> dict:
+    """The sweep of one arm: an order, ``lockstep`` optionally with its block shape (``lockstep@8x5``:
+    8 blocks of 5 steps; without one, the defaults)."""
+    order, _, shape = arm.partition("@")
+    spec = {"name": f"wide-{protocol}-{arm.replace('@', '-')}",
+            "sides": {"base": {"ref": truth["base"]}, "slow": {"ref": truth["slow"]["sha"]},
+                      "aa": {"ref": truth["aa"]["sha"]}},
             "baseline": "base", "cases": "discover", "protocol": protocol, "command": COMMANDS[protocol],
             "repeats": 3, "max_repeats": max_repeats, "order": order, "aa": True, "timeout_s": 900,
             "gates": [{"metric": "time_ms", "within": 0.03}]}
     if order == "lockstep":
-        spec["lockstep"] = {"blocks": 8, "block_steps": 5, "step_ms": 10}
+        spec["lockstep"] = {"step_ms": 10}
+        if shape:
+            blocks, block_steps = (int(part) for part in shape.split("x"))
+            spec["lockstep"].update(blocks=blocks, block_steps=block_steps)
     return spec
 
 

@@ -13,6 +13,10 @@ from orchestrator.spec.schema import LockstepSpec, Order, SweepSpec
 MAX_BLOCKS = 10_000  # measured blocks a side per round
 MAX_BLOCK_STEPS = 1_000_000
 MAX_STEP_MS = 60_000.0  # a suite's step: calibrated to at most a minute
+# (blocks, block_steps) where the sweep names none: a suite's benchmarks, steps of ~step_ms, pair
+# better in more, shorter blocks (docs/performance.md, "Shorter blocks for suites")
+BENCH_BLOCKS = (8, 5)
+SUITE_BLOCKS = (16, 2)
 
 
 def check_lockstep(spec: SweepSpec) -> None:
@@ -26,6 +30,7 @@ def check_lockstep(spec: SweepSpec) -> None:
     spec.lockstep = spec.lockstep or LockstepSpec()
     info = describe(spec.protocol.value)
     suite = info.has(Capability.MANY_CASES)  # a suite without the channel (gbench) runs its processes apart
+    _fill_block_shape(spec.lockstep, SUITE_BLOCKS if suite else BENCH_BLOCKS)
     if not suite and not info.has(Capability.CONTROL_CHANNEL | Capability.STEPS):
         raise SpecError(f"lockstep needs a protocol whose bench reports steps and takes the control channel; "
                         f"protocol {spec.protocol.value} has no control channel (use v1)", "order")
@@ -43,6 +48,15 @@ def check_lockstep(spec: SweepSpec) -> None:
     elif not suite and not is_envruntime_command(spec.command) and not _passes_control(spec.command):
         raise SpecError("order: lockstep hands the bench its control FIFO as {control}; the command never "
                         "passes it (add e.g. \"--control\", \"{control}\")", "command")
+
+
+def _fill_block_shape(lockstep: LockstepSpec, shape: tuple[int, int]) -> None:
+    """``blocks`` and ``block_steps`` the sweep left out, from the bench kind's ``shape``."""
+    blocks, block_steps = shape
+    if lockstep.blocks is None:
+        lockstep.blocks = blocks
+    if lockstep.block_steps is None:
+        lockstep.block_steps = block_steps
 
 
 def _check_suite_command(spec: SweepSpec, driver: SuiteDriver) -> None:

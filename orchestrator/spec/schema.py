@@ -81,8 +81,8 @@ class Fallback(Enum):
 class LockstepSpec:
     """``order: lockstep``: how a round's steps are cut (docs/design.md, "Run protocol", control channel)."""
 
-    block_steps: int = 5  # measured steps per block
-    blocks: int = 8  # measured blocks per side and round
+    block_steps: int | None = None  # measured steps per block (default: a bench's 5, a suite's 2)
+    blocks: int | None = None  # measured blocks per side and round (default: a bench's 8, a suite's 16)
     block_warmup: int = 1  # warm-up steps before each measured block, in the same turn
     fallback: Fallback = Fallback.stop
     step_ms: float = 10.0  # a suite's benchmarks: calls per step calibrated to take about this long

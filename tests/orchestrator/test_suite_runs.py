@@ -110,3 +110,15 @@ def test_suite_cases_are_names_or_globs_and_a_gate_case_may_be_one(tmp_path):
     assert load_spec(EXAMPLES / "pyperf" / "sweep.yaml", ["cases=discover"]).cases == ["*"]
     with pytest.raises(SpecError, match="is not one of the sweep's cases"):  # not a suite: names only
         load_spec(EXAMPLES / "time" / "sweep.yaml", [gate.replace("time_ms", "wall_ms")])
+
+
+@pytest.mark.parametrize(("example", "overrides", "shape"), [
+    ("pytest-benchmark", ["order=lockstep"], (16, 2)),  # a suite's benchmarks: more, shorter blocks
+    ("pyperf", ["order=lockstep"], (16, 2)),
+    ("lockstep", ["lockstep=null"], (8, 5)),  # a bench
+    ("lockstep", [], (4, 5)),  # as the sweep names them
+    ("pytest-benchmark", ["order=lockstep", "lockstep.blocks=3"], (3, 2)),
+])
+def test_lockstep_blocks_the_sweep_leaves_out_are_its_bench_kinds(example, overrides, shape):
+    lockstep = load_spec(EXAMPLES / example / "sweep.yaml", overrides).lockstep
+    assert (lockstep.blocks, lockstep.block_steps) == shape
