@@ -14,7 +14,7 @@ MAX_BLOCKS = 10_000  # measured blocks a side per round
 MAX_BLOCK_STEPS = 1_000_000
 MAX_STEP_MS = 60_000.0  # a suite's step: calibrated to at most a minute
 # (blocks, block_steps) where the sweep names none: a suite's benchmarks, steps of ~step_ms, pair
-# better in more, shorter blocks (docs/performance.md, "Shorter blocks for suites")
+# better in more, shorter blocks (docs/performance.md, "Shorter blocks for a suite's rounds")
 BENCH_BLOCKS = (8, 5)
 SUITE_BLOCKS = (16, 2)
 

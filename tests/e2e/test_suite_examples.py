@@ -183,10 +183,10 @@ def test_pytest_benchmark_suite_in_lockstep_plays_each_benchmark_block_by_block(
     assert_one_process_per_side_and_round(runs[runs["repeat"] < 3], cases=2)  # sort_words: not in cases
     assert_decided_cases_left_the_rounds(runs, verdicts)
     measured = steps[~steps["warmup"] & (steps["phase"] == "time_ms")]
-    assert measured.groupby("run_key").size().eq(8 * 5).all(), "lockstep's default 8 blocks of 5 steps"
+    assert measured.groupby("run_key").size().eq(16 * 2).all(), "a suite's default: 16 blocks of 2 steps"
     for run in runs.itertuples():
         blocks = [b for b in json.loads(run.blocks) if not b["warmup"]]
-        assert [b["cycle"] for b in blocks] == list(range(8))
+        assert [b["cycle"] for b in blocks] == list(range(16))
         assert json.loads(run.audit_modules)["suitelib"].startswith(run.worktree + "/")
     argv = (Path(runs["log_dir"].iloc[0]) / "argv.txt").read_text().split("\n")
     assert "orchestrator.suitekit.pytest_plugin" in argv and "no:benchmark" in argv
