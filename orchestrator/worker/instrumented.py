@@ -4,7 +4,8 @@ counts").
 ``callgrind_argv`` is the prefix that runs a bench under callgrind, its counts written beside the run's
 logs: with ``marks`` collection starts off and the bench side turns it on around its measured calls
 and dumps each measured block (``benchkit.callgrind``), else the whole process (and every process it
-starts) is counted. ``read_dumps`` parses what callgrind wrote; ``block_counts`` maps a marked dump
+starts) is counted. ``read_dumps`` parses what callgrind wrote (``marked_dumps``: only the dumps a
+bench side asked for, complete before it goes on); ``block_counts`` maps a marked dump
 to its block, less the block's fixed part where the bench side counted one. ``fingerprint`` is
 what a count depends on besides the CPU: valgrind's version and the interpreter's build, recorded
 with every instrumented run.
@@ -66,10 +67,17 @@ def clear_dumps(log_dir: Path) -> None:
 
 def read_dumps(log_dir: Path) -> list[Dump]:
     """Every file callgrind wrote in ``log_dir``, each process's in the order it wrote them."""
-    def order(path: Path) -> tuple[int, ...]:
-        return tuple(int(part) for part in path.name[len(OUT_NAME) + 1:].split(".") if part.isdigit())
+    return [_dump(path) for path in sorted(log_dir.glob(f"{OUT_NAME}.*"), key=_dump_order)]
 
-    return [_dump(path) for path in sorted(log_dir.glob(f"{OUT_NAME}.*"), key=order)]
+
+def marked_dumps(log_dir: Path) -> list[Dump]:
+    """The dumps the bench sides asked for (``<pid>.<n>``), not each process's file at its exit: read
+    while a process still runs, or after it was killed once its marked blocks were done."""
+    return [_dump(path) for path in sorted(log_dir.glob(f"{OUT_NAME}.*.*"), key=_dump_order)]
+
+
+def _dump_order(path: Path) -> tuple[int, ...]:
+    return tuple(int(part) for part in path.name[len(OUT_NAME) + 1:].split(".") if part.isdigit())
 
 
 def _dump(path: Path) -> Dump:

@@ -2,8 +2,10 @@
 processes, each side's suite runs once more, alone, under callgrind, driven through the suite channel
 as in a lockstep round (``worker.suite_round``) with the sweep's calls per step: per case a warm-up
 block and one measured block of ``INSTRUMENTED_STEPS`` steps, whose calls alone are counted (the
-bench side marks them) and dumped per block. An adaptive round counts only the cases it is told
-(``PlannedRun.count_only``: those whose gates on the counts are undecided).
+bench side marks them) and dumped per block. The process is killed once it has written its summary,
+its counts then complete: what pytest and its plugins do after the last case (a minute under
+callgrind where Hypothesis is installed) counts nothing. An adaptive round counts only the cases it
+is told (``PlannedRun.count_only``: those whose gates on the counts are undecided).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from orchestrator.worker.instrumented import (
     callgrind_argv,
     clear_dumps,
     instrumented_env,
-    read_dumps,
+    marked_dumps,
 )
 from orchestrator.worker.lockstep_round import BlockPlan, Contestant, LockstepRound, RoundFailed
 from orchestrator.worker.protocols.suite import SuiteReader
@@ -48,14 +50,14 @@ def count_suite(run: PlannedRun, setup: BenchSetup, reader: SuiteReader, block_w
     plan = BlockPlan(block_steps=INSTRUMENTED_STEPS, blocks=1, block_warmup=max(1, block_warmup))
     counted = run if run.count_only is None else replace(run, suite_only=run.count_only)
     counting = SuiteRound(round_, [SuiteSeat(counted, setup, contestant, reader)], plan, declared, calls_path,
-                          fit_long_steps=False)
+                          fit_long_steps=False, exit_awaited=False)
     try:
         counting.play()
     except RoundFailed as exc:
         raise RoundFailed(f"{contestant.name()} under callgrind: {exc}", run.side) from None
     finally:
         round_.kill()
-    return _per_call(contestant, counting.played, block_counts(read_dumps(setup.log_dir)))
+    return _per_call(contestant, counting.played, block_counts(marked_dumps(setup.log_dir)))
 
 
 def _per_call(contestant: Contestant, played: set[str], counts: dict[int, int]) -> dict[str, float]:

@@ -97,6 +97,7 @@ class SuiteRound:
     plans: dict[str, BlockPlan] = field(default_factory=dict)  # case -> the plan it was played with
     whole: str | None = None  # why every side's whole suite ran as a separate process instead
     fit_long_steps: bool = True  # a case of long steps plays shorter blocks (``case_plan``; not the counts)
+    exit_awaited: bool = True  # False: a process's summary ends its part (the counts; the caller kills it)
 
     @property
     def settings(self):
@@ -209,7 +210,8 @@ class SuiteRound:
             raise RoundFailed(f"{contestant.name()} entered case {records.ready!r}, which it was not told to "
                               "run", contestant.side)
         if records.ready is None:
-            self.round_.await_exit(contestant)
+            if self.exit_awaited:
+                self.round_.await_exit(contestant)
         else:
             self.round_.mark_parked(contestant)
 
@@ -235,7 +237,7 @@ class SuiteRound:
 
     def _await_exits(self) -> None:
         for seat in self.seats:
-            if not seat.contestant.ended:
+            if self.exit_awaited and not seat.contestant.ended:
                 self.round_.await_exit(seat.contestant)
 
 
