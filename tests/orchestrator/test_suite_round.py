@@ -157,6 +157,29 @@ def test_an_instrumented_round_counts_the_cases_it_is_told_and_no_process_for_no
     assert not list(Path(again.loc[again["repeat"] == 1, "log_dir"].iloc[0]).glob("callgrind.out.*"))
 
 
+# under callgrind only, the candidate's process lingers an hour after its last case (at exit)
+LINGERS_WHEN_COUNTED = BASE_SUITE + """
+
+import atexit, os, time
+if os.environ.get("SHASWEEP_INSTRUMENT"):
+    atexit.register(time.sleep, 3600)
+"""
+
+
+@needs_valgrind
+def test_a_counted_process_is_not_awaited_after_its_summary(tmp_path):
+    """What a suite's process does after its last case (pytest's and its plugins' session end) holds
+    up neither its counts nor the round: the process is ended once its summary is written."""
+    repo = make_suite_repo(tmp_path, LINGERS_WHEN_COUNTED)
+    runs = [replace(run, count_only=(SPIN[0],)) for run in suite_round(repo, tmp_path / "results",
+                                                                           instrument=True, timeout_s=240)]
+    outcomes = execute_round(runs)
+    assert [o.status for o in outcomes] == ["ok", "ok"], [o.error for o in outcomes]
+    counted = case_rows(tmp_path / "results").set_index(["case", "side"])["instructions"]
+    assert counted[SPIN[0]].gt(0).all(), counted
+    assert not any(processes_with_run_key(run.run_key) for run in runs), "the lingering process was ended"
+
+
 def test_a_benchmark_that_raises_fails_the_round_naming_it_and_its_side(tmp_path):
     broken = BASE_SUITE.replace("benchmark(lib.spin, 1000)", "benchmark(lambda: 1 / 0)")
     repo = make_suite_repo(tmp_path, broken)
