@@ -57,12 +57,24 @@ class DecidedFigure:
         return self.comparison.ratio
 
     @property
+    def failed(self) -> bool:
+        """Whether its gate FAILed (waived or not)."""
+        return self.gate is not None and self.gate.verdict == Verdict.FAIL
+
+    @property
     def clear(self) -> bool:
         """A clear change: its gate FAILed (waived or not), or its family-wise interval excludes 1."""
-        if self.gate is not None and self.gate.verdict == Verdict.FAIL:
+        if self.failed:
             return True
         c = self.family or self.comparison
         return c.has_interval and (c.low > 1 or c.high < 1)
+
+    @property
+    def claimed(self) -> stats.Comparison:
+        """The interval of the claim that makes it a change: a FAIL's as its gate decided it (the
+        gate's share of the error rate is already its share of the family's), else the family-wise
+        one. A FAIL beside a widened interval that reaches over the bound contradicts its own gate."""
+        return self.comparison if self.failed or self.family is None else self.family
 
     @property
     def size(self) -> float:

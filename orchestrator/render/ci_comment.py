@@ -66,10 +66,7 @@ def ci_comment(report: Report, compared: Compared) -> str:
 
 def changes(report: Report) -> list[DecidedFigure]:
     """The clear changes of ``report``, FAILs first, then the largest."""
-    def failed(figure: DecidedFigure) -> bool:
-        return figure.gate is not None and figure.gate.verdict == Verdict.FAIL
-
-    return sorted(clear_changes(report.decided), key=lambda f: (not failed(f), -f.size))
+    return sorted(clear_changes(report.decided), key=lambda f: (not f.failed, -f.size))
 
 
 def report_values(report: Report) -> dict[str, str]:
@@ -93,9 +90,7 @@ def note_comment(title: str, message: str, report: str | None = None) -> str:
 
 def _row(figure: DecidedFigure) -> str:
     """case | metric | ratio | the interval of the row's claim | the gate's verdict and bound."""
-    gate = figure.gate
-    failed = gate is not None and gate.verdict == Verdict.FAIL
-    c = figure.comparison if failed or figure.family is None else figure.family
+    gate, c = figure.gate, figure.claimed
     interval = (f"{bounds(c.low, c.high)} at {100 * c.confidence:.4g} %" if c.has_interval
                 else "no interval")
     ratio = "-" if math.isnan(figure.ratio) else f"{figure.ratio:.3f}"

@@ -2,7 +2,8 @@
 
 The verdict line first, then the clear changes (``analysis.decided``: one figure per compared case and
 side, a change when its gate FAILed or its interval, widened for the cases judged together, lies
-entirely above or below 1; largest first), the cases a side added or removed, then the full table
+entirely above or below 1; largest first; each with the interval of its claim, a FAIL's as its gate
+decided it), the cases a side added or removed, then the full table
 (every metric as the report states it: a gated row as its gate decided it) in a collapsed
 ``<details>``. The whole stays under ``MAX_BYTES`` (a PR comment holds 65,536 characters): rows that
 do not fit are left out and counted. Text from cases and benches renders as the characters it is
@@ -51,7 +52,7 @@ def gh_markdown(report: Report, max_bytes: int = MAX_BYTES) -> str:
     reserve = 400  # the lines after each table
     parts = head + _headline(report, len(changed)) + [""]
     if changed:
-        rows = [line(f.case, f.side, f.metric, f.family, verdict_text(f.gate) if f.gate else "-")
+        rows = [line(f.case, f.side, f.metric, f.claimed, verdict_text(f.gate) if f.gate else "-")
                 for f in changed]
         shown = _fit(rows, max_bytes - 2 * reserve - _size(parts + table_head))
         parts += table_head + shown + _more(len(changed) - len(shown)) + [""]

@@ -84,6 +84,8 @@ def test_each_change_is_listed_once_as_its_gate_decided_it(tmp_path):
     clear = gh.split("<details>")[0]
     assert "**1 clear change** of 3 compared cases" in clear
     assert clear.count("| tokenize |") == 1 and "throughput" not in clear, "not again as its throughput"
+    decided = changed[0].gate.comparison  # a FAIL beside a widened interval would reach toward its bound
+    assert f"CI [{decided.low:.3f}, {decided.high:.3f}] | FAIL |" in clear, clear
 
 
 def figures_of(log_ratios: np.ndarray) -> list[DecidedFigure]:
