@@ -38,12 +38,12 @@ class Decisions:
 def decide(cand_logs: np.ndarray, base_logs: np.ndarray, looks: Looks, gate: GateSpec, *,
            paired: bool = True) -> Decisions:
     """The sequential verdict of ``gate`` (its bounds, confidence and kind) on log values
-    ``[sweeps, looks.last]`` (of a gate on ``instructions``: counts, ``intervals.with_counts``)."""
+    ``[sweeps, looks.final]`` (of a gate on ``instructions``: counts, ``intervals.with_counts``)."""
     sweeps = cand_logs.shape[0]
     verdict = np.full(sweeps, Verdict.INCONCLUSIVE, dtype=f"U{_WIDTH}")
-    rounds = np.full(sweeps, looks.last)
+    rounds = np.full(sweeps, looks.final)
     bounds = [(op, np.log(value)) for op, value in gate.bounds]
-    for n in (range(looks.first, looks.last + 1) if looks.adaptive else [looks.first]):
+    for n in (range(looks.first, looks.final + 1) if looks.adaptive else [looks.first]):
         if paired:
             interval = intervals.paired(cand_logs[:, :n] - base_logs[:, :n])
         else:

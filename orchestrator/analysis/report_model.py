@@ -219,7 +219,7 @@ def counted_runs(record: SweepRecord, runs: pd.DataFrame) -> pd.DataFrame:
 def _gates(record: SweepRecord, cases: list[str], comparer: Comparer, one_sided: dict[str, OneSided],
            power: bool = True) -> list[GateVerdict]:
     spec = record.spec
-    verdicts = evaluate_gates(spec.gates, cases, list(spec.sides), comparer, Looks.of_spec(spec),
+    verdicts = evaluate_gates(spec.gates, cases, list(spec.sides), comparer, Looks.of_record(record),
                               not_gated=_one_sided_pairs(one_sided), power=power)
     return apply_waivers(verdicts, active_waivers(waiver_log(record)))
 

@@ -6,8 +6,9 @@ Looking again and again at a 95 % interval would claim far more than 5 % wrong v
 reads its interval at the nominal level its sweep's boundary gives it (``spending: pocock``,
 ``obrien-fleming`` or ``even``; ``analysis.spending`` computes them): together the looks' intervals
 miss the true ratio, the only way to a wrong PASS or FAIL, in at most ``alpha = 1 - confidence`` of
-sweeps, wherever the sweep stops. A fixed sweep (``max_repeats == repeats``) has one look at
-``confidence``.
+sweeps, wherever the sweep stops. A sweep its time budget ended before ``max_repeats`` closes its
+boundary at its last look, which spends what the looks before it left (``Looks.closing``). A fixed
+sweep (``max_repeats == repeats``) has one look at ``confidence``.
 
 ``rounds_to_decide`` is the boundary's answer to "how many rounds would decide this?": the first look
 whose interval clears a given distance with 80 % power. ``plan`` and the report's "rounds needed"
@@ -25,6 +26,8 @@ from orchestrator.spec.schema import Spending, SweepSpec
 if TYPE_CHECKING:
     import numpy as np
 
+    from orchestrator.spec.record import SweepRecord
+
 POWER = 0.8  # of the minimum detectable change and of the rounds to decide
 MAX_ROUNDS = 10_000  # rounds_to_decide looks no further
 
@@ -32,20 +35,43 @@ MAX_ROUNDS = 10_000  # rounds_to_decide looks no further
 @dataclass(frozen=True)
 class Looks:
     """Planned looks at ``first``, ``first + 1``, ..., ``last`` rounds, sharing the error rate by
-    ``spending``."""
+    ``spending``; ``closing``: the rounds after which the sweep's time budget ended it, before
+    ``last`` (its look spends what the looks before it left: ``analysis.spending``), else None."""
 
     first: int
     last: int
     spending: Spending = Spending.pocock
+    closing: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.closing is not None and not self.first <= self.closing < self.last:
+            object.__setattr__(self, "closing", None)  # no look to close, or the planned last one
 
     @classmethod
     def of_spec(cls, spec: SweepSpec) -> Looks:
         """The looks of a sweep: after round ``repeats``, then each round up to ``max_rounds``."""
         return cls(spec.repeats, spec.max_rounds, spec.spending)
 
+    @classmethod
+    def of_record(cls, record: SweepRecord) -> Looks:
+        """The looks a finished sweep had: those of its spec, closed at its last round where its time
+        budget ended it (``AdaptiveSummary.budget_ended``)."""
+        adaptive = record.adaptive
+        closing = adaptive.rounds if adaptive is not None and adaptive.budget_ended else None
+        return cls(record.spec.repeats, record.spec.max_rounds, record.spec.spending, closing)
+
     @property
     def adaptive(self) -> bool:
         return self.last > self.first
+
+    @property
+    def final(self) -> int:
+        """The rounds of the last look."""
+        return self.closing or self.last
+
+    def planned(self) -> Looks:
+        """These looks as planned, not closed: what further rounds would read."""
+        return Looks(self.first, self.last, self.spending)
 
     def level_at(self, rounds: int, alpha: float) -> float:
         """The two-sided error rate of the interval read at the look after ``rounds`` rounds (a cell
@@ -54,8 +80,8 @@ class Looks:
             return alpha
         from orchestrator.analysis.spending import look_levels  # numpy and scipy: only when judged
 
-        levels = look_levels(self.first, self.last, alpha, self.spending)
-        return levels[min(max(rounds, self.first), self.last) - self.first]
+        levels = look_levels(self.first, self.last, alpha, self.spending, self.closing)
+        return levels[min(max(rounds, self.first), self.final) - self.first]
 
     def confidence_at(self, rounds: int, confidence: float) -> float:
         """The two-sided confidence of the interval read at the look after ``rounds`` rounds."""
@@ -63,7 +89,7 @@ class Looks:
 
     def schedule(self, available: int) -> list[int]:
         """The looks a cell with ``available`` rounds of data had (at least one: all its data)."""
-        looks = list(range(self.first, min(self.last, available) + 1)) if self.adaptive else []
+        looks = list(range(self.first, min(self.final, available) + 1)) if self.adaptive else []
         return looks or [max(available, 1)]
 
 

@@ -16,6 +16,13 @@ An adaptive sweep looks at a gate after ``first`` rounds and after every further
   recursion on a lattice). Pocock's function spends evenly in time, O'Brien-Fleming's almost
   nothing early and most at the last looks.
 
+A sweep its time budget ends after ``closing`` rounds, before ``last`` (``budget_s``, ``shasweep ci
+--budget``: when it ends depends on how long rounds take, not on what they measured), closes the
+boundary there: the looks before it keep their levels and its look spends what they left of
+``alpha`` (Lan and DeMets' final analysis at the information reached). Without that, an
+O'Brien-Fleming sweep planned for 26 rounds and ended at 21 would have spent a third of its error
+rate and read its last interval 20 % wider than it may.
+
 A look then reads its t interval at the nominal level of its normal critical value, converted
 with the look's own degrees of freedom. The variance a t statistic estimates at each look adds
 its own noise, so t statistics of few rounds leave such a band more often than normal ones (up to
@@ -51,19 +58,25 @@ def spent(spending: Spending, alpha: float, fraction: float) -> float:
 
 
 @lru_cache(maxsize=64)
-def look_levels(first: int, last: int, alpha: float, spending: Spending) -> tuple[float, ...]:
+def look_levels(first: int, last: int, alpha: float, spending: Spending, closing: int | None = None
+                ) -> tuple[float, ...]:
     """The two-sided nominal error rate of the looks after ``first``, ``first + 1``, ..., ``last``
-    rounds; a look of fewer than 2 rounds (no interval) spends nothing."""
+    rounds, or up to ``closing`` rounds where the sweep's budget closed the boundary there (its look
+    spends what the looks before it left); a look of fewer than 2 rounds (no interval) spends
+    nothing."""
     if spending == Spending.even:
-        return tuple(alpha * (first if n == first else 1) / last for n in range(first, last + 1))
-    return normal_levels(first, last, T_SHARE * alpha, spending)
+        levels = [alpha * (first if n == first else 1) / last for n in range(first, (closing or last) + 1)]
+        return tuple(levels[:-1]) + (alpha - sum(levels[:-1]),) if closing else tuple(levels)
+    return normal_levels(first, last, T_SHARE * alpha, spending, closing)
 
 
-def normal_levels(first: int, last: int, alpha: float, spending: Spending) -> tuple[float, ...]:
+def normal_levels(first: int, last: int, alpha: float, spending: Spending, closing: int | None = None
+                  ) -> tuple[float, ...]:
     """The nominal levels of the looks' band for normal statistics at ``alpha``: the chance that the
-    standardized mean of normal rounds leaves it at some look is ``alpha``."""
-    rounds = np.arange(first, last + 1)
-    targets = [spent(spending, alpha, n / last) if n >= 2 else 0.0 for n in rounds]
+    standardized mean of normal rounds leaves it at some look is ``alpha``. ``closing``: the last
+    look, which spends all of ``alpha`` the looks before it left."""
+    rounds = np.arange(first, (closing or last) + 1)
+    targets = [alpha if n == closing else spent(spending, alpha, n / last) if n >= 2 else 0.0 for n in rounds]
     return tuple(_crossing_levels(rounds.astype(float), targets))
 
 

@@ -286,7 +286,8 @@ def gate_verdict(index: int, gate: GateSpec, case: str, side: str, comparer: Com
     comparison = comparer.compare(case, side, gate.metric, shown.confidence, limit, rank_test=power)
     look = schedule.index(rounds) + 1
     if looks.adaptive:
-        reason += f" (look {look} of {looks.last - looks.first + 1}, after {rounds} rounds)"
+        closed = "; the sweep's time budget closed its looks there" if rounds == looks.closing else ""
+        reason += f" (look {look} of {looks.last - looks.first + 1}, after {rounds} rounds{closed})"
     mde, needed = detectable(comparison, gate, looks) if power else (None, None)
     return GateVerdict(index, gate.metric, case, side, gate.describe(), comparison, verdict, reason, mde,
                        needed if verdict == Verdict.INCONCLUSIVE else None, look,
@@ -354,7 +355,7 @@ def detectable(comparison: stats.Comparison, gate: GateSpec, looks: Looks | None
     estimate = math.exp(comparison.center)
     inside = all(holds(op, value, estimate, estimate) for op, value in gate.bounds)
     alpha = claim_alphas(gate)[0 if inside else 1]
-    needed = rounds_to_decide(comparison.se * math.sqrt(n), distance, looks or Looks(1, 1), alpha,
+    needed = rounds_to_decide(comparison.se * math.sqrt(n), distance, (looks or Looks(1, 1)).planned(), alpha,
                               comparison.paired, start=n)
     return mde, needed
 

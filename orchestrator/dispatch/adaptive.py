@@ -29,14 +29,13 @@ from orchestrator.capabilities import INSTRUCTIONS_METRIC
 from orchestrator.contract import PlannedRun
 from orchestrator.dispatch.dispatcher import DEADLINE_REASON, SweepOutcome, dispatch_runs
 from orchestrator.plan.expand import ResolvedSweep, adaptive_plan, build_plan
-from orchestrator.spec.record import AdaptiveSummary, SweepRecord
+from orchestrator.spec.record import BUDGET_SPENT, OUT_OF_TIME, AdaptiveSummary, SweepRecord
 from orchestrator.spec.schema import Order, SweepSpec
 
 # The results are read and judged (pandas, the report model) only when a round or re-run is decided:
 # the analysis modules are imported there, not before the first run is dispatched.
 
-DECIDED, MAX_REACHED, BUDGET_SPENT = "every gate decided", "max_repeats reached", "budget_s spent"
-OUT_OF_TIME = "the time budget would not hold another round"
+DECIDED, MAX_REACHED = "every gate decided", "max_repeats reached"
 
 
 @dataclass

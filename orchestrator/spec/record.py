@@ -67,6 +67,10 @@ class RunOutcome:
 OUTCOME_KEYS: tuple[str, ...] = tuple(RunOutcome.__dataclass_fields__)
 
 
+BUDGET_SPENT = "budget_s spent"  # why an adaptive sweep added no further round: its runs' time
+OUT_OF_TIME = "the time budget would not hold another round"  # its deadline (``shasweep ci --budget``)
+
+
 @dataclass(frozen=True)
 class AdaptiveSummary:
     """An adaptive sweep's planned range, the rounds it ran and why it stopped adding rounds; also of any
@@ -77,6 +81,12 @@ class AdaptiveSummary:
     rounds: int  # the rounds the sweep counts: 0 .. rounds - 1
     ended: str | None = None
     cut: int | None = None  # the round its deadline stopped (= rounds): it and any later are not counted
+
+    @property
+    def budget_ended(self) -> bool:
+        """Whether its time budget ended the sweep (``budget_s``, a deadline): its last look closes
+        the boundary (``analysis.sequential.Looks.closing``)."""
+        return self.cut is not None or self.ended in (BUDGET_SPENT, OUT_OF_TIME)
 
 
 @dataclass(frozen=True)

@@ -164,3 +164,58 @@ def test_a_sweep_that_runs_to_its_budget_fails_a_small_slowdown_more_often_under
     assert passed[Spending.obrien_fleming] > passed[Spending.pocock]
     assert all(d.rate(Verdict.FAIL) == 0 for d in unchanged.values())
     assert all(wrong(d) <= ALPHA / 15 * 1.5 for d in on_bound.values()), "2000 sweeps: 1.5x for chance"
+
+
+@pytest.mark.parametrize("noise", power.NOISES)
+@pytest.mark.parametrize("closing", [15, 21])
+def test_a_sweep_its_budget_ends_early_spends_the_rest_of_its_error_rate_at_its_last_look(noise, closing):
+    """A ci sweep planned for 26 rounds that its time budget ends after ``closing`` (``Looks.closing``):
+    its last look reads the error rate the looks before it left (O'Brien-Fleming had spent a third of
+    it by round 21), so a time 5 % longer FAILs in more of the same sweeps (measured: 3-6 points more
+    at CV 2 %), and with the truth on the bound it claims no more than the gate's error rate."""
+    gate = GateSpec(metric="time_ms", max_ratio=DEFAULT_MAX_RATIO, confidence=1 - ALPHA / 15)
+    planned = Looks(MIN_ROUNDS, 26, Spending.obrien_fleming)
+    closed = Looks(MIN_ROUNDS, 26, Spending.obrien_fleming, closing)
+    cand, base = power.simulate(np.random.default_rng(closing), SWEEPS, 26, cv=0.02, true_ratio=1.05,
+                                noise=noise)
+    full, spent = power.decide(cand, base, planned, gate), power.decide(cand, base, closed, gate)
+    cut = np.mean((full.verdict == Verdict.FAIL) & (full.rounds <= closing))  # the planned looks, cut there
+    assert spent.rounds.max() <= closing and spent.rate(Verdict.PASS) == 0
+    assert spent.rate(Verdict.FAIL) >= cut + 0.02
+    cand, base = power.simulate(np.random.default_rng(closing + 1), 4 * SWEEPS, closing, cv=0.02,
+                                true_ratio=DEFAULT_MAX_RATIO, noise=noise)
+    assert wrong(power.decide(cand, base, closed, gate)) <= ALPHA / 15 * 1.5, "8000 sweeps: 1.5x for chance"
+
+
+def test_looks_close_only_between_the_first_and_the_planned_last():
+    assert Looks(3, 30, closing=30).closing is None and Looks(3, 30, closing=2).closing is None
+    assert Looks(3, 30, closing=12).final == 12 and Looks(3, 30, closing=12).planned() == Looks(3, 30)
+    assert Looks(3, 30, closing=12).schedule(20) == list(range(3, 13))
+
+
+def test_a_report_reads_the_last_look_of_a_sweep_its_budget_ended_at_the_rest_of_the_error_rate(tmp_path):
+    """The same runs, 6 rounds of 12 planned: recorded as ended by the time budget, the gate's last
+    look reads the closed level and says so; recorded as stopped otherwise, the planned level."""
+    from suite_sweeps import SuiteSweep
+
+    from orchestrator.analysis.report_model import make_report
+    from orchestrator.spec.record import OUT_OF_TIME
+
+    rng = np.random.default_rng(4)
+    noise = {(c, s, r): float(np.exp(rng.normal(0, 0.05))) for c in ("a", "b") for s in ("old", "new")
+             for r in range(6)}
+    reports = {}
+    for ended in (OUT_OF_TIME, None):
+        sweep_id = f"closing-2026010{1 if ended else 2}T000000"
+        root = tmp_path / str(bool(ended))
+        SuiteSweep(sweep_id, {"old": ["a", "b"], "new": ["a", "b"]}, lambda c, s, r: noise[c, s, r], rounds=6,
+                   spec={"repeats": 2, "max_repeats": 12, "spending": "obrien-fleming"},
+                   adaptive={"repeats": 2, "max_repeats": 12, "rounds": 6, "ended": ended}).write(root)
+        reports[ended] = make_report(root, sweep_id)
+    for ended, looks in ((OUT_OF_TIME, Looks(2, 12, Spending.obrien_fleming, 6)),
+                         (None, Looks(2, 12, Spending.obrien_fleming))):
+        gate = next(g for g in reports[ended].gates if g.case == "a")
+        assert gate.looks == 5 and gate.comparison.confidence == pytest.approx(looks.confidence_at(6, 0.95))
+        assert ("time budget closed its looks" in gate.reason) == (ended is not None), gate.reason
+    closed, cut = (next(g for g in reports[e].gates if g.case == "a").comparison for e in (OUT_OF_TIME, None))
+    assert closed.high - closed.low < cut.high - cut.low
