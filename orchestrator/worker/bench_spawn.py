@@ -128,17 +128,18 @@ def parents():
     return found
 
 
-def tree():
-    """Pids of every process under this helper, nearest first."""
+def tree(root=None):
+    """Pids of every process under ``root`` (default: this helper), nearest first."""
+    root = os.getpid() if root is None else root
     if HAS_CHILDREN_FILES:
-        under = children(os.getpid())
+        under = children(root)
         for pid in under:  # grows while it is walked: breadth first
             under += children(pid)
         return under
     by_parent = {}
     for pid, parent in parents().items():
         by_parent.setdefault(parent, []).append(pid)
-    under = list(by_parent.get(os.getpid(), []))
+    under = list(by_parent.get(root, []))
     for pid in under:
         under += by_parent.get(pid, [])
     return under

@@ -3,16 +3,19 @@ channel). A parked process blocks reading its control FIFO, so it uses no CPU an
 one that works while another side measures (a CPU hog started only while parked, a thread that never
 sleeps, a flood of its stream) steals the host unseen, so the round watches for both.
 
-**CPU.** ``cpu_ticks`` reads ``/proc/<pid>/stat`` of every process in one pass and sums, per side,
-the whole tree under the side's launch helper (the bench, its children, the daemons it left, and the
-children the helper reaped; not the helper's own time). The round looks at every side at each hand-
-over (``ParkedTime.look``), which is when no bench is measuring, so a look costs nothing a
-measurement sees. The kernel counts in clock ticks (``SC_CLK_TCK``: 10 ms here), and a thread pool
-spins for a few milliseconds after its last task (libgomp's default: 5-10 ms per parking for two
-threads, measured here), so a side may use, over the round, at most ``PARKED_CPU_SHARE`` (1 %) of
-its parked wall time plus ``TICKS_PER_PARKING`` clock ticks per interval it was parked; more fails
-the round naming the side. A hog that takes a CPU throughout parkings longer than a few ticks is far
-above that.
+**CPU.** ``cpu_ticks`` sums, per side, the CPU time of the whole tree under the side's launch helper
+(the bench, its children, the daemons it left, which the helper reaps as their subreaper, and the
+children the helper reaped; not the helper's own time). It walks each tree as the helper does
+(``bench_spawn.tree``: down the kernel's ``/proc/<pid>/task/<tid>/children`` lists, where the kernel
+has them) and reads only its processes' ``stat``: a pass over all of ``/proc`` cost 2.3-3.4 ms a
+hand-over with 69-74 processes on the VM (more on a busy CI runner), 960 times a suite round. The
+round looks at every side at each hand-over (``ParkedTime.look``), which is when no bench is
+measuring, so a look costs nothing a measurement sees, only the round's time. The kernel counts in
+clock ticks (``SC_CLK_TCK``: 10 ms here), and a thread pool spins for a few milliseconds after its
+last task (libgomp's default: 5-10 ms per parking for two threads, measured here), so a side may
+use, over the round, at most ``PARKED_CPU_SHARE`` (1 %) of its parked wall time plus
+``TICKS_PER_PARKING`` clock ticks per interval it was parked; more fails the round naming the side.
+A hog that takes a CPU throughout parkings longer than a few ticks is far above that.
 
 **Writes.** A parked process's stream must not grow: more than ``PARKED_WRITE_BYTES`` written to it
 while parked fails the round at the next look (every poll of the round), before a backlog the worker
@@ -24,6 +27,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from orchestrator.worker.bench_spawn import tree
+
 PARKED_CPU_SHARE = 0.01
 TICKS_PER_PARKING = 1
 PARKED_WRITE_BYTES = 64 * 1024
@@ -32,32 +37,26 @@ CLOCK_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 def cpu_ticks(helpers: list[int]) -> dict[int, int]:
     """For each launch helper pid, the CPU ticks (user + system) of everything under it: its live
-    descendants' own and reaped children's, and the children it reaped itself. One pass over /proc."""
-    parent_of: dict[int, int] = {}
-    own: dict[int, int] = {}
-    reaped: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold ")"
-            pid = int(entry)
-            parent_of[pid] = int(fields[1])
-            own[pid], reaped[pid] = int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
-        except (OSError, IndexError, ValueError):
-            continue  # gone meanwhile
-    children: dict[int, list[int]] = {}
-    for pid, parent in parent_of.items():
-        children.setdefault(parent, []).append(pid)
+    descendants' own and reaped children's, and the children it reaped itself."""
     totals = {}
     for helper in helpers:
-        total, under = reaped.get(helper, 0), list(children.get(helper, []))
-        for pid in under:  # grows while it is walked: breadth first
-            total += own[pid] + reaped[pid]
-            under += children.get(pid, [])
+        total = _stat_ticks(helper)[1]
+        for pid in tree(helper):
+            own, reaped = _stat_ticks(pid)
+            total += own + reaped
         totals[helper] = total
     return totals
+
+
+def _stat_ticks(pid: int) -> tuple[int, int]:
+    """(own CPU ticks, reaped children's CPU ticks) of ``pid``; (0, 0) once it is gone (its time is
+    then its parent's reaped time, once reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold ")"
+        return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+    except (OSError, IndexError, ValueError):
+        return 0, 0
 
 
 @dataclass
