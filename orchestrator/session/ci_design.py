@@ -19,6 +19,8 @@
   at most ``DEFAULT_MAX_RATIO``, at the confidence ``1 - ALPHA / K`` for the suite's K benchmarks:
   a pull request fails when any case does, so the cases share the error rate (15 gates at 95 %
   each, with the noise at the bound, would FAIL somewhere in about a third of the sweeps);
+- each round's str-hash seed drawn for all its sides, a new one each round (``worker.bench_env``),
+  as in any sweep: a change's effect on where str keys collide is read over seeds, not at one;
 - the instrument the project asks for (``tool.shasweep.instrument``, ``--instrument``): ``valgrind``
   counts each benchmark's instructions too, in a process per side and round that the round's
   estimate includes, and the default gate bounds them as it bounds the time (a count does not move
@@ -66,7 +68,6 @@ PYTEST_ARGS = ("--benchmark-only", "--benchmark-json={result}", "--benchmark-max
                "--benchmark-timer=time.process_time")  # CPU time per call: a shared runner blurs it less
 PYPERF_ARGS = ("--quiet", "--processes", "2", "--values", "3")
 GBENCH_ARGS = ("--benchmark_out={result}", "--benchmark_out_format=json", "--benchmark_repetitions=3")
-ONE_HASH_SEED = {"PYTHONHASHSEED": "0"}  # a set's or dict's layout adds no per-process noise
 
 
 @dataclass(frozen=True)
@@ -82,14 +83,13 @@ class SuiteCommand:
 @dataclass(frozen=True)
 class SuiteKind:
     """What a ci sweep of one kind of suite is: the protocol that reads it, the metric its default
-    gate bounds, a benchmark function's typical seconds (for the first round estimate), its command,
-    environment and params."""
+    gate bounds, a benchmark function's typical seconds (for the first round estimate), its command
+    and params."""
 
     protocol: str
     gate_metric: str
     per_benchmark_s: float
     command: Callable[[FoundSuite, list[str]], SuiteCommand]
-    env: dict[str, str] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -118,11 +118,11 @@ def _benchkit_command(found: FoundSuite, args: list[str]) -> SuiteCommand:
 
 
 KINDS: dict[str, SuiteKind] = {
-    "pytest-benchmark": SuiteKind("pytest-benchmark", TIME_METRIC, 0.5, _pytest_command, ONE_HASH_SEED),
+    "pytest-benchmark": SuiteKind("pytest-benchmark", TIME_METRIC, 0.5, _pytest_command),
     "pyperf": SuiteKind("pyperf", TIME_METRIC, 3.0, _pyperf_command),
     "gbench": SuiteKind("gbench", CPU_TIME_METRIC, 1.0, _gbench_command),
-    "benchkit": SuiteKind("v1", "step_ms", 5.0, _benchkit_command, ONE_HASH_SEED,
-                          {"warmup": 2, "measure": 20}),
+    "benchkit": SuiteKind("v1", "step_ms", 5.0, _benchkit_command,
+                          params={"warmup": 2, "measure": 20}),
 }
 
 
@@ -229,7 +229,7 @@ def _suite_sweep(found: FoundSuite, config: CiConfig) -> dict[str, Any]:
         "results": config.results,
         "gates": [{"metric": kind.gate_metric, "max_ratio": DEFAULT_MAX_RATIO,
                    "confidence": round(1 - ALPHA / max(found.benchmarks, 1), 6)}],
-        "prepare": [list(argv) for argv in config.prepare], "env": dict(kind.env),
+        "prepare": [list(argv) for argv in config.prepare],
         "params": dict(kind.params)}
     if config.pythonpath or found.src_layout:  # a src layout's packages are imported from src/
         raw["pythonpath"] = list(config.pythonpath or ("src", "."))
