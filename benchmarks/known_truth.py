@@ -17,7 +17,10 @@ before each call (N from the loop's own cost, measured the same way), so the wor
 on every machine, and prints the branches, their SHAs and the calibration as JSON. Timed, both costs
 are the fastest of ``TIMED_PROCESSES`` processes: on a VM a process keeps one speed for its life,
 and one of two (measured here: the same function at 0.6 and 1.2 ms a call), so a function timed in a
-slow process and the loop in a fast one gave a commit 9-10 % slower where 5 % was asked.
+slow process and the loop in a fast one gave a commit 9-10 % slower where 5 % was asked. The fastest
+of three does not always avoid it (when all three of one kind ran slow: +9.3 % where 5 % was asked,
+docs/performance.md): check what a commit does with ``benchmarks/realized_truth.py``, which times
+both commits in turns in one process, where the process's speed cancels.
 """
 
 from __future__ import annotations
